@@ -1,0 +1,28 @@
+# The two commands: `make run` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+STATE ?= $(CURDIR)/state
+
+.PHONY: run test venv sample-config policy-sample clean
+
+venv: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/cyborg-lite-all-in-one --state-dir $(STATE)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+sample-config: $(STAMP)
+	$(BIN)/oslo-config-generator --config-file etc/cyborg-lite-config-generator.conf
+
+clean:
+	rm -rf $(VENV) $(STATE) .pytest_cache

@@ -1,0 +1,1 @@
+"""cyborg_lite: accelerator management in the style of OpenStack Cyborg."""

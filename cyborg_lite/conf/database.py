@@ -1,0 +1,35 @@
+"""Options of the [database] group."""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('database', title='Database options')
+
+OPTS = [
+    cfg.StrOpt('connection',
+               secret=True,
+               default='sqlite:///$state_path/cyborg_lite.sqlite',
+               help='SQLAlchemy URL of the database. SQLite is the embedded '
+                    'default; PostgreSQL (postgresql://user:pw@host/db) and '
+                    'MySQL (mysql+pymysql://...) are the production '
+                    'targets.'),
+    cfg.BoolOpt('connection_debug',
+                default=False,
+                help='Log every SQL statement (SQLAlchemy echo).'),
+    cfg.IntOpt('pool_size',
+               default=10,
+               min=1,
+               help='Connections kept open per process (not SQLite).'),
+    cfg.IntOpt('sqlite_busy_timeout_ms',
+               default=30000,
+               min=0,
+               help='How long a SQLite writer waits for the lock before '
+                    'failing, in milliseconds.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return [(GROUP, OPTS)]

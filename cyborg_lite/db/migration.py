@@ -1,0 +1,63 @@
+"""Schema migrations with alembic; the revisions live in db/migrations/."""
+import os
+
+from alembic import command
+from alembic import config as alembic_config
+from alembic import migration as alembic_migration
+from alembic import script as alembic_script
+
+from cyborg_lite.common import exception
+from cyborg_lite.db import session
+
+MIGRATIONS_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__)))), 'db', 'migrations')
+
+
+def _config(url):
+    if not os.path.isdir(MIGRATIONS_DIR):
+        raise exception.ConfigError(
+            reason='migrations not found at %s; install cyborg_lite from '
+                   'its source tree (pip install -e .)' % MIGRATIONS_DIR)
+    cfg = alembic_config.Config()
+    cfg.set_main_option('script_location', MIGRATIONS_DIR)
+    # NOTE: '%' must be escaped for configparser; passwords may carry it.
+    cfg.set_main_option('sqlalchemy.url', url.replace('%', '%%'))
+    return cfg
+
+
+def _url(url):
+    from cyborg_lite.conf import CONF
+    url = url or CONF.database.connection
+    session.validate_url(url)
+    return url
+
+
+def upgrade(revision='head', url=None):
+    """Upgrade to ``revision``; at that revision already, a no-op."""
+    url = _url(url)
+    with session.get_engine(url).begin() as conn:
+        cfg = _config(url)
+        cfg.attributes['connection'] = conn
+        command.upgrade(cfg, revision)
+
+
+def downgrade(revision, url=None):
+    url = _url(url)
+    with session.get_engine(url).begin() as conn:
+        cfg = _config(url)
+        cfg.attributes['connection'] = conn
+        command.downgrade(cfg, revision)
+
+
+def current(url=None):
+    """The revision the database is at, or None when never migrated."""
+    url = _url(url)
+    with session.get_engine(url).connect() as conn:
+        return alembic_migration.MigrationContext.configure(
+            conn).get_current_revision()
+
+
+def head():
+    return alembic_script.ScriptDirectory.from_config(
+        _config('sqlite://')).get_current_head()

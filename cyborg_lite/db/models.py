@@ -1,0 +1,273 @@
+"""SQLAlchemy models: the one description of the schema.
+
+Migrations in db/migrations/ must produce exactly this schema; a test
+compares the two with alembic's autogenerate on SQLite and PostgreSQL.
+
+Conventions:
+- ``id`` is the internal key used by foreign keys; ``uuid`` is the public id.
+- Rows that several conductors may update at once carry ``version``, used as
+  SQLAlchemy's version_id_col: an UPDATE whose version no longer matches
+  touches no row and raises StaleDataError instead of losing a write.
+- Enumerations are VARCHAR with a CHECK constraint (portable, and a bad value
+  is refused by the database itself).
+"""
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
+                'NVME')
+DEVICE_STATUSES = ('enabled', 'maintaining')
+DEVICE_HEALTH = ('healthy', 'degraded', 'unhealthy')
+ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
+CPID_TYPES = ('PCI',)
+ARQ_STATES = ('Initial', 'BindStarted', 'Bound', 'Unbound', 'BindFailed',
+              'UnbindFailed', 'Deleting')
+BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
+BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
+VISIBILITIES = ('private', 'public')
+JOB_STATES = ('queued', 'downloading', 'programming', 'verifying',
+              'succeeded', 'failed', 'cancelled')
+JOB_ACTIVE_STATES = ('queued', 'downloading', 'programming', 'verifying')
+
+NAMING_CONVENTION = {
+    'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
+    'uq': 'uq_%(table_name)s_%(column_0_N_name)s',
+    'ck': 'ck_%(table_name)s_%(constraint_name)s',
+    'fk': 'fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s',
+    'pk': 'pk_%(table_name)s',
+}
+
+
+def utcnow():
+    # Naive UTC, the same on every backend.
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _enum(values, name):
+    return sa.Enum(*values, name=name, native_enum=False,
+                   create_constraint=True, length=16,
+                   validate_strings=True)
+
+
+class Base(orm.DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TimestampMixin:
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, default=utcnow)
+    updated_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, nullable=True, onupdate=utcnow)
+
+
+class IdMixin(TimestampMixin):
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), nullable=False,
+                                              unique=True)
+
+
+class VersionedMixin:
+    version: orm.Mapped[int] = orm.mapped_column(sa.Integer, nullable=False,
+                                                 default=1)
+
+    @orm.declared_attr.directive
+    def __mapper_args__(cls):
+        return {'version_id_col': cls.__table__.c.version}
+
+
+class Device(IdMixin, VersionedMixin, Base):
+    """One physical card on one host, as one driver reported it."""
+    __tablename__ = 'devices'
+    __table_args__ = (
+        sa.UniqueConstraint('hostname', 'driver_name', 'identity'),
+    )
+
+    type: orm.Mapped[str] = orm.mapped_column(_enum(DEVICE_TYPES,
+                                                    'device_type'))
+    vendor: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    model: orm.Mapped[str] = orm.mapped_column(sa.String(255), default='')
+    std_board_info: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    vendor_board_info: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255), index=True)
+    driver_name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    # Stable identity within (hostname, driver): the PCI address for PCI
+    # cards, so a reorder or rename of sysfs nodes is not a new device.
+    identity: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    pci_address: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    status: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_STATUSES, 'device_status'), default='enabled')
+    health: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_HEALTH, 'device_health'), default='healthy')
+    rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+
+
+class ControlpathId(IdMixin, Base):
+    """How the host controls a device (for PCI, its PF address)."""
+    __tablename__ = 'controlpath_ids'
+
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'), index=True)
+    cpid_type: orm.Mapped[str] = orm.mapped_column(_enum(CPID_TYPES,
+                                                         'cpid_type'))
+    cpid_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+
+class Deployable(IdMixin, VersionedMixin, Base):
+    """A schedulable part of a device: for an FPGA, one PR region."""
+    __tablename__ = 'deployables'
+
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('devices.id', ondelete='CASCADE'), index=True)
+    parent_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'))
+    root_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'))
+    # Unique name, also the resource provider name in Placement.
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    num_accelerators: orm.Mapped[int] = orm.mapped_column(sa.Integer,
+                                                          default=1)
+    rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    driver_name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    # PR interface id / compat_id of the region; None for fixed functions.
+    region_type: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # What is loaded now: the bitstream we programmed (if known) and the
+    # function (AFU / accelerator-type) id the hardware reports.
+    bitstream_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    function_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    function_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    local_memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer,
+                                                         default=0)
+
+
+class Attribute(IdMixin, Base):
+    """Key/value per deployable (``rc``, ``trait0``..``traitN``, ...)."""
+    __tablename__ = 'attributes'
+    __table_args__ = (sa.UniqueConstraint('deployable_id', 'key'),)
+
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'), index=True)
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    value: orm.Mapped[str] = orm.mapped_column(sa.Text)
+
+
+class AttachHandle(IdMixin, VersionedMixin, Base):
+    """What a workload attaches: a PCI function or an mdev."""
+    __tablename__ = 'attach_handles'
+
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'), index=True)
+    cpid_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('controlpath_ids.id', ondelete='SET NULL'))
+    in_use: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    attach_type: orm.Mapped[str] = orm.mapped_column(_enum(ATTACH_TYPES,
+                                                           'attach_type'))
+    # JSON, e.g. {"domain":"0000","bus":"5e","device":"00","function":"1"}
+    attach_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+
+class DeviceProfile(IdMixin, Base):
+    """A named list of request groups."""
+    __tablename__ = 'device_profiles'
+
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    description: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # JSON list of groups, each a dict of string keys to string values.
+    profile_json: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    # Owner; NULL for profiles an admin made for everybody.
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                           index=True)
+
+
+class AcceleratorRequest(IdMixin, VersionedMixin, Base):
+    """An ARQ: one accelerator asked for by one device profile group."""
+    __tablename__ = 'accelerator_requests'
+
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                           index=True)
+    state: orm.Mapped[str] = orm.mapped_column(_enum(ARQ_STATES,
+                                                     'arq_state'),
+                                               default='Initial')
+    device_profile_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('device_profiles.id', ondelete='RESTRICT'),
+        index=True)
+    device_profile_group_id: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    device_rp_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36), index=True)
+    # Unique: the database itself refuses two ARQs on one attach handle.
+    attach_handle_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('attach_handles.id', ondelete='SET NULL'),
+        unique=True)
+    deployable_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='SET NULL'))
+    bind_started_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # Why the last bind failed, shown to the user.
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class Bitstream(IdMixin, Base):
+    """Metadata of an FPGA image; its bytes live in the content store."""
+    __tablename__ = 'bitstreams'
+
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    version: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    vendor: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    format: orm.Mapped[str] = orm.mapped_column(_enum(BITSTREAM_FORMATS,
+                                                      'bitstream_format'))
+    region_type: orm.Mapped[str | None] = orm.mapped_column(sa.String(255),
+                                                            index=True)
+    function_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                            index=True)
+    function_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    local_memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer,
+                                                         default=0)
+    sha256: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                       index=True)
+    size: orm.Mapped[int | None] = orm.mapped_column(sa.BigInteger)
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                           index=True)
+    visibility: orm.Mapped[str] = orm.mapped_column(
+        _enum(VISIBILITIES, 'bitstream_visibility'), default='private')
+    status: orm.Mapped[str] = orm.mapped_column(
+        _enum(BITSTREAM_STATUSES, 'bitstream_status'), default='queued')
+
+
+class ProgrammingJob(IdMixin, VersionedMixin, Base):
+    """One request to load a bitstream into one region."""
+    __tablename__ = 'programming_jobs'
+
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'), index=True)
+    bitstream_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('bitstreams.id', ondelete='RESTRICT'), index=True)
+    # Equal to deployable_id while the job is active, NULL once it ended:
+    # the unique constraint is the database's "one active job per region"
+    # (portable, unlike partial indexes).
+    active_deployable_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.Integer, unique=True)
+    state: orm.Mapped[str] = orm.mapped_column(_enum(JOB_STATES,
+                                                     'job_state'),
+                                               default='queued')
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    attempts: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    max_attempts: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=1)
+    force: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    requester_user_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                           index=True)
+    arq_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('accelerator_requests.id', ondelete='SET NULL'))
+    started_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    heartbeat_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)

@@ -1,0 +1,131 @@
+"""Engines and transactions.
+
+``writer()`` and ``reader()`` are the only ways to get a session::
+
+    with session.writer() as s:
+        s.add(models.Device(...))
+
+A writer commits when the block ends and rolls back on any exception, so a
+failed operation leaves stored state untouched.
+"""
+import contextlib
+import os
+import threading
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm
+
+from cyborg_lite.common import exception
+from cyborg_lite.conf import CONF
+
+SUPPORTED_BACKENDS = ('sqlite', 'postgresql', 'mysql')
+
+_lock = threading.Lock()
+_engines = {}
+
+
+def validate_url(url):
+    """Return a SQLAlchemy URL or raise DatabaseURLError naming the URL."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa_exc.ArgumentError as exc:
+        raise exception.DatabaseURLError(url=url, reason=str(exc))
+    if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
+        raise exception.DatabaseURLError(
+            url=url, reason='unknown scheme %r' % parsed.drivername)
+    try:
+        parsed.get_dialect()
+    except sa_exc.NoSuchModuleError as exc:
+        raise exception.DatabaseURLError(url=url, reason=str(exc))
+    return parsed
+
+
+def _sqlite_pragmas(dbapi_conn, _record):
+    cursor = dbapi_conn.cursor()
+    cursor.execute('PRAGMA foreign_keys=ON')
+    cursor.execute('PRAGMA busy_timeout=%d'
+                   % CONF.database.sqlite_busy_timeout_ms)
+    cursor.close()
+
+
+def _sqlite_begin(conn):
+    # NOTE: pysqlite's own BEGIN handling defers the write lock until the
+    # first write, letting two writers read the same row and both update
+    # it; BEGIN IMMEDIATE serialises writers as PostgreSQL's row locks do.
+    writer = conn.get_execution_options().get('cyborg_lite_writer')
+    conn.exec_driver_sql('BEGIN IMMEDIATE' if writer else 'BEGIN')
+
+
+def create_engine(url):
+    parsed = validate_url(url)
+    kwargs = {'echo': CONF.database.connection_debug, 'future': True}
+    if parsed.get_backend_name() == 'sqlite':
+        database = parsed.database
+        if database and database != ':memory:':
+            directory = os.path.dirname(os.path.abspath(database))
+            if not os.path.isdir(directory):
+                raise exception.DatabaseURLError(
+                    url=url, reason='directory %s does not exist' % directory)
+        kwargs['connect_args'] = {'check_same_thread': False}
+        engine = sa.create_engine(parsed, **kwargs)
+        sa.event.listen(engine, 'connect', _sqlite_pragmas)
+
+        @sa.event.listens_for(engine, 'connect')
+        def _no_pysqlite_begin(dbapi_conn, _record):
+            dbapi_conn.isolation_level = None
+
+        sa.event.listen(engine, 'begin', _sqlite_begin)
+        return engine
+    kwargs.update(pool_size=CONF.database.pool_size, pool_pre_ping=True)
+    return sa.create_engine(parsed, **kwargs)
+
+
+def get_engine(url=None):
+    url = url or CONF.database.connection
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = create_engine(url)
+        return engine
+
+
+def dispose_all():
+    """Close every pooled connection (tests, and after fork)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose()
+        _engines.clear()
+
+
+@contextlib.contextmanager
+def _transaction(url, is_writer):
+    engine = get_engine(url)
+    with engine.connect() as conn:
+        if is_writer:
+            conn = conn.execution_options(cyborg_lite_writer=True)
+        with conn.begin() as txn:
+            with orm.Session(bind=conn, expire_on_commit=False,
+                             autoflush=True) as s:
+                yield s
+                if is_writer:
+                    s.flush()
+                else:
+                    txn.rollback()
+
+
+@contextlib.contextmanager
+def writer(url=None):
+    """A session in a read-write transaction committed at block end.
+
+    Any exception rolls the whole transaction back.
+    """
+    with _transaction(url, True) as s:
+        yield s
+
+
+@contextlib.contextmanager
+def reader(url=None):
+    """A session for reads; nothing it does is committed."""
+    with _transaction(url, False) as s:
+        yield s

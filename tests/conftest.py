@@ -1,0 +1,72 @@
+"""Shared fixtures: configuration reset, databases on SQLite and PostgreSQL."""
+import os
+import uuid
+
+import pytest
+
+from cyborg_lite.conf import CONF
+from cyborg_lite.db import migration
+from cyborg_lite.db import session
+from tests import servers
+
+CONF([], project='cyborg_lite', default_config_files=[])
+
+
+def _clear_all_overrides(cfg):
+    for name in list(cfg.keys()):
+        value = cfg[name]
+        if hasattr(value, 'keys') and not isinstance(value, dict):
+            for opt in list(value.keys()):
+                cfg.clear_override(opt, group=name)
+        else:
+            cfg.clear_override(name)
+
+
+@pytest.fixture
+def conf(tmp_path):
+    """CONF with state_path in a temp dir; every override undone after."""
+    CONF.set_override('state_path', str(tmp_path))
+    yield CONF
+    _clear_all_overrides(CONF)
+
+
+@pytest.fixture(scope='session')
+def pg_server():
+    server = servers.PostgresServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def _make_db_url(kind, request, tmp_path):
+    if kind == 'sqlite':
+        return 'sqlite:///%s' % os.path.join(str(tmp_path), 'test.sqlite')
+    pg = request.getfixturevalue('pg_server')
+    return pg.create_database('t_' + uuid.uuid4().hex[:16])
+
+
+@pytest.fixture(params=['sqlite', pytest.param('postgresql',
+                                               marks=pytest.mark.postgresql)])
+def db_url(request, tmp_path):
+    """An empty database on each backend, disposed after the test."""
+    url = _make_db_url(request.param, request, tmp_path)
+    yield url
+    session.dispose_all()
+
+
+@pytest.fixture
+def db(db_url, conf):
+    """A migrated database on each backend, set as [database]connection."""
+    conf.set_override('connection', db_url, group='database')
+    migration.upgrade(url=db_url)
+    yield db_url
+
+
+@pytest.fixture
+def sqlite_db(conf, tmp_path):
+    """A migrated SQLite database only, for tests that need no backend matrix."""
+    url = 'sqlite:///%s' % os.path.join(str(tmp_path), 'test.sqlite')
+    conf.set_override('connection', url, group='database')
+    migration.upgrade(url=url)
+    yield url
+    session.dispose_all()

@@ -1,0 +1,77 @@
+"""Configuration parsing: clear errors for bad files and values."""
+import subprocess
+import sys
+
+import pytest
+from oslo_config import cfg
+
+from cyborg_lite.common import config
+from cyborg_lite.common import exception
+from cyborg_lite.conf import opts
+
+
+def _fresh_conf():
+    conf = cfg.ConfigOpts()
+    opts.register_all(conf)
+    return conf
+
+
+def test_missing_config_file_is_a_config_error(tmp_path):
+    missing = str(tmp_path / 'nope.conf')
+    with pytest.raises(exception.ConfigError, match='nope.conf'):
+        config.parse_args(['--config-file', missing], conf=_fresh_conf(),
+                          setup_logging=False)
+
+
+def test_bad_value_in_file_is_a_config_error(tmp_path):
+    path = tmp_path / 'bad.conf'
+    path.write_text('[database]\npool_size = many\n')
+    conf = _fresh_conf()
+    config.parse_args(['--config-file', str(path)], conf=conf,
+                      setup_logging=False)
+    with pytest.raises((cfg.Error, ValueError)):
+        conf.database.pool_size
+
+
+def test_values_from_file_are_read(tmp_path):
+    path = tmp_path / 'ok.conf'
+    path.write_text('[DEFAULT]\nhost = node-7\n[database]\npool_size = 3\n')
+    conf = _fresh_conf()
+    config.parse_args(['--config-file=%s' % path], conf=conf,
+                      setup_logging=False)
+    assert conf.host == 'node-7'
+    assert conf.database.pool_size == 3
+
+
+def _dbsync(*args):
+    return subprocess.run([sys.executable, '-m', 'cyborg_lite.cmd.dbsync',
+                           *args], capture_output=True, text=True)
+
+
+def test_dbsync_missing_config_exits_with_one_line(tmp_path):
+    proc = _dbsync('--config-file', str(tmp_path / 'x.conf'), 'current')
+    assert proc.returncode == 1
+    assert 'does not exist' in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+def test_dbsync_unknown_scheme_exits_with_one_line(tmp_path):
+    path = tmp_path / 'c.conf'
+    path.write_text('[database]\nconnection = nosuch://h/d\n')
+    proc = _dbsync('--config-file', str(path), 'upgrade')
+    assert proc.returncode == 1
+    assert "unknown scheme 'nosuch'" in proc.stderr
+    assert 'Traceback' not in proc.stderr
+
+
+def test_dbsync_upgrade_twice_then_current(tmp_path):
+    path = tmp_path / 'c.conf'
+    path.write_text('[database]\nconnection = sqlite:///%s/db.sqlite\n'
+                    % tmp_path)
+    first = _dbsync('--config-file', str(path), 'upgrade')
+    second = _dbsync('--config-file', str(path), 'upgrade')
+    current = _dbsync('--config-file', str(path), 'current')
+    assert first.returncode == 0, first.stderr
+    assert 'upgraded' in first.stdout
+    assert second.returncode == 0 and 'nothing to do' in second.stdout
+    assert current.stdout.strip() == '0001'
