@@ -64,3 +64,13 @@ class DatabaseURLError(ConfigError):
 class StaleObject(Conflict):
     msg_fmt = ('%(kind)s %(uuid)s was changed by someone else; reload and '
                'retry.')
+
+
+# --- drivers and programming ----------------------------------------------
+
+class DriverError(CyborgLiteException):
+    msg_fmt = 'Driver %(driver)s failed: %(reason)s'
+
+
+class ProgrammingError(CyborgLiteException):
+    msg_fmt = 'Programming failed: %(reason)s'
