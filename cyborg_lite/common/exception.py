@@ -74,3 +74,96 @@ class DriverError(CyborgLiteException):
 
 class ProgrammingError(CyborgLiteException):
     msg_fmt = 'Programming failed: %(reason)s'
+
+
+# --- bitstreams (helper) ---------------------------------------------------
+
+class InvalidBitstream(Invalid):
+    msg_fmt = 'Invalid %(format)s file: %(reason)s'
+
+
+class BitstreamHeaderMismatch(Invalid):
+    msg_fmt = ('The file header contradicts the declared %(field)s: the '
+               'header says %(header)r, the metadata says %(declared)r.')
+
+
+class ChecksumMismatch(Invalid):
+    msg_fmt = ('sha256 mismatch: declared %(declared)s, the bytes hash to '
+               '%(actual)s.')
+
+
+class ImageTooLarge(Invalid):
+    msg_fmt = 'The image is larger than the limit of %(limit)d bytes.'
+    code = 413
+
+
+class ImageNotFound(NotFound):
+    msg_fmt = 'No stored image has sha256 %(sha256)s.'
+
+
+class BitstreamNotFound(NotFound):
+    msg_fmt = 'Bitstream %(uuid)s could not be found.'
+
+
+class BitstreamInUse(Conflict):
+    msg_fmt = 'Bitstream %(uuid)s cannot be deleted: %(reason)s'
+
+
+class ProgrammingJobNotFound(NotFound):
+    msg_fmt = 'Programming job %(uuid)s could not be found.'
+
+
+class RegionBusy(Conflict):
+    msg_fmt = ('Region %(region)s already has an active programming job '
+               '%(job)s; wait for it to end or cancel it.')
+
+
+class JobStateConflict(Conflict):
+    msg_fmt = ('Programming job %(uuid)s is %(state)s; %(action)s needs one '
+               'of: %(expected)s.')
+
+
+# --- placement (helper) ---------------------------------------------------
+
+class PlacementError(CyborgLiteException):
+    msg_fmt = 'Placement %(method)s %(url)s failed: %(status)s %(detail)s'
+
+
+class PlacementUnavailable(PlacementError):
+    """Placement could not be reached or answered 5xx: retry later."""
+    msg_fmt = 'Placement is unavailable (%(method)s %(url)s): %(reason)s'
+    code = 503
+
+
+class PlacementConflict(PlacementError):
+    """409: a generation changed under us, or a name/uuid is taken."""
+    code = 409
+
+
+class ComputeNodeNotFound(PlacementError):
+    msg_fmt = ('No resource provider named %(hostname)s in Placement and '
+               '[placement]create_compute_node_rp is off.')
+    code = 404
+
+
+# --- drivers (helper) -----------------------------------------------------
+
+class HostDataError(DriverError):
+    """One file or tool answer on the host is unreadable or malformed.
+
+    Drivers raise it for one device or one field and catch it at the
+    device level, so garbage in one card never hides the other cards.
+    """
+    msg_fmt = 'Unreadable host data at %(where)s: %(reason)s'
+
+
+# --- bind (helper) ---------------------------------------------------------
+# NOTE: ARQNotFound and ARQStateConflict above serve the bind workflow too.
+
+class ArqBindFailed(CyborgLiteException):
+    msg_fmt = 'Binding accelerator request %(uuid)s failed: %(reason)s'
+
+
+class NotifierNotFound(ConfigError):
+    msg_fmt = ('Unknown bind notifier %(name)r: use one of %(known)s or a '
+               '"package.module:Class" path.')

@@ -1,0 +1,63 @@
+"""Options of the [bitstreams] and [programming] groups."""
+from oslo_config import cfg
+
+BITSTREAMS = cfg.OptGroup('bitstreams', title='Bitstream store options')
+PROGRAMMING = cfg.OptGroup('programming', title='FPGA programming jobs')
+
+BITSTREAM_OPTS = [
+    cfg.StrOpt('store_dir',
+               default='$state_path/bitstreams',
+               help='Directory of the content-addressed bitstream store. '
+                    'Images are kept as <first two hex digits>/<sha256>; '
+                    'uploads are written to a temporary file in this '
+                    'directory and renamed into place once complete.'),
+    cfg.IntOpt('max_size_mb',
+               default=1024,
+               min=1,
+               help='Largest bitstream accepted by an upload, in MiB. An '
+                    'upload stops being read as soon as it passes this.'),
+    cfg.IntOpt('chunk_size',
+               default=1024 * 1024,
+               min=4096,
+               help='Bytes read and hashed at a time while streaming an '
+                    'image into or out of the store.'),
+]
+
+PROGRAMMING_OPTS = [
+    cfg.IntOpt('job_timeout',
+               default=1800,
+               min=1,
+               help='Seconds after which an active programming job is '
+                    'considered abandoned whatever its heartbeats say, and '
+                    'is failed or retried.'),
+    cfg.IntOpt('heartbeat_timeout',
+               default=120,
+               min=1,
+               help='Seconds without a heartbeat or progress report after '
+                    'which an active programming job is considered '
+                    'abandoned (its agent died) and is failed or retried.'),
+    cfg.IntOpt('heartbeat_interval',
+               default=20,
+               min=1,
+               help='Seconds between the heartbeats an agent sends while it '
+                    'runs a programming job. Keep it well below '
+                    'heartbeat_timeout.'),
+    cfg.IntOpt('max_attempts',
+               default=2,
+               min=1,
+               help='Default number of tries of a programming job, counting '
+                    'the first. A try abandoned by a dead agent is retried '
+                    'while tries remain; a try that reported an error is '
+                    'not retried.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(BITSTREAMS)
+    conf.register_opts(BITSTREAM_OPTS, group=BITSTREAMS)
+    conf.register_group(PROGRAMMING)
+    conf.register_opts(PROGRAMMING_OPTS, group=PROGRAMMING)
+
+
+def list_opts():
+    return [(BITSTREAMS, BITSTREAM_OPTS), (PROGRAMMING, PROGRAMMING_OPTS)]

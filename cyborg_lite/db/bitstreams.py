@@ -1,0 +1,184 @@
+"""Queries of the ``bitstreams`` table.
+
+Rows are returned detached (sessions use expire_on_commit=False), so
+callers read their attributes after the transaction ended.
+"""
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from cyborg_lite.common import exception
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+
+# Columns a caller may set on create; uuid, status, timestamps are ours.
+CREATE_FIELDS = ('name', 'version', 'vendor', 'format', 'region_type',
+                 'function_id', 'function_name', 'local_memory_mb',
+                 'sha256', 'size', 'project_id', 'visibility')
+# Columns an upload may fill from the image header once it is stored.
+UPLOAD_FIELDS = ('format', 'region_type', 'function_id', 'function_name')
+UPLOADABLE_STATUSES = ('queued', 'saving')
+
+
+def _check_choice(field, value, choices):
+    if value not in choices:
+        raise exception.Invalid(reason='%s must be one of %s, got %r'
+                                % (field, ', '.join(choices), value))
+
+
+def _validate(values):
+    unknown = sorted(set(values) - set(CREATE_FIELDS))
+    if unknown:
+        raise exception.Invalid(reason='unknown bitstream fields: %s'
+                                % ', '.join(unknown))
+    if not isinstance(values.get('name'), str) or not values['name']:
+        raise exception.Invalid(reason='name must be a non-empty string')
+    _check_choice('format', values.get('format'), models.BITSTREAM_FORMATS)
+    _check_choice('visibility', values.get('visibility', 'private'),
+                  models.VISIBILITIES)
+    memory = values.get('local_memory_mb', 0)
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 0:
+        raise exception.Invalid(reason='local_memory_mb must be an integer '
+                                '>= 0, got %r' % (memory,))
+
+
+def create(values):
+    """Insert a bitstream (status 'queued' until its bytes are stored)."""
+    _validate(values)
+    row = models.Bitstream(uuid=str(uuidlib.uuid4()), status='queued',
+                           **values)
+    with session.writer() as s:
+        s.add(row)
+    return row
+
+
+def _get(s, bitstream_uuid):
+    row = s.scalars(sa.select(models.Bitstream).where(
+        models.Bitstream.uuid == bitstream_uuid)).one_or_none()
+    if row is None:
+        raise exception.BitstreamNotFound(uuid=bitstream_uuid)
+    return row
+
+
+def get(bitstream_uuid):
+    with session.reader() as s:
+        return _get(s, bitstream_uuid)
+
+
+def get_by_id(bitstream_id):
+    with session.reader() as s:
+        row = s.get(models.Bitstream, bitstream_id)
+        if row is None:
+            raise exception.BitstreamNotFound(uuid='id=%s' % bitstream_id)
+        return row
+
+
+def visible_to(project_id):
+    """Clause: public bitstreams and those of ``project_id``."""
+    return sa.or_(models.Bitstream.visibility == 'public',
+                  models.Bitstream.project_id == project_id)
+
+
+def list_bitstreams(region_type=None, function_id=None, vendor=None,
+                    visibility=None, status=None, sha256=None,
+                    project_id=None, visible_to_project=None):
+    """Bitstreams matching every given filter, oldest first.
+
+    ``project_id`` selects one owner; ``visible_to_project`` selects what a
+    non-admin member of that project may see (its own and public ones).
+    """
+    column = models.Bitstream
+    query = sa.select(column).order_by(column.created_at, column.id)
+    for attr, value in (('region_type', region_type),
+                        ('function_id', function_id), ('vendor', vendor),
+                        ('visibility', visibility), ('status', status),
+                        ('sha256', sha256), ('project_id', project_id)):
+        if value is not None:
+            query = query.where(getattr(column, attr) == value)
+    if visible_to_project is not None:
+        query = query.where(visible_to(visible_to_project))
+    with session.reader() as s:
+        return list(s.scalars(query))
+
+
+def set_status(bitstream_uuid, from_statuses, status):
+    """Conditional status change (e.g. queued -> saving, -> killed)."""
+    _check_choice('status', status, models.BITSTREAM_STATUSES)
+    with session.writer() as s:
+        row = _get(s, bitstream_uuid)
+        _update_if_status(s, row, from_statuses, {'status': status})
+        s.refresh(row)
+        return row
+
+
+def _update_if_status(s, row, from_statuses, values):
+    result = s.execute(
+        sa.update(models.Bitstream)
+        .where(models.Bitstream.id == row.id,
+               models.Bitstream.status.in_(from_statuses))
+        .values(updated_at=models.utcnow(), **values)
+        .execution_options(synchronize_session=False))
+    if result.rowcount != 1:
+        raise exception.Conflict(
+            reason='bitstream %s is %s; this needs one of: %s'
+            % (row.uuid, row.status, ', '.join(from_statuses)))
+
+
+def set_uploaded(bitstream_uuid, sha256, size, **header_fields):
+    """Record stored bytes and make the bitstream 'active'.
+
+    Allowed only while 'queued' or 'saving', so two uploads racing for one
+    bitstream cannot both win. ``header_fields`` (format, region_type,
+    function_id, function_name) are what the image header filled in.
+    """
+    unknown = sorted(set(header_fields) - set(UPLOAD_FIELDS))
+    if unknown:
+        raise exception.Invalid(reason='fields not settable by an upload: %s'
+                                % ', '.join(unknown))
+    values = dict(header_fields, sha256=sha256, size=size, status='active')
+    with session.writer() as s:
+        row = _get(s, bitstream_uuid)
+        _update_if_status(s, row, UPLOADABLE_STATUSES, values)
+        s.refresh(row)
+        return row
+
+
+def sha256_in_use(sha256, except_uuid=None):
+    """Whether another bitstream row shares these stored bytes."""
+    query = sa.select(sa.func.count(models.Bitstream.id)).where(
+        models.Bitstream.sha256 == sha256)
+    if except_uuid is not None:
+        query = query.where(models.Bitstream.uuid != except_uuid)
+    with session.reader() as s:
+        return s.scalar(query) > 0
+
+
+def _refuse_if_jobs(s, row):
+    job = models.ProgrammingJob
+    active = s.scalars(sa.select(job.uuid).where(
+        job.bitstream_id == row.id,
+        job.active_deployable_id.is_not(None)).limit(1)).first()
+    if active is not None:
+        raise exception.BitstreamInUse(
+            uuid=row.uuid, reason='programming job %s is using it' % active)
+    # programming_jobs.bitstream_id is ON DELETE RESTRICT: finished jobs
+    # keep their history, so the database would refuse the delete anyway.
+    done = s.scalar(sa.select(sa.func.count(job.id)).where(
+        job.bitstream_id == row.id))
+    if done:
+        raise exception.BitstreamInUse(
+            uuid=row.uuid, reason='%d finished programming jobs refer to it'
+            % done)
+
+
+def delete(bitstream_uuid):
+    """Delete the row; return it. Refused while any job refers to it.
+
+    The caller removes the stored bytes if ``sha256_in_use`` says no other
+    bitstream shares them.
+    """
+    with session.writer() as s:
+        row = _get(s, bitstream_uuid)
+        _refuse_if_jobs(s, row)
+        s.delete(row)
+        return row

@@ -1,0 +1,187 @@
+"""agent/programming.run_job with a recording driver and callbacks."""
+import hashlib
+import io
+import os
+import threading
+
+import pytest
+
+from cyborg_lite.agent import programming
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+from tests.unit.bitstreams import builders
+from tests.unit.bitstreams.conftest import FUNCTION_ID
+from tests.unit.bitstreams.conftest import REGION_TYPE
+
+IMAGE = builders.build_gbs()
+
+
+class RecordingDriver(base.Driver):
+    name = 'recording'
+    programmable = True
+
+    def __init__(self, loaded=builders.AFU_UUID, fail=None):
+        super().__init__(conf=None)
+        self.loaded, self.fail, self.programmed = loaded, fail, []
+
+    def discover(self):
+        return []
+
+    def program(self, identity, region_name, image_path):
+        with open(image_path, 'rb') as f:
+            self.programmed.append((identity, region_name, f.read()))
+        if self.fail:
+            raise exception.ProgrammingError(reason=self.fail)
+
+    def loaded_function(self, identity, region_name):
+        return self.loaded
+
+
+class Reports:
+    def __init__(self, refuse=None):
+        self.calls, self.refuse = [], refuse
+
+    def __call__(self, job_uuid, state, error=None, **extra):
+        if state == self.refuse:
+            raise exception.JobStateConflict(
+                uuid=job_uuid, state='cancelled', action=state,
+                expected='downloading')
+        self.calls.append((state, error, extra))
+
+    @property
+    def states(self):
+        return [c[0] for c in self.calls]
+
+
+def _job(image=IMAGE, **bitstream):
+    values = {'uuid': 'bs1', 'sha256': hashlib.sha256(image).hexdigest(),
+              'size': len(image), 'format': 'gbs',
+              'region_type': REGION_TYPE, 'function_id': FUNCTION_ID}
+    values.update(bitstream)
+    return {'uuid': 'job1', 'identity': '0000:5e:00.0',
+            'region_name': 'region0', 'region_type': REGION_TYPE,
+            'bitstream': values}
+
+
+@pytest.fixture
+def tmp_dir(tmp_path):
+    path = tmp_path / 'agent'
+    path.mkdir()
+    yield str(path)
+    # Whatever happened, no temp image survives.
+    assert os.listdir(str(path)) == []
+
+
+def _run(job, driver, image=IMAGE, reports=None, tmp_dir=None, **kw):
+    reports = reports or Reports()
+    result = programming.run_job(job, driver, lambda bs: io.BytesIO(image),
+                                 reports, tmp_dir=tmp_dir, **kw)
+    return result, reports
+
+
+def test_success(tmp_dir):
+    driver = RecordingDriver()
+    result, reports = _run(_job(), driver, tmp_dir=tmp_dir)
+    assert result == ('succeeded', FUNCTION_ID)
+    assert reports.states == ['downloading', 'programming', 'verifying',
+                              'succeeded']
+    assert reports.calls[-1][2] == {'function_id': FUNCTION_ID}
+    assert driver.programmed == [('0000:5e:00.0', 'region0', IMAGE)]
+
+
+def test_checksum_mismatch_never_reaches_driver(tmp_dir):
+    driver = RecordingDriver()
+    tampered = IMAGE[:-1] + b'\x00'
+    result, reports = _run(_job(), driver, image=tampered, tmp_dir=tmp_dir)
+    assert result[0] == 'failed' and 'sha256 mismatch' in result[1]
+    assert reports.states == ['downloading', 'failed']
+    assert driver.programmed == []
+
+
+def test_image_larger_than_recorded_size(tmp_dir):
+    driver = RecordingDriver()
+    result, _ = _run(_job(size=10), driver, tmp_dir=tmp_dir)
+    assert result[0] == 'failed' and 'larger than the 10 bytes' in result[1]
+    assert driver.programmed == []
+
+
+def test_header_region_type_differs_from_target(tmp_dir):
+    driver = RecordingDriver()
+    job = _job()
+    job['region_type'] = 'ab' * 16
+    result, reports = _run(job, driver, tmp_dir=tmp_dir)
+    assert result[0] == 'failed'
+    assert 'region_type (target region region0)' in result[1]
+    assert reports.states == ['downloading', 'failed']
+    assert driver.programmed == []
+
+
+def test_header_contradicts_bitstream_record(tmp_dir):
+    driver = RecordingDriver()
+    result, _ = _run(_job(function_id='cd' * 16), driver, tmp_dir=tmp_dir)
+    assert result[0] == 'failed' and 'declared function_id' in result[1]
+    assert driver.programmed == []
+
+
+def test_raw_image_uses_recorded_region_type(tmp_dir):
+    raw = b'raw PR bits'
+    driver = RecordingDriver(loaded=None)
+    job = _job(image=raw, format='raw', function_id=None)
+    result, _ = _run(job, driver, image=raw, tmp_dir=tmp_dir)
+    assert result == ('succeeded', None)
+    assert driver.programmed[0][2] == raw
+
+
+def test_driver_failure_reported(tmp_dir):
+    driver = RecordingDriver(fail='EIO from DFL_FPGA_FME_PORT_PR')
+    result, reports = _run(_job(), driver, tmp_dir=tmp_dir)
+    assert result == ('failed', 'Programming failed: EIO from '
+                      'DFL_FPGA_FME_PORT_PR')
+    assert reports.states == ['downloading', 'programming', 'failed']
+
+
+def test_readback_mismatch_fails(tmp_dir):
+    driver = RecordingDriver(loaded='11' * 16)
+    result, reports = _run(_job(), driver, tmp_dir=tmp_dir)
+    assert result[0] == 'failed'
+    assert 'reports function %s' % ('11' * 16) in result[1]
+    assert reports.states[-2:] == ['verifying', 'failed']
+
+
+def test_cancelled_job_stops_before_hardware(tmp_dir):
+    driver = RecordingDriver()
+    result, reports = _run(_job(), driver, reports=Reports(
+        refuse='programming'), tmp_dir=tmp_dir)
+    assert result[0] == 'stopped' and 'is cancelled' in result[1]
+    assert reports.states == ['downloading']
+    assert driver.programmed == []
+
+
+def test_fetch_error_reported(tmp_dir):
+    def fetch(_bitstream):
+        raise OSError('conductor unreachable')
+    reports = Reports()
+    result = programming.run_job(_job(), RecordingDriver(), fetch, reports,
+                                 tmp_dir=tmp_dir)
+    assert result == ('failed', 'OSError: conductor unreachable')
+
+
+def test_heartbeats_while_programming(tmp_dir):
+    beats = []
+    release = threading.Event()
+
+    class SlowDriver(RecordingDriver):
+        def program(self, identity, region_name, image_path):
+            # Wait until two heartbeats went out, or give up.
+            release.wait(5)
+            super().program(identity, region_name, image_path)
+
+    def heartbeat(job_uuid):
+        beats.append(job_uuid)
+        if len(beats) >= 2:
+            release.set()
+
+    result, _ = _run(_job(), SlowDriver(), tmp_dir=tmp_dir,
+                     heartbeat=heartbeat, heartbeat_interval=0.01)
+    assert result[0] == 'succeeded'
+    assert beats[:2] == ['job1', 'job1']

@@ -1,0 +1,232 @@
+"""db/programming_jobs on SQLite and PostgreSQL: the state machine."""
+import datetime
+import threading
+
+import pytest
+
+from cyborg_lite.common import exception
+from cyborg_lite.db import models
+from cyborg_lite.db import programming_jobs as jobs_db
+from tests.unit.bitstreams.conftest import add_region
+
+HOUR = datetime.timedelta(hours=1)
+
+
+def _walk(job, *states):
+    previous = job.state
+    for state in states:
+        job = jobs_db.transition(job.uuid, (previous,), state)
+        previous = state
+    return job
+
+
+def test_create_job_defaults(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id, hostname='host1',
+                             requester_user_id='u', project_id='p1')
+    assert (job.state, job.attempts, job.max_attempts, job.force) == \
+        ('queued', 0, 2, False)
+    assert job.active_deployable_id == region.id
+    assert jobs_db.get_active_for_region(region.id).uuid == job.uuid
+
+
+def test_second_active_job_on_region_refused(db, region, bitstream):
+    first = jobs_db.create_job(region.id, bitstream.id)
+    with pytest.raises(exception.RegionBusy) as info:
+        jobs_db.create_job(region.id, bitstream.id)
+    assert region.name in str(info.value) and first.uuid in str(info.value)
+    assert [j.uuid for j in jobs_db.list_jobs()] == [first.uuid]
+    # Once the first ends, the region is free again.
+    jobs_db.cancel(first.uuid)
+    assert jobs_db.create_job(region.id, bitstream.id).state == 'queued'
+
+
+def test_other_regions_are_independent(db, region, bitstream):
+    other = add_region(name='host1_0000:5e:00.0_region1')
+    jobs_db.create_job(region.id, bitstream.id)
+    assert jobs_db.create_job(other.id, bitstream.id).state == 'queued'
+
+
+def test_create_job_with_missing_references(db, region, bitstream):
+    with pytest.raises(exception.Invalid, match='no deployables with id 999'):
+        jobs_db.create_job(999, bitstream.id)
+    with pytest.raises(exception.Invalid, match='no bitstreams with id 999'):
+        jobs_db.create_job(region.id, 999)
+    assert jobs_db.list_jobs() == []
+
+
+def test_concurrent_create_job_exactly_one_wins(db, region, bitstream):
+    barrier = threading.Barrier(2)
+    results = []
+
+    def worker():
+        barrier.wait()
+        try:
+            results.append(jobs_db.create_job(region.id, bitstream.id))
+        except exception.RegionBusy as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    jobs = [r for r in results if isinstance(r, models.ProgrammingJob)]
+    refused = [r for r in results if isinstance(r, exception.RegionBusy)]
+    assert len(jobs) == 1 and len(refused) == 1
+    assert len(jobs_db.list_jobs(deployable_id=region.id)) == 1
+
+
+def test_full_walk_to_success(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    job = _walk(job, 'downloading', 'programming', 'verifying')
+    assert job.started_at is not None and job.version == 4
+    done = jobs_db.succeed(job.uuid, 'f' * 32, 'nlb')
+    assert (done.state, done.active_deployable_id) == ('succeeded', None)
+    assert done.finished_at is not None
+    dep, _device = jobs_db.load_region(region.uuid)
+    assert (dep.bitstream_id, dep.function_id, dep.function_name) == \
+        (bitstream.uuid, 'f' * 32, 'nlb')
+
+
+@pytest.mark.parametrize('path,to_state', [
+    ((), 'succeeded'),
+    (('downloading',), 'succeeded'),
+    (('downloading', 'programming'), 'succeeded'),
+    (('downloading', 'programming'), 'cancelled'),
+    ((), 'verifying'),
+])
+def test_moves_outside_the_graph_refused(db, region, bitstream, path,
+                                         to_state):
+    job = _walk(jobs_db.create_job(region.id, bitstream.id), *path)
+    with pytest.raises(exception.Invalid, match='cannot go from'):
+        jobs_db.transition(job.uuid, (job.state,), to_state)
+    assert jobs_db.get(job.uuid).state == job.state
+
+
+def test_transition_from_wrong_state_refused(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    with pytest.raises(exception.JobStateConflict,
+                       match='is queued; moving to verifying needs one of: '
+                             'programming'):
+        jobs_db.transition(job.uuid, ('programming',), 'verifying')
+    with pytest.raises(exception.JobStateConflict):
+        jobs_db.succeed(job.uuid, 'f' * 32)
+    assert jobs_db.get(job.uuid).state == 'queued'
+
+
+def test_terminal_states_are_final(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    jobs_db.transition(job.uuid, ('queued',), 'failed', error='boom')
+    with pytest.raises(exception.JobStateConflict, match='is failed'):
+        jobs_db.transition(job.uuid, ('queued',), 'downloading')
+    with pytest.raises(exception.JobStateConflict):
+        jobs_db.cancel(job.uuid)
+    assert jobs_db.get(job.uuid).error == 'boom'
+
+
+def test_stale_version_refused(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    jobs_db.heartbeat(job.uuid)
+    with pytest.raises(exception.StaleObject):
+        jobs_db.transition(job.uuid, ('queued',), 'downloading',
+                           expected_version=job.version)
+    assert jobs_db.get(job.uuid).state == 'queued'
+
+
+def test_unknown_transition_field_refused(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    with pytest.raises(exception.Invalid, match='state'):
+        jobs_db.transition(job.uuid, ('queued',), 'downloading',
+                           state='succeeded')
+
+
+def test_cancel_only_before_programming(db, region, bitstream):
+    job = _walk(jobs_db.create_job(region.id, bitstream.id), 'downloading')
+    cancelled = jobs_db.cancel(job.uuid)
+    assert (cancelled.state, cancelled.active_deployable_id) == \
+        ('cancelled', None)
+
+
+def test_heartbeat(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id, hostname='host1')
+    beat = jobs_db.heartbeat(job.uuid, hostname='host1')
+    assert beat.version == job.version + 1 and beat.heartbeat_at is not None
+    with pytest.raises(exception.JobStateConflict, match='on host host2'):
+        jobs_db.heartbeat(job.uuid, hostname='host2')
+    jobs_db.cancel(job.uuid)
+    with pytest.raises(exception.JobStateConflict, match='cancelled'):
+        jobs_db.heartbeat(job.uuid)
+
+
+def test_find_stale(db, region, bitstream):
+    other = add_region(name='host2_r0', hostname='host2')
+    job = jobs_db.create_job(region.id, bitstream.id, hostname='host1')
+    done = jobs_db.create_job(other.id, bitstream.id, hostname='host2')
+    jobs_db.cancel(done.uuid)
+    now = models.utcnow()
+    assert jobs_db.find_stale(now, heartbeat_timeout=60) == []
+    stale = jobs_db.find_stale(now + HOUR, heartbeat_timeout=60)
+    assert [j.uuid for j in stale] == [job.uuid]
+    assert jobs_db.find_stale(now + HOUR, 60, hostname='host2') == []
+    # A job that keeps beating is still stale once its try is too old.
+    assert [j.uuid for j in jobs_db.find_stale(
+        now + HOUR, heartbeat_timeout=10 ** 6, job_timeout=60)] == [job.uuid]
+
+
+def test_reap_retries_then_fails_never_succeeds(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id, max_attempts=2)
+    job = _walk(job, 'downloading', 'programming', 'verifying')
+    retried = jobs_db.reap(job.uuid, 'agent died')
+    assert (retried.state, retried.attempts) == ('queued', 1)
+    assert 'retrying (try 2 of 2)' in retried.error
+    assert retried.active_deployable_id == region.id
+    job = _walk(retried, 'downloading', 'programming')
+    failed = jobs_db.reap(job.uuid, 'agent died again')
+    assert (failed.state, failed.attempts) == ('failed', 2)
+    assert failed.active_deployable_id is None
+    assert 'no tries left (2 of 2 used)' in failed.error
+
+
+def test_reap_single_attempt_fails(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id, max_attempts=1)
+    assert jobs_db.reap(job.uuid, 'gone').state == 'failed'
+    with pytest.raises(exception.JobStateConflict):
+        jobs_db.reap(job.uuid, 'gone')
+
+
+def test_reap_loses_to_a_heartbeat(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    seen = jobs_db.find_stale(models.utcnow() + HOUR, 60)[0]
+    jobs_db.heartbeat(job.uuid)
+    with pytest.raises(exception.StaleObject):
+        jobs_db.reap(job.uuid, 'silent', expected_version=seen.version)
+    assert jobs_db.get(job.uuid).state == 'queued'
+
+
+def test_list_jobs_filters(db, region, bitstream):
+    other = add_region(name='host2_r0', hostname='host2')
+    a = jobs_db.create_job(region.id, bitstream.id, hostname='host1',
+                           project_id='p1')
+    b = jobs_db.create_job(other.id, bitstream.id, hostname='host2')
+    jobs_db.cancel(b.uuid)
+
+    def uuids(**kw):
+        return [j.uuid for j in jobs_db.list_jobs(**kw)]
+
+    assert uuids() == [a.uuid, b.uuid]
+    assert uuids(deployable_id=other.id) == [b.uuid]
+    assert uuids(bitstream_id=bitstream.id) == [a.uuid, b.uuid]
+    assert uuids(states=models.JOB_ACTIVE_STATES) == [a.uuid]
+    assert uuids(hostname='host2') == [b.uuid]
+    assert uuids(project_id='p1') == [a.uuid]
+
+
+def test_get_missing_job(db):
+    with pytest.raises(exception.ProgrammingJobNotFound, match='nope'):
+        jobs_db.get('nope')
+
+
+def test_single_from_state_may_be_a_string(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    assert jobs_db.transition(job.uuid, 'queued',
+                              'downloading').state == 'downloading'
