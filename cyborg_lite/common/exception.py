@@ -167,3 +167,15 @@ class ArqBindFailed(CyborgLiteException):
 class NotifierNotFound(ConfigError):
     msg_fmt = ('Unknown bind notifier %(name)r: use one of %(known)s or a '
                '"package.module:Class" path.')
+
+
+# --- agent/conductor (helper) ---------------------------------------------
+
+class InvalidReport(Invalid):
+    msg_fmt = 'Report from host %(host)s rejected: %(reason)s'
+
+
+class ReportConflict(Conflict):
+    msg_fmt = ('Report from host %(host)s could not be applied after '
+               '%(attempts)d attempts because other writers kept changing '
+               'the same rows: %(reason)s')

@@ -1,0 +1,80 @@
+"""Options of the [placement] group.
+
+The connection options are keystoneauth1's standard session, auth and
+adapter options, so a real deployment points this group at Keystone and
+the service catalog exactly as Nova's [placement] group does. For a
+Placement running with ``auth_strategy = noauth2`` (the embedded default
+and tests) use::
+
+    [placement]
+    auth_type = admin_token
+    token = admin
+    endpoint_override = http://127.0.0.1:PORT
+"""
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('placement', title='Placement service options',
+                     help='How the conductor reaches Placement and keeps '
+                          'its resource providers in line with the DB.')
+SERVICE_TYPE = 'placement'
+
+OPTS = [
+    cfg.BoolOpt('create_compute_node_rp',
+                default=False,
+                help='Create the compute node resource provider (named '
+                     'after the host) when Placement has none. Leave off '
+                     'when Nova runs: Nova owns that provider and would '
+                     'fail to create its own under the same name. The '
+                     'all-in-one deployment turns it on.'),
+    cfg.FloatOpt('sync_retry_initial_interval',
+                 default=1.0,
+                 min=0.0,
+                 help='Seconds before the first retry of a host whose '
+                      'Placement sync failed; doubled after each failure.'),
+    cfg.FloatOpt('sync_retry_max_interval',
+                 default=300.0,
+                 min=0.0,
+                 help='Upper bound, in seconds, of the wait between '
+                      'retries of a failed Placement sync.'),
+    cfg.IntOpt('sync_conflict_retries',
+               default=5,
+               min=0,
+               help='How many times one sync re-reads the provider tree '
+                    'and retries after Placement answers 409 (another '
+                    'writer changed a provider generation).'),
+]
+
+
+def _adapter_opts():
+    # NOTE: fresh Opt objects with our defaults; the same defaults are used
+    # for registration and for the sample config.
+    opts = ks_loading.get_adapter_conf_options(include_deprecated=False)
+    cfg.set_defaults(opts, service_type=SERVICE_TYPE,
+                     valid_interfaces=['internal', 'public'])
+    return opts
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+    ks_loading.register_session_conf_options(conf, GROUP.name)
+    ks_loading.register_auth_conf_options(conf, GROUP.name)
+    conf.register_opts(_adapter_opts(), group=GROUP)
+
+
+def _unique(opts):
+    seen = {}
+    for opt in opts:
+        seen.setdefault(opt.dest, opt)
+    return list(seen.values())
+
+
+def list_opts():
+    ks_opts = (ks_loading.get_session_conf_options() +
+               ks_loading.get_auth_common_conf_options() +
+               ks_loading.get_auth_plugin_conf_options('admin_token') +
+               ks_loading.get_auth_plugin_conf_options('password') +
+               ks_loading.get_auth_plugin_conf_options('v3password') +
+               _adapter_opts())
+    return [(GROUP, OPTS + _unique(ks_opts))]

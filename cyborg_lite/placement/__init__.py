@@ -1,0 +1,1 @@
+"""Placement: the client, the desired provider tree and the reporter."""

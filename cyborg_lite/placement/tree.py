@@ -1,0 +1,204 @@
+"""The provider tree a host should have in Placement. Pure: no I/O.
+
+``build_tree(hostname, root_uuid, devices)`` turns the DB view of a host
+(``DeviceView``/``DeployableView``) into ``Provider`` objects, parents
+first, following DESIGN.md's Placement model::
+
+    compute node RP (root_uuid, owned by Nova or created by us)
+     └─ device RP <host>_<pci address>       PGPU here for a GPU
+         └─ child RP <device RP>_<deployable> FPGA region, vGPU/MIG type
+
+Names and uuids come from cyborg_lite.common.naming (Cyborg's
+uuid3(NAMESPACE_DNS, name)), shared with the conductor's report and bind
+code, so the same host yields the same uuids everywhere and always.
+Every provider we make carries OWNER_CYBORG: that is how the reporter
+tells ours from Nova's providers in the same tree.
+"""
+import dataclasses
+import re
+
+import os_resource_classes as orc
+import os_traits
+
+from cyborg_lite.common import naming
+
+OWNER_TRAIT = os_traits.OWNER_CYBORG
+PROGRAMMABLE_TRAIT = 'CUSTOM_PROGRAMMABLE'
+LOCAL_MEMORY_RC = 'CUSTOM_FPGA_LOCAL_MEMORY_MB'
+# Resource classes that live on the device RP itself rather than on a
+# child: a whole GPU passed through is the card, not a part of it.
+DEVICE_LEVEL_RCS = frozenset(naming.WHOLE_DEVICE_RESOURCE_CLASSES)
+DEFAULT_RC = {'FPGA': orc.FPGA, 'GPU': orc.PGPU, 'MDEV': orc.VGPU}
+_INVALID = re.compile('[^A-Z0-9_]+')
+_MAX_NAME = 255
+_STANDARD_TRAITS = frozenset(os_traits.get_traits())
+_STANDARD_RCS = frozenset(orc.STANDARDS)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployableView:
+    uuid: str
+    name: str
+    num_accelerators: int = 1
+    resource_class: str | None = None
+    region_type: str | None = None
+    function_id: str | None = None
+    local_memory_mb: int = 0
+    traits: tuple = ()
+    rp_uuid: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceView:
+    uuid: str
+    type: str
+    vendor: str
+    identity: str
+    pci_address: str | None = None
+    health: str = 'healthy'
+    status: str = 'enabled'
+    rp_uuid: str | None = None
+    deployables: tuple = ()
+
+    @property
+    def schedulable(self):
+        # 'degraded' still works; only a broken or disabled card is hidden.
+        return self.health != 'unhealthy' and self.status != 'maintaining'
+
+
+@dataclasses.dataclass
+class Provider:
+    name: str
+    uuid: str
+    parent_uuid: str
+    inventories: dict = dataclasses.field(default_factory=dict)
+    traits: frozenset = frozenset()
+
+
+@dataclasses.dataclass
+class Tree:
+    """Desired providers (parents first) and the rp_uuid of each DB row."""
+    providers: list
+    device_rps: dict  # device uuid -> rp uuid
+    deployable_rps: dict  # deployable uuid -> rp uuid
+
+    def by_uuid(self):
+        return {p.uuid: p for p in self.providers}
+
+
+def _custom(name):
+    # Placement allows only [A-Z0-9_] and CUSTOM_ for non-standard names;
+    # strip a CUSTOM_ the caller already wrote so it is not doubled.
+    norm = _INVALID.sub('_', name.upper()).strip('_')
+    if norm.startswith('CUSTOM_'):
+        norm = norm[len('CUSTOM_'):]
+    return ('CUSTOM_' + norm)[:_MAX_NAME]
+
+
+def trait_name(name):
+    """A legal trait name: standard ones kept, others CUSTOM_[A-Z0-9_]."""
+    return name if name in _STANDARD_TRAITS else _custom(name)
+
+
+def resource_class_name(name):
+    """A legal resource class name: standard kept, others CUSTOM_..."""
+    upper = name.upper()
+    return upper if upper in _STANDARD_RCS else _custom(name)
+
+
+def rp_uuid(name):
+    """Cyborg's deterministic provider uuid for a provider name."""
+    return naming.rp_uuid(name)
+
+
+def device_rp_name(hostname, device):
+    # identity is the PCI address for PCI cards (see models.Device).
+    return naming.device_rp_name(hostname, device.identity)
+
+
+def child_rp_name(device_name, deployable):
+    # The conductor stores the global name (naming.deployable_db_name),
+    # device RP name in front; prefixing again would change the uuid.
+    if deployable.name.startswith(device_name + '_'):
+        return deployable.name
+    return '%s_%s' % (device_name, deployable.name)
+
+
+def _inventory(total, reserved):
+    return {'total': total, 'reserved': total if reserved else 0,
+            'min_unit': 1, 'max_unit': total, 'step_size': 1,
+            'allocation_ratio': 1.0}
+
+
+def deployable_rc(device, deployable):
+    if deployable.resource_class:
+        return resource_class_name(deployable.resource_class)
+    return DEFAULT_RC.get(device.type) or _custom(device.type)
+
+
+def _deployable_inventories(device, dep, rc):
+    hidden = not device.schedulable
+    inv = {}
+    if dep.num_accelerators > 0:
+        inv[rc] = _inventory(dep.num_accelerators, hidden)
+    if dep.local_memory_mb > 0:
+        inv[LOCAL_MEMORY_RC] = _inventory(dep.local_memory_mb, hidden)
+    return inv
+
+
+def _deployable_traits(device, dep):
+    traits = {trait_name(t) for t in dep.traits}
+    if dep.region_type:
+        traits.add(_custom('FPGA_REGION_' + dep.region_type))
+        traits.add(PROGRAMMABLE_TRAIT)
+    if dep.function_id:
+        traits.add(_custom('FUNCTION_ID_' + dep.function_id))
+    return traits
+
+
+def vendor_trait(device):
+    return _custom('%s_%s' % (device.type, device.vendor))
+
+
+def _device_providers(hostname, root_uuid, device, tree):
+    name = device_rp_name(hostname, device)
+    dev_rp = Provider(name=name, uuid=rp_uuid(name), parent_uuid=root_uuid)
+    # NOTE: vendor and programmable go on the children too: a granular
+    # request group must find its traits on the provider that gives the
+    # resources, so a profile asking FPGA=1 + CUSTOM_FPGA_INTEL needs
+    # both on the region.
+    common = {OWNER_TRAIT, vendor_trait(device)}
+    dev_traits = set(common)
+    children = []
+    for dep in device.deployables:
+        rc = deployable_rc(device, dep)
+        traits = _deployable_traits(device, dep)
+        if PROGRAMMABLE_TRAIT in traits:
+            dev_traits.add(PROGRAMMABLE_TRAIT)
+        inv = _deployable_inventories(device, dep, rc)
+        if rc in DEVICE_LEVEL_RCS:
+            dev_rp.inventories.update(inv)
+            dev_traits |= traits
+            tree.deployable_rps[dep.uuid] = dev_rp.uuid
+            continue
+        child_name = child_rp_name(name, dep)
+        child = Provider(name=child_name, uuid=rp_uuid(child_name),
+                         parent_uuid=dev_rp.uuid, inventories=inv,
+                         traits=frozenset(common | traits))
+        tree.deployable_rps[dep.uuid] = child.uuid
+        children.append(child)
+    if device.type == 'GPU' and not device.deployables:
+        # A GPU the driver did not split is one passthrough PGPU.
+        dev_rp.inventories[orc.PGPU] = _inventory(1, not device.schedulable)
+    dev_rp.traits = frozenset(dev_traits)
+    tree.device_rps[device.uuid] = dev_rp.uuid
+    return [dev_rp] + children
+
+
+def build_tree(hostname, root_uuid, devices):
+    """The desired ``Tree`` under the compute node RP ``root_uuid``."""
+    tree = Tree(providers=[], device_rps={}, deployable_rps={})
+    for device in sorted(devices, key=lambda d: d.uuid):
+        tree.providers.extend(
+            _device_providers(hostname, root_uuid, device, tree))
+    return tree

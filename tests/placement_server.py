@@ -1,0 +1,142 @@
+"""The real openstack-placement WSGI app on a loopback port, for tests.
+
+Placement keeps its database engine in a process-global enginefacade, so
+each server runs in its own subprocess (``python -m tests.placement_server
+PORT DB_PATH``) with its own SQLite file and ``auth_strategy = noauth2``:
+any request with ``X-Auth-Token: admin`` is an admin. ``stop()`` and
+``start()`` again reuse the port and the database file, which is how the
+outage tests take Placement away and bring it back with its data.
+"""
+import os
+import shutil
+import socketserver
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from wsgiref import simple_server
+
+from tests import servers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOKEN = 'admin'
+
+
+class PlacementServer:
+    """Start/stop/restart one Placement process; ``endpoint`` is its URL."""
+
+    def __init__(self, port=None, basedir=None):
+        self.port = port or servers.free_port()
+        self._own_dir = basedir is None
+        self.basedir = basedir or tempfile.mkdtemp(prefix='placement-')
+        self.db_path = os.path.join(self.basedir, 'placement.sqlite')
+        self.log_path = os.path.join(self.basedir, 'placement.log')
+        self.endpoint = 'http://127.0.0.1:%d' % self.port
+        self._proc = None
+
+    def start(self, timeout=60.0):
+        if self._proc is not None:
+            return self
+        log = open(self.log_path, 'ab')
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        self._proc = subprocess.Popen(
+            [sys.executable, '-m', 'tests.placement_server', str(self.port),
+             self.db_path], cwd=ROOT, env=env, stdout=log,
+            stderr=subprocess.STDOUT)
+        log.close()
+        try:
+            self._wait_ready(timeout)
+        except Exception:
+            self.stop()
+            raise RuntimeError('Placement did not start; log:\n%s'
+                               % self.read_log())
+        return self
+
+    def _wait_ready(self, timeout):
+        # NOTE: a listening socket is not enough: the app answers only
+        # once migrations and trait/RC syncing are done.
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError('exited with %s' % self._proc.returncode)
+            try:
+                with urllib.request.urlopen(self.endpoint + '/',
+                                            timeout=1) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        raise TimeoutError('Placement not ready after %ss' % timeout)
+
+    def stop(self):
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def cleanup(self):
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.basedir, ignore_errors=True)
+
+    def read_log(self):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ''
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    daemon_threads = True
+    # NOTE: restart binds the same port while old connections may sit in
+    # TIME_WAIT.
+    allow_reuse_address = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def build_app(db_path):
+    """The Placement WSGI app on ``db_path``; runs in the child only."""
+    from oslo_config import cfg
+    from placement import conf as placement_conf
+    from placement import db_api
+    from placement import deploy
+
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    conf.set_default('connection', 'sqlite:///%s' % db_path,
+                     group='placement_database')
+    conf.set_default('sync_on_startup', True, group='placement_database')
+    conf([], project='placement', default_config_files=[])
+    conf.set_override('auth_strategy', 'noauth2', group='api')
+    db_api.configure(conf)
+    return deploy.loadapp(conf)
+
+
+def main(argv):
+    port, db_path = int(argv[1]), argv[2]
+    app = build_app(db_path)
+    server = simple_server.make_server(
+        '127.0.0.1', port, app, server_class=_ThreadingWSGIServer,
+        handler_class=_QuietHandler)
+    server.serve_forever()
+
+
+if __name__ == '__main__':
+    main(sys.argv)

@@ -1,0 +1,130 @@
+"""The desired provider tree, built from plain views (no Placement)."""
+import uuid
+
+from cyborg_lite.placement import tree
+
+ROOT = '11111111-1111-1111-1111-111111111111'
+
+
+def _fpga(health='healthy', function_id='a1b2-c3', **kw):
+    regions = tuple(
+        tree.DeployableView(uuid='dep-%d' % i, name='region%d' % i,
+                            region_type='9346116d-a52d', local_memory_mb=2048,
+                            function_id=function_id if i == 0 else None)
+        for i in range(2))
+    return tree.DeviceView(uuid='dev-1', type='FPGA', vendor='intel',
+                           identity='0000:5e:00.0',
+                           pci_address='0000:5e:00.0', health=health,
+                           deployables=regions, **kw)
+
+
+def test_names_and_uuids_follow_cyborg():
+    t = tree.build_tree('node1', ROOT, [_fpga()])
+    names = [p.name for p in t.providers]
+    assert names == ['node1_0000:5e:00.0', 'node1_0000:5e:00.0_region0',
+                     'node1_0000:5e:00.0_region1']
+    for p in t.providers:
+        assert p.uuid == str(uuid.uuid3(uuid.NAMESPACE_DNS, p.name))
+    assert t.providers[0].parent_uuid == ROOT
+    assert t.providers[1].parent_uuid == t.providers[0].uuid
+    assert t.device_rps == {'dev-1': t.providers[0].uuid}
+    assert t.deployable_rps == {'dep-0': t.providers[1].uuid,
+                                'dep-1': t.providers[2].uuid}
+
+
+def test_global_deployable_name_is_not_prefixed_twice():
+    dep = tree.DeployableView(uuid='d', name='node1_0000:5e:00.0_region7')
+    assert tree.child_rp_name('node1_0000:5e:00.0', dep) == dep.name
+
+
+def test_fpga_region_inventory_and_traits():
+    dev_rp, region0, region1 = tree.build_tree('n', ROOT, [_fpga()]).providers
+    assert dev_rp.inventories == {}
+    assert dev_rp.traits == {'OWNER_CYBORG', 'CUSTOM_FPGA_INTEL',
+                             'CUSTOM_PROGRAMMABLE'}
+    assert region0.inventories['FPGA']['total'] == 1
+    assert region0.inventories['CUSTOM_FPGA_LOCAL_MEMORY_MB'] == {
+        'total': 2048, 'reserved': 0, 'min_unit': 1, 'max_unit': 2048,
+        'step_size': 1, 'allocation_ratio': 1.0}
+    assert region0.traits == {
+        'OWNER_CYBORG', 'CUSTOM_FPGA_INTEL', 'CUSTOM_PROGRAMMABLE',
+        'CUSTOM_FPGA_REGION_9346116D_A52D', 'CUSTOM_FUNCTION_ID_A1B2_C3'}
+    assert not any(t.startswith('CUSTOM_FUNCTION_ID') for t in region1.traits)
+
+
+def test_unhealthy_or_disabled_device_reserves_everything():
+    for dev in (_fpga(health='unhealthy'), _fpga(status='maintaining')):
+        providers = tree.build_tree('n', ROOT, [dev]).providers
+        invs = [inv for p in providers for inv in p.inventories.values()]
+        assert invs and all(i['reserved'] == i['total'] for i in invs)
+
+
+def test_degraded_device_stays_schedulable():
+    providers = tree.build_tree(
+        'n', ROOT, [_fpga(health='degraded')]).providers
+    assert providers[1].inventories['FPGA']['reserved'] == 0
+
+
+def test_gpu_pgpu_on_device_rp_and_vgpu_children():
+    deps = (tree.DeployableView(uuid='p', name='pgpu', resource_class='PGPU',
+                                traits=('CUSTOM_NVIDIA_A100',)),
+            tree.DeployableView(uuid='m', name='mig-1g.10gb',
+                                resource_class='VGPU', num_accelerators=7,
+                                traits=('nvidia a100 mig-1g.10gb',)))
+    gpu = tree.DeviceView(uuid='g', type='GPU', vendor='NVIDIA',
+                          identity='0000:3b:00.0', pci_address='0000:3b:00.0',
+                          deployables=deps)
+    dev_rp, mig = tree.build_tree('n', ROOT, [gpu]).providers
+    assert dev_rp.inventories['PGPU']['total'] == 1
+    assert 'CUSTOM_NVIDIA_A100' in dev_rp.traits
+    assert mig.name == 'n_0000:3b:00.0_mig-1g.10gb'
+    assert mig.inventories['VGPU']['total'] == 7
+    assert 'CUSTOM_NVIDIA_A100_MIG_1G_10GB' in mig.traits
+    t = tree.build_tree('n', ROOT, [gpu])
+    assert t.deployable_rps['p'] == dev_rp.uuid
+
+
+def test_undivided_gpu_is_one_pgpu():
+    gpu = tree.DeviceView(uuid='g', type='GPU', vendor='nvidia',
+                          identity='0000:3b:00.0',
+                          pci_address='0000:3b:00.0')
+    (dev_rp,) = tree.build_tree('n', ROOT, [gpu]).providers
+    assert dev_rp.inventories['PGPU']['total'] == 1
+
+
+def test_device_without_pci_address_uses_identity():
+    dev = tree.DeviceView(uuid='q', type='QAT', vendor='intel',
+                          identity='qat-0',
+                          deployables=(tree.DeployableView(uuid='d',
+                                                           name='vf0'),))
+    dev_rp, child = tree.build_tree('n', ROOT, [dev]).providers
+    assert dev_rp.name == 'n_qat-0'
+    assert set(child.inventories) == {'CUSTOM_QAT'}
+
+
+def test_trait_names_are_normalised():
+    assert tree.trait_name('fpga-intel.arria10') == 'CUSTOM_FPGA_INTEL_ARRIA10'
+    assert tree.trait_name('CUSTOM_ALREADY_OK') == 'CUSTOM_ALREADY_OK'
+    assert tree.trait_name('custom_lower') == 'CUSTOM_LOWER'
+    # Standard traits are kept, not turned into CUSTOM_ ones.
+    assert tree.trait_name('OWNER_CYBORG') == 'OWNER_CYBORG'
+    assert tree.trait_name('HW_CPU_X86_AVX2') == 'HW_CPU_X86_AVX2'
+    assert len(tree.trait_name('x' * 400)) == 255
+
+
+def test_resource_class_names_are_normalised():
+    assert tree.resource_class_name('fpga') == 'FPGA'
+    assert tree.resource_class_name('VGPU') == 'VGPU'
+    assert tree.resource_class_name('qat') == 'CUSTOM_QAT'
+    assert tree.resource_class_name('custom_nic') == 'CUSTOM_NIC'
+    assert tree.resource_class_name('local memory-MB') == \
+        'CUSTOM_LOCAL_MEMORY_MB'
+
+
+def test_tree_is_deterministic_whatever_the_device_order():
+    a = _fpga()
+    b = tree.DeviceView(uuid='dev-0', type='GPU', vendor='nvidia',
+                        identity='0000:3b:00.0', pci_address='0000:3b:00.0')
+    one = tree.build_tree('n', ROOT, [a, b]).providers
+    two = tree.build_tree('n', ROOT, [b, a]).providers
+    assert one == two
