@@ -157,6 +157,76 @@ class HostDataError(DriverError):
     msg_fmt = 'Unreadable host data at %(where)s: %(reason)s'
 
 
+# --- api (helper) ------------------------------------------------------------
+
+class NotAcceptable(CyborgLiteException):
+    msg_fmt = 'Not acceptable: %(reason)s'
+    code = 406
+
+
+class RequestTooLarge(CyborgLiteException):
+    msg_fmt = 'Request body is larger than the limit of %(limit)d bytes.'
+    code = 413
+
+
+class Locked(CyborgLiteException):
+    msg_fmt = 'Locked: %(reason)s'
+    code = 423
+
+
+class InvalidField(Invalid):
+    """A request field with a bad value; ``field`` names it."""
+    msg_fmt = 'Invalid value for %(field)s: %(reason)s'
+
+
+class DeviceNotFound(NotFound):
+    msg_fmt = 'Device %(uuid)s could not be found.'
+
+
+class DeployableNotFound(NotFound):
+    msg_fmt = 'Deployable %(uuid)s could not be found.'
+
+
+class AttributeNotFound(NotFound):
+    msg_fmt = 'Attribute %(uuid)s could not be found.'
+
+
+class DeviceProfileNotFound(NotFound):
+    msg_fmt = 'Device profile %(ident)s could not be found.'
+
+
+class ARQNotFound(NotFound):
+    msg_fmt = 'Accelerator request %(uuid)s could not be found.'
+
+
+class MarkerNotFound(InvalidField):
+    msg_fmt = 'Invalid value for marker: no item %(marker)s in this list.'
+
+
+class DuplicateName(Conflict):
+    msg_fmt = 'A %(kind)s named %(name)s already exists.'
+
+
+class AttributeExists(Conflict):
+    msg_fmt = ('Deployable %(deployable_id)s already has an attribute '
+               '%(key)s.')
+
+
+class DeviceProfileInUse(Conflict):
+    msg_fmt = ('Device profile %(ident)s is used by %(count)d accelerator '
+               'request(s); delete them first.')
+
+
+class ARQStateConflict(Conflict):
+    msg_fmt = ('Accelerator request %(uuid)s is %(state)s; %(action)s needs '
+               'one of: %(expected)s.')
+
+
+class InstanceHasARQs(Conflict):
+    msg_fmt = ('Instance %(instance)s already has accelerator requests; '
+               'more cannot be bound to it.')
+
+
 # --- bind (helper) ---------------------------------------------------------
 # NOTE: ARQNotFound and ARQStateConflict above serve the bind workflow too.
 

@@ -1,0 +1,124 @@
+"""Options of the host drivers: one group per driver.
+
+Every driver that reads the host has a root path option, so tests and
+the all-in-one can point it at a fixture or simulated tree.
+"""
+from oslo_config import cfg
+
+FAKE = cfg.OptGroup('fake_driver', title='Fake (simulated) FPGA driver')
+FPGA_SYSFS = cfg.OptGroup('fpga_sysfs',
+                          title='Linux DFL / FPGA sysfs driver')
+PCI = cfg.OptGroup('pci_driver', title='Generic PCI accelerator driver')
+NVIDIA = cfg.OptGroup('nvidia_driver', title='NVIDIA GPU driver')
+XILINX = cfg.OptGroup('xilinx_driver', title='Xilinx Alveo driver')
+
+_HEX32 = r'^[0-9a-f]{32}$'
+
+FAKE_OPTS = [
+    cfg.IntOpt('num_cards', default=2, min=0, max=64,
+               help='Number of simulated FPGA cards.'),
+    cfg.IntOpt('regions_per_card', default=2, min=1, max=16,
+               help='Partial reconfiguration regions (DFL ports) per '
+                    'simulated card.'),
+    cfg.IntOpt('local_memory_mb', default=8192, min=0, max=1 << 30,
+               help='Local memory of each simulated region, in MiB.'),
+    cfg.ListOpt('region_types',
+                default=['9346116d5a7d4b3a9b1b8e5b5d7a1c2e'],
+                item_type=cfg.types.String(regex=_HEX32),
+                help='PR interface ids (compat_id: 32 lowercase hex '
+                     'digits) given to the simulated regions in turn: '
+                     'region i of card c gets entry (c * regions + i) '
+                     'modulo the list length.'),
+    cfg.StrOpt('initial_function_id',
+               default='d8424dc4a4a3c413f89e433683f9040b',
+               regex=_HEX32,
+               help='AFU id loaded in every simulated region when the '
+                    'simulated tree is first created.'),
+    cfg.StrOpt('state_dir', default='$state_path/fake_fpga',
+               help='Directory holding the simulated sysfs and /dev trees; '
+                    'created when missing, kept across restarts so '
+                    'programmed functions persist.'),
+    cfg.FloatOpt('program_delay', default=0.5, min=0, max=3600,
+                 help='Seconds a simulated programming takes.'),
+    cfg.BoolOpt('fail_program', default=False,
+                help='Failure injection: every programming fails after '
+                     'program_delay, leaving the region as it was.'),
+    cfg.ListOpt('fail_program_regions', default=[],
+                help='Failure injection for some regions only, as '
+                     '<pci address>/<region name> entries, e.g. '
+                     '0000:5e:00.0/region1.'),
+]
+
+FPGA_SYSFS_OPTS = [
+    cfg.StrOpt('sysfs_root', default='/sys',
+               help='Root of the sysfs tree to read (class/fpga_region, '
+                    'bus/pci/devices).'),
+    cfg.StrOpt('dev_root', default='/dev',
+               help='Directory of the dfl-fme.N character devices that '
+                    'programming opens.'),
+    cfg.IntOpt('local_memory_mb', default=0, min=0, max=1 << 30,
+               help='Local memory per region in MiB. DFL sysfs does not '
+                    'show the card memory, so it is configured.'),
+]
+
+PCI_OPTS = [
+    cfg.StrOpt('sysfs_root', default='/sys',
+               help='Root of the sysfs tree to read (bus/pci/devices).'),
+    cfg.ListOpt('accelerator_classes', default=['0x1200', '0x0b40'],
+                item_type=cfg.types.String(regex=r'^0x[0-9a-fA-F]{2,4}$'),
+                help='PCI class codes (base class 0xBB or base+subclass '
+                     '0xBBSS) reported for any vendor: processing '
+                     'accelerators and co-processors.'),
+    cfg.ListOpt('display_classes', default=['0x0300', '0x0302'],
+                item_type=cfg.types.String(regex=r'^0x[0-9a-fA-F]{2,4}$'),
+                help='PCI class codes (VGA, 3D controller) reported only '
+                     'for functions on the allowed_ids list, so an '
+                     'on-board VGA chip is never offered as an '
+                     'accelerator.'),
+    cfg.ListOpt('allowed_ids', default=[],
+                item_type=cfg.types.String(
+                    regex=r'^0x[0-9a-fA-F]{4}(:0x[0-9a-fA-F]{4})?$'),
+                help='Vendor (0x10de) or vendor:device (0x10de:0x20b5) '
+                     'ids whose display-class functions are accelerators.'),
+    cfg.ListOpt('ignored_ids', default=[],
+                item_type=cfg.types.String(
+                    regex=r'^0x[0-9a-fA-F]{4}(:0x[0-9a-fA-F]{4})?$'),
+                help='Vendor or vendor:device ids never reported, e.g. '
+                     'cards another enabled driver (fpga_sysfs, nvidia) '
+                     'already reports.'),
+]
+
+NVIDIA_OPTS = [
+    cfg.StrOpt('nvidia_smi_path', default='nvidia-smi',
+               help='nvidia-smi to run (a name looked up in PATH, or a '
+                    'path). When it is absent the host has no NVIDIA '
+                    'GPUs to report.'),
+    cfg.IntOpt('timeout', default=30, min=1, max=600,
+               help='Seconds nvidia-smi may run before the scan fails.'),
+    cfg.StrOpt('sysfs_root', default='/sys',
+               help='Root of the sysfs tree where vGPU (mdev) types are '
+                    'read: bus/pci/devices/<address>/mdev_supported_types.'),
+]
+
+XILINX_OPTS = [
+    cfg.StrOpt('xbutil_path', default='xbutil',
+               help='xbutil to run (a name looked up in PATH, or a path). '
+                    'When it is absent the host has no Alveo cards to '
+                    'report.'),
+    cfg.IntOpt('timeout', default=60, min=1, max=600,
+               help='Seconds one xbutil command may run before the scan '
+                    'fails.'),
+]
+
+GROUPS = [(FAKE, FAKE_OPTS), (FPGA_SYSFS, FPGA_SYSFS_OPTS), (PCI, PCI_OPTS),
+          (NVIDIA, NVIDIA_OPTS), (XILINX, XILINX_OPTS)]
+
+
+def register_opts(conf):
+    for group, opts in GROUPS:
+        conf.register_group(group)
+        conf.register_opts(opts, group=group)
+
+
+def list_opts():
+    return list(GROUPS)

@@ -1,0 +1,308 @@
+"""Reader of the Linux DFL FPGA sysfs layout (Intel PAC-style cards).
+
+Layout (kernel Documentation/fpga/dfl.rst and the sysfs ABI files)::
+
+  <sys>/class/fpga_region/regionN
+      -> ../../devices/pci.../<PF>/fpga_region/regionN
+      dfl-fme.K/                       the card's FME: one per card
+          bitstream_id, ports_num, dev
+          dfl-fme-mgr.*/fpga_manager/fpgaM/{state,status}
+          dfl-fme-region.*/fpga_region/regionY/compat_id   one per port
+      dfl-port.P/{id,afu_id,dev}       one per port (accelerator slot)
+  <PF>/virtfnI -> ../<VF address>      SR-IOV VFs (each VF hosts one port)
+
+A regionN is a card (a "base region") iff it holds a dfl-fme.*. The
+FME's PR regions are created in port order, so the i-th dfl-fme-region
+(by number) is the PR region of port i; both are reported as the
+deployable ``region<i>``. Used by the fpga_sysfs driver on real hosts and
+by the fake driver on its simulated tree, so both run the same parsing.
+"""
+import dataclasses
+import errno
+import logging
+import os
+
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+from cyborg_lite.drivers import sysfs
+
+LOG = logging.getLogger(__name__)
+
+# (vendor, device) -> (model, trait suffix). Device ids from the kernel's
+# drivers/fpga/dfl-pci.c and DPDK's ifpga_rawdev.c.
+KNOWN_CARDS = {
+    (0x8086, 0x09c4): ('Intel PAC Arria 10 GX', 'PAC_A10'),
+    (0x8086, 0x0b30): ('Intel PAC N3000', 'N3000'),
+    (0x8086, 0x0b2b): ('Intel PAC D5005', 'D5005'),
+    (0x8086, 0xbcc0): ('Intel Xeon+FPGA (integrated)', 'INTEGRATED'),
+}
+VENDOR_TRAITS = {0x8086: 'CUSTOM_FPGA_INTEL', 0x1c2c: 'CUSTOM_FPGA_SILICOM'}
+# fpga-mgr.c state strings that mean the manager is broken.
+MANAGER_ERROR_STATES = ('firmware request error', 'write init error',
+                        'write error', 'write complete error',
+                        'parse header error')
+
+
+@dataclasses.dataclass
+class Port:
+    """One DFL port and the PR region that feeds it."""
+    port_id: int
+    port_dir: str
+    region_type: str | None = None
+    function_id: str | None = None
+    pr_region: str | None = None
+
+    @property
+    def region_name(self):
+        return 'region%d' % self.port_id
+
+
+@dataclasses.dataclass
+class Card:
+    """One DFL card (PF) as read from sysfs."""
+    pci_address: str
+    pf_dir: str
+    fme_name: str
+    fme_dir: str
+    vendor_id: int
+    device_id: int
+    ports: list = dataclasses.field(default_factory=list)
+    vfs: list = dataclasses.field(default_factory=list)
+    manager_status_path: str | None = None
+    problems: list = dataclasses.field(default_factory=list)
+    manager_error: str | None = None
+    bitstream_id: str | None = None
+
+    @property
+    def health(self):
+        if self.manager_error:
+            return 'unhealthy'
+        return 'degraded' if self.problems else 'healthy'
+
+    def port(self, region_name):
+        for port in self.ports:
+            if port.region_name == region_name:
+                return port
+        return None
+
+
+def scan_cards(sysfs_root):
+    """All DFL cards under ``sysfs_root``; a bad card is logged, skipped."""
+    class_dir = os.path.join(sysfs_root, 'class', 'fpga_region')
+    if not os.path.isdir(class_dir):
+        return []
+    cards = []
+    for region in sysfs.numbered(sysfs.list_dir(class_dir), 'region'):
+        region_dir = os.path.join(class_dir, region)
+        fmes = sysfs.numbered(sysfs.list_dir(region_dir), 'dfl-fme.')
+        if not fmes:
+            continue  # a PR (child) region or a VF's region: not a card
+        try:
+            cards.append(read_card(region_dir, fmes[0]))
+        except exception.HostDataError as e:
+            LOG.warning('Skipping DFL card at %s: %s', region_dir, e)
+    return cards
+
+
+def read_card(region_dir, fme_name):
+    """One card from its base region directory; HostDataError if unusable."""
+    pf_dir = sysfs.pci_device_dir(region_dir)
+    if pf_dir is None:
+        raise exception.HostDataError(where=region_dir,
+                                      reason='no PCI device above it')
+    vendor = sysfs.read_hex_int(os.path.join(pf_dir, 'vendor'), 16)
+    device = sysfs.read_hex_int(os.path.join(pf_dir, 'device'), 16)
+    if vendor is None or device is None:
+        raise exception.HostDataError(where=pf_dir,
+                                      reason='no vendor/device file')
+    fme_dir = os.path.join(region_dir, fme_name)
+    card = Card(pci_address=os.path.basename(pf_dir), pf_dir=pf_dir,
+                fme_name=fme_name, fme_dir=fme_dir, vendor_id=vendor,
+                device_id=device, vfs=sysfs.virtual_functions(pf_dir))
+    _read_optional(card, 'bitstream_id',
+                   lambda: sysfs.read_text(os.path.join(fme_dir,
+                                                        'bitstream_id')))
+    card.ports = _read_ports(card, region_dir)
+    _match_pr_regions(card)
+    _read_manager(card)
+    return card
+
+
+def _read_optional(card, attr, reader):
+    """Set card.<attr> from reader(); a bad value is a problem, not fatal."""
+    try:
+        setattr(card, attr, reader())
+    except exception.HostDataError as e:
+        card.problems.append(str(e))
+
+
+def _read_ports(card, region_dir):
+    ports = []
+    for name in sysfs.numbered(sysfs.list_dir(region_dir), 'dfl-port.'):
+        port_dir = os.path.join(region_dir, name)
+        try:
+            port_id = sysfs.read_int(os.path.join(port_dir, 'id'), 0, 255)
+        except exception.HostDataError as e:
+            card.problems.append(str(e))
+            continue
+        if port_id is None:
+            card.problems.append('%s has no id file' % port_dir)
+            continue
+        port = Port(port_id=port_id, port_dir=port_dir)
+        port.function_id = _read_afu_id(card, port_dir)
+        ports.append(port)
+    return sorted(ports, key=lambda p: p.port_id)
+
+
+def read_afu_id(port_dir):
+    """The port's loaded AFU id; None while the port is disabled (EBUSY)."""
+    try:
+        return sysfs.read_hex_id(os.path.join(port_dir, 'afu_id'))
+    except exception.HostDataError as e:
+        # afu_id_show() returns -EBUSY while the port is in reset; that is
+        # a transient state, not garbage.
+        if e.kwargs.get('errno') == errno.EBUSY:
+            return None
+        raise
+
+
+def _read_afu_id(card, port_dir):
+    try:
+        return read_afu_id(port_dir)
+    except exception.HostDataError as e:
+        card.problems.append(str(e))
+        return None
+
+
+def _pr_region_dirs(fme_dir):
+    """The FME's PR region directories, in port order."""
+    found = []
+    for holder in sysfs.numbered(sysfs.list_dir(fme_dir), 'dfl-fme-region.'):
+        class_dir = os.path.join(fme_dir, holder, 'fpga_region')
+        for region in sysfs.numbered(sysfs.list_dir(class_dir), 'region'):
+            found.append(os.path.join(class_dir, region))
+    return found
+
+
+def _match_pr_regions(card):
+    regions = _pr_region_dirs(card.fme_dir)
+    for port in card.ports:
+        if port.port_id >= len(regions):
+            card.problems.append('no PR region for port %d' % port.port_id)
+            continue
+        region_dir = regions[port.port_id]
+        port.pr_region = os.path.basename(region_dir)
+        try:
+            port.region_type = sysfs.read_hex_id(
+                os.path.join(region_dir, 'compat_id'))
+        except exception.HostDataError as e:
+            card.problems.append(str(e))
+        if port.region_type is None and port.pr_region:
+            card.problems.append('%s has no compat_id' % region_dir)
+
+
+def _manager_dir(fme_dir):
+    for holder in sysfs.numbered(sysfs.list_dir(fme_dir), 'dfl-fme-mgr.'):
+        class_dir = os.path.join(fme_dir, holder, 'fpga_manager')
+        managers = sysfs.numbered(sysfs.list_dir(class_dir), 'fpga')
+        if managers:
+            return os.path.join(class_dir, managers[0])
+    return None
+
+
+def _read_manager(card):
+    """Health from the FPGA manager: error states make the card unhealthy.
+
+    DFL's FME manager may report 'unknown' for state (it has no state op
+    of its own), so 'unknown' and 'operating' both count as fine; a
+    non-empty ``status`` lists reconfiguration errors of the last PR.
+    """
+    manager = _manager_dir(card.fme_dir)
+    if manager is None:
+        card.problems.append('%s has no fpga_manager' % card.fme_dir)
+        return
+    card.manager_status_path = os.path.join(manager, 'status')
+    try:
+        state = sysfs.read_text(os.path.join(manager, 'state'))
+        status = sysfs.read_text(card.manager_status_path)
+    except exception.HostDataError as e:
+        card.problems.append(str(e))
+        return
+    if state in MANAGER_ERROR_STATES:
+        card.manager_error = 'fpga_manager state is %r' % state
+    elif status:
+        card.problems.append('last reconfiguration reported: %s'
+                             % status.replace('\n', '; '))
+
+
+def card_traits(card):
+    traits = []
+    vendor_trait = VENDOR_TRAITS.get(card.vendor_id)
+    if vendor_trait:
+        traits.append(vendor_trait)
+        known = KNOWN_CARDS.get((card.vendor_id, card.device_id))
+        if known:
+            traits.append('%s_%s' % (vendor_trait, known[1]))
+    return traits
+
+
+def _attach_handles(card, port):
+    """Port i is attached through VF i when SR-IOV is on, else the PF.
+
+    In DFL SR-IOV each VF hosts exactly one port, assigned in order.
+    """
+    address = (card.vfs[port.port_id] if port.port_id < len(card.vfs)
+               else card.pci_address)
+    return [base.AttachHandleRecord(attach_type='PCI',
+                                    attach_info=sysfs.pci_attach_info(
+                                        address))]
+
+
+def _deployable(card, port, local_memory_mb):
+    return base.DeployableRecord(
+        name=port.region_name, resource_class='FPGA',
+        region_type=port.region_type, function_id=port.function_id,
+        local_memory_mb=local_memory_mb, traits=card_traits(card),
+        attributes={'port': os.path.basename(port.port_dir),
+                    'fpga_region': port.pr_region or ''},
+        attach_handles=_attach_handles(card, port))
+
+
+def card_to_record(card, local_memory_mb=0, extra_info=None):
+    """The DeviceRecord of a card; ``extra_info`` goes to vendor info."""
+    known = KNOWN_CARDS.get((card.vendor_id, card.device_id))
+    model = known[0] if known else 'DFL FPGA %04x:%04x' % (card.vendor_id,
+                                                           card.device_id)
+    vendor_info = {'fme': card.fme_name, 'ports': len(card.ports),
+                   'vfs': len(card.vfs)}
+    if card.bitstream_id:
+        vendor_info['bitstream_id'] = card.bitstream_id
+    vendor_info.update(extra_info or {})
+    for problem in card.problems:
+        LOG.warning('DFL card %s: %s', card.pci_address, problem)
+    return base.DeviceRecord(
+        type='FPGA', vendor='0x%04x' % card.vendor_id, model=model,
+        identity=card.pci_address, pci_address=card.pci_address,
+        health=card.health,
+        std_board_info={'vendor_id': '0x%04x' % card.vendor_id,
+                        'device_id': '0x%04x' % card.device_id},
+        vendor_board_info=vendor_info,
+        deployables=[_deployable(card, p, local_memory_mb)
+                     for p in card.ports])
+
+
+def find_port(sysfs_root, identity, region_name):
+    """(card, port) for a device identity and region name, or raises."""
+    for card in scan_cards(sysfs_root):
+        if card.pci_address != identity:
+            continue
+        port = card.port(region_name)
+        if port is not None:
+            return card, port
+        raise exception.DriverError(
+            driver='dfl', reason='device %s has no region %s (it has %s)'
+            % (identity, region_name,
+               ', '.join(p.region_name for p in card.ports) or 'none'))
+    raise exception.DriverError(driver='dfl',
+                                reason='no DFL card %s on this host'
+                                % identity)

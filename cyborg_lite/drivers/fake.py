@@ -1,0 +1,214 @@
+"""A simulated host of DFL FPGA cards, for the all-in-one and for tests.
+
+The fake writes a DFL-style sysfs tree (the layout drivers/dfl.py reads,
+see that module) under ``[fake_driver] state_dir`` and discovers it with
+the same reader the real fpga_sysfs driver uses, so the fake exercises the
+real parsing code. Programming is real in the simulated tree: after
+``program_delay`` seconds the port's afu_id file holds the new function.
+The tree is kept across restarts (programmed functions persist) and is
+rebuilt only when the configured layout changes.
+
+Function id of an image: the id its header declares (GBS
+accelerator-type-uuid, xclbin uuid, via cyborg_lite.common.
+bitstream_formats); for a headerless image, by convention, the first 32
+hex digits of the sha256 of the whole file.
+"""
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+
+from cyborg_lite.common import bitstream_formats
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+from cyborg_lite.drivers import dfl
+
+LOG = logging.getLogger(__name__)
+
+# What the simulated cards look like on the PCI bus: Intel PAC Arria 10.
+VENDOR_ID = '0x8086'
+DEVICE_ID = '0x09c4'
+FIRST_BUS = 0x5e
+LAYOUT_FILE = 'layout.json'
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def atomic_write(path, text):
+    """Replace a file at once, so a concurrent scan never reads half."""
+    tmp = '%s.tmp.%d' % (path, os.getpid())
+    _write(tmp, text)
+    os.replace(tmp, path)
+
+
+def _link(path, target):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.symlink(target, path)
+
+
+class SimulatedTree:
+    """Writes the DFL sysfs and /dev trees of N cards x M regions."""
+
+    def __init__(self, root, num_cards, regions_per_card, region_types,
+                 initial_function_id):
+        self.root = root
+        self.sys = os.path.join(root, 'sys')
+        self.dev = os.path.join(root, 'dev')
+        self.num_cards = num_cards
+        self.regions = regions_per_card
+        self.region_types = region_types
+        self.initial_function_id = initial_function_id
+
+    def layout(self):
+        return {'num_cards': self.num_cards, 'regions': self.regions,
+                'region_types': list(self.region_types)}
+
+    def ensure(self):
+        """Build the tree unless one with the same layout is there."""
+        marker = os.path.join(self.root, LAYOUT_FILE)
+        try:
+            with open(marker) as f:
+                if json.load(f) == self.layout():
+                    return
+        except (OSError, ValueError):
+            pass
+        LOG.info('Building simulated FPGA host under %s', self.root)
+        for old in (self.sys, self.dev):
+            shutil.rmtree(old, ignore_errors=True)
+        for card in range(self.num_cards):
+            self._write_card(card)
+        atomic_write(marker, json.dumps(self.layout()))
+
+    def _write_card(self, card):
+        address = '0000:%02x:00.0' % (FIRST_BUS + card)
+        pf_rel = 'devices/pci0000:%02x/%s' % (FIRST_BUS + card, address)
+        pf = os.path.join(self.sys, pf_rel)
+        for name, value in (('vendor', VENDOR_ID), ('device', DEVICE_ID),
+                            ('class', '0x120000'), ('numa_node', '0')):
+            _write(os.path.join(pf, name), value + '\n')
+        _link(os.path.join(self.sys, 'bus/pci/devices', address),
+              '../../../' + pf_rel)
+        base_index = card * (self.regions + 1)
+        region_rel = '%s/fpga_region/region%d' % (pf_rel, base_index)
+        _link(os.path.join(self.sys, 'class/fpga_region',
+                           'region%d' % base_index), '../../' + region_rel)
+        fme_rel = '%s/dfl-fme.%d' % (region_rel, card)
+        self._write_fme(card, fme_rel)
+        for port in range(self.regions):
+            self._write_port(card, port, region_rel, fme_rel, base_index)
+
+    def _write_fme(self, card, fme_rel):
+        fme = os.path.join(self.sys, fme_rel)
+        _write(os.path.join(fme, 'ports_num'), '%d\n' % self.regions)
+        _write(os.path.join(fme, 'bitstream_id'), '0x23000410010309\n')
+        manager_rel = '%s/dfl-fme-mgr.%d/fpga_manager/fpga%d' % (
+            fme_rel, card, card)
+        manager = os.path.join(self.sys, manager_rel)
+        _write(os.path.join(manager, 'name'), 'DFL FME FPGA Manager\n')
+        _write(os.path.join(manager, 'state'), 'operating\n')
+        _write(os.path.join(manager, 'status'), '')
+        _link(os.path.join(self.sys, 'class/fpga_manager',
+                           'fpga%d' % card), '../../' + manager_rel)
+        _write(os.path.join(self.dev, 'dfl-fme.%d' % card), '')
+
+    def _write_port(self, card, port, region_rel, fme_rel, base_index):
+        global_port = card * self.regions + port
+        pr_index = base_index + 1 + port
+        pr_rel = '%s/dfl-fme-region.%d/fpga_region/region%d' % (
+            fme_rel, global_port, pr_index)
+        region_type = self.region_types[global_port %
+                                        len(self.region_types)]
+        _write(os.path.join(self.sys, pr_rel, 'compat_id'),
+               region_type + '\n')
+        _link(os.path.join(self.sys, 'class/fpga_region',
+                           'region%d' % pr_index), '../../' + pr_rel)
+        port_dir = os.path.join(self.sys, region_rel,
+                                'dfl-port.%d' % global_port)
+        _write(os.path.join(port_dir, 'id'), '%d\n' % port)
+        _write(os.path.join(port_dir, 'afu_id'),
+               self.initial_function_id + '\n')
+        _write(os.path.join(self.dev, 'dfl-port.%d' % global_port), '')
+
+
+def image_function_id(image_path, region_type):
+    """The function an image loads; refuses one made for another region."""
+    try:
+        header = bitstream_formats.parse(image_path)
+        with open(image_path, 'rb') as f:
+            digest = hashlib.sha256()
+            for chunk in iter(lambda: f.read(1 << 20), b''):
+                digest.update(chunk)
+    except OSError as e:
+        raise exception.ProgrammingError(
+            reason='cannot read image %s: %s' % (image_path, e.strerror))
+    except exception.Invalid as e:
+        raise exception.ProgrammingError(reason=e.format_message())
+    if header.region_type and header.region_type != region_type:
+        raise exception.ProgrammingError(
+            reason='image interface id %s does not match region type %s'
+            % (header.region_type, region_type))
+    return header.function_id or digest.hexdigest()[:32]
+
+
+class FakeDriver(base.Driver):
+    """Simulated DFL cards; programs for real in the simulated tree."""
+
+    programmable = True
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        group = conf.fake_driver
+        self.tree = SimulatedTree(group.state_dir, group.num_cards,
+                                  group.regions_per_card, group.region_types,
+                                  group.initial_function_id)
+        self.local_memory_mb = group.local_memory_mb
+        self.program_delay = group.program_delay
+        self.fail_program = group.fail_program
+        self.fail_regions = set(group.fail_program_regions)
+
+    def _ensure_tree(self):
+        try:
+            self.tree.ensure()
+        except OSError as e:
+            raise exception.DriverError(
+                driver=self.name or 'fake',
+                reason='cannot build the simulated tree in %s: %s'
+                % (self.tree.root, e))
+
+    def discover(self):
+        self._ensure_tree()
+        return [dfl.card_to_record(card, self.local_memory_mb,
+                                   {'simulated': True})
+                for card in dfl.scan_cards(self.tree.sys)]
+
+    def loaded_function(self, identity, region_name):
+        self._ensure_tree()
+        _card, port = dfl.find_port(self.tree.sys, identity, region_name)
+        return dfl.read_afu_id(port.port_dir)
+
+    def program(self, identity, region_name, image_path):
+        self._ensure_tree()
+        try:
+            _card, port = dfl.find_port(self.tree.sys, identity, region_name)
+        except exception.DriverError as e:
+            raise exception.ProgrammingError(reason=e.format_message())
+        function_id = image_function_id(image_path, port.region_type)
+        time.sleep(self.program_delay)
+        if self._fails(identity, region_name):
+            raise exception.ProgrammingError(
+                reason='simulated failure programming %s %s (failure '
+                       'injection)' % (identity, region_name))
+        atomic_write(os.path.join(port.port_dir, 'afu_id'),
+                     function_id + '\n')
+        LOG.info('Simulated programming of %s %s: AFU %s', identity,
+                 region_name, function_id)
+
+    def _fails(self, identity, region_name):
+        return self.fail_program or \
+            '%s/%s' % (identity, region_name) in self.fail_regions

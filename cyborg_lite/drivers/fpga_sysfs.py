@@ -1,0 +1,165 @@
+"""Driver for DFL FPGA cards (Intel PAC-style) through sysfs and /dev.
+
+Discovery reads the DFL sysfs layout (see drivers/dfl.py). Programming
+uses the kernel's own interface: the DFL_FPGA_FME_PORT_PR ioctl on
+/dev/dfl-fme.N (include/uapi/linux/fpga-dfl.h) given the raw PR bitstream,
+that is the GBS file with its header stripped, as OPAE's fpgaconf does.
+The ioctl call is the one injectable hardware edge (``self.ioctl``).
+"""
+import ctypes
+import fcntl
+import logging
+import os
+import struct
+
+from cyborg_lite.common import bitstream_formats
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+from cyborg_lite.drivers import dfl
+
+LOG = logging.getLogger(__name__)
+
+# _IO(DFL_FPGA_MAGIC 0xB6, DFL_FME_BASE 0x80 + 0): no size encoded.
+DFL_FPGA_FME_PORT_PR = 0xB680
+# struct dfl_fpga_fme_port_pr {u32 argsz, flags, port_id, buffer_size;
+#                              u64 buffer_address;}
+PORT_PR_ARGS = struct.Struct('<IIIIQ')
+
+
+def port_pr_args(port_id, buffer_size, buffer_address):
+    """The packed ioctl argument for DFL_FPGA_FME_PORT_PR."""
+    return PORT_PR_ARGS.pack(PORT_PR_ARGS.size, 0, port_id, buffer_size,
+                             buffer_address)
+
+
+class FpgaSysfsDriver(base.Driver):
+    """DFL cards: one deployable per port/PR region, programmable."""
+
+    programmable = True
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        group = conf.fpga_sysfs
+        self.sysfs_root = group.sysfs_root
+        self.dev_root = group.dev_root
+        self.local_memory_mb = group.local_memory_mb
+        # The hardware edge: fcntl.ioctl(fd, request, arg). Tests replace
+        # it to capture the argument and simulate the card.
+        self.ioctl = fcntl.ioctl
+
+    def discover(self):
+        try:
+            cards = dfl.scan_cards(self.sysfs_root)
+        except OSError as e:
+            raise exception.DriverError(driver=self.name or 'fpga_sysfs',
+                                        reason='cannot read %s: %s'
+                                        % (self.sysfs_root, e))
+        return [dfl.card_to_record(c, self.local_memory_mb) for c in cards]
+
+    def loaded_function(self, identity, region_name):
+        _card, port = dfl.find_port(self.sysfs_root, identity, region_name)
+        return dfl.read_afu_id(port.port_dir)
+
+    def program(self, identity, region_name, image_path):
+        card, port = self._target(identity, region_name)
+        header = _gbs_header(image_path)
+        _check_fits(header, port)
+        payload = _payload(image_path)
+        self._write_pr(card, port, payload)
+        loaded = _read_back(port)
+        if loaded != header.function_id:
+            raise exception.ProgrammingError(
+                reason='%s %s reads back AFU %s after programming, '
+                       'expected %s' % (identity, region_name, loaded,
+                                        header.function_id))
+        LOG.info('Programmed %s %s with AFU %s', identity, region_name,
+                 loaded)
+
+    def _target(self, identity, region_name):
+        try:
+            return dfl.find_port(self.sysfs_root, identity, region_name)
+        except exception.DriverError as e:
+            raise exception.ProgrammingError(reason=e.format_message())
+
+    def _write_pr(self, card, port, payload):
+        fme_dev = os.path.join(self.dev_root, card.fme_name)
+        try:
+            fd = os.open(fme_dev, os.O_RDWR)
+        except OSError as e:
+            raise exception.ProgrammingError(
+                reason='cannot open %s: %s' % (fme_dev, e.strerror))
+        try:
+            self._port_pr(fd, port.port_id, payload)
+        except OSError as e:
+            raise exception.ProgrammingError(
+                reason='DFL_FPGA_FME_PORT_PR on %s port %d failed: %s%s'
+                % (fme_dev, port.port_id, e.strerror or e,
+                   _manager_status(card)))
+        finally:
+            os.close(fd)
+
+    def _port_pr(self, fd, port_id, payload):
+        # The kernel reads the bitstream from our memory at buffer_address,
+        # so the buffer must stay alive for the whole call.
+        buffer = ctypes.create_string_buffer(payload, len(payload))
+        args = port_pr_args(port_id, len(payload), ctypes.addressof(buffer))
+        self.ioctl(fd, DFL_FPGA_FME_PORT_PR, args)
+
+
+def _gbs_header(image_path):
+    try:
+        header = bitstream_formats.parse(image_path)
+    except OSError as e:
+        raise exception.ProgrammingError(
+            reason='cannot read image %s: %s' % (image_path, e.strerror))
+    except exception.Invalid as e:
+        raise exception.ProgrammingError(reason=e.format_message())
+    if header.format != 'gbs':
+        # The GBS header carries the interface id checked below; a raw
+        # image could not be checked against the region, so it is refused.
+        raise exception.ProgrammingError(
+            reason='DFL cards take GBS images, %s is %s'
+            % (image_path, header.format))
+    return header
+
+
+def _check_fits(header, port):
+    if port.region_type is None:
+        raise exception.ProgrammingError(
+            reason='region %s has no readable compat_id, so the image '
+                   'cannot be checked against it' % port.region_name)
+    if header.region_type != port.region_type:
+        raise exception.ProgrammingError(
+            reason='image interface-uuid %s does not match region %s '
+                   'compat_id %s' % (header.region_type, port.region_name,
+                                     port.region_type))
+
+
+def _payload(image_path):
+    try:
+        return bitstream_formats.strip_header(image_path)
+    except OSError as e:
+        raise exception.ProgrammingError(
+            reason='cannot read image %s: %s' % (image_path, e.strerror))
+
+
+def _read_back(port):
+    try:
+        return dfl.read_afu_id(port.port_dir)
+    except exception.DriverError as e:
+        raise exception.ProgrammingError(
+            reason='cannot verify %s: %s' % (port.region_name,
+                                             e.format_message()))
+
+
+def _manager_status(card):
+    """The FPGA manager's error lines, to explain a failed PR (-EIO)."""
+    if not card.manager_status_path:
+        return ''
+    try:
+        with open(card.manager_status_path) as f:
+            status = f.read().strip()
+    except OSError:
+        return ''
+    return '; fpga_manager status: %s' % status.replace('\n', ', ') \
+        if status else ''

@@ -1,0 +1,213 @@
+"""NVIDIA GPUs from ``nvidia-smi -q -x``, with MIG and vGPU children.
+
+Element names checked against public recordings of ``nvidia-smi -q -x``
+(driver 515-580): root <nvidia_smi_log>, one <gpu id="00000000:3B:00.0">
+per GPU with <product_name>, <uuid>, <pci><pci_bus_id>, <pci_device_id>
+(device << 16 | vendor, e.g. 20B510DE)</pci>, <fb_memory_usage><total>
+81920 MiB</total>, <mig_mode><current_mig>Enabled|Disabled|N/A, and
+<mig_devices> holding <mig_device> elements (index, gpu_instance_id,
+device_attributes/shared/multiprocessor_count, fb_memory_usage/total) or
+the text "None". The XML carries no MIG profile name (that is only in
+``nvidia-smi -L``), so MIG children are named by what the XML does show:
+``mig_<SMs>sm_<MiB>mb``.
+
+vGPU types are the mdev types the vGPU host driver publishes in
+<sysfs>/bus/pci/devices/<address>/mdev_supported_types/<type>/{name,
+available_instances,device_api} (as Cyborg's nvidia driver reads them).
+
+A GPU is offered one way at a time: as MIG instances when MIG is on, as
+vGPU types when the host driver publishes them, else whole (``pgpu``).
+Offering both would let a scheduler place two workloads on one card.
+"""
+import collections
+import logging
+import os
+import re
+
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+from cyborg_lite.drivers import safe_xml
+from cyborg_lite.drivers import sysfs
+from cyborg_lite.drivers import tools
+
+LOG = logging.getLogger(__name__)
+
+VENDOR = '0x10de'
+MIB_RE = re.compile(r'^([0-9]{1,9}) MiB$')
+
+
+def _text(element, path):
+    found = element.find(path)
+    if found is None or found.text is None:
+        return None
+    return found.text.strip()
+
+
+def parse_mib(text, where):
+    """'81920 MiB' -> 81920; 'N/A' or absent -> None; garbage -> error."""
+    if text in (None, 'N/A', '[N/A]'):
+        return None
+    match = MIB_RE.match(text)
+    if not match:
+        raise exception.HostDataError(where=where, reason='expected "<n> '
+                                      'MiB", got %r' % text[:40])
+    return int(match.group(1))
+
+
+def gpu_traits(product_name):
+    """CUSTOM_GPU_NVIDIA plus one for the model, e.g. ..._A100_80GB_PCIE."""
+    model = re.sub(r'^NVIDIA\s+', '', product_name or '', flags=re.I)
+    model = re.sub(r'[^A-Z0-9]+', '_', model.upper()).strip('_')
+    traits = ['CUSTOM_GPU_NVIDIA']
+    if model:
+        traits.append('CUSTOM_GPU_NVIDIA_%s' % model[:200])
+    return traits
+
+
+def _mig_key(mig_device, where):
+    sms = _text(mig_device, 'device_attributes/shared/multiprocessor_count')
+    if sms is None or not sms.isdigit():
+        raise exception.HostDataError(where=where, reason='bad '
+                                      'multiprocessor_count %r' % (sms,))
+    memory = parse_mib(_text(mig_device, 'fb_memory_usage/total'), where)
+    if memory is None:
+        raise exception.HostDataError(where=where,
+                                      reason='MIG device without memory')
+    return int(sms), memory
+
+
+def mig_deployables(gpu, traits, where):
+    """One deployable per kind of MIG instance (same SMs and memory)."""
+    groups = collections.OrderedDict()
+    for mig in gpu.findall('mig_devices/mig_device'):
+        key = _mig_key(mig, where)
+        groups.setdefault(key, []).append(
+            _text(mig, 'gpu_instance_id') or '?')
+    return [base.DeployableRecord(
+        name='mig_%dsm_%dmb' % (sms, memory), resource_class='VGPU',
+        num_accelerators=len(instances), local_memory_mb=memory,
+        traits=list(traits),
+        attributes={'multiprocessor_count': sms,
+                    'gpu_instance_ids': ','.join(instances)})
+        for (sms, memory), instances in groups.items()]
+
+
+def _mdev_type(type_dir, address, traits):
+    name = os.path.basename(type_dir)
+    available = sysfs.read_int(os.path.join(type_dir,
+                                            'available_instances'),
+                               0, base.MAX_ACCELERATORS)
+    if available is None:
+        raise exception.HostDataError(where=type_dir,
+                                      reason='no available_instances')
+    created = sysfs.list_dir(os.path.join(type_dir, 'devices'))
+    handles = [{'mdev_type': name, 'parent': address, 'uuid': uuid}
+               for uuid in created]
+    handles += [{'mdev_type': name, 'parent': address,
+                 'slot': str(len(created) + i)} for i in range(available)]
+    return base.DeployableRecord(
+        name='vgpu_%s' % name, resource_class='VGPU',
+        num_accelerators=len(handles), traits=list(traits),
+        attributes={'mdev_type_name': sysfs.read_text(
+                        os.path.join(type_dir, 'name')) or name,
+                    'device_api': sysfs.read_text(
+                        os.path.join(type_dir, 'device_api')) or ''},
+        attach_handles=[base.AttachHandleRecord('MDEV', info)
+                        for info in handles])
+
+
+def vgpu_deployables(sysfs_root, address, traits):
+    """vGPU types of one GPU; a type with a bad file is logged, skipped."""
+    types_dir = os.path.join(sysfs_root, 'bus', 'pci', 'devices', address,
+                             'mdev_supported_types')
+    deployables = []
+    for name in sysfs.list_dir(types_dir):
+        try:
+            deployables.append(_mdev_type(os.path.join(types_dir, name),
+                                          address, traits))
+        except exception.HostDataError as e:
+            LOG.warning('Skipping vGPU type %s of %s: %s', name, address, e)
+    return deployables
+
+
+def _pgpu(address, memory, traits):
+    return base.DeployableRecord(
+        name='pgpu', resource_class='PGPU', local_memory_mb=memory or 0,
+        traits=list(traits),
+        attach_handles=[base.AttachHandleRecord(
+            'PCI', sysfs.pci_attach_info(address))])
+
+
+def _board_info(gpu):
+    info = {'vendor_id': VENDOR}
+    device_id = _text(gpu, 'pci/pci_device_id') or ''
+    if re.match(r'^(0x)?[0-9a-fA-F]{8}$', device_id):
+        info['device_id'] = '0x%04x' % (int(device_id, 16) >> 16)
+    return info
+
+
+def gpu_record(gpu, sysfs_root):
+    """The DeviceRecord of one <gpu> element; HostDataError if unusable."""
+    address = sysfs.normalise_pci_address(
+        _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
+    where = 'nvidia-smi gpu %s' % address
+    product = _text(gpu, 'product_name') or 'NVIDIA GPU'
+    memory = parse_mib(_text(gpu, 'fb_memory_usage/total'), where)
+    traits = gpu_traits(product)
+    if (_text(gpu, 'mig_mode/current_mig') or '').lower() == 'enabled':
+        deployables = mig_deployables(gpu, traits, where)
+    else:
+        deployables = (vgpu_deployables(sysfs_root, address, traits) or
+                       [_pgpu(address, memory, traits)])
+    vendor_info = {'uuid': _text(gpu, 'uuid') or '',
+                   'mig_mode': _text(gpu, 'mig_mode/current_mig') or 'N/A'}
+    if memory is not None:
+        vendor_info['memory_mb'] = memory
+    return base.DeviceRecord(
+        type='GPU', vendor=VENDOR, model=product, identity=address,
+        pci_address=address, std_board_info=_board_info(gpu),
+        vendor_board_info=vendor_info, deployables=deployables)
+
+
+def parse_nvidia_smi(data, sysfs_root):
+    """DeviceRecords from ``nvidia-smi -q -x`` output (bytes)."""
+    if not data.strip():
+        raise exception.HostDataError(where='nvidia-smi -q -x',
+                                      reason='empty output')
+    root = safe_xml.parse(data, 'nvidia-smi -q -x')
+    if root.tag != 'nvidia_smi_log':
+        raise exception.HostDataError(where='nvidia-smi -q -x',
+                                      reason='root element is <%s>, '
+                                      'expected <nvidia_smi_log>' % root.tag)
+    records = []
+    for gpu in root.findall('gpu'):
+        try:
+            records.append(gpu_record(gpu, sysfs_root))
+        except exception.HostDataError as e:
+            LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
+    return records
+
+
+class NvidiaDriver(base.Driver):
+    """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        group = conf.nvidia_driver
+        self.nvidia_smi_path = group.nvidia_smi_path
+        self.timeout = group.timeout
+        self.sysfs_root = group.sysfs_root
+
+    def discover(self):
+        tool = tools.find_tool(self.nvidia_smi_path)
+        if tool is None:
+            LOG.info('%s not found: no NVIDIA GPUs on this host',
+                     self.nvidia_smi_path)
+            return []
+        output = tools.run_tool(self.name or 'nvidia', [tool, '-q', '-x'],
+                                self.timeout)
+        try:
+            return parse_nvidia_smi(output, self.sysfs_root)
+        except exception.HostDataError as e:
+            raise exception.DriverError(driver=self.name or 'nvidia',
+                                        reason=e.format_message())

@@ -1,0 +1,163 @@
+"""The fake driver: a simulated DFL host, read by the real DFL reader."""
+import hashlib
+import time
+
+import pytest
+
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+from cyborg_lite.drivers import fake
+
+TYPE_A = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
+TYPE_B = 'f3c9941350814aadbced07eb84a6d0bb'
+INITIAL = 'd8424dc4a4a3c413f89e433683f9040b'
+NEW_AFU = '850adcc2e6a4433b9ee9a2bcd19c1d28'
+CARD0 = '0000:5e:00.0'
+CARD1 = '0000:5f:00.0'
+
+
+@pytest.fixture
+def fake_conf(conf, tmp_path):
+    conf.set_override('state_dir', str(tmp_path / 'fake'),
+                      group='fake_driver')
+    conf.set_override('program_delay', 0, group='fake_driver')
+    return conf
+
+
+def _driver(conf, **overrides):
+    for key, value in overrides.items():
+        conf.set_override(key, value, group='fake_driver')
+    driver = fake.FakeDriver(conf)
+    driver.name = 'fake'
+    return driver
+
+
+def test_default_host_is_two_cards_of_two_regions(fake_conf):
+    records = _driver(fake_conf).discover()
+    assert [r.identity for r in records] == [CARD0, CARD1]
+    for record in records:
+        assert (record.type, record.vendor, record.health) == \
+            ('FPGA', '0x8086', 'healthy')
+        assert record.vendor_board_info['simulated'] is True
+        assert [d.name for d in record.deployables] == ['region0',
+                                                        'region1']
+        for dep in record.deployables:
+            assert (dep.region_type, dep.function_id,
+                    dep.local_memory_mb) == (TYPE_A, INITIAL, 8192)
+        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+
+
+def test_layout_follows_the_options(fake_conf):
+    records = _driver(fake_conf, num_cards=3, regions_per_card=1,
+                      local_memory_mb=512,
+                      region_types=[TYPE_A, TYPE_B]).discover()
+    assert len(records) == 3
+    assert [r.deployables[0].region_type for r in records] == \
+        [TYPE_A, TYPE_B, TYPE_A]
+    assert {r.deployables[0].local_memory_mb for r in records} == {512}
+
+
+def test_no_cards_is_an_empty_host(fake_conf):
+    assert _driver(fake_conf, num_cards=0).discover() == []
+
+
+def test_program_gbs_loads_its_accelerator_type(fake_conf, make_gbs):
+    driver = _driver(fake_conf)
+    image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e',
+                     '850adcc2-e6a4-433b-9ee9-a2bcd19c1d28')
+    driver.program(CARD1, 'region1', image)
+    assert driver.loaded_function(CARD1, 'region1') == NEW_AFU
+    assert driver.loaded_function(CARD1, 'region0') == INITIAL
+    [card1] = [r for r in driver.discover() if r.identity == CARD1]
+    assert card1.deployables[1].function_id == NEW_AFU
+
+
+def test_programmed_function_survives_a_restart(fake_conf, make_gbs):
+    image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
+    _driver(fake_conf).program(CARD0, 'region0', image)
+    restarted = _driver(fake_conf)
+    assert restarted.loaded_function(CARD0, 'region0') == NEW_AFU
+
+
+def test_changed_layout_rebuilds_the_tree(fake_conf):
+    _driver(fake_conf).discover()
+    records = _driver(fake_conf, num_cards=1).discover()
+    assert [r.identity for r in records] == [CARD0]
+
+
+def test_headerless_image_function_is_its_sha256_prefix(fake_conf,
+                                                        tmp_path):
+    image = tmp_path / 'plain.rbf'
+    image.write_bytes(b'raw bits' * 1000)
+    driver = _driver(fake_conf)
+    driver.program(CARD0, 'region1', str(image))
+    expected = hashlib.sha256(image.read_bytes()).hexdigest()[:32]
+    assert driver.loaded_function(CARD0, 'region1') == expected
+
+
+def test_image_for_another_region_type_is_refused(fake_conf, make_gbs):
+    driver = _driver(fake_conf)
+    image = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NEW_AFU)
+    with pytest.raises(exception.ProgrammingError, match='region type'):
+        driver.program(CARD0, 'region0', image)
+    assert driver.loaded_function(CARD0, 'region0') == INITIAL
+
+
+def test_fail_program_injects_a_failure(fake_conf, make_gbs):
+    driver = _driver(fake_conf, fail_program=True)
+    image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
+    with pytest.raises(exception.ProgrammingError, match='simulated'):
+        driver.program(CARD0, 'region0', image)
+    assert driver.loaded_function(CARD0, 'region0') == INITIAL
+
+
+def test_failure_injection_per_region(fake_conf, make_gbs):
+    driver = _driver(fake_conf,
+                     fail_program_regions=['%s/region1' % CARD0])
+    image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
+    with pytest.raises(exception.ProgrammingError):
+        driver.program(CARD0, 'region1', image)
+    driver.program(CARD0, 'region0', image)
+    assert driver.loaded_function(CARD0, 'region0') == NEW_AFU
+    assert driver.loaded_function(CARD0, 'region1') == INITIAL
+
+
+def test_program_takes_the_configured_delay(fake_conf, make_gbs):
+    driver = _driver(fake_conf, program_delay=0.2)
+    image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
+    start = time.monotonic()
+    driver.program(CARD0, 'region0', image)
+    assert time.monotonic() - start >= 0.2
+
+
+def test_unreadable_image_is_a_programming_error(fake_conf, tmp_path):
+    with pytest.raises(exception.ProgrammingError, match='cannot read'):
+        _driver(fake_conf).program(CARD0, 'region0',
+                                   str(tmp_path / 'nope.gbs'))
+
+
+def test_unknown_region_is_a_programming_error(fake_conf, tmp_path):
+    image = tmp_path / 'x.rbf'
+    image.write_bytes(b'bits')
+    with pytest.raises(exception.ProgrammingError, match='region9'):
+        _driver(fake_conf).program(CARD0, 'region9', str(image))
+
+
+def test_garbage_in_the_simulated_tree_is_parsed_like_sysfs(fake_conf,
+                                                            tmp_path):
+    driver = _driver(fake_conf)
+    driver.discover()
+    afu = tmp_path / 'fake/sys/class/fpga_region/region0/dfl-port.0/afu_id'
+    afu.write_text('not-an-id\n')
+    [card0, card1] = driver.discover()
+    assert card0.health == 'degraded'
+    assert card0.deployables[0].function_id is None
+    assert card1.health == 'healthy'
+
+
+def test_unusable_state_dir_is_a_driver_error(fake_conf, tmp_path):
+    blocker = tmp_path / 'file'
+    blocker.write_text('')
+    driver = _driver(fake_conf, state_dir=str(blocker / 'fake'))
+    with pytest.raises(exception.DriverError, match='simulated tree'):
+        driver.discover()
