@@ -1,0 +1,143 @@
+"""Rows the bind tests need, written with the models as the conductor's
+report would write them, and small readers of the outcome."""
+import itertools
+import json
+import threading
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from cyborg_lite.common import naming
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+
+_counter = itertools.count()
+
+
+def _uuid():
+    return str(uuidlib.uuid4())
+
+
+def make_region(hostname='host1', handles=1, function_id=None,
+                bitstream_id=None, rc='FPGA', deployable_rp=True):
+    """A device with one deployable and ``handles`` attach handles.
+
+    Returns {'rp_uuid', 'deployable_uuid', 'deployable_id',
+    'device_rp_uuid'} with rp uuids named like the conductor's report;
+    deployable_rp=False leaves the deployable's rp_uuid empty, as for a
+    whole device whose provider only the device row records.
+    """
+    n = next(_counter)
+    identity = '0000:%02x:00.0' % (n % 256)
+    name = 'region%d' % n
+    dep_rp = naming.rp_uuid(naming.deployable_rp_name(hostname, identity,
+                                                      name, rc))
+    dev_rp = naming.rp_uuid(naming.device_rp_name(hostname, identity))
+    with session.writer() as s:
+        device = models.Device(
+            uuid=_uuid(), type='FPGA', vendor='8086', model='m',
+            hostname=hostname, driver_name='fake', identity=identity,
+            pci_address=identity, rp_uuid=dev_rp)
+        s.add(device)
+        s.flush()
+        dep = models.Deployable(
+            uuid=_uuid(), device_id=device.id,
+            name=naming.deployable_db_name(hostname, identity, name),
+            rp_uuid=dep_rp if deployable_rp else None, driver_name='fake',
+            function_id=function_id, bitstream_id=bitstream_id)
+        s.add(dep)
+        s.flush()
+        s.add(models.Attribute(uuid=_uuid(), deployable_id=dep.id,
+                               key='rc', value=rc))
+        for i in range(handles):
+            s.add(models.AttachHandle(
+                uuid=_uuid(), deployable_id=dep.id, attach_type='PCI',
+                attach_info=json.dumps({'domain': '0000', 'bus': '%02x' % n,
+                                        'device': '00', 'function': str(i)})))
+        return {'rp_uuid': dep_rp, 'deployable_uuid': dep.uuid,
+                'deployable_id': dep.id, 'device_rp_uuid': dev_rp}
+
+
+def make_profile(groups=None):
+    groups = groups if groups is not None else [{'resources:FPGA': '1'}]
+    with session.writer() as s:
+        profile = models.DeviceProfile(
+            uuid=_uuid(), name='dp%d' % next(_counter),
+            profile_json=json.dumps(groups))
+        s.add(profile)
+        s.flush()
+        return profile.id
+
+
+def make_arqs(count=1, profile_id=None, group_id=0, state='Initial'):
+    profile_id = profile_id or make_profile()
+    uuids = [_uuid() for _ in range(count)]
+    with session.writer() as s:
+        for arq_uuid in uuids:
+            s.add(models.AcceleratorRequest(
+                uuid=arq_uuid, state=state, device_profile_id=profile_id,
+                device_profile_group_id=group_id))
+    return uuids
+
+
+def make_arq(**kwargs):
+    return make_arqs(1, **kwargs)[0]
+
+
+def binding(region, hostname='host1', instance_uuid=None):
+    return {'hostname': hostname, 'device_rp_uuid': region['rp_uuid'],
+            'instance_uuid': instance_uuid or _uuid()}
+
+
+def get_arq(arq_uuid):
+    with session.reader() as s:
+        return s.scalars(sa.select(models.AcceleratorRequest).where(
+            models.AcceleratorRequest.uuid == arq_uuid)).one()
+
+
+def handles_of(region):
+    with session.reader() as s:
+        return list(s.scalars(sa.select(models.AttachHandle).where(
+            models.AttachHandle.deployable_id == region['deployable_id'])
+            .order_by(models.AttachHandle.id)))
+
+
+def check_no_handle_double_use():
+    """Every handle in use is held by exactly one ARQ, and the reverse."""
+    with session.reader() as s:
+        in_use = set(s.scalars(sa.select(models.AttachHandle.id).where(
+            models.AttachHandle.in_use.is_(True))))
+        held = list(s.scalars(
+            sa.select(models.AcceleratorRequest.attach_handle_id).where(
+                models.AcceleratorRequest.attach_handle_id.is_not(None))))
+        bound_without = s.scalar(
+            sa.select(sa.func.count(models.AcceleratorRequest.id)).where(
+                models.AcceleratorRequest.state == 'Bound',
+                models.AcceleratorRequest.attach_handle_id.is_(None)))
+    assert len(held) == len(set(held)), 'a handle is on two ARQs'
+    assert set(held) == in_use, 'in_use flags disagree with ARQs'
+    assert bound_without == 0, 'a Bound ARQ has no attach handle'
+    return in_use
+
+
+def states(arq_uuids):
+    with session.reader() as s:
+        rows = s.execute(sa.select(models.AcceleratorRequest.uuid,
+                                   models.AcceleratorRequest.state).where(
+            models.AcceleratorRequest.uuid.in_(arq_uuids))).all()
+    return dict(rows)
+
+
+class RecordingNotifier:
+    """A notifier that keeps what it was told (thread-safe)."""
+
+    def __init__(self):
+        self.events = []
+        self._lock = threading.Lock()
+
+    def notify(self, ctxt, events):
+        with self._lock:
+            self.events.extend(events)
+
+    def by_arq(self):
+        return {e['arq_uuid']: e for e in self.events}

@@ -1,0 +1,55 @@
+"""bind_arqs / unbind_arqs as casts from ConductorAPI to ConductorManager
+over the in-memory oslo.messaging transport."""
+import time
+
+import pytest
+
+from cyborg_lite.common import context
+from cyborg_lite.common import rpc
+from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import manager
+from cyborg_lite.conductor import rpcapi
+from cyborg_lite.conductor import service as service_mod
+from tests.unit.conductor import bind_helpers as h
+
+
+@pytest.fixture
+def conductor(conf):
+    conf.set_override('transport_url', 'fake://')
+    server = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-1',
+                            [manager.ConductorManager('cond-1')])
+    server.start()
+    yield rpcapi.ConductorAPI()
+    server.stop()
+    server.wait()
+    rpc.cleanup()
+
+
+def _wait_for_state(arq_uuid, wanted, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = h.get_arq(arq_uuid).state
+        if state == wanted:
+            return
+        time.sleep(0.05)
+    raise AssertionError('ARQ %s is %s, not %s' % (arq_uuid, state, wanted))
+
+
+def test_bind_and_unbind_by_cast(sqlite_db, conductor):
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    ctxt = context.get_admin_context()
+    # A cast returns before the work is done: nothing to wait on here.
+    assert conductor.bind_arqs(ctxt, {arq_uuid: h.binding(region)}) is None
+    _wait_for_state(arq_uuid, 'Bound')
+    assert h.handles_of(region)[0].in_use
+    assert conductor.unbind_arqs(ctxt, [arq_uuid]) is None
+    _wait_for_state(arq_uuid, 'Unbound')
+    assert not h.handles_of(region)[0].in_use
+
+
+def test_conductor_service_runs_the_reaper(conf):
+    conf.set_override('reap_interval', 7, group='arq')
+    service = service_mod.ConductorService(conf, host='cond-1')
+    reapers = [t for t in service._tasks if t.func is bind.reap_stale_binds]
+    assert [t.interval for t in reapers] == [7]
