@@ -1,0 +1,182 @@
+"""The agent: periodic discovery, change-only reports, conductor→agent RPC.
+
+One AgentManager per host::
+
+    agent = AgentManager(CONF)          # loads [agent]enabled_drivers
+    agent.start()                       # RPC server + discovery loop
+    ...
+    agent.stop()
+
+Every ``[agent]report_interval`` seconds each driver is scanned on its
+own: a driver that raises becomes an entry ``{'driver', 'ok': False,
+'devices': [], 'error'}`` and the others report as usual. Entries are
+sent only when they differ from the last one the conductor acknowledged
+(compared by hash), except in a full report - at start, every
+``[agent]full_report_every`` scans, and when the conductor asks - which
+sends every driver. An unacknowledged entry is simply sent again next
+time. The message format is in cyborg_lite/conductor/report.py.
+"""
+import hashlib
+import json
+import threading
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from cyborg_lite.common import context
+from cyborg_lite.common import exception
+from cyborg_lite.common import rpc
+from cyborg_lite.conductor import rpcapi as conductor_rpcapi
+from cyborg_lite.conf import CONF
+from cyborg_lite.drivers import loader
+
+LOG = logging.getLogger(__name__)
+
+
+def _json(value):
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+def _canonical_device(device):
+    """Order lists whose order means nothing, so a reordered scan of the
+    same hardware hashes the same and is not sent again."""
+    device = dict(device)
+    deployables = []
+    for dep in sorted(device.get('deployables') or [],
+                      key=lambda d: d['name']):
+        dep = dict(dep, traits=sorted(set(dep.get('traits') or [])))
+        dep['attach_handles'] = sorted(dep.get('attach_handles') or [],
+                                       key=_json)
+        deployables.append(dep)
+    device['deployables'] = deployables
+    return device
+
+
+def driver_entry(driver_name, devices=None, error=None):
+    """One driver's part of a report; ``error`` set means the scan failed."""
+    if error is not None:
+        return {'driver': driver_name, 'ok': False, 'devices': [],
+                'error': error}
+    devices = sorted((_canonical_device(d) for d in devices),
+                     key=lambda d: str(d.get('identity')))
+    return {'driver': driver_name, 'ok': True, 'devices': devices,
+            'error': None}
+
+
+def entry_hash(entry):
+    return hashlib.sha256(_json(entry).encode()).hexdigest()
+
+
+class AgentManager:
+    """Discovery loop and the RPC endpoint the conductor calls."""
+
+    # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
+    target = messaging.Target(version='1.0')
+
+    def __init__(self, conf=CONF, host=None, drivers=None,
+                 conductor_api=None):
+        self.conf = conf
+        self.host = host or conf.host
+        if drivers is None:
+            # A driver that fails to load is logged and left out by the
+            # loader; the agent runs with the others.
+            drivers = list(loader.load_drivers(
+                conf, conf.agent.enabled_drivers).values())
+        self.drivers = drivers
+        self.conductor = conductor_api or conductor_rpcapi.ConductorAPI(
+            timeout=conf.agent.rpc_timeout)
+        # driver name -> hash of the entry the conductor acknowledged.
+        self.acked = {}
+        self.scans = 0
+        self._full_requested = True  # the first report is always full
+        self._report_lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._thread = None
+        self._server = None
+
+    # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
+
+    def request_report(self, ctxt):
+        """Scan and send a full report now instead of at the next tick."""
+        LOG.info('Conductor asked for a full report')
+        self._full_requested = True
+        self._wake.set()
+
+    # --- discovery and reports ------------------------------------------
+
+    def scan(self):
+        """One entry per driver; a failing driver never stops the others."""
+        entries = []
+        for driver in self.drivers:
+            try:
+                devices = [record.to_dict() for record in driver.discover()]
+                entries.append(driver_entry(driver.name, devices))
+            except Exception as exc:
+                LOG.exception('Driver %s failed its scan; the conductor '
+                              'keeps what it reported last', driver.name)
+                entries.append(driver_entry(
+                    driver.name, error='%s: %s' % (type(exc).__name__, exc)))
+        return entries
+
+    def report_once(self, full=False):
+        """Scan, send what changed; the conductor's ack, or None."""
+        with self._report_lock:
+            self.scans += 1
+            full = (full or self._full_requested or
+                    self.scans % self.conf.agent.full_report_every == 0)
+            entries = self.scan()
+            hashes = {e['driver']: entry_hash(e) for e in entries}
+            to_send = [e for e in entries if full or
+                       hashes[e['driver']] != self.acked.get(e['driver'])]
+            if not to_send:
+                return None
+            try:
+                ack = self.conductor.report(context.get_admin_context(),
+                                            self.host, to_send)
+            except exception.InvalidReport as exc:
+                LOG.error('The conductor rejected our report: %s', exc)
+                return None
+            except Exception as exc:
+                LOG.warning('Report not acknowledged (%s: %s); it is sent '
+                            'again after the next scan',
+                            type(exc).__name__, exc)
+                return None
+            for entry in to_send:
+                self.acked[entry['driver']] = hashes[entry['driver']]
+            if full:
+                self._full_requested = False
+            return ack
+
+    # --- lifecycle -----------------------------------------------------
+
+    def start(self):
+        self._server = rpc.get_server(rpc.AGENT_TOPIC, self.host, [self])
+        self._server.start()
+        self._thread = threading.Thread(target=self._loop,
+                                        name='agent-discovery', daemon=True)
+        self._thread.start()
+        LOG.info('Agent on %s started with drivers %s', self.host,
+                 ', '.join(d.name for d in self.drivers) or '(none)')
+
+    def stop(self):
+        if self._server is not None:
+            self._server.stop()
+            self._server.wait()
+            self._server = None
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        LOG.info('Agent on %s stopped', self.host)
+
+    def _loop(self):
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                self.report_once()
+            except Exception:
+                # NOTE: the loop is the agent; it must outlive any bug.
+                LOG.exception('Discovery cycle failed')
+            self._wake.wait(self.conf.agent.report_interval)

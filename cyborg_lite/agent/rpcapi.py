@@ -1,0 +1,26 @@
+"""Client side of the agent RPC API (the conductor calls one host).
+
+Messages go to topic ``rpc.AGENT_TOPIC`` on server ``hostname`` (the
+agent's ``[DEFAULT]host``), as ironic's ``get_topic_for`` does.
+
+API version history:
+
+* 1.0 - request_report(hostname): cast; the agent scans and sends a full
+        report at once (after the conductor lost or doubts its rows).
+
+Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
+method with the same name on agent.manager.AgentManager.
+"""
+from cyborg_lite.common import rpc
+
+
+class AgentAPI:
+    RPC_API_VERSION = '1.0'
+
+    def __init__(self, timeout=None):
+        self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
+                                     timeout=timeout)
+
+    def request_report(self, ctxt, hostname):
+        cctxt = self.client.prepare(server=hostname, version='1.0')
+        cctxt.cast(ctxt, 'request_report')

@@ -1,0 +1,128 @@
+"""cyborg-lite-conductor: applies agent reports, runs the workflows.
+
+    cyborg-lite-conductor [--config-file F ...]
+
+Runs ``[conductor]workers`` processes sharing the RPC topic until SIGTERM
+or SIGINT, then stops each cleanly (calls in flight finish). A bad
+configuration, an unknown transport or an unmigrated database is one
+line on stderr and exit status 1.
+"""
+import os
+import signal
+import sys
+import threading
+
+import oslo_messaging as messaging
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from cyborg_lite.common import config
+from cyborg_lite.common import exception
+from cyborg_lite.common import rpc
+from cyborg_lite.conf import CONF
+from cyborg_lite.db import migration
+from cyborg_lite.db import session
+
+LOG = logging.getLogger(__name__)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def load_config(argv, groups):
+    """Parse argv and read every option of ``groups`` now, so a bad value
+    fails at start as a ConfigError instead of later in a thread."""
+    config.parse_args(argv)
+    try:
+        for group in groups:
+            for name in CONF[group]:
+                getattr(CONF[group], name)
+        rpc.get_transport()
+    except (cfg.Error, ValueError, messaging.MessagingException) as exc:
+        raise exception.ConfigError(reason='%s: %s'
+                                    % (type(exc).__name__, exc))
+
+
+def fail(prog, exc):
+    print('%s: error: %s' % (prog, exc), file=sys.stderr)
+    return 1
+
+
+def serve(service):
+    """Start ``service``; stop it on SIGTERM/SIGINT. Shared by the agent."""
+    stop = threading.Event()
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, lambda *_: stop.set())
+    service.start()
+    # NOTE: a timed wait, so the main thread returns to Python often
+    # enough for the signal handler to run.
+    while not stop.wait(0.5):
+        pass
+    LOG.info('Stop signal received; shutting down')
+    service.stop()
+    rpc.cleanup()
+    return 0
+
+
+def _check_database():
+    session.validate_url(CONF.database.connection)
+    if migration.current() != migration.head():
+        raise exception.ConfigError(
+            reason='database %s is not at the latest schema revision; run '
+                   'cyborg-lite-dbsync upgrade' % session.get_engine().url)
+
+
+def _run_one():
+    # NOTE: imported late so a forked worker builds its own transport and
+    # engine after the fork.
+    from cyborg_lite.conductor import service
+    return serve(service.ConductorService(CONF))
+
+
+def _run_workers(count):
+    children = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(_run_one())
+        children.append(pid)
+    stop = threading.Event()
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(0.5):
+        if any(os.waitpid(pid, os.WNOHANG)[0] for pid in children):
+            LOG.error('A conductor worker exited; stopping the others')
+            break
+    status = 0
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGTERM)
+            status |= os.waitpid(pid, 0)[1]
+        except ChildProcessError:
+            status = 1
+    return 1 if status else 0
+
+
+def main(argv=None):
+    prog = 'cyborg-lite-conductor'
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        load_config(argv, ['conductor', 'placement'])
+        _check_database()
+    except exception.CyborgLiteException as exc:
+        return fail(prog, exc)
+    except Exception as exc:  # a database that refuses us, for instance
+        return fail(prog, '%s: %s' % (type(exc).__name__, exc))
+    workers = CONF.conductor.workers
+    if workers > 1 and CONF.transport_url.startswith('fake:'):
+        LOG.warning('transport_url is fake://: running one conductor '
+                    'instead of %d workers', workers)
+        workers = 1
+    if workers == 1:
+        return _run_one()
+    # The parent keeps no transport or connection across the fork.
+    rpc.cleanup()
+    session.dispose_all()
+    return _run_workers(workers)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

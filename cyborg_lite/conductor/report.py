@@ -1,0 +1,222 @@
+"""Applying an agent report: validate all of it, then one diff transaction.
+
+The message (ConductorAPI.report, RPC 1.0)::
+
+    hostname = 'node1'
+    driver_reports = [
+        {'driver': 'fake', 'ok': True, 'error': None,
+         'devices': [DeviceRecord.to_dict(), ...]},
+        {'driver': 'nvidia', 'ok': False, 'devices': [],
+         'error': 'nvidia-smi -q -x exited 9'},
+    ]
+
+A driver the agent leaves out, or one with ``ok`` false, changes nothing:
+the devices it reported last stay until a successful scan of that driver
+no longer lists them. The answer is the acknowledgement::
+
+    {'hostname': 'node1', 'changed': True,
+     'drivers': {'fake': 'applied', 'nvidia': 'scan failed'},
+     'created': 7, 'updated': 0, 'deleted': 0, 'kept_in_use': 0}
+
+Any bad part (malformed record, unknown type, duplicate identity, absurd
+value) rejects the whole report with InvalidReport before a row changes.
+"""
+import json
+import re
+
+from oslo_log import log as logging
+
+from cyborg_lite.common import exception
+from cyborg_lite.common import naming
+from cyborg_lite.conf import CONF
+from cyborg_lite.db import inventory
+from cyborg_lite.drivers import base
+
+LOG = logging.getLogger(__name__)
+
+# Standard names (FPGA, PGPU, VGPU, ...) and CUSTOM_* ones, as Placement
+# spells them; anything else Placement would refuse later, less clearly.
+_PLACEMENT_NAME_RE = re.compile(r'^[A-Z][A-Z0-9_]{0,254}$')
+# Attribute keys the conductor itself writes from resource_class / traits.
+_RESERVED_ATTRIBUTE_RE = re.compile(r'^(rc|trait[0-9]+)$')
+MAX_DRIVERS = 64
+MAX_DEVICES_PER_DRIVER = 4096
+MAX_COLUMN = 255
+
+
+def canonical_json(value):
+    """The one JSON spelling of ``value``, so equal dicts compare equal."""
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+def handle_report(hostname, driver_reports):
+    """Validate and apply one report; return the acknowledgement dict."""
+    try:
+        entries = validate(hostname, driver_reports)
+        for entry in entries:
+            if not entry['ok']:
+                LOG.warning('Driver %s on %s failed its scan (%s); keeping '
+                            'the devices it reported last', entry['driver'],
+                            hostname, entry['error'])
+        scans = {e['driver']: [desired_device(hostname, r)
+                               for r in e['devices']]
+                 for e in entries if e['ok']}
+        changes = inventory.apply_report(
+            hostname, scans, attempts=CONF.conductor.report_retries)
+    except exception.InvalidReport as exc:
+        LOG.error('%s', exc)
+        raise
+    if changes:
+        LOG.info('Applied report of %s: %s', hostname, changes)
+    return {
+        'hostname': hostname,
+        'changed': bool(changes),
+        'drivers': {e['driver']: 'applied' if e['ok'] else 'scan failed'
+                    for e in entries},
+        'created': changes.created, 'updated': changes.updated,
+        'deleted': changes.deleted, 'kept_in_use': changes.kept_in_use,
+    }
+
+
+def _invalid(hostname, reason):
+    return exception.InvalidReport(host=hostname, reason=reason)
+
+
+def validate(hostname, driver_reports):
+    """Return the entries with ``devices`` as DeviceRecords, or raise."""
+    if not isinstance(hostname, str) or not 0 < len(hostname) <= MAX_COLUMN:
+        raise _invalid(hostname, 'hostname must be a non-empty string')
+    if not isinstance(driver_reports, list) or \
+            len(driver_reports) > MAX_DRIVERS:
+        raise _invalid(hostname, 'driver_reports must be a list of at most '
+                                 '%d entries' % MAX_DRIVERS)
+    entries = [_validate_entry(hostname, e, i)
+               for i, e in enumerate(driver_reports)]
+    seen_drivers = set()
+    owners = {}
+    for entry in entries:
+        if entry['driver'] in seen_drivers:
+            raise _invalid(hostname, 'driver %s appears twice'
+                           % entry['driver'])
+        seen_drivers.add(entry['driver'])
+        for record in entry['devices']:
+            other = owners.setdefault(record.identity, entry['driver'])
+            if other != entry['driver']:
+                raise _invalid(hostname, 'device %s is reported by both '
+                               '%s and %s' % (record.identity, other,
+                                              entry['driver']))
+    return entries
+
+
+def _validate_entry(hostname, entry, index):
+    path = 'driver_reports[%d]' % index
+    if not isinstance(entry, dict):
+        raise _invalid(hostname, '%s must be an object' % path)
+    driver = entry.get('driver')
+    if not isinstance(driver, str) or not 0 < len(driver) <= 64:
+        raise _invalid(hostname, '%s.driver must be a name of at most 64 '
+                                 'characters, got %r' % (path, driver))
+    ok = entry.get('ok')
+    error = entry.get('error')
+    if not isinstance(ok, bool) or not (error is None or
+                                        isinstance(error, str)):
+        raise _invalid(hostname, '%s: ok must be true or false and error a '
+                                 'string or null' % path)
+    if not ok:
+        return {'driver': driver, 'ok': False, 'devices': [],
+                'error': (error or 'unknown error')[:1000]}
+    devices = entry.get('devices')
+    if not isinstance(devices, list) or \
+            len(devices) > MAX_DEVICES_PER_DRIVER:
+        raise _invalid(hostname, '%s.devices must be a list of at most %d '
+                                 'devices' % (path, MAX_DEVICES_PER_DRIVER))
+    records = []
+    for i, data in enumerate(devices):
+        try:
+            record = base.DeviceRecord.from_dict(
+                data, '%s(%s).devices[%d]' % (path, driver, i))
+        except exception.Invalid as exc:
+            raise _invalid(hostname, exc.kwargs.get('reason', str(exc)))
+        _check_device(hostname, driver, record)
+        records.append(record)
+    identities = [r.identity for r in records]
+    dups = sorted({i for i in identities if identities.count(i) > 1})
+    if dups:
+        raise _invalid(hostname, 'driver %s reports identities %s more than '
+                                 'once' % (driver, ', '.join(dups)))
+    return {'driver': driver, 'ok': True, 'devices': records, 'error': None}
+
+
+def _check_device(hostname, driver, record):
+    where = 'driver %s device %s' % (driver, record.identity)
+    for dep in record.deployables:
+        here = '%s deployable %s' % (where, dep.name)
+        if len(naming.deployable_db_name(hostname, record.identity,
+                                         dep.name)) > MAX_COLUMN:
+            raise _invalid(hostname, '%s: name too long' % here)
+        for name in [dep.resource_class] + dep.traits:
+            if not _PLACEMENT_NAME_RE.match(name):
+                raise _invalid(hostname, '%s: %r is not a valid resource '
+                                         'class or trait name' % (here, name))
+        for key in dep.attributes:
+            if _RESERVED_ATTRIBUTE_RE.match(key) or len(key) > MAX_COLUMN:
+                raise _invalid(hostname, '%s: attribute key %r is reserved '
+                                         'or too long' % (here, key))
+        infos = [canonical_json(h.attach_info) for h in dep.attach_handles]
+        if len(set(infos)) != len(infos):
+            raise _invalid(hostname, '%s: duplicate attach handles' % here)
+        if any(len(info) > MAX_COLUMN for info in infos):
+            raise _invalid(hostname, '%s: attach_info longer than %d '
+                                     'characters' % (here, MAX_COLUMN))
+
+
+def desired_device(hostname, record):
+    """The rows one validated DeviceRecord stands for (inventory's input)."""
+    cpid_info = None
+    if record.pci_address:
+        domain, bus, rest = record.pci_address.split(':')
+        device, function = rest.split('.')
+        cpid_info = canonical_json({'domain': domain, 'bus': bus,
+                                    'device': device, 'function': function})
+    return {
+        'identity': record.identity,
+        'health': record.health,
+        'cpid_info': cpid_info,
+        'values': {
+            'type': record.type, 'vendor': record.vendor,
+            'model': record.model, 'pci_address': record.pci_address,
+            'std_board_info': canonical_json(record.std_board_info),
+            'vendor_board_info': canonical_json(record.vendor_board_info),
+            'rp_uuid': naming.rp_uuid(naming.device_rp_name(
+                hostname, record.identity)),
+        },
+        'deployables': {
+            naming.deployable_db_name(hostname, record.identity, dep.name):
+                _desired_deployable(hostname, record.identity, dep)
+            for dep in record.deployables},
+    }
+
+
+def _desired_deployable(hostname, identity, dep):
+    rp_name = naming.deployable_rp_name(hostname, identity, dep.name,
+                                        dep.resource_class)
+    attributes = {'rc': dep.resource_class}
+    # NOTE: sorted, so a driver listing traits in another order is no change.
+    for i, trait in enumerate(sorted(set(dep.traits))):
+        attributes['trait%d' % i] = trait
+    for key, value in dep.attributes.items():
+        attributes[key] = value if isinstance(value, str) else \
+            json.dumps(value)
+    return {
+        'values': {
+            'num_accelerators': dep.num_accelerators,
+            'region_type': dep.region_type,
+            'function_id': dep.function_id,
+            'function_name': dep.function_name,
+            'local_memory_mb': dep.local_memory_mb,
+            'rp_uuid': naming.rp_uuid(rp_name),
+        },
+        'attributes': attributes,
+        'handles': {canonical_json(h.attach_info): h.attach_type
+                    for h in dep.attach_handles},
+    }

@@ -1,0 +1,129 @@
+"""The conductor process: its RPC server and its periodic tasks.
+
+Other workflows register their background work (reapers, retries) with
+``add_periodic`` before or after ``start()``::
+
+    service = ConductorService(conf, host='cond1')
+    service.add_periodic(reap_dead_jobs, interval=30, run_immediately=True)
+    service.start()
+    ...
+    service.stop()      # stops RPC, lets a running task finish, joins
+
+A periodic task is called with no arguments; an exception it raises is
+logged and the task runs again at its next time.
+"""
+import threading
+import time
+
+from oslo_log import log as logging
+
+from cyborg_lite.common import rpc
+from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import manager as conductor_manager
+from cyborg_lite.conductor import placement_sync
+from cyborg_lite.conf import CONF
+
+LOG = logging.getLogger(__name__)
+
+
+class _Task:
+    def __init__(self, func, interval, next_run):
+        self.func = func
+        self.name = getattr(func, '__qualname__', repr(func))
+        self.interval = interval
+        self.next_run = next_run
+
+
+class ConductorService:
+
+    def __init__(self, conf=CONF, host=None, manager=None):
+        self.conf = conf
+        self.host = host or conf.host
+        self._tasks = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        # Set when a task is added, so the loop recomputes its sleep.
+        self._wake = threading.Event()
+        self._thread = None
+        self._server = None
+        # Any conductor may end any bind left behind by a dead one.
+        self.add_periodic(bind.reap_stale_binds,
+                          interval=conf.arq.reap_interval)
+        if manager is None:
+            manager = conductor_manager.ConductorManager(
+                self.host, after_report=self._placement_hook())
+        self.manager = manager
+
+    def _placement_hook(self):
+        """Sync Placement after each report that changed rows, and retry
+        failed syncs periodically; nothing when [placement] is unset."""
+        if self.conf.placement.auth_type is None:
+            LOG.warning('[placement]auth_type is not set: devices are kept '
+                        'in the database only, not offered to schedulers')
+            return None
+        sync = placement_sync.PlacementSync.from_conf(self.conf)
+        self.add_periodic(sync.retry_pending)
+        return sync.sync_host
+
+    def add_periodic(self, func, interval=None, run_immediately=False):
+        """Run ``func()`` every ``interval`` seconds (default
+        [conductor]periodic_interval) until the service stops."""
+        interval = interval or self.conf.conductor.periodic_interval
+        first = time.monotonic() + (0 if run_immediately else interval)
+        with self._lock:
+            self._tasks.append(_Task(func, interval, first))
+        self._wake.set()
+
+    def start(self):
+        self._server = rpc.get_server(rpc.CONDUCTOR_TOPIC, self.host,
+                                      [self.manager])
+        self._server.start()
+        self._thread = threading.Thread(target=self._loop,
+                                        name='conductor-periodic',
+                                        daemon=True)
+        self._thread.start()
+        LOG.info('Conductor %s started (topic %s)', self.host,
+                 rpc.CONDUCTOR_TOPIC)
+
+    def stop(self):
+        """Stop taking RPC calls, finish those in flight, end the loop."""
+        if self._server is not None:
+            self._server.stop()
+            self._server.wait()
+            self._server = None
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        LOG.info('Conductor %s stopped', self.host)
+
+    def _due(self):
+        now = time.monotonic()
+        with self._lock:
+            due = [t for t in self._tasks if t.next_run <= now]
+            pending = [t.next_run for t in self._tasks if t.next_run > now]
+        return due, (min(pending) - now if pending else None)
+
+    def _loop(self):
+        while not self._stopping.is_set():
+            # NOTE: cleared before looking, so a task added meanwhile
+            # leaves it set and the wait below returns at once.
+            self._wake.clear()
+            due, wait = self._due()
+            for task in due:
+                if self._stopping.is_set():
+                    return
+                self._run(task)
+            if not due:
+                self._wake.wait(wait)
+
+    @staticmethod
+    def _run(task):
+        try:
+            task.func()
+        except Exception:
+            LOG.exception('Periodic task %s failed', task.name)
+        # NOTE: scheduled from the end of the run, so a slow task is never
+        # started again while it is still running or queued back to back.
+        task.next_run = time.monotonic() + task.interval

@@ -1,0 +1,40 @@
+"""Options of the [conductor] group (cyborg-lite-conductor)."""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('conductor', title='Conductor options',
+                     help='The conductor applies agent reports and runs '
+                          'the bind and programming workflows.')
+
+OPTS = [
+    cfg.IntOpt('workers',
+               default=1,
+               min=1,
+               help='Conductor processes started by cyborg-lite-conductor. '
+                    'They share the RPC topic, so reports are spread over '
+                    'them; the database keeps them consistent. Ignored '
+                    '(one process) with transport_url = fake://, whose '
+                    'messages never leave the process.'),
+    cfg.IntOpt('periodic_interval',
+               default=10,
+               min=1,
+               help='Default seconds between two runs of a periodic task '
+                    '(reapers, retries) that does not choose its own '
+                    'interval.'),
+    cfg.IntOpt('report_retries',
+               default=5,
+               min=1,
+               help='How many times the conductor tries to apply one '
+                    'agent report when another writer changed the same '
+                    'rows at the same time (a unique-key clash or a stale '
+                    'row version) before it gives up and the agent '
+                    'resends.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return [(GROUP, OPTS)]

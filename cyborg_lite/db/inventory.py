@@ -1,0 +1,343 @@
+"""All SQL that applies an agent report to the inventory tables.
+
+``apply_report(hostname, scans)`` takes, per driver whose scan succeeded,
+the rows its devices should have, and makes the stored devices,
+controlpath ids, deployables, attributes and attach handles of exactly
+those (hostname, driver) pairs look like that, in one transaction::
+
+    changes = inventory.apply_report('node1', {'fake': [wanted, ...]})
+    if changes:
+        ...  # something was written; tell Placement
+
+Each ``wanted`` device (built by conductor/report.py from a validated
+DeviceRecord) is a dict::
+
+    {'identity': '0000:5e:00.0',
+     'health': 'healthy',                   # as reported
+     'values': {column: value},             # other devices columns
+     'cpid_info': '{"bus":...}' or None,    # PCI controlpath id
+     'deployables': {db_name: {'values': {column: value},
+                               'attributes': {key: value},
+                               'handles': {attach_info_json: attach_type}}}}
+
+Rules:
+- Devices are keyed by (hostname, driver, identity), deployables by their
+  global name, attributes by key, attach handles by canonical attach_info
+  JSON. Rows of other hosts and drivers are never read for update.
+- Only attributes whose value really differs are assigned, so a report
+  equal to what is stored issues no INSERT, UPDATE or DELETE at all.
+- A row missing from the scan is deleted, except an attach handle in use
+  (flag set or an ARQ pointing at it): it is kept with its deployable and
+  the device is marked unhealthy until a later scan no longer needs it.
+"""
+import dataclasses
+import random
+import time
+import uuid
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+from sqlalchemy.orm import exc as orm_exc
+
+from cyborg_lite.common import exception
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+
+LOG = logging.getLogger(__name__)
+
+# NOTE: what another writer doing the same work at the same moment can
+# cause: a unique-key clash on a row we both inserted, a stale version,
+# a deadlock or a busy SQLite. Each is cured by starting over.
+_RETRYABLE = (sa.exc.IntegrityError, sa.exc.OperationalError,
+              orm_exc.StaleDataError)
+
+
+@dataclasses.dataclass
+class Changes:
+    """Rows written by one report; false when nothing was."""
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    kept_in_use: int = 0
+
+    def __bool__(self):
+        return bool(self.created or self.updated or self.deleted)
+
+
+def apply_report(hostname, scans, attempts=5):
+    """Apply ``{driver: [wanted device]}`` for ``hostname``; return Changes.
+
+    Raises InvalidReport (nothing changed) when a device is already stored
+    under another driver of the host, ReportConflict after ``attempts``
+    tries spoiled by concurrent writers.
+    """
+    if not scans:
+        return Changes()
+    for attempt in range(1, attempts + 1):
+        try:
+            with session.writer() as s:
+                return _apply(s, hostname, scans)
+        except _RETRYABLE as exc:
+            if attempt == attempts:
+                raise exception.ReportConflict(host=hostname,
+                                               attempts=attempts,
+                                               reason=exc)
+            LOG.info('Report of %s clashed with another writer (%s); '
+                     'retrying', hostname, type(exc).__name__)
+            time.sleep(random.uniform(0, 0.05 * attempt))
+
+
+class _Stored:
+    """What is stored for the reported (hostname, driver) pairs."""
+
+    def __init__(self, s, hostname, drivers):
+        # NOTE: FOR UPDATE (ignored by SQLite, whose writer already holds
+        # the database lock) makes a second conductor applying a report of
+        # the same host wait here, then read what the first one committed.
+        self.devices = list(s.scalars(
+            sa.select(models.Device)
+            .where(models.Device.hostname == hostname,
+                   models.Device.driver_name.in_(drivers))
+            .order_by(models.Device.id).with_for_update()))
+        dev_ids = [d.id for d in self.devices]
+        self.cpids = {c.device_id: c for c in
+                      _rows(s, models.ControlpathId,
+                            models.ControlpathId.device_id, dev_ids)}
+        self.deployables = {}
+        deps = _rows(s, models.Deployable, models.Deployable.device_id,
+                     dev_ids)
+        for dep in deps:
+            self.deployables.setdefault(dep.device_id, {})[dep.name] = dep
+        dep_ids = [d.id for d in deps]
+        self.attributes = {}
+        for attr in _rows(s, models.Attribute,
+                          models.Attribute.deployable_id, dep_ids):
+            self.attributes.setdefault(attr.deployable_id, {})[
+                attr.key] = attr
+        self.handles = {}
+        handles = _rows(s, models.AttachHandle,
+                        models.AttachHandle.deployable_id, dep_ids)
+        for handle in handles:
+            self.handles.setdefault(handle.deployable_id, {})[
+                handle.attach_info] = handle
+        self.busy = {h.id for h in handles if h.in_use}
+        ids = [h.id for h in handles if not h.in_use]
+        if ids:
+            arq = models.AcceleratorRequest
+            self.busy.update(s.scalars(sa.select(arq.attach_handle_id)
+                                       .where(arq.attach_handle_id.in_(ids))))
+
+    def device(self, driver, identity):
+        for dev in self.devices:
+            if dev.driver_name == driver and dev.identity == identity:
+                return dev
+        return None
+
+
+def _rows(s, model, column, ids):
+    # NOTE: no statement at all for an empty id list.
+    if not ids:
+        return []
+    return list(s.scalars(sa.select(model).where(column.in_(ids))
+                          .order_by(model.id)))
+
+
+def _new_uuid():
+    return str(uuid.uuid4())
+
+
+def _set(obj, field, value):
+    """Assign only a real difference, so an equal report writes nothing."""
+    if getattr(obj, field) != value:
+        setattr(obj, field, value)
+        return True
+    return False
+
+
+def _set_all(obj, values, changes):
+    changed = [_set(obj, field, value) for field, value in values.items()]
+    if any(changed):
+        changes.updated += 1
+
+
+def _apply(s, hostname, scans):
+    changes = Changes()
+    stored = _Stored(s, hostname, sorted(scans))
+    for driver in sorted(scans):
+        wanted = scans[driver]
+        _refuse_foreign_claims(s, hostname, driver, wanted, stored)
+        reported = {w['identity'] for w in wanted}
+        for want in wanted:
+            _sync_device(s, hostname, driver, want, stored, changes)
+        for dev in [d for d in stored.devices if d.driver_name == driver
+                    and d.identity not in reported]:
+            _remove_device(s, dev, stored, changes)
+    return changes
+
+
+def _refuse_foreign_claims(s, hostname, driver, wanted, stored):
+    new = [w['identity'] for w in wanted
+           if stored.device(driver, w['identity']) is None]
+    if not new:
+        return
+    owner = s.execute(sa.select(models.Device.identity,
+                                models.Device.driver_name)
+                      .where(models.Device.hostname == hostname,
+                             models.Device.identity.in_(new),
+                             models.Device.driver_name != driver)).first()
+    if owner is not None:
+        raise exception.InvalidReport(
+            host=hostname,
+            reason='driver %s reports device %s, which driver %s already '
+                   'reported; enable only one of them for this device'
+                   % (driver, owner.identity, owner.driver_name))
+
+
+def _sync_device(s, hostname, driver, want, stored, changes):
+    dev = stored.device(driver, want['identity'])
+    if dev is None:
+        dev = models.Device(uuid=_new_uuid(), hostname=hostname,
+                            driver_name=driver, identity=want['identity'],
+                            health=want['health'], **want['values'])
+        s.add(dev)
+        s.flush()
+        stored.devices.append(dev)
+        changes.created += 1
+    cpid = _sync_cpid(s, dev, want['cpid_info'], stored, changes)
+    kept = _sync_deployables(s, dev, want['deployables'],
+                             cpid.id if cpid else None, stored, changes)
+    values = dict(want['values'],
+                  health='unhealthy' if kept else want['health'])
+    _set_all(dev, values, changes)
+
+
+def _sync_cpid(s, dev, info, stored, changes):
+    cpid = stored.cpids.get(dev.id)
+    if info is None:
+        if cpid is not None:
+            # NOTE: attach handles referencing it get cpid_id NULL (FK).
+            s.delete(cpid)
+            s.flush()
+            del stored.cpids[dev.id]
+            changes.deleted += 1
+        return None
+    if cpid is None:
+        cpid = models.ControlpathId(uuid=_new_uuid(), device_id=dev.id,
+                                    cpid_type='PCI', cpid_info=info)
+        s.add(cpid)
+        s.flush()
+        stored.cpids[dev.id] = cpid
+        changes.created += 1
+    else:
+        _set_all(cpid, {'cpid_info': info}, changes)
+    return cpid
+
+
+def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
+    """Make the device's deployables match; True if some were kept in use.
+
+    ``bitstream_id`` is left alone: the programming workflow owns it, and a
+    scan taken before a job finished must not undo what the job recorded.
+    """
+    existing = stored.deployables.setdefault(dev.id, {})
+    kept = False
+    for name, want in sorted(wanted.items()):
+        dep = existing.get(name)
+        if dep is None:
+            dep = models.Deployable(uuid=_new_uuid(), device_id=dev.id,
+                                    name=name, driver_name=dev.driver_name,
+                                    **want['values'])
+            s.add(dep)
+            s.flush()
+            existing[name] = dep
+            changes.created += 1
+        else:
+            _set_all(dep, want['values'], changes)
+        _sync_attributes(s, dep, want['attributes'], stored, changes)
+        kept |= _sync_handles(s, dep, want['handles'], cpid_id, stored,
+                              changes)
+    for name in sorted(set(existing) - set(wanted)):
+        kept |= _remove_deployable(s, existing[name], stored, changes)
+    return kept
+
+
+def _sync_attributes(s, dep, values, stored, changes):
+    existing = stored.attributes.setdefault(dep.id, {})
+    for key, value in values.items():
+        attr = existing.get(key)
+        if attr is None:
+            existing[key] = models.Attribute(uuid=_new_uuid(),
+                                             deployable_id=dep.id, key=key,
+                                             value=value)
+            s.add(existing[key])
+            changes.created += 1
+        else:
+            _set_all(attr, {'value': value}, changes)
+    for key in sorted(set(existing) - set(values)):
+        s.delete(existing.pop(key))
+        changes.deleted += 1
+
+
+def _sync_handles(s, dep, wanted, cpid_id, stored, changes):
+    """Make the deployable's attach handles match; True if one was kept."""
+    existing = stored.handles.setdefault(dep.id, {})
+    for key, attach_type in sorted(wanted.items()):
+        handle = existing.get(key)
+        values = {'attach_type': attach_type, 'cpid_id': cpid_id}
+        if handle is None:
+            existing[key] = models.AttachHandle(
+                uuid=_new_uuid(), deployable_id=dep.id, in_use=False,
+                attach_info=key, **values)
+            s.add(existing[key])
+            changes.created += 1
+        else:
+            _set_all(handle, values, changes)
+    kept = False
+    for key in sorted(set(existing) - set(wanted)):
+        if existing[key].id in stored.busy:
+            kept = True
+            changes.kept_in_use += 1
+            LOG.warning('Attach handle %s (%s) of deployable %s is gone from '
+                        'the scan but still in use; keeping it and marking '
+                        'the device unhealthy', existing[key].uuid, key,
+                        dep.name)
+            continue
+        s.delete(existing.pop(key))
+        changes.deleted += 1
+    s.flush()
+    return kept
+
+
+def _remove_deployable(s, dep, stored, changes):
+    """Delete a deployable no longer reported; True if kept for an ARQ."""
+    if _sync_handles(s, dep, {}, None, stored, changes):
+        return True
+    for attr in stored.attributes.pop(dep.id, {}).values():
+        s.delete(attr)
+        changes.deleted += 1
+    # NOTE: children first, flushed, so the database's ON DELETE CASCADE
+    # never removes a versioned row under the ORM's feet.
+    s.flush()
+    del stored.deployables[dep.device_id][dep.name]
+    s.delete(dep)
+    s.flush()
+    changes.deleted += 1
+    return False
+
+
+def _remove_device(s, dev, stored, changes):
+    kept = False
+    for dep in list(stored.deployables.get(dev.id, {}).values()):
+        kept |= _remove_deployable(s, dep, stored, changes)
+    if kept:
+        _set_all(dev, {'health': 'unhealthy'}, changes)
+        return
+    cpid = stored.cpids.pop(dev.id, None)
+    if cpid is not None:
+        s.delete(cpid)
+        s.flush()
+        changes.deleted += 1
+    s.delete(dev)
+    s.flush()
+    stored.devices.remove(dev)
+    changes.deleted += 1

@@ -1,0 +1,96 @@
+"""The conductor's periodic-task registry and its clean stop."""
+import threading
+import time
+
+import pytest
+
+from cyborg_lite.common import rpc
+from cyborg_lite.conductor import manager
+from cyborg_lite.conductor import service as service_mod
+from tests.unit.conductor import report_helpers as h
+
+
+@pytest.fixture
+def service(conf):
+    conf.set_override('transport_url', 'fake://')
+    svc = service_mod.ConductorService(conf, host='cond1')
+    yield svc
+    svc.stop()
+    rpc.cleanup()
+
+
+def _wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_periodic_tasks_run_at_their_interval(service):
+    runs = []
+    service.add_periodic(lambda: runs.append('fast'), interval=0.05,
+                         run_immediately=True)
+    service.add_periodic(lambda: runs.append('slow'), interval=60)
+    service.start()
+
+    assert _wait_for(lambda: runs.count('fast') >= 3)
+    assert 'slow' not in runs
+
+
+def test_failing_task_is_logged_and_runs_again(service, caplog):
+    calls = []
+
+    def broken():
+        calls.append(1)
+        raise RuntimeError('reaper bug')
+
+    service.start()
+    # Registered after start: the loop picks it up at once.
+    service.add_periodic(broken, interval=0.05, run_immediately=True)
+
+    assert _wait_for(lambda: len(calls) >= 2)
+    assert 'reaper bug' in caplog.text
+
+
+def test_stop_waits_for_a_running_task(service):
+    started, release, finished = (threading.Event(), threading.Event(),
+                                  threading.Event())
+
+    def slow():
+        started.set()
+        release.wait(5)
+        finished.set()
+
+    service.add_periodic(slow, interval=60, run_immediately=True)
+    service.start()
+    assert started.wait(5)
+    threading.Timer(0.2, release.set).start()
+
+    service.stop()
+
+    assert finished.is_set()
+
+
+def test_after_report_hook_runs_only_when_rows_changed(sqlite_db):
+    synced = []
+    mgr = manager.ConductorManager('cond1', after_report=synced.append)
+    entries = [h.ok('fpga', h.fpga())]
+
+    mgr.report(None, 'node1', entries)
+    mgr.report(None, 'node1', entries)
+
+    assert synced == ['node1']
+
+
+def test_failing_hook_does_not_fail_the_report(sqlite_db, caplog):
+    def down(hostname):
+        raise RuntimeError('placement down')
+
+    mgr = manager.ConductorManager('cond1', after_report=down)
+
+    ack = mgr.report(None, 'node1', [h.ok('fpga', h.fpga())])
+
+    assert ack['changed'] and len(h.devices()) == 1
+    assert 'placement down' in caplog.text
