@@ -1,14 +1,16 @@
-"""The real openstack-placement WSGI app on a loopback port, for tests.
+"""The real openstack-placement WSGI app on a loopback port.
 
-Placement keeps its database engine in a process-global enginefacade, so
-each server runs in its own subprocess (``python -m tests.placement_server
-PORT DB_PATH``) with its own SQLite file and ``auth_strategy = noauth2``:
+Used by the all-in-one (``make run``) and by the tests. Placement keeps its
+database engine in a process-global enginefacade, so each server runs in its
+own subprocess (``python -m cyborg_lite.common.placement_server PORT
+DB_PATH``) with its own SQLite file and ``auth_strategy = noauth2``:
 any request with ``X-Auth-Token: admin`` is an admin. ``stop()`` and
 ``start()`` again reuse the port and the database file, which is how the
 outage tests take Placement away and bring it back with its data.
 """
 import os
 import shutil
+import socket
 import socketserver
 import subprocess
 import sys
@@ -18,17 +20,20 @@ import urllib.error
 import urllib.request
 from wsgiref import simple_server
 
-from tests import servers
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = 'admin'
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
 
 
 class PlacementServer:
     """Start/stop/restart one Placement process; ``endpoint`` is its URL."""
 
     def __init__(self, port=None, basedir=None):
-        self.port = port or servers.free_port()
+        self.port = port or free_port()
         self._own_dir = basedir is None
         self.basedir = basedir or tempfile.mkdtemp(prefix='placement-')
         self.db_path = os.path.join(self.basedir, 'placement.sqlite')
@@ -40,10 +45,9 @@ class PlacementServer:
         if self._proc is not None:
             return self
         log = open(self.log_path, 'ab')
-        env = dict(os.environ, PYTHONPATH=ROOT)
         self._proc = subprocess.Popen(
-            [sys.executable, '-m', 'tests.placement_server', str(self.port),
-             self.db_path], cwd=ROOT, env=env, stdout=log,
+            [sys.executable, '-m', 'cyborg_lite.common.placement_server',
+             str(self.port), self.db_path], cwd=self.basedir, stdout=log,
             stderr=subprocess.STDOUT)
         log.close()
         try:

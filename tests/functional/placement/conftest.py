@@ -6,7 +6,7 @@ from keystoneauth1 import loading as ks_loading
 
 from cyborg_lite.conductor import placement_sync
 from cyborg_lite.placement import client as client_mod
-from tests import placement_server
+from cyborg_lite.common import placement_server
 
 
 @pytest.fixture(scope='session')
