@@ -1,0 +1,234 @@
+"""/v2/accelerator_requests (ARQs).
+
+Creation and deletion are database writes from here. Bind and unbind are
+the conductor's (they claim attach handles and may program a region): the
+PATCH handler validates the JSON patch and the ARQ states, then sends the
+request over RPC and answers 202; the ARQs move on asynchronously.
+"""
+import json
+
+from cyborg_lite.api import microversion
+from cyborg_lite.api.policies import accelerator_requests as policies
+from cyborg_lite.api.schemas import accelerator_requests as schemas
+from cyborg_lite.api import utils
+from cyborg_lite.common import exception
+from cyborg_lite.db import arqs as db
+from cyborg_lite.db import device_profiles as db_profiles
+
+# Cyborg's ARQ_STATES_TRANSFORM_MATRIX, seen from the API: the states a
+# bind may start from, and those an unbind may (Unbound: a harmless
+# repeat).
+BINDABLE_STATES = ('Initial', 'Unbound')
+UNBINDABLE_STATES = ('Initial', 'BindStarted', 'Bound', 'BindFailed',
+                     'Unbound')
+BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
+
+
+def view(req, item):
+    arq, handle = item.arq, item.handle
+    body = {
+        'uuid': arq.uuid,
+        'state': arq.state,
+        'device_profile_name': item.device_profile_name,
+        'device_profile_group_id': arq.device_profile_group_id,
+        'hostname': arq.hostname,
+        'device_rp_uuid': arq.device_rp_uuid,
+        'instance_uuid': arq.instance_uuid,
+        'attach_handle_type': handle.attach_type if handle else None,
+        'attach_handle_uuid': handle.uuid if handle else None,
+        'attach_handle_info': json.loads(handle.attach_info)
+        if handle else None,
+        # cyborg_lite's own: why the last bind failed.
+        'error': arq.error,
+        'links': utils.link(req, 'accelerator_requests', arq.uuid),
+    }
+    if microversion.of(req).matches('2.1'):
+        body['project_id'] = arq.project_id
+    body.update(utils.timestamps(arq))
+    return body
+
+
+def create_arqs(req):
+    utils.authorize(req, policies.CREATE)
+    body = utils.json_body(req, schemas.CREATE)
+    if body.get('image_uuid') is not None:
+        raise exception.InvalidField(
+            field='body.image_uuid',
+            reason='not supported; name the bitstream in the device '
+                   'profile (accel:bitstream_id)')
+    profile = db_profiles.get_profile(utils.visible_to(req),
+                                      name=body['device_profile_name'])
+    groups = db_profiles.groups_of(profile)
+    group_ids = range(len(groups))
+    if body.get('device_profile_group_id') is not None:
+        group_id = body['device_profile_group_id']
+        if group_id >= len(groups):
+            raise exception.InvalidField(
+                field='body.device_profile_group_id',
+                reason='profile %s has %d group(s)' % (profile.name,
+                                                       len(groups)))
+        group_ids = [group_id]
+    items = db.create_arqs(profile, groups, utils.context(req).project_id,
+                           group_ids)
+    return utils.response({'arqs': [view(req, i) for i in items]},
+                          status=201)
+
+
+def list_arqs(req):
+    utils.authorize(req, policies.GET_ALL)
+    params = utils.query(req, schemas.LIST_QUERY)
+    page = utils.page(params)
+    instance = params.get('instance')
+    if params.get('bind_state') == 'resolved' and instance:
+        # Cyborg: 423 while any ARQ of the instance is still binding.
+        pending = [i.arq.uuid for i in db.list_arqs(
+            utils.visible_to(req), instance_uuid=instance)
+            if i.arq.state not in db.RESOLVED_STATES]
+        if pending:
+            raise exception.Locked(
+                reason='ARQs %s of instance %s are not resolved yet.'
+                       % (', '.join(pending), instance))
+    states = db.RESOLVED_STATES if 'bind_state' in params else None
+    items = db.list_arqs(utils.visible_to(req), instance_uuid=instance,
+                         states=states, **page)
+    return utils.response(utils.collection(
+        'arqs', [view(req, i) for i in items], req, 'accelerator_requests',
+        page['limit']))
+
+
+def show_arq(req, uuid):
+    utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
+    item = db.get_arqs(utils.visible_to(req), [uuid])[0]
+    utils.authorize(req, policies.GET_ONE, {'project_id': item.arq.project_id})
+    return utils.response(view(req, item))
+
+
+def delete_arqs(req):
+    utils.authorize(req, policies.DELETE)
+    if ('arqs' in req.GET) == ('instance' in req.GET):
+        raise exception.InvalidField(
+            field='query', reason='give either arqs=<uuid>[,<uuid>...] or '
+                                  'instance=<uuid>')
+    params = utils.query(req, schemas.DELETE_QUERY)
+    if 'instance' in params:
+        db.delete_by_instance(utils.visible_to(req), params['instance'])
+    else:
+        db.delete_by_uuids(utils.visible_to(req),
+                           params['arqs'].split(','), _may_delete(req))
+    return utils.response(status=204)
+
+
+def _may_delete(req):
+    # The target is each ARQ: its own project, not the caller's.
+    def check(arq):
+        utils.authorize(req, policies.DELETE, {'project_id': arq.project_id})
+    return check
+
+
+def delete_arq(req, uuid):
+    """DELETE .../{uuid}: one ARQ, as the clients send it (Cyborg routes
+    the path segment to the ``arqs`` argument)."""
+    utils.authorize(req, policies.DELETE)
+    utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
+    db.delete_by_uuids(utils.visible_to(req), [uuid], _may_delete(req))
+    return utils.response(status=204)
+
+
+def _parse_patch(req, arq_uuid, ops):
+    """(kind, values) of one ARQ's JSON patch: kind 'bind' with the added
+    values, or 'unbind'. Raises InvalidField (400) naming what is wrong."""
+    field = 'body.%s' % arq_uuid
+    kinds = {op['op'] for op in ops}
+    if len(kinds) != 1:
+        raise exception.InvalidField(
+            field=field, reason='every op must be add, or every op remove')
+    paths = [op['path'].lstrip('/') for op in ops]
+    if len(set(paths)) != len(paths):
+        raise exception.InvalidField(field=field,
+                                     reason='a path is given twice')
+    if 'project_id' in paths:
+        _check_project_id_allowed(req)
+    if kinds == {'remove'}:
+        return 'unbind', {}
+    values = {op['path'].lstrip('/'): op['value'] for op in ops}
+    missing = [f for f in BIND_FIELDS if f not in values]
+    if missing:
+        raise exception.InvalidField(
+            field=field, reason='a bind needs %s' % ', '.join(
+                '/' + f for f in missing))
+    for key in ('device_rp_uuid', 'instance_uuid'):
+        if not utils.is_uuid(values[key]):
+            raise exception.InvalidField(field='%s./%s' % (field, key),
+                                         reason='not a uuid')
+    return 'bind', values
+
+
+def _check_project_id_allowed(req):
+    if not microversion.of(req).matches('2.1'):
+        raise exception.NotAcceptable(
+            reason='/project_id in a patch needs API version 2.1 or later')
+    if not utils.context(req).is_admin:
+        raise exception.Forbidden('Only an admin may set /project_id.')
+
+
+def _check_states(items, kind):
+    allowed = BINDABLE_STATES if kind == 'bind' else UNBINDABLE_STATES
+    for item in items:
+        if item.arq.state not in allowed:
+            raise exception.ARQStateConflict(
+                uuid=item.arq.uuid, state=item.arq.state, action=kind,
+                expected=', '.join(allowed))
+
+
+def patch_arqs(req):
+    """Bind or unbind: {"<arq uuid>": [JSON patch ops], ...} -> 202."""
+    utils.authorize(req, policies.UPDATE)
+    return _apply_patch(req, utils.json_body(req, schemas.PATCH))
+
+
+def patch_arq(req, uuid):
+    """The same for one ARQ, as openstacksdk sends it: PATCH .../{uuid}
+    with the body still keyed by that uuid."""
+    utils.authorize(req, policies.UPDATE)
+    utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
+    body = utils.json_body(req, schemas.PATCH)
+    if list(body) != [uuid]:
+        raise exception.InvalidField(
+            field='body', reason='must patch the ARQ of the URL only: '
+                                 '{"%s": [...]}' % uuid)
+    return _apply_patch(req, body)
+
+
+def _apply_patch(req, body):
+    parsed = {uuid: _parse_patch(req, uuid, ops)
+              for uuid, ops in body.items()}
+    kinds = {kind for kind, _ in parsed.values()}
+    if len(kinds) != 1:
+        raise exception.InvalidField(
+            field='body', reason='bind and unbind in one request')
+    kind = kinds.pop()
+    items = db.get_arqs(utils.visible_to(req), list(parsed))
+    for item in items:
+        utils.authorize(req, policies.UPDATE,
+                        {'project_id': item.arq.project_id})
+    _check_states(items, kind)
+    ctx = utils.context(req)
+    if kind == 'unbind':
+        utils.conductor(req).unbind_arqs(ctx, list(parsed))
+        return utils.response(status=202)
+    for instance in {values['instance_uuid'] for _, values in
+                     parsed.values()}:
+        # Cyborg: no ARQs are added to an instance that already has some.
+        if db.instance_has_arqs(instance):
+            raise exception.InstanceHasARQs(instance=instance)
+    utils.conductor(req).bind_arqs(
+        ctx, {uuid: values for uuid, (_, values) in parsed.items()})
+    return utils.response(status=202)
+
+
+ROUTES = {
+    '/accelerator_requests': {'GET': list_arqs, 'POST': create_arqs,
+                              'DELETE': delete_arqs, 'PATCH': patch_arqs},
+    '/accelerator_requests/{uuid}': {'GET': show_arq, 'PATCH': patch_arq,
+                                     'DELETE': delete_arq},
+}

@@ -1,0 +1,39 @@
+"""The WSGI stack of the API, assembled in one place.
+
+From the outside in, each layer seeing the request before the next:
+
+1. RequestId: every request and response gets ``x-openstack-request-id``
+   first, so that even a 500 can be traced in the log.
+2. FaultWrapper: error responses of every layer below, in Cyborg's JSON
+   form; an unexpected exception becomes a JSON 500 with no traceback.
+3. BodySizeLimit: 413 before anything reads or parses an oversized body.
+4. Authentication: keystonemiddleware.auth_token (``keystone``) or NoAuth
+   (``noauth``). It runs before the microversion check so that an
+   unauthenticated caller learns nothing but 401.
+5. Microversion: 406 for an unsupported version; version headers on every
+   response.
+6. The pecan app (hooks build the context and check policy per handler).
+"""
+from oslo_middleware import request_id
+
+from cyborg_lite.api import app as api_app
+from cyborg_lite.api import fault
+from cyborg_lite.api import middleware
+from cyborg_lite.conf import CONF
+
+
+def _auth(app, conf):
+    if conf.api.auth_strategy == 'keystone':
+        return middleware.KeystoneAuth(app, conf)
+    return middleware.NoAuth(app, conf.api.noauth_default_roles,
+                             conf.api.noauth_default_project_id)
+
+
+def loadapp(conf=CONF, conductor_factory=None):
+    """The complete WSGI application for ``conf``."""
+    app = api_app.setup_app(conf, conductor_factory=conductor_factory)
+    app = middleware.Microversion(app)
+    app = _auth(app, conf)
+    app = middleware.BodySizeLimit(app, conf.api.max_request_body_size)
+    app = fault.FaultWrapper(app)
+    return request_id.RequestId(app)

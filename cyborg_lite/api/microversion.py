@@ -1,0 +1,119 @@
+"""Microversions of the accelerator API (``OpenStack-API-Version``).
+
+A request names its version as ``OpenStack-API-Version: accelerator 2.1``
+(a bare ``2.1`` is accepted too, as Cyborg does, with a warning in the
+log); ``latest`` means the newest; no header means the oldest, 2.0. A
+version outside [min, max] is refused with 406 by ``MicroversionMiddleware``
+before any handler runs. Handlers read the negotiated version with
+``of(req)`` and compare with ``matches``::
+
+    if microversion.of(req).matches('2.3'):
+        body['status'] = device.status
+
+To add a version: append it to VERSIONS with a comment saying what it adds.
+Never change or remove an entry; clients depend on each one.
+"""
+import collections
+
+import microversion_parse
+from oslo_log import log
+
+LOG = log.getLogger(__name__)
+
+SERVICE_TYPE = 'accelerator'
+HEADER = 'OpenStack-API-Version'
+MIN_HEADER = 'OpenStack-API-Minimum-Version'
+MAX_HEADER = 'OpenStack-API-Maximum-Version'
+ENVIRON_KEY = 'cyborg_lite.api_version'
+
+VERSIONS = [
+    '2.0',  # Initial version: devices, deployables, attributes,
+            # device_profiles, accelerator_requests (Cyborg Train).
+    '2.1',  # ARQs show project_id; admins may PATCH /project_id.
+    '2.2',  # GET /device_profiles/{name}: a profile by name.
+    '2.3',  # Devices show status (enabled / maintaining).
+]
+
+
+class Version(collections.namedtuple('Version', ['major', 'minor'])):
+    """A negotiated version; ``matches`` compares with 'X.Y' strings."""
+
+    def __str__(self):
+        return '%d.%d' % (self.major, self.minor)
+
+    def matches(self, min_version=None, max_version=None):
+        """True when min_version <= self <= max_version (bounds optional)."""
+        if min_version and self < parse(min_version):
+            return False
+        if max_version and self > parse(max_version):
+            return False
+        return True
+
+
+def parse(text):
+    """Version from 'X.Y'; ValueError for anything else."""
+    try:
+        parsed = microversion_parse.parse_version_string(text)
+    except TypeError as exc:
+        # NOTE: microversion_parse reports a bad string as TypeError.
+        raise ValueError(str(exc))
+    return Version(parsed.major, parsed.minor)
+
+
+def min_version():
+    return parse(VERSIONS[0])
+
+
+def max_version():
+    return parse(VERSIONS[-1])
+
+
+class NotAcceptableVersion(ValueError):
+    """The requested version is malformed or outside [min, max]."""
+
+
+def negotiate(headers):
+    """The Version a request asks for (headers: a case-insensitive dict)."""
+    text = microversion_parse.get_version(headers, service_type=SERVICE_TYPE)
+    if text is None:
+        text = headers.get(HEADER)
+        if text is not None and ' ' in text.strip():
+            # NOTE: versions for other services ("compute 2.90"), as a
+            # client sharing headers may send: none for us, so the default.
+            text = None
+        if text is not None:
+            LOG.warning("%s header without the service type; clients "
+                        "should send '%s: %s <version>'.", HEADER, HEADER,
+                        SERVICE_TYPE)
+    if text is None:
+        return min_version()
+    if text.strip().lower() == 'latest':
+        return max_version()
+    try:
+        version = parse(text.strip())
+    except ValueError:
+        raise NotAcceptableVersion(
+            'Invalid value %r for the %s header. The supported version '
+            'range is: [%s, %s].' % (text, HEADER, min_version(),
+                                     max_version()))
+    if not min_version() <= version <= max_version():
+        raise NotAcceptableVersion(
+            'Version %s was requested but is not supported by this service. '
+            'The supported version range is: [%s, %s].'
+            % (version, min_version(), max_version()))
+    return version
+
+
+def of(req):
+    """The negotiated Version of a webob request."""
+    return req.environ.get(ENVIRON_KEY, min_version())
+
+
+def response_headers(version):
+    """Headers every response carries (the negotiated one when known)."""
+    headers = [(MIN_HEADER, str(min_version())),
+               (MAX_HEADER, str(max_version())),
+               ('Vary', HEADER)]
+    if version is not None:
+        headers.append((HEADER, '%s %s' % (SERVICE_TYPE, version)))
+    return headers

@@ -1,0 +1,147 @@
+"""The OpenAPI 3.1 description of the API, built from the route table and
+the request schemas (so the two cannot drift), written to
+docs/api/openapi.yaml by::
+
+    python -m cyborg_lite.api.openapi > docs/api/openapi.yaml
+
+tests/functional/api/test_openapi.py checks that the file is what this
+builds, and that it names exactly the routes the app serves.
+"""
+import collections
+import sys
+
+import yaml
+
+from cyborg_lite.api.controllers import root
+from cyborg_lite.api import microversion
+from cyborg_lite.api.schemas import accelerator_requests as arq_s
+from cyborg_lite.api.schemas import attributes as attr_s
+from cyborg_lite.api.schemas import deployables as dep_s
+from cyborg_lite.api.schemas import device_profiles as dp_s
+from cyborg_lite.api.schemas import devices as dev_s
+
+Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors'])
+
+
+def _op(summary, ok=200, query=None, body=None, errors=()):
+    return Op(summary, ok, query, body, tuple(errors))
+
+
+_PATCH_ERR = (400, 403, 404, 406, 409)
+OPERATIONS = {
+    ('/', 'GET'): _op('The API versions.'),
+    ('/v2', 'GET'): _op('The v2 version document.'),
+    ('/v2/devices', 'GET'): _op('List devices.', query=dev_s.LIST_QUERY,
+                                errors=(400, 403)),
+    ('/v2/devices/{uuid}', 'GET'): _op('Show a device.', errors=(403, 404)),
+    ('/v2/deployables', 'GET'): _op('List deployables.',
+                                    query=dep_s.LIST_QUERY,
+                                    errors=(400, 403)),
+    ('/v2/deployables/{uuid}', 'GET'): _op('Show a deployable.',
+                                           errors=(403, 404)),
+    ('/v2/attributes', 'GET'): _op('List attributes.',
+                                   query=attr_s.LIST_QUERY,
+                                   errors=(400, 403)),
+    ('/v2/attributes', 'POST'): _op('Create an attribute (admin).', ok=201,
+                                    body=attr_s.CREATE,
+                                    errors=(400, 403, 409)),
+    ('/v2/attributes/{uuid}', 'GET'): _op('Show an attribute.',
+                                          errors=(403, 404)),
+    ('/v2/attributes/{uuid}', 'DELETE'): _op('Delete an attribute (admin).',
+                                             ok=204, errors=(403, 404)),
+    ('/v2/device_profiles', 'GET'): _op('List device profiles.',
+                                        query=dp_s.LIST_QUERY,
+                                        errors=(400, 403)),
+    ('/v2/device_profiles', 'POST'): _op(
+        'Create a device profile (a list of exactly one).', ok=201,
+        body=dp_s.CREATE, errors=(400, 403, 409)),
+    ('/v2/device_profiles', 'DELETE'): _op(
+        'Delete device profiles by name (?value=a,b).', ok=204,
+        query=dp_s.DELETE_QUERY, errors=(400, 403, 404, 409)),
+    ('/v2/device_profiles/{uuid_or_name}', 'GET'): _op(
+        'Show a device profile by uuid, or by name from 2.2.',
+        errors=(403, 404, 406)),
+    ('/v2/device_profiles/{uuid_or_name}', 'DELETE'): _op(
+        'Delete a device profile.', ok=204, errors=(403, 404, 409)),
+    ('/v2/accelerator_requests', 'GET'): _op(
+        'List ARQs.', query=arq_s.LIST_QUERY, errors=(400, 403, 423)),
+    ('/v2/accelerator_requests', 'POST'): _op(
+        'Create ARQs from a device profile.', ok=201, body=arq_s.CREATE,
+        errors=(400, 403, 404)),
+    ('/v2/accelerator_requests', 'DELETE'): _op(
+        'Delete ARQs by uuids (?arqs=) or by instance (?instance=).',
+        ok=204, query=arq_s.DELETE_QUERY, errors=(400, 403, 404, 409)),
+    ('/v2/accelerator_requests', 'PATCH'): _op(
+        'Bind or unbind ARQs: {arq uuid: JSON patch}.', ok=202,
+        body=arq_s.PATCH, errors=_PATCH_ERR),
+    ('/v2/accelerator_requests/{uuid}', 'GET'): _op('Show an ARQ.',
+                                                    errors=(403, 404)),
+    ('/v2/accelerator_requests/{uuid}', 'PATCH'): _op(
+        'Bind or unbind one ARQ (body keyed by its uuid).', ok=202,
+        body=arq_s.PATCH, errors=_PATCH_ERR),
+    ('/v2/accelerator_requests/{uuid}', 'DELETE'): _op(
+        'Delete one ARQ.', ok=204, errors=(403, 404, 409)),
+}
+
+_ERROR = {'description': "Cyborg's error body: error_message is a JSON "
+                         'string of {faultcode, faultstring, debuginfo}.',
+          'content': {'application/json': {'schema': {
+              'type': 'object', 'required': ['error_message'],
+              'properties': {'error_message': {'type': 'string'}}}}}}
+
+
+def _parameters(path, query):
+    params = [{'name': name, 'in': 'path', 'required': True,
+               'schema': {'type': 'string'}}
+              for name in (s[1:-1] for s in path.split('/')
+                           if s.startswith('{'))]
+    params.append({'name': microversion.HEADER, 'in': 'header',
+                   'required': False, 'schema': {
+                       'type': 'string', 'description':
+                       'accelerator X.Y (%s to %s)' % (
+                           microversion.min_version(),
+                           microversion.max_version())}})
+    for name, schema in sorted((query or {}).get('properties', {}).items()):
+        params.append({'name': name, 'in': 'query', 'required': False,
+                       'schema': schema})
+    return params
+
+
+def _operation(path, op):
+    body = {'summary': op.summary, 'parameters': _parameters(path, op.query),
+            'responses': {str(op.ok): {'description': 'Success.'}}}
+    if op.ok not in (202, 204):
+        body['responses'][str(op.ok)]['content'] = {
+            'application/json': {'schema': {'type': 'object'}}}
+    for status in op.errors + (406, 413):
+        body['responses'][str(status)] = _ERROR
+    if op.body is not None:
+        body['requestBody'] = {'required': True, 'content': {
+            'application/json': {'schema': op.body}}}
+    return body
+
+
+def build():
+    paths = {}
+    for (path, method), op in sorted(OPERATIONS.items()):
+        paths.setdefault(path, {})[method.lower()] = _operation(path, op)
+    return {
+        'openapi': '3.1.0',
+        'info': {'title': 'cyborg_lite accelerator API (Cyborg v2)',
+                 'version': str(microversion.max_version())},
+        'paths': paths,
+    }
+
+
+def served_routes():
+    """{(path, METHOD)} the app's route table serves."""
+    return {(path, method) for path, methods in root.ROUTES.items()
+            for method in methods}
+
+
+def dump():
+    return yaml.safe_dump(build(), sort_keys=True, default_flow_style=False)
+
+
+if __name__ == '__main__':
+    sys.stdout.write(dump())

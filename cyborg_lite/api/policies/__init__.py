@@ -1,0 +1,25 @@
+"""Policy defaults in code, one module per resource.
+
+``list_rules`` is the ``oslo.policy.policies`` entry point (namespace
+``cyborg_lite``) from which etc/policy.yaml.sample is generated. A new
+resource adds its module here.
+"""
+import itertools
+
+from cyborg_lite.api.policies import accelerator_requests
+from cyborg_lite.api.policies import attributes
+from cyborg_lite.api.policies import base
+from cyborg_lite.api.policies import deployables
+from cyborg_lite.api.policies import device_profiles
+from cyborg_lite.api.policies import devices
+
+
+def list_rules():
+    return list(itertools.chain(
+        base.list_rules(),
+        devices.list_rules(),
+        deployables.list_rules(),
+        attributes.list_rules(),
+        device_profiles.list_rules(),
+        accelerator_requests.list_rules(),
+    ))

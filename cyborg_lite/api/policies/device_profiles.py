@@ -1,0 +1,49 @@
+"""Device profile policies.
+
+Unlike Cyborg (admin-only writes), project members may create and delete
+their own project's profiles; an admin's profiles have no project and are
+public. Reads are further limited by visibility in the database: a caller
+never sees another project's profiles.
+"""
+from oslo_policy import policy
+
+from cyborg_lite.api.policies import base
+
+GET_ALL = 'cyborg:device_profile:get_all'
+GET_ONE = 'cyborg:device_profile:get_one'
+CREATE = 'cyborg:device_profile:create'
+DELETE = 'cyborg:device_profile:delete'
+
+RULES = [
+    policy.DocumentedRuleDefault(
+        name=GET_ALL, check_str=base.PROJECT_READER_OR_ADMIN,
+        description='List the device profiles the caller may see (public '
+                    'ones and its project\'s).',
+        operations=[{'path': '/v2/device_profiles', 'method': 'GET'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=GET_ONE, check_str=base.PROJECT_READER_OR_ADMIN,
+        description='Show one device profile by uuid or (2.2) name.',
+        operations=[{'path': '/v2/device_profiles/{uuid_or_name}',
+                     'method': 'GET'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=CREATE, check_str=base.PROJECT_MEMBER_OR_ADMIN,
+        description='Create a device profile (owned by the caller\'s '
+                    'project; public when an admin creates it).',
+        operations=[{'path': '/v2/device_profiles', 'method': 'POST'}],
+        scope_types=['project']),
+    policy.DocumentedRuleDefault(
+        name=DELETE, check_str=base.PROJECT_MEMBER_OR_ADMIN,
+        description='Delete a device profile; the target is the profile, '
+                    'so members delete only their project\'s.',
+        operations=[{'path': '/v2/device_profiles/{uuid_or_name}',
+                     'method': 'DELETE'},
+                    {'path': '/v2/device_profiles?value={names}',
+                     'method': 'DELETE'}],
+        scope_types=['project']),
+]
+
+
+def list_rules():
+    return RULES

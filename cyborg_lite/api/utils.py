@@ -1,0 +1,190 @@
+"""Helpers every resource handler uses: the caller, bodies, query strings,
+pagination, links and responses."""
+import json
+import re
+import urllib.parse
+
+import jsonschema
+from jsonschema import exceptions as js_exc
+import webob
+
+from cyborg_lite.api.schemas import common as common_schemas
+from cyborg_lite.common import exception
+from cyborg_lite.common import policy
+from cyborg_lite.conf import CONF
+
+CONTEXT_KEY = 'cyborg_lite.context'
+CONDUCTOR_KEY = 'cyborg_lite.conductor_api'
+
+_Validator = jsonschema.Draft202012Validator
+
+
+def context(req):
+    return req.environ[CONTEXT_KEY]
+
+
+def conductor(req):
+    """The conductor's RPC client (made on first use)."""
+    return req.environ[CONDUCTOR_KEY]()
+
+
+def authorize(req, rule, target=None):
+    """Policy check; the target defaults to the caller's own project (for
+    lists and creates). Pass the object's {'project_id': ...} otherwise."""
+    ctx = context(req)
+    if target is None:
+        target = {'project_id': ctx.project_id}
+    policy.authorize(ctx, rule, target)
+
+
+def visible_to(req):
+    """What the caller may see: db pagination.ALL for an admin, else its
+    own project (None when it has none: only public objects)."""
+    from cyborg_lite.db import pagination
+    ctx = context(req)
+    return pagination.ALL if ctx.is_admin else ctx.project_id
+
+
+_UUID_RE = re.compile(common_schemas.UUID_PATTERN)
+
+
+def is_uuid(value):
+    return bool(_UUID_RE.match(value))
+
+
+def require_uuid(value, not_found):
+    """Raise ``not_found`` unless ``value`` (a path segment) is a uuid:
+    nothing else can name the object, and the database never sees it."""
+    if not is_uuid(value):
+        raise not_found
+
+
+def _check_text(value, field):
+    # NOTE: PostgreSQL refuses NUL in text and no driver can encode a lone
+    # surrogate; either would be a 500 deep in the database layer.
+    if '\x00' in value:
+        raise exception.InvalidField(field=field,
+                                     reason='contains a NUL character')
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError:
+        raise exception.InvalidField(field=field,
+                                     reason='is not valid Unicode text')
+
+
+def check_strings(data, field):
+    """Apply _check_text to every string (keys too) inside ``data``."""
+    if isinstance(data, str):
+        _check_text(data, field)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            _check_text(key, field)
+            check_strings(value, '%s.%s' % (field, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            check_strings(value, '%s.%d' % (field, index))
+
+
+def _field_name(error, root):
+    path = [str(p) for p in error.absolute_path]
+    if error.validator == 'required':
+        # NOTE: for a missing property jsonschema's path is the parent;
+        # the missing name is the first quoted word of the message.
+        missing = error.message.split("'")[1] if "'" in error.message else ''
+        path.append(missing)
+    elif error.validator == 'additionalProperties' and "'" in error.message:
+        path.append(error.message.split("'")[1])
+    return '.'.join([root] + path) if path else root
+
+
+def validate(data, schema, root):
+    """Raise InvalidField naming the first bad field of ``data``."""
+    error = js_exc.best_match(_Validator(schema).iter_errors(data))
+    if error is not None:
+        raise exception.InvalidField(field=_field_name(error, root),
+                                     reason=error.message)
+
+
+def json_body(req, schema, normalize=None):
+    """The request body, parsed and valid against ``schema``.
+
+    ``normalize(data)`` may tidy the parsed body before it is validated.
+    """
+    try:
+        data = json.loads(req.body.decode('utf-8') if req.body else '')
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise exception.InvalidField(
+            field='body', reason='not a JSON document (%s)' % exc)
+    check_strings(data, 'body')
+    if normalize is not None:
+        data = normalize(data)
+    validate(data, schema, 'body')
+    return data
+
+
+def query(req, schema):
+    """The query string as a dict of strings, valid against ``schema``."""
+    params = {}
+    for key in req.GET.keys():
+        values = req.GET.getall(key)
+        if len(values) > 1:
+            raise exception.InvalidField(field=key,
+                                         reason='given more than once')
+        params[key] = values[0]
+    check_strings(params, 'query')
+    validate(params, schema, 'query')
+    return params
+
+
+def page(params, default_sort='created_at'):
+    """limit/marker/sort_key/sort_dir from validated query ``params``."""
+    limit = min(int(params['limit']), CONF.api.max_limit) \
+        if 'limit' in params else CONF.api.max_limit
+    return {'limit': limit, 'marker': params.get('marker'),
+            'sort_key': params.get('sort_key', default_sort),
+            'sort_dir': params.get('sort_dir', 'asc')}
+
+
+def base_url(req):
+    return (CONF.api.public_endpoint or req.application_url).rstrip('/')
+
+
+def link(req, resource, uuid):
+    return [{'href': '%s/v2/%s/%s' % (base_url(req), resource, uuid),
+             'rel': 'self'}]
+
+
+def timestamp(value):
+    """ISO 8601 in UTC, as Cyborg shows times."""
+    if value is None:
+        return None
+    return value.replace(microsecond=0).isoformat() + '+00:00'
+
+
+def timestamps(row):
+    return {'created_at': timestamp(row.created_at),
+            'updated_at': timestamp(row.updated_at)}
+
+
+def response(body=None, status=200):
+    resp = webob.Response(status=status, charset=None)
+    if body is None:
+        resp.content_type = None
+        resp.body = b''
+    else:
+        resp.content_type = 'application/json'
+        resp.body = json.dumps(body).encode('utf-8')
+    return resp
+
+
+def collection(key, items, req, resource, limit):
+    """A list body; with ``<key>_links`` next when the page is full."""
+    body = {key: items}
+    if items and len(items) == limit:
+        params = dict(req.GET)
+        params['marker'] = items[-1]['uuid']
+        params['limit'] = str(limit)
+        href = '%s/v2/%s?%s' % (base_url(req), resource,
+                                urllib.parse.urlencode(params))
+        body[key + '_links'] = [{'href': href, 'rel': 'next'}]
+    return body

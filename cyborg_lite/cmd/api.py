@@ -1,0 +1,53 @@
+"""cyborg-lite-api: serve the REST API with gunicorn.
+
+    cyborg-lite-api [--config-file F]
+
+Listens on [api] host:port with [api] workers processes. gunicorn is a
+pre-fork server: each worker is its own process, so a slow request or a
+crash in one never blocks the others, and workers are restarted if they
+die (docs/api.md says why gunicorn).
+"""
+import sys
+
+from gunicorn.app import base as gunicorn_base
+
+from cyborg_lite.common import config
+from cyborg_lite.common import exception
+from cyborg_lite.conf import CONF
+
+
+class _Server(gunicorn_base.BaseApplication):
+    def __init__(self, argv):
+        self.argv = argv
+        super().__init__()
+
+    def load_config(self):
+        self.cfg.set('bind', '%s:%d' % (CONF.api.host, CONF.api.port))
+        self.cfg.set('workers', CONF.api.workers)
+        # NOTE: threads, not more processes, for concurrency inside a
+        # worker: handlers mostly wait on the database or RPC.
+        self.cfg.set('threads', 4)
+        self.cfg.set('accesslog', '-')
+
+    def load(self):
+        # NOTE: loaded in each worker after fork, so no database
+        # connection or RPC transport is shared between processes.
+        from cyborg_lite.api import deploy
+        return deploy.loadapp(CONF)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        config.parse_args(argv)
+    except exception.ConfigError as exc:
+        print('cyborg-lite-api: %s' % exc, file=sys.stderr)
+        return 2
+    # gunicorn parses sys.argv itself; it must not see ours.
+    sys.argv = sys.argv[:1]
+    _Server(argv).run()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

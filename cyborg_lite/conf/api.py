@@ -1,0 +1,70 @@
+"""Options of the [api] group (the cyborg-lite-api process)."""
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('api', title='REST API options')
+
+OPTS = [
+    cfg.HostAddressOpt('host',
+                       default='127.0.0.1',
+                       help='Address the API server listens on. The default '
+                            'serves loopback only; set 0.0.0.0 (or the '
+                            'management address) to serve other hosts.'),
+    cfg.PortOpt('port',
+                default=6666,
+                help='TCP port the API server listens on (6666 is '
+                     "OpenStack Cyborg's port, so existing service catalog "
+                     'entries keep working).'),
+    cfg.IntOpt('workers',
+               default=2,
+               min=1,
+               help='Number of gunicorn worker processes of '
+                    'cyborg-lite-api. Each worker is a separate process '
+                    'with its own database pool and RPC client.'),
+    cfg.StrOpt('auth_strategy',
+               default='keystone',
+               choices=[('keystone', 'Validate tokens with '
+                                     'keystonemiddleware.auth_token; '
+                                     'configure [keystone_authtoken].'),
+                        ('noauth', 'No authentication: the caller is who '
+                                   'the X-Roles / X-Project-Id / X-User-Id '
+                                   'headers say, or the noauth_* defaults. '
+                                   'For tests and loopback all-in-one use '
+                                   'only.')],
+               help='How API callers are authenticated.'),
+    cfg.ListOpt('noauth_default_roles',
+                default=['admin'],
+                help='Roles of a request without an X-Roles header when '
+                     'auth_strategy = noauth. Send an empty X-Roles header '
+                     'to act as an anonymous caller.'),
+    cfg.StrOpt('noauth_default_project_id',
+               help='Project of a request without an X-Project-Id header '
+                    'when auth_strategy = noauth. Unset: no project, so '
+                    'device profiles an admin creates are public.'),
+    cfg.IntOpt('max_request_body_size',
+               default=114688,
+               min=1,
+               help='Largest request body accepted, in bytes; a larger one '
+                    'is refused with 413 before it is read. The default is '
+                    "oslo.middleware's."),
+    cfg.IntOpt('max_limit',
+               default=1000,
+               min=1,
+               help='Most items one list request returns. A request asking '
+                    'for more (limit=N) or not saying gets at most this '
+                    'many; page on with marker=<last uuid>.'),
+    cfg.URIOpt('public_endpoint',
+               help='Base URL clients use to reach this API, e.g. '
+                    'https://cloud.example.com/accelerator. Used in the '
+                    'links of responses and the version documents. Unset: '
+                    'the URL of the incoming request (correct unless a proxy '
+                    'rewrites it).'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return [(GROUP, OPTS)]

@@ -1,0 +1,114 @@
+"""Device profiles: plain DB writes from the API (no host is involved).
+
+Visibility: a profile with ``project_id`` NULL is public (an admin made it
+for everybody); one with a project is seen only by that project and by
+admins. Functions take ``visible_to``: pagination.ALL for an admin's view,
+else the caller's project id.
+"""
+import json
+import uuid as uuidlib
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from cyborg_lite.common import exception
+from cyborg_lite.db import models
+from cyborg_lite.db import pagination
+from cyborg_lite.db import session
+
+ALL = pagination.ALL
+SORT_KEYS = ('created_at', 'uuid', 'name')
+
+
+def _visible(stmt, visible_to):
+    if visible_to is ALL:
+        return stmt
+    return stmt.where(sa.or_(models.DeviceProfile.project_id.is_(None),
+                             models.DeviceProfile.project_id == visible_to))
+
+
+def groups_of(profile):
+    """The request groups of a profile row (stored as JSON text)."""
+    return json.loads(profile.profile_json)
+
+
+def create_profile(name, groups, description=None, project_id=None,
+                   uuid=None):
+    profile = models.DeviceProfile(
+        uuid=uuid or str(uuidlib.uuid4()), name=name,
+        description=description, project_id=project_id,
+        profile_json=json.dumps(groups, sort_keys=True))
+    try:
+        with session.writer() as s:
+            s.add(profile)
+    except sa_exc.IntegrityError:
+        # NOTE: name and uuid are both unique; say which one clashed.
+        with session.reader() as s:
+            taken = s.scalar(sa.select(sa.func.count())
+                             .where(models.DeviceProfile.uuid == uuid))
+        if uuid and taken:
+            raise exception.Conflict(
+                reason='a device profile with uuid %s already exists' % uuid)
+        raise exception.DuplicateName(kind='device profile', name=name)
+    return profile
+
+
+def list_profiles(visible_to, names=None, **page):
+    stmt = _visible(sa.select(models.DeviceProfile), visible_to)
+    if names:
+        stmt = stmt.where(models.DeviceProfile.name.in_(names))
+    with session.reader() as s:
+        rows = pagination.paginate(s, stmt, models.DeviceProfile, **page)
+    return [row[0] for row in rows]
+
+
+def _lookup(s, visible_to, uuid=None, name=None):
+    stmt = _visible(sa.select(models.DeviceProfile), visible_to)
+    if uuid is not None:
+        stmt = stmt.where(models.DeviceProfile.uuid == uuid)
+    else:
+        stmt = stmt.where(models.DeviceProfile.name == name)
+    profile = s.scalars(stmt).first()
+    if profile is None:
+        raise exception.DeviceProfileNotFound(ident=uuid or name)
+    return profile
+
+
+def get_profile(visible_to, uuid=None, name=None):
+    """The profile with this uuid or name, if the caller may see it."""
+    with session.reader() as s:
+        return _lookup(s, visible_to, uuid=uuid, name=name)
+
+
+def delete_profiles(visible_to, uuids=(), names=(), may_delete=None):
+    """Delete the named profiles, all or none; returns them.
+
+    Refused with DeviceProfileInUse (409) while an ARQ refers to one of
+    them. ``may_delete(profile)`` is the caller's ownership check
+    (policy), run on every row before anything is deleted.
+    """
+    idents = [('uuid', u) for u in uuids] + [('name', n) for n in names]
+    try:
+        with session.writer() as s:
+            profiles = [_lookup(s, visible_to, **{kind: value})
+                        for kind, value in idents]
+            for profile in profiles:
+                if may_delete is not None:
+                    may_delete(profile)
+                _refuse_in_use(s, profile)
+            for profile in profiles:
+                s.delete(profile)
+    except sa_exc.IntegrityError:
+        # NOTE: an ARQ created after the check: the foreign key (ON DELETE
+        # RESTRICT) refuses the delete and nothing is deleted.
+        raise exception.DeviceProfileInUse(
+            ident=', '.join(v for _, v in idents), count=1)
+    return profiles
+
+
+def _refuse_in_use(s, profile):
+    in_use = s.scalar(
+        sa.select(sa.func.count())
+        .where(models.AcceleratorRequest.device_profile_id == profile.id))
+    if in_use:
+        raise exception.DeviceProfileInUse(ident=profile.name, count=in_use)

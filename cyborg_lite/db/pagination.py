@@ -1,0 +1,63 @@
+"""limit / marker / sort for the list queries of the API's read modules.
+
+A page is "rows after the marker in (sort_key, id) order": ``id`` breaks
+ties so that rows with equal sort values are neither skipped nor repeated
+between pages. Only NOT NULL columns may be sort keys (a NULL compares as
+unknown in SQL and would drop rows from every page after it).
+"""
+import sqlalchemy as sa
+
+from cyborg_lite.common import exception
+
+ALL = object()
+"""Visibility sentinel: no project restriction (an admin's view)."""
+
+
+def paginate(s, stmt, model, sort_key='created_at', sort_dir='asc',
+             limit=None, marker=None):
+    """Rows of ``stmt`` (whose first entity is ``model``) for one page.
+
+    :param marker: uuid of the last row of the previous page; it must be a
+        row ``stmt`` itself returns, else MarkerNotFound (400).
+    :returns: a list of Row objects, ``row[0]`` being the ``model`` object.
+    """
+    column = getattr(model, sort_key)
+    if column.nullable:
+        raise ValueError('%s.%s is nullable and cannot be a sort key'
+                         % (model.__tablename__, sort_key))
+    ascending = sort_dir == 'asc'
+    if marker is not None:
+        row = s.execute(stmt.where(model.uuid == marker)).first()
+        if row is None:
+            raise exception.MarkerNotFound(marker=marker)
+        last = row[0]
+        value = getattr(last, sort_key)
+        if ascending:
+            after = sa.or_(column > value,
+                           sa.and_(column == value, model.id > last.id))
+        else:
+            after = sa.or_(column < value,
+                           sa.and_(column == value, model.id < last.id))
+        stmt = stmt.where(after)
+    if ascending:
+        stmt = stmt.order_by(column.asc(), model.id.asc())
+    else:
+        stmt = stmt.order_by(column.desc(), model.id.desc())
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return s.execute(stmt).all()
+
+
+def apply_filters(stmt, model, allowed, filters):
+    """``stmt`` restricted to rows whose columns equal ``filters``' values.
+
+    Only names in ``allowed`` may be used: filter names come from query
+    strings, and getattr on a model with an arbitrary name must never be
+    reachable from a request.
+    """
+    for key, value in (filters or {}).items():
+        if key not in allowed:
+            raise ValueError('%s is not a filter of %s'
+                             % (key, model.__tablename__))
+        stmt = stmt.where(getattr(model, key) == value)
+    return stmt
