@@ -1,0 +1,163 @@
+"""Serve the real API on a loopback port and run the real CLI entry points
+(``cyborg-lite``, ``openstack``) against it as subprocesses."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from wsgiref import simple_server
+
+import pytest
+
+from cyborg_lite.common import rpc
+from cyborg_lite.conductor import manager as conductor_manager
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+from tests import servers
+
+BIN_DIR = os.path.dirname(sys.executable)
+# The CLI must not pick up credentials or an endpoint from whoever runs
+# the tests.
+SCRUBBED_PREFIXES = ('OS_', 'CYBORG_LITE_')
+
+
+class _ThreadingWSGIServer(simple_server.WSGIServer):
+    daemon_threads = True
+
+    def process_request(self, request, client_address):
+        # One thread per request: the CLI and OSC open several connections.
+        thread = threading.Thread(target=self._handle,
+                                  args=(request, client_address),
+                                  daemon=True)
+        thread.start()
+
+    def _handle(self, request, client_address):
+        try:
+            self.finish_request(request, client_address)
+        finally:
+            self.shutdown_request(request)
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _build_app():
+    # The whole WSGI stack (fault wrapping, noauth, microversions), as
+    # cyborg-lite-api serves it: the CLI's error handling depends on it.
+    from cyborg_lite.api import deploy
+    return deploy.loadapp()
+
+
+@pytest.fixture
+def api_url(sqlite_db, conf):
+    """URL of the real API app on loopback, over a migrated SQLite DB."""
+    conf.set_override('auth_strategy', 'noauth', group='api')
+    # In-memory RPC: the API's casts reach a conductor in this process.
+    conf.set_override('transport_url', 'fake://')
+    server = simple_server.make_server(
+        '127.0.0.1', servers.free_port(), _build_app(),
+        server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield 'http://127.0.0.1:%d' % server.server_port
+    server.shutdown()
+    server.server_close()
+    rpc.cleanup()
+
+
+@pytest.fixture
+def conductor(api_url):
+    """A real conductor RPC server on the API's in-memory transport, so
+    binds the API casts really happen."""
+    server = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-cli',
+                            [conductor_manager.ConductorManager('cond-cli')])
+    server.start()
+    yield
+    server.stop()
+    server.wait()
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(SCRUBBED_PREFIXES)}
+    env.update(extra)
+    return env
+
+
+class Result:
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    @property
+    def json(self):
+        assert self.rc == 0, self.stderr
+        return json.loads(self.stdout)
+
+    def __repr__(self):
+        return 'rc=%s stdout=%r stderr=%r' % (self.rc, self.stdout,
+                                              self.stderr)
+
+
+def run(program, args, env, input=None):
+    proc = subprocess.run([os.path.join(BIN_DIR, program)] + list(args),
+                          capture_output=True, text=True, env=env,
+                          input=input, timeout=120)
+    return Result(proc)
+
+
+@pytest.fixture
+def cli(api_url):
+    """``cli('device', 'list', '-f', 'json')`` runs the real cyborg-lite
+    with CYBORG_LITE_URL pointing at the API."""
+    env = clean_env(CYBORG_LITE_URL=api_url)
+    return lambda *args: run('cyborg-lite', args, env)
+
+
+@pytest.fixture
+def openstack(api_url):
+    """The real ``openstack`` command, noauth against the API."""
+    env = clean_env()
+    base = ['--os-auth-type', 'none', '--os-endpoint', api_url]
+    return lambda *args: run('openstack', base + list(args), env)
+
+
+def _add_region(s, dev, hostname, pci, index):
+    dep = models.Deployable(
+        uuid=str(uuid.uuid4()), device_id=dev.id,
+        name='%s_%s_region%d' % (hostname, pci, index), driver_name='fake',
+        rp_uuid=str(uuid.uuid4()), region_type='ifc-%d' % index,
+        num_accelerators=1)
+    s.add(dep)
+    s.flush()
+    # What a bind needs: the resource class and a free attach handle.
+    s.add(models.Attribute(uuid=str(uuid.uuid4()), deployable_id=dep.id,
+                           key='rc', value='FPGA'))
+    s.add(models.AttachHandle(
+        uuid=str(uuid.uuid4()), deployable_id=dep.id, attach_type='PCI',
+        attach_info=json.dumps({'domain': '0000', 'bus': '5e',
+                                'device': '00', 'function': str(index)})))
+    return dep
+
+
+def add_device(hostname='host1', pci='0000:5e:00.0', type_='FPGA',
+               vendor='8086', model='PAC Arria10', regions=1):
+    """A device with ``regions`` deployables, straight into the DB (the
+    conductor's job in production; here only the CLI is under test).
+
+    Returns (device uuid, [(deployable uuid, its rp uuid), ...]).
+    """
+    with session.writer() as s:
+        dev = models.Device(uuid=str(uuid.uuid4()), type=type_,
+                            vendor=vendor, model=model, hostname=hostname,
+                            driver_name='fake', identity=pci,
+                            pci_address=pci)
+        s.add(dev)
+        s.flush()
+        deps = [_add_region(s, dev, hostname, pci, i)
+                for i in range(regions)]
+        return dev.uuid, [(d.uuid, d.rp_uuid) for d in deps]
