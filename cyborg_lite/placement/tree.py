@@ -156,8 +156,21 @@ def _deployable_traits(device, dep):
     return traits
 
 
+# PCI vendor ids to the names Cyborg's traits use (CUSTOM_FPGA_INTEL,
+# CUSTOM_FPGA_XILINX, ...); an unknown vendor keeps its id.
+VENDOR_NAMES = {
+    '0x8086': 'INTEL',
+    '0x10ee': 'XILINX',
+    '0x10de': 'NVIDIA',
+    '0x1002': 'AMD',
+    '0x19e5': 'HUAWEI',
+    '0x1bd4': 'INSPUR',
+}
+
+
 def vendor_trait(device):
-    return _custom('%s_%s' % (device.type, device.vendor))
+    vendor = VENDOR_NAMES.get(device.vendor.lower(), device.vendor)
+    return _custom('%s_%s' % (device.type, vendor))
 
 
 def _device_providers(hostname, root_uuid, device, tree):

@@ -128,3 +128,12 @@ def test_tree_is_deterministic_whatever_the_device_order():
     one = tree.build_tree('n', ROOT, [a, b]).providers
     two = tree.build_tree('n', ROOT, [b, a]).providers
     assert one == two
+
+
+def test_vendor_trait_uses_the_vendor_name_for_known_pci_ids():
+    intel = _fpga()
+    for vendor, trait in (('0x8086', 'CUSTOM_FPGA_INTEL'),
+                          ('0x10EE', 'CUSTOM_FPGA_XILINX'),
+                          ('0x1234', 'CUSTOM_FPGA_0X1234')):
+        device = tree.DeviceView(**{**intel.__dict__, 'vendor': vendor})
+        assert tree.vendor_trait(device) == trait

@@ -1,0 +1,181 @@
+"""cyborg-lite-all-in-one: the whole service on loopback, in one process.
+
+    cyborg-lite-all-in-one [--state-dir DIR] [--api-port N]
+                           [--placement-port N] [--cards N] [--regions N]
+
+Starts the real Placement (a subprocess with its own SQLite database), then
+migrates cyborg_lite's SQLite database and runs the API (waitress), the
+conductor and one agent with the fake FPGA driver in this process over
+``fake://`` messaging. Everything lives under the state directory, so a
+restart finds the same devices, profiles and programmed functions.
+Ctrl-C (or SIGTERM) stops everything.
+"""
+import argparse
+import os
+import signal
+import sys
+import threading
+
+from oslo_log import log as logging
+
+from cyborg_lite.common import config
+from cyborg_lite.common import exception
+from cyborg_lite.common import placement_server
+from cyborg_lite.common import rpc
+from cyborg_lite.conf import CONF
+from cyborg_lite.db import migration
+from cyborg_lite.db import session
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_API_PORT = 6666          # Cyborg's port
+DEFAULT_PLACEMENT_PORT = 8778    # Placement's port
+REGION_MEMORY_MB = 4096
+
+
+def _parse_cli(argv):
+    parser = argparse.ArgumentParser(prog='cyborg-lite-all-in-one',
+                                     description=__doc__.split('\n')[0])
+    parser.add_argument('--state-dir', default=os.path.abspath('state'))
+    parser.add_argument('--api-port', type=int, default=DEFAULT_API_PORT)
+    parser.add_argument('--placement-port', type=int,
+                        default=DEFAULT_PLACEMENT_PORT)
+    parser.add_argument('--cards', type=int, default=2)
+    parser.add_argument('--regions', type=int, default=2)
+    parser.add_argument('--host', default='aio-host',
+                        help='host name the agent reports under')
+    parser.add_argument('--config-file', action='append', default=[],
+                        help='extra oslo.config files, read last')
+    return parser.parse_args(argv)
+
+
+def _configure(args, placement_url):
+    argv = []
+    for path in args.config_file:
+        argv += ['--config-file', path]
+    config.parse_args(argv, default_config_files=[])
+    state = args.state_dir
+    overrides = {
+        None: {'host': args.host, 'state_path': state,
+               'transport_url': 'fake://'},
+        'database': {'connection': 'sqlite:///%s'
+                     % os.path.join(state, 'cyborg_lite.sqlite')},
+        'api': {'host': '127.0.0.1', 'port': args.api_port,
+                'auth_strategy': 'noauth'},
+        'agent': {'enabled_drivers': ['fake']},
+        'fake_driver': {'num_cards': args.cards,
+                        'regions_per_card': args.regions,
+                        'local_memory_mb': REGION_MEMORY_MB},
+    }
+    for group, values in overrides.items():
+        for name, value in values.items():
+            CONF.set_override(name, value, group=group)
+    _configure_placement(placement_url)
+
+
+def _configure_placement(url):
+    from keystoneauth1 import loading as ks_loading
+    # keystoneauth registers a plugin's options only when it loads it.
+    CONF.register_opts(ks_loading.get_auth_plugin_conf_options('admin_token'),
+                       group='placement')
+    for name, value in (('auth_type', 'admin_token'),
+                        ('token', placement_server.TOKEN),
+                        ('endpoint_override', url),
+                        ('create_compute_node_rp', True)):
+        CONF.set_override(name, value, group='placement')
+
+
+class AllInOne:
+    """Placement + API + conductor + agent; ``start()`` then ``stop()``."""
+
+    def __init__(self, args):
+        self.args = args
+        self.placement = placement_server.PlacementServer(
+            port=args.placement_port,
+            basedir=os.path.join(args.state_dir, 'placement'))
+        self.api_url = 'http://127.0.0.1:%d' % args.api_port
+        self._stack = []
+
+    def start(self):
+        os.makedirs(self.placement.basedir, exist_ok=True)
+        self.placement.start()
+        self._stack.append(self.placement.stop)
+        _configure(self.args, self.placement.endpoint)
+        migration.upgrade()
+        self._start_conductor()
+        self._start_api()
+        self._start_agent()
+        return self
+
+    def _start_conductor(self):
+        from cyborg_lite.conductor import service
+        conductor = service.ConductorService(CONF)
+        conductor.start()
+        self._stack.append(conductor.stop)
+
+    def _start_agent(self):
+        from cyborg_lite.agent import manager
+        agent = manager.AgentManager(CONF)
+        agent.start()
+        self._stack.append(agent.stop)
+
+    def _start_api(self):
+        import waitress.server
+        from cyborg_lite.api import deploy
+        server = waitress.server.create_server(
+            deploy.loadapp(CONF), host='127.0.0.1', port=self.args.api_port,
+            threads=8, clear_untrusted_proxy_headers=True)
+        thread = threading.Thread(target=server.run, name='api',
+                                  daemon=True)
+        thread.start()
+        self._stack.append(server.close)
+
+    def stop(self):
+        while self._stack:
+            step = self._stack.pop()
+            try:
+                step()
+            except Exception:  # keep stopping the rest
+                LOG.exception('error while stopping %s', step)
+        rpc.cleanup()
+        session.dispose_all()
+
+
+def _banner(aio):
+    return '\n'.join([
+        'cyborg_lite all-in-one is running (Ctrl-C stops it).',
+        '  API:        %s/v2' % aio.api_url,
+        '  Placement:  %s  (X-Auth-Token: %s)'
+        % (aio.placement.endpoint, placement_server.TOKEN),
+        '  State:      %s' % aio.args.state_dir,
+        'Try:',
+        '  export CYBORG_LITE_URL=%s' % aio.api_url,
+        '  .venv/bin/cyborg-lite device list',
+        '  .venv/bin/cyborg-lite deployable list --long',
+    ])
+
+
+def main(argv=None):
+    args = _parse_cli(sys.argv[1:] if argv is None else argv)
+    args.state_dir = os.path.abspath(args.state_dir)
+    os.makedirs(args.state_dir, exist_ok=True)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    aio = AllInOne(args)
+    try:
+        aio.start()
+    except (exception.CyborgLiteException, RuntimeError, OSError) as exc:
+        print('cyborg-lite-all-in-one: error: %s' % exc, file=sys.stderr)
+        aio.stop()
+        return 1
+    print(_banner(aio), flush=True)
+    stop.wait()
+    print('stopping...', flush=True)
+    aio.stop()
+    print('stopped.', flush=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

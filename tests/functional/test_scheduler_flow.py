@@ -1,0 +1,239 @@
+"""The scheduler flow end to end, with this test as the Nova-like scheduler.
+
+The all-in-one runs as a subprocess (real Placement, API, conductor, an
+agent with the fake driver: 2 cards x 2 regions of 4096 MiB). The test
+talks to it only over HTTP, as Nova does: device profile → allocation
+candidates → allocation → ARQs → bind → Bound → unbind → delete.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+import requests
+
+from tests import servers
+
+pytestmark = pytest.mark.xdist_group('all_in_one')
+
+REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
+ACCEL = {'OpenStack-API-Version': 'accelerator 2.3',
+         'Content-Type': 'application/json'}
+PLACEMENT = {'X-Auth-Token': 'admin',
+             'OpenStack-API-Version': 'placement 1.39',
+             'Content-Type': 'application/json'}
+
+
+class AllInOne:
+    def __init__(self, state_dir):
+        self.api_port = servers.free_port()
+        self.placement_port = servers.free_port()
+        self.api = 'http://127.0.0.1:%d/v2' % self.api_port
+        self.placement = 'http://127.0.0.1:%d' % self.placement_port
+        self.log = open(os.path.join(state_dir, 'aio.log'), 'w+')
+        self.proc = subprocess.Popen(
+            [sys.executable, '-m', 'cyborg_lite.cmd.all_in_one',
+             '--state-dir', state_dir, '--api-port', str(self.api_port),
+             '--placement-port', str(self.placement_port)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, timeout=90):
+        servers.wait_for_port(self.api_port, timeout, proc=self.proc)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rps = requests.get(self.placement + '/resource_providers',
+                               headers=PLACEMENT).json()['resource_providers']
+            if len([r for r in rps if r['name'].endswith(('region0',
+                                                          'region1'))]) == 4:
+                return
+            time.sleep(0.2)
+        raise TimeoutError('regions never reached Placement:\n' +
+                           self.read_log())
+
+    def read_log(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()[-5000:]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.log.close()
+
+
+@pytest.fixture(scope='module')
+def aio(tmp_path_factory):
+    server = AllInOne(str(tmp_path_factory.mktemp('aio')))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        assert server.stop() == 0
+
+
+def _profile(aio, name, memory_mb, extra=None):
+    group = {'resources:FPGA': '1',
+             'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': str(memory_mb),
+             'trait:CUSTOM_FPGA_REGION_%s' % REGION_TYPE.upper(): 'required'}
+    group.update(extra or {})
+    resp = requests.post(aio.api + '/device_profiles', headers=ACCEL,
+                         json=[{'name': name, 'groups': [group]}])
+    assert resp.status_code == 201, resp.text
+    return requests.get(aio.api + '/device_profiles/' + name,
+                        headers=ACCEL).json()['device_profile']
+
+
+def _candidates(aio, profile):
+    """Placement query with granular groups, as Nova builds it."""
+    params = {}
+    for i, group in enumerate(profile['groups'], start=1):
+        resources = ['%s:%s' % (k.split(':', 1)[1], v)
+                     for k, v in sorted(group.items())
+                     if k.startswith('resources:')]
+        required = [k.split(':', 1)[1] for k, v in sorted(group.items())
+                    if k.startswith('trait:') and v == 'required']
+        params['resources%d' % i] = ','.join(resources)
+        if required:
+            params['required%d' % i] = ','.join(required)
+    resp = requests.get(aio.placement + '/allocation_candidates',
+                        headers=PLACEMENT, params=params)
+    assert resp.status_code == 200, resp.text
+    return resp.json()['allocation_requests']
+
+
+def _claim(aio, candidate, instance):
+    body = {'allocations': candidate['allocations'],
+            'project_id': 'p1', 'user_id': 'u1',
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'}
+    resp = requests.put(aio.placement + '/allocations/' + instance,
+                        headers=PLACEMENT, json=body)
+    assert resp.status_code == 204, resp.text
+
+
+def _create_arqs(aio, profile_name):
+    resp = requests.post(aio.api + '/accelerator_requests', headers=ACCEL,
+                         json={'device_profile_name': profile_name})
+    assert resp.status_code == 201, resp.text
+    return resp.json()['arqs']
+
+
+def _bind(aio, arq_uuid, rp_uuid, instance):
+    patch = {arq_uuid: [
+        {'path': '/hostname', 'op': 'add', 'value': 'aio-host'},
+        {'path': '/device_rp_uuid', 'op': 'add', 'value': rp_uuid},
+        {'path': '/instance_uuid', 'op': 'add', 'value': instance}]}
+    resp = requests.patch(aio.api + '/accelerator_requests', headers=ACCEL,
+                          json=patch)
+    assert resp.status_code == 202, resp.text
+
+
+def _wait_resolved(aio, arq_uuid, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        arq = requests.get(aio.api + '/accelerator_requests/' + arq_uuid,
+                           headers=ACCEL).json()
+        if arq['state'] in ('Bound', 'BindFailed'):
+            return arq
+        time.sleep(0.1)
+    raise TimeoutError('ARQ %s never resolved: %s' % (arq_uuid, arq))
+
+
+def _region_rp(candidate):
+    (rp_uuid,) = candidate['mappings']['1']
+    return rp_uuid
+
+
+def test_schedule_bind_unbind_delete(aio):
+    profile = _profile(aio, 'fpga-4g', 4096)
+    candidates = _candidates(aio, profile)
+    assert len(candidates) == 4   # every region fits
+    instance = str(uuid.uuid4())
+    _claim(aio, candidates[0], instance)
+    rp_uuid = _region_rp(candidates[0])
+
+    (arq,) = _create_arqs(aio, 'fpga-4g')
+    assert arq['state'] == 'Initial'
+    _bind(aio, arq['uuid'], rp_uuid, instance)
+    bound = _wait_resolved(aio, arq['uuid'])
+    assert bound['state'] == 'Bound', bound
+    assert bound['device_rp_uuid'] == rp_uuid
+    assert bound['instance_uuid'] == instance
+    assert bound['attach_handle_type'] == 'PCI'
+    assert set(bound['attach_handle_info']) >= {'domain', 'bus', 'device',
+                                                'function'}
+    listed = requests.get(aio.api + '/accelerator_requests',
+                          headers=ACCEL, params={'instance': instance})
+    assert [a['uuid'] for a in listed.json()['arqs']] == [arq['uuid']]
+
+    unbind = {arq['uuid']: [{'path': p, 'op': 'remove'} for p in
+                            ('/hostname', '/device_rp_uuid',
+                             '/instance_uuid')]}
+    resp = requests.patch(aio.api + '/accelerator_requests', headers=ACCEL,
+                          json=unbind)
+    assert resp.status_code == 202, resp.text
+    _wait_state(aio, arq['uuid'], 'Unbound')
+    resp = requests.delete(aio.api + '/accelerator_requests',
+                           headers=ACCEL, params={'instance': instance})
+    assert resp.status_code == 204, resp.text
+    requests.delete(aio.placement + '/allocations/' + instance,
+                    headers=PLACEMENT)
+
+    # The handle is free again: a new ARQ binds to the same region.
+    (again,) = _create_arqs(aio, 'fpga-4g')
+    other = str(uuid.uuid4())
+    _bind(aio, again['uuid'], rp_uuid, other)
+    assert _wait_resolved(aio, again['uuid'])['state'] == 'Bound'
+    requests.delete(aio.api + '/accelerator_requests', headers=ACCEL,
+                    params={'instance': other})
+
+
+def _wait_state(aio, arq_uuid, state, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        arq = requests.get(aio.api + '/accelerator_requests/' + arq_uuid,
+                           headers=ACCEL).json()
+        if arq['state'] == state:
+            return arq
+        time.sleep(0.1)
+    raise TimeoutError('ARQ %s not %s: %s' % (arq_uuid, state, arq))
+
+
+def test_request_no_host_can_satisfy_gets_no_candidates(aio):
+    profile = _profile(aio, 'fpga-8g', 8192)
+    assert _candidates(aio, profile) == []
+
+
+def test_two_concurrent_binds_to_one_region_one_wins(aio):
+    profile = _profile(aio, 'fpga-race', 4096)
+    rp_uuid = _region_rp(_candidates(aio, profile)[-1])
+    arqs = _create_arqs(aio, 'fpga-race') + _create_arqs(aio, 'fpga-race')
+    instances = [str(uuid.uuid4()) for _ in arqs]
+    threads = [threading.Thread(target=_bind,
+                                args=(aio, a['uuid'], rp_uuid, i))
+               for a, i in zip(arqs, instances)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    states = sorted(_wait_resolved(aio, a['uuid'])['state'] for a in arqs)
+    assert states == ['BindFailed', 'Bound']
+    for instance in instances:
+        resp = requests.delete(aio.api + '/accelerator_requests',
+                               headers=ACCEL, params={'instance': instance})
+        assert resp.status_code == 204, resp.text
+
+
+def test_unknown_profile_is_a_json_404(aio):
+    resp = requests.post(aio.api + '/accelerator_requests', headers=ACCEL,
+                         json={'device_profile_name': 'nope'})
+    assert resp.status_code == 404
+    assert 'nope' in json.dumps(resp.json())
