@@ -15,14 +15,22 @@ sent only when they differ from the last one the conductor acknowledged
 ``[agent]full_report_every`` scans, and when the conductor asks - which
 sends every driver. An unacknowledged entry is simply sent again next
 time. The message format is in cyborg_lite/conductor/report.py.
+
+Programming jobs come in by ``program_region`` and run in the background
+(agent/job_runner.py). Once per start the agent tells the conductor
+(``agent_started``) so that jobs its previous life left half done are
+failed or requeued, never left running.
 """
 import hashlib
 import json
+import os
 import threading
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from cyborg_lite.agent import image_fetch
+from cyborg_lite.agent import job_runner
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
@@ -71,10 +79,10 @@ class AgentManager:
     """Discovery loop and the RPC endpoint the conductor calls."""
 
     # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
-    target = messaging.Target(version='1.0')
+    target = messaging.Target(version='1.1')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
-                 conductor_api=None):
+                 conductor_api=None, fetch_image=None):
         self.conf = conf
         self.host = host or conf.host
         if drivers is None:
@@ -94,6 +102,12 @@ class AgentManager:
         self._wake = threading.Event()
         self._thread = None
         self._server = None
+        self._announced = False
+        self.jobs = job_runner.JobRunner(
+            self.host, self.drivers, self.conductor,
+            fetch_image or image_fetch.make_fetcher(conf),
+            tmp_dir=os.path.join(conf.state_path, 'programming'),
+            after_job=self._after_job)
 
     # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
 
@@ -102,6 +116,37 @@ class AgentManager:
         LOG.info('Conductor asked for a full report')
         self._full_requested = True
         self._wake.set()
+
+    def program_region(self, ctxt, job):
+        """Run a programming job in the background (a cast)."""
+        LOG.info('Programming job %s for %s %s received', job['uuid'],
+                 job['identity'], job['region_name'])
+        self.jobs.submit(job)
+
+    def _after_job(self, driver):
+        # NOTE: a full scan's diff: only the drivers whose hardware
+        # changed are sent, the programmed one among them.
+        self.report_once()
+
+    def announce_start(self):
+        """Tell the conductor we (re)started, once; True when done."""
+        if self._announced:
+            return True
+        try:
+            result = self.conductor.agent_started(
+                context.get_admin_context(), self.host)
+        except Exception as exc:
+            # The conductor's reaper ends our old jobs anyway, later.
+            LOG.warning('Could not tell the conductor that the agent '
+                        'started (%s: %s); trying again next cycle',
+                        type(exc).__name__, exc)
+            return False
+        self._announced = True
+        LOG.info('Conductor told of our start: %s', result)
+        # Only now: the conductor has ended the tries of our past life,
+        # and none of this life's can be mistaken for one of them.
+        self.jobs.open()
+        return True
 
     # --- discovery and reports ------------------------------------------
 
@@ -159,7 +204,12 @@ class AgentManager:
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
-    def stop(self):
+    def stop(self, drain_jobs=True):
+        """Stop RPC and discovery; wait for running programming jobs.
+
+        ``drain_jobs=False`` leaves them as a killed agent would: cut off
+        from the conductor (see agent/job_runner.py).
+        """
         if self._server is not None:
             self._server.stop()
             self._server.wait()
@@ -169,12 +219,14 @@ class AgentManager:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        self.jobs.stop(drain=drain_jobs)
         LOG.info('Agent on %s stopped', self.host)
 
     def _loop(self):
         while not self._stopping.is_set():
             self._wake.clear()
             try:
+                self.announce_start()
                 self.report_once()
             except Exception:
                 # NOTE: the loop is the agent; it must outlive any bug.

@@ -7,6 +7,9 @@ API version history:
 
 * 1.0 - request_report(hostname): cast; the agent scans and sends a full
         report at once (after the conductor lost or doubts its rows).
+* 1.1 - program_region(job): cast; run one programming job (the dict of
+        conductor/programming.agent_job) in the background, reporting
+        back with ConductorAPI.job_progress / job_heartbeat.
 
 Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
 method with the same name on agent.manager.AgentManager.
@@ -15,7 +18,7 @@ from cyborg_lite.common import rpc
 
 
 class AgentAPI:
-    RPC_API_VERSION = '1.0'
+    RPC_API_VERSION = '1.1'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
@@ -24,3 +27,7 @@ class AgentAPI:
     def request_report(self, ctxt, hostname):
         cctxt = self.client.prepare(server=hostname, version='1.0')
         cctxt.cast(ctxt, 'request_report')
+
+    def program_region(self, ctxt, hostname, job):
+        cctxt = self.client.prepare(server=hostname, version='1.1')
+        cctxt.cast(ctxt, 'program_region', job=job)

@@ -249,3 +249,16 @@ class ReportConflict(Conflict):
     msg_fmt = ('Report from host %(host)s could not be applied after '
                '%(attempts)d attempts because other writers kept changing '
                'the same rows: %(reason)s')
+
+
+# --- programming flow (helper) --------------------------------------------
+
+class NoBitstreamForFunction(NotFound):
+    msg_fmt = ('No active bitstream visible to this project provides '
+               'function %(function_id)s for region type %(region_type)s.')
+
+
+class AmbiguousFunction(Conflict):
+    msg_fmt = ('Function %(function_id)s for region type %(region_type)s is '
+               'provided by several different bitstreams (%(uuids)s); ask '
+               'for one with accel:bitstream_id.')

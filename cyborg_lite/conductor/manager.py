@@ -2,29 +2,39 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, ...), so this class stays a table of contents.
+(report.py, bind.py, programming_flow.py), so this class stays a table
+of contents.
 """
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import programming_flow
 from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
+
+# What a programming call may refuse with; sent back as the caller's error
+# without a traceback in the conductor's log.
+_PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
+                     exception.Conflict, exception.Forbidden)
 
 
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
-    def __init__(self, host, after_report=None):
+    def __init__(self, host, after_report=None, programming=None):
         self.host = host
         # Called with the hostname after a report changed stored rows
         # (the Placement sync). Its failure never fails the report: the
         # rows are committed and its own retry takes it from there.
         self.after_report = after_report
+        # The same hook follows a succeeded programming job.
+        self.programming = programming or programming_flow.ProgrammingFlow(
+            after_success=after_report)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict)
@@ -44,3 +54,28 @@ class ConductorManager:
 
     def unbind_arqs(self, ctxt, arq_uuids):
         return bind.unbind_arqs(ctxt, arq_uuids)
+
+    # --- programming jobs (1.2), see programming_flow.py ---------------
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def program(self, ctxt, bitstream_uuid, deployable_uuid, force=False):
+        return self.programming.program(ctxt, bitstream_uuid,
+                                        deployable_uuid, force=force)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def cancel_program(self, ctxt, job_uuid):
+        return self.programming.cancel(job_uuid)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def job_progress(self, ctxt, job_uuid, state, error=None,
+                     function_id=None, function_name=None):
+        return self.programming.progress(job_uuid, state, error=error,
+                                         function_id=function_id,
+                                         function_name=function_name)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def job_heartbeat(self, ctxt, job_uuid, hostname):
+        return self.programming.heartbeat(job_uuid, hostname)
+
+    def agent_started(self, ctxt, hostname):
+        return self.programming.agent_started(hostname)

@@ -8,6 +8,7 @@ held by a Bound ARQ unless an admin forces it. RPC stays out of here: the
 conductor manager calls these helpers and sends ``agent_job`` to the host.
 """
 from cyborg_lite.common import exception
+from cyborg_lite.common import naming
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as bitstreams_db
@@ -117,6 +118,57 @@ def agent_job(job, bitstream, deployable, device, region_name):
     }
 
 
+def region_name_of(deployable, device):
+    """The region's name as its driver reported it.
+
+    The report stores deployables as naming.deployable_db_name(host,
+    identity, name), so the driver's name is what follows that prefix.
+    """
+    prefix = naming.device_rp_name(device.hostname, device.identity) + '_'
+    if not deployable.name.startswith(prefix) or \
+            len(deployable.name) == len(prefix):
+        raise exception.Invalid(
+            reason='deployable %s is not named <host>_<identity>_<region> '
+                   'as an agent report names it; it cannot be programmed'
+                   % deployable.name)
+    return deployable.name[len(prefix):]
+
+
+def _iso(value):
+    return value.isoformat() if value is not None else None
+
+
+def job_to_dict(job, deployable_uuid, bitstream_uuid):
+    """What the API and the RPC callers see of a job (plain JSON)."""
+    view = {key: getattr(job, key) for key in (
+        'uuid', 'state', 'hostname', 'attempts', 'max_attempts', 'error',
+        'force')}
+    view.update(deployable_uuid=deployable_uuid,
+                bitstream_uuid=bitstream_uuid)
+    for key in ('created_at', 'updated_at', 'started_at', 'finished_at'):
+        view[key] = _iso(getattr(job, key))
+    return view
+
+
+def cancel_job(job_uuid):
+    """Cancel a queued or downloading job; Conflict with the reason else."""
+    for _try in range(3):
+        try:
+            return jobs_db.cancel(job_uuid)
+        except exception.JobStateConflict:
+            state = jobs_db.get(job_uuid).state
+        # NOTE: a reaper may have requeued it between the two reads.
+        if state not in jobs_db.CANCELLABLE:
+            break
+    if state in ('programming', 'verifying'):
+        raise exception.Conflict(
+            reason='programming job %s is %s: the image may be partly '
+                   'written to the region, and a write cannot be torn off '
+                   'half way; wait for the job to end' % (job_uuid, state))
+    raise exception.Conflict(reason='programming job %s already ended (%s)'
+                             % (job_uuid, state))
+
+
 def record_progress(job_uuid, state, error=None, function_id=None,
                     function_name=None):
     """Apply an agent's report; the same report twice is harmless."""
@@ -166,9 +218,16 @@ def reap_stale_jobs(now=None, heartbeat_timeout=None, job_timeout=None):
                      'try ran over %d s)' % (heartbeat_timeout, job_timeout))
 
 
+# States in which an agent has taken the job; a queued job never started.
+STARTED_STATES = ('downloading', 'programming', 'verifying')
+
+
 def abandon_host_jobs(hostname):
-    """An agent (re)started: the jobs it was running died with it."""
-    rows = jobs_db.list_jobs(hostname=hostname,
-                             states=models.JOB_ACTIVE_STATES)
+    """An agent (re)started: the jobs it was running died with it.
+
+    Queued jobs are left alone: no try began, so none was abandoned; the
+    caller sends them to the new agent.
+    """
+    rows = jobs_db.list_jobs(hostname=hostname, states=STARTED_STATES)
     return _reap_all(rows, 'the agent on %s restarted during the job'
                      % hostname)

@@ -7,6 +7,11 @@ API version history:
         cyborg_lite/conductor/report.py.
 * 1.1 - bind_arqs(bindings), unbind_arqs(arq_uuids): casts; the bind
         workflow of cyborg_lite/conductor/bind.py.
+* 1.2 - program(bitstream_uuid, deployable_uuid, force),
+        cancel_program(job_uuid), job_progress(job_uuid, state, error,
+        function_id, function_name), job_heartbeat(job_uuid, hostname),
+        agent_started(hostname): calls; the programming jobs of
+        cyborg_lite/conductor/programming_flow.py.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -17,15 +22,18 @@ import oslo_messaging as messaging
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
 
-# NOTE: exceptions that may cross RPC as themselves. Over a real transport
-# oslo.messaging hands the caller a RemoteError unless the transport lists
-# our module in allowed_remote_exmods; _translate turns those back.
-_REMOTE_EXCEPTIONS = {cls.__name__: cls for cls in (
-    exception.InvalidReport, exception.ReportConflict)}
+# NOTE: exceptions that may cross RPC as themselves: every domain
+# exception. oslo.messaging hands the caller a RemoteError unless the
+# transport lists our module in allowed_remote_exmods; _translate turns
+# those back (with the message; keyword arguments do not travel).
+_REMOTE_EXCEPTIONS = {
+    name: cls for name, cls in vars(exception).items()
+    if isinstance(cls, type) and
+    issubclass(cls, exception.CyborgLiteException)}
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.2'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -57,6 +65,56 @@ class ConductorAPI:
         """Start unbinding ARQs, freeing their attach handles; a cast."""
         cctxt = self.client.prepare(version='1.1')
         cctxt.cast(ctxt, 'unbind_arqs', arq_uuids=list(arq_uuids))
+
+
+    # --- programming jobs (1.2) ----------------------------------------
+
+    def program(self, ctxt, bitstream_uuid, deployable_uuid, force=False):
+        """Check and queue a programming job, send it to the region's host;
+        returns the job as a dict (uuid, state, deployable_uuid,
+        bitstream_uuid, hostname, attempts, max_attempts, error, force,
+        created_at, updated_at, started_at, finished_at).
+
+        Refusals come back as themselves: BitstreamNotFound and NotFound,
+        Invalid (region type mismatch, not programmable), Conflict
+        (bitstream not active, region held by a Bound ARQ), RegionBusy
+        (another job is active on the region), Forbidden (force without
+        admin). ``force`` (admins only) reprograms a region in use.
+        """
+        return self._call(ctxt, 'program', bitstream_uuid=bitstream_uuid,
+                          deployable_uuid=deployable_uuid, force=force)
+
+    def cancel_program(self, ctxt, job_uuid):
+        """Cancel a queued or downloading job; returns it as a dict.
+
+        Conflict with the reason when it is programming or verifying (a
+        write cannot be torn off) or already ended.
+        """
+        return self._call(ctxt, 'cancel_program', job_uuid=job_uuid)
+
+    def job_progress(self, ctxt, job_uuid, state, error=None,
+                     function_id=None, function_name=None):
+        """An agent's step of a job; Conflict when the job was cancelled or
+        reaped meanwhile (the agent then stops)."""
+        return self._call(ctxt, 'job_progress', job_uuid=job_uuid,
+                          state=state, error=error, function_id=function_id,
+                          function_name=function_name)
+
+    def job_heartbeat(self, ctxt, job_uuid, hostname):
+        """The agent still runs the job; Conflict if it is no longer
+        active on that host."""
+        return self._call(ctxt, 'job_heartbeat', job_uuid=job_uuid,
+                          hostname=hostname)
+
+    def agent_started(self, ctxt, hostname):
+        """An agent (re)started: its unfinished jobs are failed or
+        requeued and its queued jobs sent to it again."""
+        return self._call(ctxt, 'agent_started', hostname=hostname)
+
+    def _call(self, ctxt, method, **kwargs):
+        cctxt = self.client.prepare(version='1.2')
+        with _translate():
+            return cctxt.call(ctxt, method, **kwargs)
 
 
 class _translate:

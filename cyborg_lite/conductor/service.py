@@ -21,6 +21,8 @@ from cyborg_lite.common import rpc
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import placement_sync
+from cyborg_lite.conductor import program_on_bind
+from cyborg_lite.conductor import programming_flow
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -50,9 +52,17 @@ class ConductorService:
         self.add_periodic(bind.reap_stale_binds,
                           interval=conf.arq.reap_interval)
         if manager is None:
+            sync_hook = self._placement_hook()
             manager = conductor_manager.ConductorManager(
-                self.host, after_report=self._placement_hook())
+                self.host, after_report=sync_hook,
+                programming=programming_flow.ProgrammingFlow(
+                    after_success=sync_hook))
         self.manager = manager
+        # Jobs whose agent went silent are failed or sent again.
+        self.add_periodic(manager.programming.reap_and_redispatch,
+                          interval=conf.programming.reap_interval)
+        self._bind_programmer = program_on_bind.BindProgrammer(
+            manager.programming, conf)
 
     def _placement_hook(self):
         """Sync Placement after each report that changed rows, and retry
@@ -75,6 +85,9 @@ class ConductorService:
         self._wake.set()
 
     def start(self):
+        # A bind whose profile asks for a bitstream or function the region
+        # lacks programs it first, through this conductor's jobs.
+        bind.set_program_before_bind(self._bind_programmer)
         self._server = rpc.get_server(rpc.CONDUCTOR_TOPIC, self.host,
                                       [self.manager])
         self._server.start()
@@ -96,6 +109,9 @@ class ConductorService:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        # NOTE: the hook is process-wide; a stopped conductor's must not
+        # outlive it (its RPC clients die with the transport).
+        bind.set_program_before_bind(None)
         LOG.info('Conductor %s stopped', self.host)
 
     def _due(self):

@@ -1,4 +1,15 @@
-"""Options of the [agent] group (cyborg-lite-agent, one per host)."""
+"""Options of the [agent] group (cyborg-lite-agent, one per host), and of
+[image_api], how an agent downloads bitstream images from the API.
+
+[image_api] holds keystoneauth1's standard session, auth and adapter
+options, as [placement] does. For an API with ``auth_strategy = noauth``::
+
+    [agent]
+    image_source = http
+    [image_api]
+    endpoint_override = http://api-host:6666
+"""
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup('agent', title='Agent options',
@@ -33,13 +44,55 @@ OPTS = [
                help='Seconds the agent waits for the conductor to '
                     'acknowledge a report. An unacknowledged report is '
                     'sent again after the next scan.'),
+    cfg.StrOpt('image_source',
+               default='local',
+               choices=[('local', 'Read images from the bitstream store '
+                                  '([bitstreams]store_dir), which this host '
+                                  'must see, as in the all-in-one.'),
+                        ('http', 'Download images from the API, GET '
+                                 '/v2/bitstreams/{uuid}/file, as [image_api] '
+                                 'says.')],
+               help='Where the agent gets the image of a programming job. '
+                    'Either way its sha256 and header are checked before '
+                    'any byte reaches the hardware.'),
 ]
+
+IMAGE_API = cfg.OptGroup('image_api', title='Image download options',
+                         help='How an agent with [agent]image_source = http '
+                              'reaches the cyborg-lite API. endpoint_override '
+                              'is the API URL; without it the service '
+                              'catalog is asked for service_type '
+                              'accelerator.')
+IMAGE_API_SERVICE_TYPE = 'accelerator'
+
+
+def _adapter_opts():
+    opts = ks_loading.get_adapter_conf_options(include_deprecated=False)
+    cfg.set_defaults(opts, service_type=IMAGE_API_SERVICE_TYPE,
+                     valid_interfaces=['internal', 'public'])
+    return opts
 
 
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
+    conf.register_group(IMAGE_API)
+    ks_loading.register_session_conf_options(conf, IMAGE_API.name)
+    ks_loading.register_auth_conf_options(conf, IMAGE_API.name)
+    conf.register_opts(_adapter_opts(), group=IMAGE_API)
+
+
+def _unique(opts):
+    seen = {}
+    for opt in opts:
+        seen.setdefault(opt.dest, opt)
+    return list(seen.values())
 
 
 def list_opts():
-    return [(GROUP, OPTS)]
+    ks_opts = (ks_loading.get_session_conf_options() +
+               ks_loading.get_auth_common_conf_options() +
+               ks_loading.get_auth_plugin_conf_options('password') +
+               ks_loading.get_auth_plugin_conf_options('v3password') +
+               _adapter_opts())
+    return [(GROUP, OPTS), (IMAGE_API, _unique(ks_opts))]

@@ -49,6 +49,29 @@ PROGRAMMING_OPTS = [
                     'the first. A try abandoned by a dead agent is retried '
                     'while tries remain; a try that reported an error is '
                     'not retried.'),
+    cfg.IntOpt('reap_interval',
+               default=30,
+               min=1,
+               help='Seconds between two runs of the stale-job reaper in '
+                    'each conductor: it fails or requeues jobs whose agent '
+                    'went silent, and sends requeued ones to their host '
+                    'again. Any conductor may reap any job.'),
+    cfg.IntOpt('bind_wait_timeout',
+               default=240,
+               min=1,
+               help='Seconds a bind waits for the programming job it '
+                    'started (the profile asked for a bitstream or function '
+                    'the region lacks) to end. On timeout the bind fails; '
+                    'the job itself goes on. Keep it below [arq]'
+                    'bind_timeout, or the bind reaper fails the request '
+                    'first with a less precise reason.'),
+    cfg.FloatOpt('bind_poll_interval',
+                 default=0.5,
+                 min=0.01,
+                 help='Seconds between two reads of the job\'s state while '
+                      'a bind waits for it (any conductor may receive the '
+                      'agent\'s reports, so the database is what is '
+                      'watched).'),
 ]
 
 

@@ -142,20 +142,32 @@ def _values_for(to_state, fields, now):
 
 
 def _apply(s, row, from_states, to_state, fields, expected_version=None):
-    """The conditional UPDATE; the row is refreshed with the result."""
+    """The conditional UPDATE; the row is refreshed with the result.
+
+    Without ``expected_version`` the state condition alone decides: a
+    heartbeat bumps the version at any time, and it must not make an
+    agent's progress report fail as if the job had been taken away.
+    """
     if row.state not in from_states:
         raise exception.JobStateConflict(
             uuid=row.uuid, state=row.state, action='moving to ' + to_state,
             expected=', '.join(from_states))
-    version = row.version if expected_version is None else expected_version
+    query = sa.update(Job).where(Job.id == row.id,
+                                 Job.state.in_(from_states))
+    if expected_version is not None:
+        query = query.where(Job.version == expected_version)
     result = s.execute(
-        sa.update(Job)
-        .where(Job.id == row.id, Job.state.in_(from_states),
-               Job.version == version)
-        .values(version=version + 1,
-                **_values_for(to_state, fields, models.utcnow()))
+        query.values(version=Job.version + 1,
+                     **_values_for(to_state, fields, models.utcnow()))
         .execution_options(synchronize_session=False))
     if result.rowcount != 1:
+        if expected_version is None:
+            # Another writer moved the job between our read and UPDATE.
+            s.refresh(row)
+            raise exception.JobStateConflict(
+                uuid=row.uuid, state=row.state,
+                action='moving to ' + to_state,
+                expected=', '.join(from_states))
         raise exception.StaleObject(kind='Programming job', uuid=row.uuid)
     s.refresh(row)
     return row
@@ -277,3 +289,12 @@ def load_region(deployable_uuid):
             raise exception.NotFound(message='Deployable %s could not be '
                                      'found.' % deployable_uuid)
         return dep, s.get(models.Device, dep.device_id)
+
+
+def load_refs(job_uuid):
+    """(job, bitstream, deployable, device) of a job, read together."""
+    with session.reader() as s:
+        job = _get(s, job_uuid)
+        dep = s.get(models.Deployable, job.deployable_id)
+        return (job, s.get(models.Bitstream, job.bitstream_id), dep,
+                s.get(models.Device, dep.device_id))

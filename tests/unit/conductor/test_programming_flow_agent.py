@@ -1,0 +1,188 @@
+"""The agent's side of a job without RPC: JobRunner + image fetchers +
+the FAKE driver (the hardware edge), reporting to the real conductor
+manager; images come from the store or from a tiny local HTTP server."""
+import hashlib
+import http.server
+import threading
+
+import oslo_messaging as messaging
+import pytest
+
+from cyborg_lite.agent import image_fetch
+from cyborg_lite.agent import job_runner
+from cyborg_lite.common import context
+from cyborg_lite.common import image_store
+from cyborg_lite.common import naming
+from cyborg_lite.conductor import manager as conductor_manager
+from cyborg_lite.conductor import programming_flow
+from cyborg_lite.db import bitstreams as bitstreams_db
+from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.drivers import fake
+from tests.functional import programming_env as pe
+from tests.unit.conductor import programming_flow_helpers as h
+
+IMAGE = pe.new_image()
+
+
+class DirectConductor:
+    """ConductorAPI without the transport: the manager's methods, and its
+    expected exceptions raised as themselves, as the RPC client does."""
+
+    def __init__(self, manager):
+        self.manager = manager
+
+    def __getattr__(self, name):
+        method = getattr(self.manager, name)
+
+        def call(ctxt, *args, **kwargs):
+            try:
+                return method(ctxt, *args, **kwargs)
+            except messaging.ExpectedException as exc:
+                raise exc.exc_info[1]
+        return call
+
+
+@pytest.fixture
+def setup(db, conf, tmp_path):
+    """A region as the fake driver reports it, a bitstream, a flow whose
+    casts land in a JobRunner with the fake driver."""
+    pe.configure(conf, tmp_path, program_delay=0)
+    driver = fake.FakeDriver(conf)
+    driver.name = 'fake'
+    [record] = driver.discover()
+    region = h.add_region(name=naming.deployable_db_name(
+        h.HOST, record.identity, 'region0'))
+    bitstream = bitstreams_db.create(dict(
+        name='nlb', format='gbs', region_type=pe.REGION_TYPE,
+        function_id=pe.NEW_FUNCTION, visibility='public'))
+    sha256, size = image_store.ImageStore().save_stream([IMAGE])
+    bitstreams_db.set_uploaded(bitstream.uuid, sha256, size)
+    flow = programming_flow.ProgrammingFlow(agent_api=_Cast())
+    conductor = DirectConductor(conductor_manager.ConductorManager(
+        'cond', programming=flow))
+
+    def runner(fetch_image, drivers=(driver,)):
+        flow.agent_api.runner = job_runner.JobRunner(
+            h.HOST, drivers, conductor, fetch_image,
+            tmp_dir=str(tmp_path / 'agent-tmp'))
+        flow.agent_api.runner.open()
+        return flow.agent_api.runner
+
+    def program():
+        job = flow.program(context.get_admin_context(), bitstream.uuid,
+                           region.uuid)
+        return pe.wait_for(lambda: jobs_db.get(job['uuid']).state in
+                           jobs_db.TERMINAL and jobs_db.get(job['uuid']))
+    return runner, program, driver, bitstream
+
+
+class _Cast:
+    runner = None
+
+    def program_region(self, ctxt, hostname, job):
+        self.runner.submit(job)
+
+
+class _Images(http.server.BaseHTTPRequestHandler):
+    files = {}
+
+    def do_GET(self):
+        body = self.files.get(self.path)
+        if body is None:
+            self.send_error(404, 'no such bitstream')
+            return
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/octet-stream')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def image_api(conf):
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Images)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    conf.set_override('image_source', 'http', group='agent')
+    conf.set_override('endpoint_override', 'http://127.0.0.1:%d'
+                      % server.server_port, group='image_api')
+    yield _Images.files
+    _Images.files.clear()
+    server.shutdown()
+    thread.join()
+
+
+def test_local_store_image_programs_the_region(setup, conf):
+    runner, program, driver, _bitstream = setup
+    runner(image_fetch.make_fetcher(conf))
+    assert program().state == 'succeeded'
+    assert driver.loaded_function(pe.CARD, 'region0') == pe.NEW_FUNCTION
+
+
+def test_http_image_programs_the_region(setup, conf, image_api):
+    runner, program, driver, bitstream = setup
+    image_api['/v2/bitstreams/%s/file' % bitstream.uuid] = IMAGE
+    fetcher = image_fetch.make_fetcher(conf)
+    assert isinstance(fetcher, image_fetch.HttpImages)
+    runner(fetcher)
+    assert program().state == 'succeeded'
+    assert driver.loaded_function(pe.CARD, 'region0') == pe.NEW_FUNCTION
+
+
+def test_http_error_fails_the_job(setup, conf, image_api):
+    runner, program, driver, _bitstream = setup
+    runner(image_fetch.make_fetcher(conf))
+    done = program()
+    assert done.state == 'failed' and 'HTTP 404' in done.error
+    assert driver.loaded_function(pe.CARD, 'region0') == pe.OLD_FUNCTION
+
+
+def test_missing_local_image_fails_the_job(setup, conf):
+    runner, program, _driver, _bitstream = setup
+    image_store.ImageStore().delete(hashlib.sha256(IMAGE).hexdigest())
+    runner(image_fetch.make_fetcher(conf))
+    done = program()
+    assert done.state == 'failed' and 'No stored image' in done.error
+
+
+def test_job_for_a_driver_not_loaded_fails_clearly(setup, conf):
+    runner, program, _driver, _bitstream = setup
+    runner(image_fetch.make_fetcher(conf), drivers=())
+    done = program()
+    assert done.state == 'failed'
+    assert "no loaded driver named 'fake'" in done.error
+
+
+def test_runner_holds_jobs_until_open_and_runs_one_per_region(conf, tmp_path):
+    gate = threading.Event()
+    seen = []
+
+    def fetch(bitstream):
+        seen.append(bitstream['uuid'])
+        gate.wait(10)
+        return [b'']
+
+    reports = []
+
+    class Conductor:
+        def job_progress(self, ctxt, job_uuid, state, **kwargs):
+            reports.append((job_uuid, state))
+
+    driver = fake.FakeDriver(conf)
+    driver.name = 'fake'
+    runner = job_runner.JobRunner(h.HOST, [driver], Conductor(), fetch)
+    job = {'uuid': 'j1', 'driver': 'fake', 'identity': pe.CARD,
+           'region_name': 'region0', 'bitstream': {'uuid': 'b1'}}
+    assert runner.submit(job) is False and runner.running() == {}
+    runner.open()
+    assert pe.wait_for(lambda: seen == ['b1'])
+    # The same region again (a resend while the first try runs): ignored.
+    assert runner.submit(dict(job, uuid='j2')) is False
+    assert runner.running() == {(pe.CARD, 'region0'): 'j1'}
+    gate.set()
+    runner.stop()
+    assert runner.running() == {}
+    assert [r[0] for r in reports] == ['j1', 'j1']  # downloading, failed

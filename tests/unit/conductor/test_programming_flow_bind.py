@@ -1,0 +1,113 @@
+"""Program-on-bind: which bitstream a function means, and how a bind
+waits for its job (the agent answers through the conductor's flow)."""
+import pytest
+
+from cyborg_lite.common import context
+from cyborg_lite.common import exception
+from cyborg_lite.conductor import program_on_bind
+from cyborg_lite.db import bitstreams as bitstreams_db
+from cyborg_lite.db import programming_jobs as jobs_db
+from tests.unit.conductor import bind_helpers
+from tests.unit.conductor import programming_flow_helpers as h
+
+NEW = 'ab' * 16
+NEW_DASHED = 'abababab-abab-abab-abab-abababababab'
+
+
+def _bitstream(sha='1', **values):
+    fields = dict(function_id=NEW, visibility='public', project_id='p1')
+    fields.update(values)
+    bitstream = h.add_bitstream(uploaded=False, **fields)
+    return bitstreams_db.set_uploaded(bitstream.uuid, sha * 64, 10)
+
+
+def test_function_resolves_to_the_one_fitting_bitstream(db):
+    region = h.add_region()
+    _bitstream(sha='2', region_type='0' * 32)  # another region type
+    _bitstream(sha='3', function_id='cd' * 16)  # another function
+    wanted = _bitstream(sha='1')
+    assert program_on_bind.resolve_function(NEW_DASHED.upper(),
+                                            region) == wanted.uuid
+
+
+def test_same_bytes_twice_is_not_ambiguous(db):
+    region = h.add_region()
+    first = _bitstream(sha='1')
+    _bitstream(sha='1')
+    assert program_on_bind.resolve_function(NEW, region) == first.uuid
+
+
+def test_no_or_several_bitstreams_refused_clearly(db):
+    region = h.add_region()
+    with pytest.raises(exception.NoBitstreamForFunction, match=NEW):
+        program_on_bind.resolve_function(NEW, region)
+    one, two = _bitstream(sha='1'), _bitstream(sha='2')
+    with pytest.raises(exception.AmbiguousFunction) as info:
+        program_on_bind.resolve_function(NEW, region)
+    assert one.uuid in str(info.value) and two.uuid in str(info.value)
+
+
+def test_private_bitstream_of_another_project_is_not_used(db):
+    region = h.add_region()
+    _bitstream(visibility='private', project_id='p1')
+    with pytest.raises(exception.NoBitstreamForFunction):
+        program_on_bind.resolve_function(NEW, region, project_id='p2')
+    with pytest.raises(exception.NoBitstreamForFunction):
+        program_on_bind.resolve_function(NEW, region)
+    assert program_on_bind.resolve_function(NEW, region, project_id='p1')
+    assert program_on_bind.resolve_function(NEW, region, is_admin=True)
+
+
+def _programmer(conf, on_job=None, timeout=5):
+    conf.set_override('bind_wait_timeout', timeout, group='programming')
+    conf.set_override('bind_poll_interval', 0.01, group='programming')
+    flow, agents = h.make_flow(on_job=on_job)
+    return program_on_bind.BindProgrammer(flow, conf), flow, agents
+
+
+def test_bind_waits_for_the_job_and_links_it_to_the_arq(db, conf):
+    region, arq_uuid = h.add_region(), bind_helpers.make_arq()
+    bitstream = _bitstream()
+
+    def agent(job):
+        h.walk(flow, job['uuid'])
+        flow.progress(job['uuid'], 'succeeded', function_id=NEW)
+    programmer, flow, agents = _programmer(conf, agent)
+    programmer(context.get_admin_context(), arq_uuid=arq_uuid,
+               deployable_uuid=region.uuid, function_id=NEW_DASHED)
+    [job] = jobs_db.list_jobs()
+    assert job.state == 'succeeded'
+    assert job.arq_id == bind_helpers.get_arq(arq_uuid).id
+    assert agents.sent[0][1]['bitstream']['uuid'] == bitstream.uuid
+
+
+def test_failed_job_raises_its_error(db, conf):
+    region, arq_uuid = h.add_region(), bind_helpers.make_arq()
+    bitstream = _bitstream()
+
+    def agent(job):
+        flow.progress(job['uuid'], 'failed', error='fpga write error')
+    programmer, flow, _agents = _programmer(conf, agent)
+    with pytest.raises(exception.ProgrammingError,
+                       match='failed: fpga write error'):
+        programmer(None, arq_uuid=arq_uuid, deployable_uuid=region.uuid,
+                   bitstream_id=bitstream.uuid)
+
+
+def test_job_that_does_not_end_in_time_fails_the_wait(db, conf):
+    region, arq_uuid = h.add_region(), bind_helpers.make_arq()
+    programmer, _flow, _agents = _programmer(conf, timeout=1)
+    with pytest.raises(exception.ProgrammingError,
+                       match='did not end within 1 s'):
+        programmer(None, arq_uuid=arq_uuid, deployable_uuid=region.uuid,
+                   bitstream_id=_bitstream().uuid)
+    # The job itself goes on; the reaper or its agent ends it.
+    assert jobs_db.list_jobs()[0].state == 'queued'
+
+
+def test_unknown_arq_refused(db, conf):
+    programmer, _flow, agents = _programmer(conf)
+    with pytest.raises(exception.ARQNotFound):
+        programmer(None, arq_uuid='nope', deployable_uuid='x',
+                   bitstream_id='y')
+    assert agents.sent == []
