@@ -18,6 +18,8 @@ import collections
 import microversion_parse
 from oslo_log import log
 
+from cyborg_lite.common import exception
+
 LOG = log.getLogger(__name__)
 
 SERVICE_TYPE = 'accelerator'
@@ -32,6 +34,8 @@ VERSIONS = [
     '2.1',  # ARQs show project_id; admins may PATCH /project_id.
     '2.2',  # GET /device_profiles/{name}: a profile by name.
     '2.3',  # Devices show status (enabled / maintaining).
+    '2.4',  # cyborg_lite's own routes: /v2/bitstreams, /v2/programs,
+            # /v2/resource_provider_trees.
 ]
 
 
@@ -107,6 +111,21 @@ def negotiate(headers):
 def of(req):
     """The negotiated Version of a webob request."""
     return req.environ.get(ENVIRON_KEY, min_version())
+
+
+def require(req, version, what):
+    """Raise NotFound unless the request's version is ``version`` or later.
+
+    A route newer than the asked version does not exist for that client,
+    as Placement answers; the message says which version adds it, so the
+    404 is not mistaken for a missing object.
+    """
+    if not of(req).matches(version):
+        raise exception.NotFound(
+            message='%s needs API version %s or later (send '
+                    '"%s: %s %s"); this request is version %s.'
+                    % (what, version, HEADER, SERVICE_TYPE, version,
+                       of(req)))
 
 
 def response_headers(version):

@@ -1,4 +1,6 @@
 """The API's own WSGI middleware; deploy.py says in which order they run."""
+import re
+
 from keystonemiddleware import auth_token
 import webob
 
@@ -9,6 +11,11 @@ from cyborg_lite.common import exception
 # Version documents are read before a client has a token (keystoneauth's
 # discovery does so), as Cyborg's public_api_routes allow.
 PUBLIC_PATHS = ('/', '/v2', '/v2/')
+
+# (method, path) of routes whose body is an image streamed to disk, not a
+# document parsed in memory: their handler enforces its own, larger limit
+# ([bitstreams]max_size_mb) while it streams (controllers/bitstream_file).
+STREAMED_UPLOADS = (('PUT', re.compile(r'^(/v2)?/bitstreams/[^/]+/file/?$')),)
 
 
 class _LimitedInput:
@@ -50,7 +57,16 @@ class BodySizeLimit:
                  % self.limit)
         return resp(environ, start_response)
 
+    @staticmethod
+    def _streamed(environ):
+        method = environ.get('REQUEST_METHOD', '')
+        path = environ.get('PATH_INFO', '')
+        return any(method == m and regex.match(path)
+                   for m, regex in STREAMED_UPLOADS)
+
     def __call__(self, environ, start_response):
+        if self._streamed(environ):
+            return self.app(environ, start_response)
         try:
             length = int(environ.get('CONTENT_LENGTH') or 0)
         except ValueError:

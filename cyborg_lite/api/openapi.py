@@ -16,15 +16,26 @@ from cyborg_lite.api.controllers import root
 from cyborg_lite.api import microversion
 from cyborg_lite.api.schemas import accelerator_requests as arq_s
 from cyborg_lite.api.schemas import attributes as attr_s
+from cyborg_lite.api.schemas import bitstreams as bs_s
 from cyborg_lite.api.schemas import deployables as dep_s
 from cyborg_lite.api.schemas import device_profiles as dp_s
 from cyborg_lite.api.schemas import devices as dev_s
+from cyborg_lite.api.schemas import programs as prog_s
 
-Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors'])
+Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors',
+                                   'media', 'empty'])
+JSON = 'application/json'
+OCTETS = 'application/octet-stream'
 
 
-def _op(summary, ok=200, query=None, body=None, errors=()):
-    return Op(summary, ok, query, body, tuple(errors))
+def _op(summary, ok=200, query=None, body=None, errors=(), media=JSON,
+        empty=None):
+    """``media``: the type of the request body and of the success body
+    (the bitstream file routes carry raw bytes). ``empty``: the success
+    has no body (by default a 202 or 204)."""
+    if empty is None:
+        empty = ok in (202, 204)
+    return Op(summary, ok, query, body, tuple(errors), media, empty)
 
 
 _PATCH_ERR = (400, 403, 404, 406, 409)
@@ -81,6 +92,38 @@ OPERATIONS = {
         body=arq_s.PATCH, errors=_PATCH_ERR),
     ('/v2/accelerator_requests/{uuid}', 'DELETE'): _op(
         'Delete one ARQ.', ok=204, errors=(403, 404, 409)),
+    # From 2.4; older versions get 404 for these routes.
+    ('/v2/bitstreams', 'GET'): _op(
+        'List bitstreams (2.4).', query=bs_s.LIST_QUERY,
+        errors=(400, 403, 404)),
+    ('/v2/bitstreams', 'POST'): _op(
+        'Create bitstream metadata, status queued (2.4).', ok=201,
+        body=bs_s.CREATE, errors=(400, 403, 404)),
+    ('/v2/bitstreams/{uuid}', 'GET'): _op('Show a bitstream (2.4).',
+                                          errors=(403, 404)),
+    ('/v2/bitstreams/{uuid}', 'DELETE'): _op(
+        'Delete a bitstream; 409 while jobs refer to it (2.4).', ok=204,
+        errors=(403, 404, 409)),
+    ('/v2/bitstreams/{uuid}/file', 'PUT'): _op(
+        'Upload the image, streamed; header and sha256 checked (2.4).',
+        ok=204, body=bs_s.IMAGE, media=OCTETS,
+        errors=(400, 403, 404, 409, 411, 415)),
+    ('/v2/bitstreams/{uuid}/file', 'GET'): _op(
+        'Download the image (2.4).', media=OCTETS, errors=(403, 404, 409)),
+    ('/v2/programs', 'GET'): _op(
+        'List programming jobs (2.4).', query=prog_s.LIST_QUERY,
+        errors=(400, 403, 404)),
+    ('/v2/programs', 'POST'): _op(
+        'Program a region with a bitstream: a queued job (2.4).', ok=202,
+        body=prog_s.CREATE, errors=(400, 403, 404, 409, 503), empty=False),
+    ('/v2/programs/{uuid}', 'GET'): _op('Show a programming job (2.4).',
+                                        errors=(403, 404)),
+    ('/v2/programs/{uuid}/cancel', 'POST'): _op(
+        'Cancel a job not yet writing the region (2.4).',
+        errors=(403, 404, 409, 503)),
+    ('/v2/resource_provider_trees/{hostname}', 'GET'): _op(
+        "A host's provider tree as the conductor pushes it to Placement "
+        '(admin, 2.4).', errors=(400, 403, 404)),
 }
 
 _ERROR = {'description': "Cyborg's error body: error_message is a JSON "
@@ -110,14 +153,16 @@ def _parameters(path, query):
 def _operation(path, op):
     body = {'summary': op.summary, 'parameters': _parameters(path, op.query),
             'responses': {str(op.ok): {'description': 'Success.'}}}
-    if op.ok not in (202, 204):
+    if not op.empty:
+        schema = {'type': 'object'} if op.media == JSON else {
+            'type': 'string', 'format': 'binary'}
         body['responses'][str(op.ok)]['content'] = {
-            'application/json': {'schema': {'type': 'object'}}}
+            op.media: {'schema': schema}}
     for status in op.errors + (406, 413):
         body['responses'][str(status)] = _ERROR
     if op.body is not None:
         body['requestBody'] = {'required': True, 'content': {
-            'application/json': {'schema': op.body}}}
+            op.media: {'schema': op.body}}}
     return body
 
 

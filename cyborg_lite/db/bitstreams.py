@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.db import models
+from cyborg_lite.db import pagination
 from cyborg_lite.db import session
 
 # Columns a caller may set on create; uuid, status, timestamps are ours.
@@ -18,6 +19,10 @@ CREATE_FIELDS = ('name', 'version', 'vendor', 'format', 'region_type',
 # Columns an upload may fill from the image header once it is stored.
 UPLOAD_FIELDS = ('format', 'region_type', 'function_id', 'function_name')
 UPLOADABLE_STATUSES = ('queued', 'saving')
+# What the API lists by and sorts on (sort keys must be NOT NULL).
+FILTERS = ('region_type', 'function_id', 'vendor', 'format', 'visibility',
+           'status', 'name')
+SORT_KEYS = ('created_at', 'uuid', 'name', 'format', 'status')
 
 
 def _check_choice(field, value, choices):
@@ -99,6 +104,40 @@ def list_bitstreams(region_type=None, function_id=None, vendor=None,
         query = query.where(visible_to(visible_to_project))
     with session.reader() as s:
         return list(s.scalars(query))
+
+
+def _seen_by(stmt, viewer):
+    """``stmt`` limited to what ``viewer`` (pagination.ALL, a project id,
+    or None for a caller without a project) may see."""
+    if viewer is pagination.ALL:
+        return stmt
+    if viewer is None:
+        # NOTE: not visible_to(None): "project_id = NULL" would show a
+        # projectless caller every projectless private bitstream.
+        return stmt.where(models.Bitstream.visibility == 'public')
+    return stmt.where(visible_to(viewer))
+
+
+def page_bitstreams(viewer, filters=None, **page):
+    """One page of the bitstreams ``viewer`` may see (for the API)."""
+    stmt = sa.select(models.Bitstream)
+    stmt = pagination.apply_filters(stmt, models.Bitstream, FILTERS, filters)
+    with session.reader() as s:
+        rows = pagination.paginate(s, _seen_by(stmt, viewer),
+                                   models.Bitstream, **page)
+    return [row[0] for row in rows]
+
+
+def get_visible(viewer, bitstream_uuid):
+    """The bitstream if ``viewer`` may see it, else BitstreamNotFound
+    (another project's private bitstream is not shown to exist)."""
+    stmt = _seen_by(sa.select(models.Bitstream).where(
+        models.Bitstream.uuid == bitstream_uuid), viewer)
+    with session.reader() as s:
+        row = s.scalars(stmt).one_or_none()
+    if row is None:
+        raise exception.BitstreamNotFound(uuid=bitstream_uuid)
+    return row
 
 
 def set_status(bitstream_uuid, from_statuses, status):

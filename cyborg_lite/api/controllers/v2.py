@@ -5,13 +5,18 @@ a handler being ``handler(req, **path_params) -> webob.Response``.
 """
 from cyborg_lite.api.controllers import accelerator_requests
 from cyborg_lite.api.controllers import attributes
+from cyborg_lite.api.controllers import bitstream_file
+from cyborg_lite.api.controllers import bitstreams
 from cyborg_lite.api.controllers import deployables
 from cyborg_lite.api.controllers import device_profiles
 from cyborg_lite.api.controllers import devices
+from cyborg_lite.api.controllers import programs
+from cyborg_lite.api.controllers import provider_trees
 from cyborg_lite.api import utils
 
 RESOURCES = [devices, deployables, attributes, device_profiles,
-             accelerator_requests]
+             accelerator_requests, bitstreams, bitstream_file, programs,
+             provider_trees]
 
 
 def routes(version_document):

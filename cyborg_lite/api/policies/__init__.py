@@ -9,9 +9,12 @@ import itertools
 from cyborg_lite.api.policies import accelerator_requests
 from cyborg_lite.api.policies import attributes
 from cyborg_lite.api.policies import base
+from cyborg_lite.api.policies import bitstreams
 from cyborg_lite.api.policies import deployables
 from cyborg_lite.api.policies import device_profiles
 from cyborg_lite.api.policies import devices
+from cyborg_lite.api.policies import programs
+from cyborg_lite.api.policies import provider_trees
 
 
 def list_rules():
@@ -22,4 +25,7 @@ def list_rules():
         attributes.list_rules(),
         device_profiles.list_rules(),
         accelerator_requests.list_rules(),
+        bitstreams.list_rules(),
+        programs.list_rules(),
+        provider_trees.list_rules(),
     ))

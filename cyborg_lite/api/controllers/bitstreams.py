@@ -1,0 +1,119 @@
+"""/v2/bitstreams: metadata of FPGA images (from microversion 2.4).
+
+Glance-like, in two steps: POST the metadata (status ``queued``), then PUT
+the bytes to /v2/bitstreams/{uuid}/file (bitstream_file.py), which makes
+it ``active``. A bitstream belongs to its creator's project; private ones
+are seen by that project and admins, public ones (created by admins) by
+everyone.
+"""
+from cyborg_lite.api import microversion
+from cyborg_lite.api.policies import bitstreams as policies
+from cyborg_lite.api.schemas import bitstreams as schemas
+from cyborg_lite.api import utils
+from cyborg_lite.common import bitstream_formats
+from cyborg_lite.common import exception
+from cyborg_lite.common import image_store
+from cyborg_lite.db import bitstreams as db
+
+MIN_VERSION = '2.4'
+_FIELDS = ('uuid', 'name', 'version', 'vendor', 'format', 'region_type',
+           'function_id', 'function_name', 'local_memory_mb', 'sha256',
+           'size', 'status', 'visibility', 'project_id')
+# Ids are stored and compared in one canonical form (see normalise_id).
+_IDS = ('region_type', 'function_id')
+
+
+def require_version(req):
+    microversion.require(req, MIN_VERSION, '/v2/bitstreams')
+
+
+def view(req, bitstream):
+    body = {key: getattr(bitstream, key) for key in _FIELDS}
+    body['links'] = utils.link(req, 'bitstreams', bitstream.uuid) + [{
+        'href': '%s/v2/bitstreams/%s/file' % (utils.base_url(req),
+                                              bitstream.uuid),
+        'rel': 'file'}]
+    body.update(utils.timestamps(bitstream))
+    return body
+
+
+def find_visible(req, uuid):
+    """The bitstream if the caller may see it; 404 otherwise (another
+    project's private bitstream is not shown to exist)."""
+    utils.require_uuid(uuid, exception.BitstreamNotFound(uuid=uuid))
+    return db.get_visible(utils.visible_to(req), uuid)
+
+
+def _normalised(body):
+    values = dict(body)
+    for field in _IDS:
+        if field in values:
+            values[field] = bitstream_formats.normalise_id(values[field],
+                                                           field)
+    if 'sha256' in values:
+        values['sha256'] = values['sha256'].lower()
+    return values
+
+
+def create_bitstream(req):
+    require_version(req)
+    utils.authorize(req, policies.CREATE)
+    body = utils.json_body(req, schemas.CREATE)
+    if body.get('visibility') == 'public':
+        utils.authorize(req, policies.PUBLICIZE)
+    values = _normalised(body)
+    values['project_id'] = utils.context(req).project_id
+    bitstream = db.create(values)
+    resp = utils.response(view(req, bitstream), status=201)
+    resp.location = utils.link(req, 'bitstreams', bitstream.uuid)[0]['href']
+    return resp
+
+
+def _filters(params):
+    filters = {k: params[k] for k in db.FILTERS if k in params}
+    for field in _IDS:
+        if field in filters:
+            filters[field] = bitstream_formats.normalise_id(filters[field],
+                                                            field)
+    return filters
+
+
+def list_bitstreams(req):
+    require_version(req)
+    utils.authorize(req, policies.GET_ALL)
+    params = utils.query(req, schemas.LIST_QUERY)
+    page = utils.page(params)
+    rows = db.page_bitstreams(utils.visible_to(req), _filters(params),
+                              **page)
+    return utils.response(utils.collection(
+        'bitstreams', [view(req, b) for b in rows], req, 'bitstreams',
+        page['limit']))
+
+
+def show_bitstream(req, uuid):
+    require_version(req)
+    utils.authorize(req, policies.GET_ONE)
+    return utils.response(view(req, find_visible(req, uuid)))
+
+
+def delete_bitstream(req, uuid):
+    """204; 409 while programming jobs refer to it. The stored bytes go
+    too unless another bitstream has the same sha256 (same content)."""
+    require_version(req)
+    utils.authorize(req, policies.DELETE)
+    bitstream = find_visible(req, uuid)
+    # NOTE: the target is the bitstream: a member may see a public one
+    # but delete only its own project's.
+    utils.authorize(req, policies.DELETE,
+                    {'project_id': bitstream.project_id})
+    deleted = db.delete(uuid)
+    if deleted.sha256 and not db.sha256_in_use(deleted.sha256):
+        image_store.ImageStore().delete(deleted.sha256)
+    return utils.response(status=204)
+
+
+ROUTES = {
+    '/bitstreams': {'GET': list_bitstreams, 'POST': create_bitstream},
+    '/bitstreams/{uuid}': {'GET': show_bitstream,
+                           'DELETE': delete_bitstream},
+}

@@ -1,0 +1,102 @@
+"""/v2/programs: programming jobs, "load bitstream B into region D" (2.4).
+
+Creating and cancelling a job go to the conductor (ConductorAPI.program,
+cancel_program), which checks, before any byte reaches hardware, that the
+bitstream is active and visible to the caller, that its region type is
+the region's, that no Bound ARQ holds the region (unless an admin
+forces), and that the region has no other active job; its refusals come
+back as 400/403/404/409. No conductor answering is a 503. Reads come from
+the database (db/programs.py).
+
+Cancelling is ``POST /v2/programs/{uuid}/cancel``, not DELETE: the job is
+not deleted (it stays, ``cancelled``, as the record of what was asked),
+and OpenStack APIs spell such state changes as a POST to an action.
+"""
+from cyborg_lite.api import microversion
+from cyborg_lite.api.policies import programs as policies
+from cyborg_lite.api.schemas import programs as schemas
+from cyborg_lite.api import utils
+from cyborg_lite.common import exception
+from cyborg_lite.db import pagination
+from cyborg_lite.db import programs as db
+
+MIN_VERSION = '2.4'
+_FIELDS = ('uuid', 'state', 'hostname', 'attempts', 'max_attempts',
+           'error', 'force', 'project_id')
+_TIMES = ('created_at', 'updated_at', 'started_at', 'finished_at')
+_FILTERS = ('deployable_uuid', 'bitstream_uuid', 'state', 'hostname')
+
+
+def _require_version(req):
+    microversion.require(req, MIN_VERSION, '/v2/programs')
+
+
+def view(req, job, deployable_uuid, bitstream_uuid):
+    body = {key: getattr(job, key) for key in _FIELDS}
+    body.update({key: utils.timestamp(getattr(job, key)) for key in _TIMES})
+    body.update(deployable_uuid=deployable_uuid,
+                bitstream_uuid=bitstream_uuid,
+                links=utils.link(req, 'programs', job.uuid))
+    return body
+
+
+def _find(req, uuid):
+    """(job, deployable uuid, bitstream uuid) if the caller may see it."""
+    utils.require_uuid(uuid, exception.ProgrammingJobNotFound(uuid=uuid))
+    return db.get_job(utils.visible_to(req), uuid)
+
+
+def create_program(req):
+    """202: the job is queued; poll GET /v2/programs/{uuid} for its end."""
+    _require_version(req)
+    utils.authorize(req, policies.CREATE)
+    body = utils.json_body(req, schemas.CREATE)
+    force = body.get('force', False)
+    if force:
+        utils.authorize(req, policies.FORCE)
+    job = utils.conductor(req).program(
+        utils.context(req), body['bitstream_uuid'], body['deployable_uuid'],
+        force=force)
+    # NOTE: shown as reads show it (the conductor's dict has other time
+    # formats); the job may have moved on already, which is the truth.
+    resp = utils.response(view(req, *db.get_job(pagination.ALL,
+                                                job['uuid'])), status=202)
+    resp.location = utils.link(req, 'programs', job['uuid'])[0]['href']
+    return resp
+
+
+def list_programs(req):
+    _require_version(req)
+    utils.authorize(req, policies.GET_ALL)
+    params = utils.query(req, schemas.LIST_QUERY)
+    page = utils.page(params)
+    rows = db.list_jobs(utils.visible_to(req),
+                        {k: params[k] for k in _FILTERS if k in params},
+                        **page)
+    return utils.response(utils.collection(
+        'programs', [view(req, *row) for row in rows], req, 'programs',
+        page['limit']))
+
+
+def show_program(req, uuid):
+    _require_version(req)
+    utils.authorize(req, policies.GET_ONE)
+    return utils.response(view(req, *_find(req, uuid)))
+
+
+def cancel_program(req, uuid):
+    """200 with the cancelled job; 409 once it may be writing the region
+    (a write cannot be torn off half way) or has ended."""
+    _require_version(req)
+    utils.authorize(req, policies.CANCEL)
+    job = _find(req, uuid)[0]
+    utils.authorize(req, policies.CANCEL, {'project_id': job.project_id})
+    utils.conductor(req).cancel_program(utils.context(req), uuid)
+    return utils.response(view(req, *_find(req, uuid)))
+
+
+ROUTES = {
+    '/programs': {'GET': list_programs, 'POST': create_program},
+    '/programs/{uuid}': {'GET': show_program},
+    '/programs/{uuid}/cancel': {'POST': cancel_program},
+}

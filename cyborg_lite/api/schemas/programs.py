@@ -1,0 +1,22 @@
+"""Bodies and query strings of /v2/programs (programming jobs)."""
+from cyborg_lite.api.schemas import common
+from cyborg_lite.db import models
+from cyborg_lite.db import programs as db_programs
+
+CREATE = {
+    'type': 'object',
+    'properties': {
+        'deployable_uuid': common.UUID,
+        'bitstream_uuid': common.UUID,
+        'force': {'type': 'boolean'},
+    },
+    'required': ['deployable_uuid', 'bitstream_uuid'],
+    'additionalProperties': False,
+}
+
+LIST_QUERY = common.list_query(db_programs.SORT_KEYS, {
+    'deployable_uuid': common.UUID,
+    'bitstream_uuid': common.UUID,
+    'state': {'type': 'string', 'enum': list(models.JOB_STATES)},
+    'hostname': {'type': 'string', 'maxLength': 255},
+})
