@@ -9,9 +9,27 @@ and a second class under the same name would shadow one of theirs
 must list exactly OSC_COMMANDS; a unit test checks that.
 """
 from cyborg_lite.cli import accelerator_requests as arqs
+from cyborg_lite.cli import bitstreams
 from cyborg_lite.cli import deployables
 from cyborg_lite.cli import device_profiles
 from cyborg_lite.cli import devices
+from cyborg_lite.cli import programs
+from cyborg_lite.cli import provider_trees
+
+# Names as `openstack accelerator <name>`: resources of API 2.4 that
+# neither python-openstackclient nor python-cyborgclient has.
+OSC_COMMANDS = {
+    'bitstream create': bitstreams.CreateBitstream,
+    'bitstream list': bitstreams.ListBitstream,
+    'bitstream show': bitstreams.ShowBitstream,
+    'bitstream download': bitstreams.DownloadBitstream,
+    'bitstream delete': bitstreams.DeleteBitstream,
+    'program create': programs.CreateProgram,
+    'program list': programs.ListProgram,
+    'program show': programs.ShowProgram,
+    'program cancel': programs.CancelProgram,
+    'resource-provider tree': provider_trees.ShowResourceProviderTree,
+}
 
 COMMANDS = {
     'device list': devices.ListDevice,
@@ -29,7 +47,4 @@ COMMANDS = {
     'arq unbind': arqs.UnbindArq,
     'arq delete': arqs.DeleteArq,
 }
-
-# Names as `openstack accelerator <name>`; the bitstream, program and
-# resource-provider tree commands go here when their API exists.
-OSC_COMMANDS = {}
+COMMANDS.update(OSC_COMMANDS)

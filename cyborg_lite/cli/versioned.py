@@ -1,0 +1,67 @@
+"""Commands of resources newer than the default microversion.
+
+Every request sends ``--os-accelerator-api-version`` (2.3 by default, what
+Cyborg and python-cyborgclient speak), but /v2/bitstreams, /v2/programs
+and /v2/resource_provider_trees exist from 2.4 only. Their commands send
+the larger of the two versions; the other commands keep working against a
+stock Cyborg.
+"""
+from cyborg_lite.cli import base
+from cyborg_lite.cli import client as cl_client
+
+
+def _parse(version):
+    major, _, minor = str(version).partition('.')
+    return int(major), int(minor or 0)
+
+
+def at_least(current, wanted):
+    """``current`` unless it is older than ``wanted`` (``latest`` and
+    unparsable values are the user's choice and kept)."""
+    try:
+        return wanted if _parse(current) < _parse(wanted) else current
+    except ValueError:
+        return current
+
+
+class VersionedApi:
+    """The client's JSON calls, each request at the given microversion."""
+
+    # The client's helpers, built on request(): same paging, same errors.
+    _json = cl_client.Client._json
+    get = cl_client.Client.get
+    get_all = cl_client.Client.get_all
+    post = cl_client.Client.post
+    delete = cl_client.Client.delete
+
+    def __init__(self, api, min_version):
+        self._api = api
+        self.endpoint = api.endpoint
+        self.api_version = at_least(api.api_version, min_version)
+
+    def request(self, method, path, **kwargs):
+        kwargs.setdefault('microversion', self.api_version)
+        return self._api.request(method, path, **kwargs)
+
+
+class Mixin(base.ApiMixin):
+    """``self.api`` at microversion ``min_api_version`` or later."""
+
+    min_api_version = '2.4'
+
+    @property
+    def api(self):
+        return VersionedApi(self.app.client_manager.cyborg_lite,
+                            self.min_api_version)
+
+
+class Command(Mixin, base.Command):
+    """An action of a 2.4 resource."""
+
+
+class ListCommand(Mixin, base.ListCommand):
+    """A list of a 2.4 resource."""
+
+
+class ShowCommand(Mixin, base.ShowCommand):
+    """One object of a 2.4 resource."""
