@@ -1,6 +1,6 @@
 """Poll an object until its ``state`` settles, reporting each change.
 
-Used by ``arq bind --wait`` now and by ``program create --wait`` later:
+Used by ``arq bind --wait`` and ``program create --wait``:
 both APIs answer at once and finish the work in the background.
 """
 import sys
