@@ -9,8 +9,9 @@ options, as [placement] does. For an API with ``auth_strategy = noauth``::
     [image_api]
     endpoint_override = http://api-host:6666
 """
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from cyborg_lite.conf import _keystoneauth
 
 GROUP = cfg.OptGroup('agent', title='Agent options',
                      help='How the per-host agent discovers accelerators '
@@ -66,33 +67,13 @@ IMAGE_API = cfg.OptGroup('image_api', title='Image download options',
 IMAGE_API_SERVICE_TYPE = 'accelerator'
 
 
-def _adapter_opts():
-    opts = ks_loading.get_adapter_conf_options(include_deprecated=False)
-    cfg.set_defaults(opts, service_type=IMAGE_API_SERVICE_TYPE,
-                     valid_interfaces=['internal', 'public'])
-    return opts
-
-
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
     conf.register_group(IMAGE_API)
-    ks_loading.register_session_conf_options(conf, IMAGE_API.name)
-    ks_loading.register_auth_conf_options(conf, IMAGE_API.name)
-    conf.register_opts(_adapter_opts(), group=IMAGE_API)
-
-
-def _unique(opts):
-    seen = {}
-    for opt in opts:
-        seen.setdefault(opt.dest, opt)
-    return list(seen.values())
+    _keystoneauth.register(conf, IMAGE_API.name, IMAGE_API_SERVICE_TYPE)
 
 
 def list_opts():
-    ks_opts = (ks_loading.get_session_conf_options() +
-               ks_loading.get_auth_common_conf_options() +
-               ks_loading.get_auth_plugin_conf_options('password') +
-               ks_loading.get_auth_plugin_conf_options('v3password') +
-               _adapter_opts())
-    return [(GROUP, OPTS), (IMAGE_API, _unique(ks_opts))]
+    return [(GROUP, OPTS),
+            (IMAGE_API, _keystoneauth.sample_opts(IMAGE_API_SERVICE_TYPE))]

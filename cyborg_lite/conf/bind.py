@@ -4,10 +4,9 @@
 used only by the 'nova' bind notifier; with the default 'log' notifier
 nothing is read from it, so a deployment without Nova needs no credentials.
 """
-import copy
-
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from cyborg_lite.conf import _keystoneauth
 
 ARQ = cfg.OptGroup('arq', title='Accelerator request binding')
 NOVA = cfg.OptGroup(
@@ -44,29 +43,14 @@ ARQ_OPTS = [
 ]
 
 
-def _nova_adapter_opts():
-    # NOTE: copies, so the compute default does not leak into other groups
-    # that use the same keystoneauth option objects.
-    opts = copy.deepcopy(
-        ks_loading.get_adapter_conf_options(include_deprecated=False))
-    for opt in opts:
-        if opt.dest == 'service_type':
-            opt.default = NOVA_SERVICE_TYPE
-    return opts
-
-
 def register_opts(conf):
     conf.register_group(ARQ)
     conf.register_opts(ARQ_OPTS, group=ARQ)
     conf.register_group(NOVA)
-    ks_loading.register_session_conf_options(conf, NOVA.name)
-    ks_loading.register_auth_conf_options(conf, NOVA.name)
-    conf.register_opts(_nova_adapter_opts(), group=NOVA)
+    _keystoneauth.register(conf, NOVA.name, NOVA_SERVICE_TYPE)
 
 
 def list_opts():
-    nova_opts = (ks_loading.get_session_conf_options()
-                 + ks_loading.get_auth_common_conf_options()
-                 + ks_loading.get_auth_plugin_conf_options('password')
-                 + _nova_adapter_opts())
-    return [(ARQ, ARQ_OPTS), (NOVA, nova_opts)]
+    return [(ARQ, ARQ_OPTS),
+            (NOVA, _keystoneauth.sample_opts(NOVA_SERVICE_TYPE,
+                                             plugins=('password',)))]

@@ -11,8 +11,9 @@ and tests) use::
     token = admin
     endpoint_override = http://127.0.0.1:PORT
 """
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from cyborg_lite.conf import _keystoneauth
 
 GROUP = cfg.OptGroup('placement', title='Placement service options',
                      help='How the conductor reaches Placement and keeps '
@@ -46,35 +47,12 @@ OPTS = [
 ]
 
 
-def _adapter_opts():
-    # NOTE: fresh Opt objects with our defaults; the same defaults are used
-    # for registration and for the sample config.
-    opts = ks_loading.get_adapter_conf_options(include_deprecated=False)
-    cfg.set_defaults(opts, service_type=SERVICE_TYPE,
-                     valid_interfaces=['internal', 'public'])
-    return opts
-
-
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
-    ks_loading.register_session_conf_options(conf, GROUP.name)
-    ks_loading.register_auth_conf_options(conf, GROUP.name)
-    conf.register_opts(_adapter_opts(), group=GROUP)
-
-
-def _unique(opts):
-    seen = {}
-    for opt in opts:
-        seen.setdefault(opt.dest, opt)
-    return list(seen.values())
+    _keystoneauth.register(conf, GROUP.name, SERVICE_TYPE)
 
 
 def list_opts():
-    ks_opts = (ks_loading.get_session_conf_options() +
-               ks_loading.get_auth_common_conf_options() +
-               ks_loading.get_auth_plugin_conf_options('admin_token') +
-               ks_loading.get_auth_plugin_conf_options('password') +
-               ks_loading.get_auth_plugin_conf_options('v3password') +
-               _adapter_opts())
-    return [(GROUP, OPTS + _unique(ks_opts))]
+    return [(GROUP, OPTS + _keystoneauth.sample_opts(
+        SERVICE_TYPE, plugins=('admin_token', 'password', 'v3password')))]
