@@ -8,6 +8,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -141,3 +142,206 @@ class PostgresServer:
             conn.exec_driver_sql('CREATE DATABASE "%s"' % dbname)
         engine.dispose()
         return self.url(dbname)
+
+
+class RabbitMQServer:
+    """A private RabbitMQ node from the system rabbitmq-server, on loopback.
+
+    Everything lives in a temp dir: the node's database (mnesia), logs,
+    config, enabled-plugins file, HOME and its Erlang cookie. The node has
+    its own name (cl-<random>@localhost), AMQP listener on 127.0.0.1 only,
+    distribution port, and its own epmd on a free port (started here, in
+    the foreground, so it is stopped by PID and never collides with a
+    system epmd on 4369). As root the node runs as the rabbitmq (else
+    nobody) account, as PostgresServer does. ``stop()`` then ``start()``
+    restarts the same node on the same port with its data; ``cleanup()``
+    stops it and removes the temp dir. guest/guest works on loopback.
+    """
+
+    SBIN_GLOBS = ('/usr/lib/rabbitmq/lib/rabbitmq_server-*/sbin/%s',)
+
+    def __init__(self):
+        # NOTE: the real script, not the Debian wrapper in /usr/sbin, which
+        # cd's to /var/lib/rabbitmq and su's to the packaged account.
+        found = sorted(glob.glob(self.SBIN_GLOBS[0] % 'rabbitmq-server'))
+        self.script = found[-1] if found else require_binary(
+            'rabbitmq-server', 'rabbitmq-server')
+        self.epmd = require_binary(
+            'epmd', 'rabbitmq-server', ['/usr/lib/erlang/erts-*/bin/epmd'])
+        self.basedir = tempfile.mkdtemp(prefix='cyborg-lite-rmq-')
+        self.port = free_port()
+        self.dist_port = free_port()
+        self.epmd_port = free_port()
+        self.nodename = 'cl-%s@localhost' % os.urandom(4).hex()
+        self._proc = None
+        self._epmd_proc = None
+        self._run_as = None
+        if os.geteuid() == 0:
+            for name in ('rabbitmq', 'nobody'):
+                try:
+                    self._run_as = pwd.getpwnam(name)
+                    break
+                except KeyError:
+                    continue
+        self._write_files()
+
+    @property
+    def url(self):
+        return 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
+
+    def _path(self, *names):
+        return os.path.join(self.basedir, *names)
+
+    def _write_files(self):
+        files = {
+            'rabbitmq.conf': '\n'.join([
+                'listeners.tcp.1 = 127.0.0.1:%d' % self.port,
+                'loopback_users.guest = true',
+                # NOTE: a tiny test node on a shared machine: never block
+                # publishers for lack of disk or memory headroom.
+                'disk_free_limit.absolute = 1MB',
+                'vm_memory_high_watermark.relative = 0.9',
+                'log.console = false',
+                'log.file.level = info', '']),
+            'enabled_plugins': '[].\n',
+            'rabbitmq-env.conf': '',
+            '.erlang.cookie': os.urandom(16).hex(),
+        }
+        for name, text in files.items():
+            with open(self._path(name), 'w') as f:
+                f.write(text)
+        os.chmod(self._path('.erlang.cookie'), 0o400)
+        if self._run_as is not None:
+            for dirpath, dirnames, filenames in os.walk(self.basedir):
+                for name in [dirpath] + [os.path.join(dirpath, n)
+                                         for n in filenames]:
+                    os.chown(name, self._run_as.pw_uid,
+                             self._run_as.pw_gid)
+
+    def _cmd(self, args):
+        if self._run_as is None:
+            return args
+        return ['setpriv', '--reuid=%d' % self._run_as.pw_uid,
+                '--regid=%d' % self._run_as.pw_gid, '--clear-groups'] + args
+
+    def _env(self):
+        env = {
+            'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+            'HOME': self.basedir,
+            'LANG': 'C.UTF-8',
+            'ERL_EPMD_PORT': str(self.epmd_port),
+            'ERL_EPMD_ADDRESS': '127.0.0.1',
+            'RABBITMQ_CONF_ENV_FILE': self._path('rabbitmq-env.conf'),
+            'RABBITMQ_NODENAME': self.nodename,
+            'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
+            'RABBITMQ_NODE_PORT': str(self.port),
+            'RABBITMQ_DIST_PORT': str(self.dist_port),
+            'RABBITMQ_MNESIA_BASE': self._path('mnesia'),
+            'RABBITMQ_LOG_BASE': self._path('log'),
+            'RABBITMQ_CONFIG_FILE': self._path('rabbitmq.conf'),
+            'RABBITMQ_ENABLED_PLUGINS_FILE': self._path('enabled_plugins'),
+            'RABBITMQ_PID_FILE': self._path('rabbitmq.pid'),
+            'RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS':
+                '-kernel inet_dist_use_interface {127,0,0,1} '
+                '-start_epmd false',
+        }
+        return env
+
+    def start(self, timeout=90.0):
+        if self._proc is not None:
+            return self
+        out = open(self._path('server.out'), 'ab')
+        try:
+            if self._epmd_proc is None:
+                self._epmd_proc = subprocess.Popen(
+                    self._cmd([self.epmd, '-port', str(self.epmd_port),
+                               '-address', '127.0.0.1']),
+                    env=self._env(), cwd=self.basedir, stdout=out,
+                    stderr=subprocess.STDOUT, start_new_session=True)
+                wait_for_port(self.epmd_port, 10, proc=self._epmd_proc)
+            self._proc = subprocess.Popen(
+                self._cmd([self.script]), env=self._env(), cwd=self.basedir,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            out.close()
+        try:
+            self._wait_amqp(timeout)
+        except Exception as exc:
+            log = self.read_log()
+            self.stop()
+            raise RuntimeError('RabbitMQ did not start (%s):\n%s'
+                               % (exc, log))
+        return self
+
+    def _wait_amqp(self, timeout):
+        import kombu
+        deadline = time.monotonic() + timeout
+        wait_for_port(self.port, timeout, proc=self._proc)
+        while True:
+            # NOTE: the port opens before the default vhost and the guest
+            # user exist; an AMQP login is the real readiness check.
+            conn = kombu.Connection(self.url.replace('rabbit:', 'amqp:'),
+                                    connect_timeout=2)
+            try:
+                conn.connect()
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                if self._proc.poll() is not None:
+                    raise RuntimeError('exited with %s'
+                                       % self._proc.returncode)
+                time.sleep(0.2)
+            finally:
+                conn.release()
+
+    @staticmethod
+    def _stop_group(proc, timeout):
+        if proc is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        proc.wait()
+
+    def stop(self, timeout=30.0):
+        """Stop the node (its epmd too); the data dir stays for start()."""
+        # NOTE: SIGTERM to the script's group: the script turns it into a
+        # clean shutdown of the Erlang VM and waits for it.
+        self._stop_group(self._proc, timeout)
+        self._proc = None
+        self._stop_group(self._epmd_proc, 5)
+        self._epmd_proc = None
+
+    def kill(self):
+        """SIGKILL the node's process group (a crashed broker)."""
+        self._stop_group(self._proc, 0.001)
+        self._proc = None
+
+    def restart(self, down_for=0.0):
+        self.stop()
+        if down_for:
+            time.sleep(down_for)
+        return self.start()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.basedir, ignore_errors=True)
+
+    def read_log(self, chars=4000):
+        text = ''
+        for name in sorted(glob.glob(self._path('log', '*.log'))) + [
+                self._path('server.out')]:
+            try:
+                with open(name, errors='replace') as f:
+                    text += '==> %s\n%s\n' % (name, f.read()[-chars:])
+            except OSError:
+                pass
+        return text

@@ -28,6 +28,12 @@ class _Server(gunicorn_base.BaseApplication):
         # worker: handlers mostly wait on the database or RPC.
         self.cfg.set('threads', 4)
         self.cfg.set('accesslog', '-')
+        # NOTE: gunicorn >= 24 opens a control socket at one fixed path per
+        # user ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl); a second API
+        # on the host (or a test cluster) would take it over. We do not
+        # use it, so it is off.
+        if 'control_socket_disable' in self.cfg.settings:
+            self.cfg.set('control_socket_disable', True)
 
     def load(self):
         # NOTE: loaded in each worker after fork, so no database

@@ -1,0 +1,474 @@
+"""Many hosts on one machine: separate processes over RabbitMQ and PostgreSQL.
+
+A Cluster starts, from the system binaries and this project's console
+scripts, on loopback and in one temp dir:
+
+* PostgreSQL (tests/servers.PostgresServer) with one database, migrated by
+  ``cyborg-lite-dbsync upgrade``;
+* RabbitMQ (tests/servers.RabbitMQServer), ``transport_url = rabbit://``;
+* Placement (cyborg_lite.common.placement_server, its own SQLite);
+* ``cyborg-lite-api`` (gunicorn), N ``cyborg-lite-conductor`` with distinct
+  ``[DEFAULT]host`` and M ``cyborg-lite-agent``, each agent with its own
+  host name, state path and fake FPGA tree (``[fake_driver]state_dir``).
+
+One config file per service (``<name>.conf`` in the temp dir), as on real
+hosts. Each process is started in its own session and stopped by its PID
+(SIGTERM to its process group, SIGKILL after a grace period); ``kill9``
+sends SIGKILL to one process, as a crash or a pulled plug would.
+"""
+import collections
+import configparser
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import requests
+
+from cyborg_lite.common import placement_server
+from tests import servers
+
+BIN = os.path.dirname(os.path.abspath(sys.executable))
+REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
+REGION_MEMORY_MB = 4096
+ACCEL = {'OpenStack-API-Version': 'accelerator 2.3',
+         'Content-Type': 'application/json'}
+PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
+             'OpenStack-API-Version': 'placement 1.39',
+             'Content-Type': 'application/json'}
+RESOLVED = ('Bound', 'BindFailed')
+
+# Short intervals so faults resolve in seconds, not minutes.
+BIND_TIMEOUT = 8
+REAP_INTERVAL = 1
+REPORT_INTERVAL = 1
+
+Region = collections.namedtuple('Region', ['host', 'rp_uuid', 'name'])
+
+
+class Service:
+    """One console-script process with its config file and log."""
+
+    def __init__(self, name, script, conf_path, log_dir, extra_args=()):
+        self.name = name
+        self.argv = [os.path.join(BIN, script), '--config-file',
+                     conf_path] + list(extra_args)
+        self.log_path = os.path.join(log_dir, '%s.log' % name)
+        self.proc = None
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self):
+        with open(self.log_path, 'ab') as log:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+        return self
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill9(self):
+        """SIGKILL this process only (not its children), then reap it."""
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+        returncode, self.proc = self.proc.returncode, None
+        return returncode
+
+    def stop(self, timeout=20):
+        """SIGTERM the process group this service leads, SIGKILL on
+        timeout; the exit status (None when it was not running)."""
+        if self.proc is None:
+            return None
+        proc, self.proc = self.proc, None
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 30)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        # NOTE: gunicorn workers and other children are in the group; a
+        # leader that exited first must not leave them behind.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return proc.returncode
+
+    def read_log(self, chars=6000):
+        try:
+            with open(self.log_path, errors='replace') as f:
+                return f.read()[-chars:]
+        except OSError:
+            return ''
+
+
+def _write_conf(path, sections):
+    parser = configparser.RawConfigParser()
+    parser.optionxform = str
+    for section, values in sections.items():
+        if section != 'DEFAULT':
+            parser.add_section(section)
+        for key, value in values.items():
+            if isinstance(value, bool):
+                value = 'true' if value else 'false'
+            elif isinstance(value, (list, tuple)):
+                value = ','.join(value)
+            parser.set(section, key, str(value))
+    with open(path, 'w') as f:
+        parser.write(f)
+
+
+class Cluster:
+    """PostgreSQL + RabbitMQ + Placement + api + conductors + agents."""
+
+    def __init__(self, agents=3, conductors=2, cards=2, regions=2,
+                 api_workers=1, program_delay=3.0,
+                 report_interval=REPORT_INTERVAL, full_report_every=5):
+        # report_interval / full_report_every None: the shipped defaults.
+        self.basedir = tempfile.mkdtemp(prefix='cyborg-lite-multihost-')
+        self.cards, self.regions = cards, regions
+        self.program_delay = program_delay
+        self.report_interval = report_interval
+        self.full_report_every = full_report_every
+        self.api_workers = api_workers
+        self.agent_hosts = ['host-%d' % i for i in range(agents)]
+        self.conductor_names = ['conductor-%s' % chr(ord('a') + i)
+                                for i in range(conductors)]
+        self.api_port = servers.free_port()
+        self.api = 'http://127.0.0.1:%d/v2' % self.api_port
+        self.services = {}
+        self.pg = self.rabbit = self.placement = None
+        self.db_url = None
+        self._engine = None
+        self.session = requests.Session()
+
+    # --- lifecycle -----------------------------------------------------
+
+    def start(self):
+        try:
+            self.pg = servers.PostgresServer().start()
+            self.db_url = self.pg.create_database('cyborg_lite')
+            self.rabbit = servers.RabbitMQServer().start()
+            self.placement = placement_server.PlacementServer(
+                basedir=os.path.join(self.basedir, 'placement'))
+            os.makedirs(self.placement.basedir)
+            self.placement.start()
+            self._write_configs()
+            self._dbsync()
+            for name in self.conductor_names:
+                self._add(name, 'cyborg-lite-conductor').start()
+            self._add('api', 'cyborg-lite-api').start()
+            for host in self.agent_hosts:
+                self._add(host, 'cyborg-lite-agent').start()
+            servers.wait_for_port(self.api_port, 90,
+                                  proc=self.services['api'].proc)
+            self.wait_regions()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        """Stop every process by PID, then the servers; remove the dir.
+        Returns {service: exit status} of the cyborg-lite services."""
+        statuses = {}
+        for name in reversed(list(self.services)):
+            statuses[name] = self.services[name].stop()
+        if self._engine is not None:
+            self._engine.dispose()
+        self.session.close()
+        if self.placement is not None:
+            self.placement.stop()
+        if self.rabbit is not None:
+            self.rabbit.cleanup()
+        if self.pg is not None:
+            self.pg.stop()
+        shutil.rmtree(self.basedir, ignore_errors=True)
+        return statuses
+
+    def _add(self, name, script):
+        service = Service(name, script, self.conf_path(name), self.basedir)
+        self.services[name] = service
+        return service
+
+    def conf_path(self, name):
+        return os.path.join(self.basedir, '%s.conf' % name)
+
+    def _common(self, host):
+        return {
+            'DEFAULT': {'host': host, 'transport_url': self.rabbit.url,
+                        'state_path': os.path.join(self.basedir, host),
+                        'debug': False, 'rpc_response_timeout': 10},
+            'oslo_messaging_rabbit': {
+                # Reconnect fast after a broker restart.
+                'rabbit_retry_interval': 1, 'rabbit_retry_backoff': 1,
+                'rabbit_interval_max': 2, 'kombu_reconnect_delay': 0.5,
+                'heartbeat_timeout_threshold': 10},
+            'database': {'connection': self.db_url},
+            'bitstreams': {'store_dir': os.path.join(self.basedir,
+                                                     'bitstreams')},
+            'arq': {'bind_timeout': BIND_TIMEOUT,
+                    'reap_interval': REAP_INTERVAL},
+            'programming': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
+                            'reap_interval': 1, 'max_attempts': 2,
+                            'bind_wait_timeout': BIND_TIMEOUT - 2},
+        }
+
+    def _write_configs(self):
+        for name in self.conductor_names:
+            sections = self._common(name)
+            sections['conductor'] = {'workers': 1, 'periodic_interval': 1}
+            sections['placement'] = {
+                'auth_type': 'admin_token', 'token': placement_server.TOKEN,
+                'endpoint_override': self.placement.endpoint,
+                'create_compute_node_rp': True,
+                'sync_retry_initial_interval': 0.5,
+                'sync_retry_max_interval': 2}
+            _write_conf(self.conf_path(name), sections)
+        sections = self._common('api')
+        sections['api'] = {'host': '127.0.0.1', 'port': self.api_port,
+                           'workers': self.api_workers,
+                           'auth_strategy': 'noauth'}
+        _write_conf(self.conf_path('api'), sections)
+        for host in self.agent_hosts:
+            sections = self._common(host)
+            sections['agent'] = {'enabled_drivers': 'fake',
+                                 'rpc_timeout': 5}
+            if self.report_interval is not None:
+                sections['agent']['report_interval'] = self.report_interval
+            if self.full_report_every is not None:
+                sections['agent']['full_report_every'] = \
+                    self.full_report_every
+            sections['fake_driver'] = {
+                'num_cards': self.cards, 'regions_per_card': self.regions,
+                'local_memory_mb': REGION_MEMORY_MB,
+                'region_types': REGION_TYPE,
+                'program_delay': self.program_delay,
+                'state_dir': os.path.join(self.basedir, host, 'fake_fpga')}
+            _write_conf(self.conf_path(host), sections)
+        _write_conf(self.conf_path('dbsync'),
+                    {'DEFAULT': {}, 'database': {'connection': self.db_url}})
+
+    def _dbsync(self):
+        proc = subprocess.run(
+            [os.path.join(BIN, 'cyborg-lite-dbsync'), '--config-file',
+             self.conf_path('dbsync'), 'upgrade'],
+            capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError('dbsync failed: %s%s' % (proc.stdout,
+                                                       proc.stderr))
+
+    # --- faults ----------------------------------------------------------
+
+    def kill9(self, name):
+        return self.services[name].kill9()
+
+    def restart(self, name):
+        service = self.services[name]
+        service.stop()
+        return service.start()
+
+    def stop_placement(self):
+        self.placement.stop()
+
+    def start_placement(self):
+        self.placement.start()
+
+    def restart_rabbitmq(self, down_for=0.0):
+        self.rabbit.restart(down_for=down_for)
+
+    # --- reading state ---------------------------------------------------
+
+    def logs(self, *names):
+        names = names or list(self.services)
+        return '\n'.join('===== %s =====\n%s' % (n,
+                         self.services[n].read_log()) for n in names)
+
+    def db(self):
+        """A SQLAlchemy engine on the cluster's database (the test's own
+        connection, for checks the API does not expose)."""
+        if self._engine is None:
+            import sqlalchemy as sa
+            self._engine = sa.create_engine(self.db_url, pool_size=2)
+        return self._engine
+
+    def query(self, sql, **params):
+        import sqlalchemy as sa
+        with self.db().connect() as conn:
+            return conn.execute(sa.text(sql), params).fetchall()
+
+    def placement_get(self, path, **params):
+        resp = requests.get(self.placement.endpoint + path,
+                            headers=PLACEMENT, params=params, timeout=10)
+        resp.raise_for_status()
+        return resp.json()
+
+    def region_rps(self):
+        """[Region] every FPGA region provider Placement has, by host."""
+        found = []
+        rps = self.placement_get('/resource_providers')['resource_providers']
+        by_uuid = {rp['uuid']: rp for rp in rps}
+        hosts = {rp['uuid']: rp['name'] for rp in rps
+                 if rp['uuid'] == rp['root_provider_uuid']}
+        for rp in rps:
+            if rp['uuid'] == rp['root_provider_uuid']:
+                continue
+            inv = self.placement_get('/resource_providers/%s/inventories'
+                                     % rp['uuid'])['inventories']
+            if 'FPGA' in inv:
+                found.append(Region(hosts.get(rp['root_provider_uuid']),
+                                    rp['uuid'], by_uuid[rp['uuid']]['name']))
+        return sorted(found, key=lambda r: (r.host, r.name))
+
+    def expected_regions(self):
+        return len(self.agent_hosts) * self.cards * self.regions
+
+    def wait_regions(self, timeout=120):
+        deadline = time.monotonic() + timeout
+        regions = []
+        while time.monotonic() < deadline:
+            try:
+                regions = self.region_rps()
+            except requests.RequestException:
+                regions = []
+            if len(regions) == self.expected_regions():
+                return regions
+            time.sleep(0.5)
+        raise TimeoutError('Placement has %d of %d regions:\n%s' % (
+            len(regions), self.expected_regions(), self.logs()))
+
+    # --- API helpers -----------------------------------------------------
+
+    def call(self, method, path, expect=None, **kwargs):
+        kwargs.setdefault('timeout', 30)
+        resp = self.session.request(method, self.api + path, headers=ACCEL,
+                                    **kwargs)
+        if expect is not None and resp.status_code != expect:
+            raise AssertionError('%s %s -> %s %s' % (
+                method, path, resp.status_code, resp.text))
+        return resp
+
+    def create_profile(self, name, memory_mb=REGION_MEMORY_MB, extra=None):
+        group = {'resources:FPGA': '1',
+                 'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': str(memory_mb),
+                 'trait:CUSTOM_FPGA_REGION_%s' % REGION_TYPE.upper():
+                     'required'}
+        group.update(extra or {})
+        self.call('POST', '/device_profiles', 201,
+                  json=[{'name': name, 'groups': [group]}])
+        return self.call('GET', '/device_profiles/' + name,
+                         200).json()['device_profile']
+
+    def create_arqs(self, profile_name, count=1):
+        arqs = []
+        for _ in range(count):
+            arqs += self.call('POST', '/accelerator_requests', 201,
+                              json={'device_profile_name': profile_name}
+                              ).json()['arqs']
+        return arqs
+
+    def bind(self, arq_uuid, region, instance=None, session=None):
+        instance = instance or str(uuid.uuid4())
+        patch = {arq_uuid: [
+            {'path': '/hostname', 'op': 'add', 'value': region.host},
+            {'path': '/device_rp_uuid', 'op': 'add',
+             'value': region.rp_uuid},
+            {'path': '/instance_uuid', 'op': 'add', 'value': instance}]}
+        resp = (session or requests).patch(
+            self.api + '/accelerator_requests', headers=ACCEL, json=patch,
+            timeout=30)
+        if resp.status_code != 202:
+            raise AssertionError('bind %s -> %s %s' % (
+                arq_uuid, resp.status_code, resp.text))
+        return instance
+
+    def arq(self, arq_uuid):
+        return self.call('GET', '/accelerator_requests/' + arq_uuid,
+                         200).json()
+
+    def wait_resolved(self, arq_uuids, timeout):
+        """{uuid: arq} once every ARQ is Bound or BindFailed; raises with
+        the stragglers' states after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        pending, done = set(arq_uuids), {}
+        while True:
+            for arq_uuid in sorted(pending):
+                arq = self.arq(arq_uuid)
+                if arq['state'] in RESOLVED:
+                    done[arq_uuid] = arq
+            pending -= set(done)
+            if not pending:
+                return done
+            if time.monotonic() > deadline:
+                raise AssertionError('ARQs not resolved after %ss: %s' % (
+                    timeout, {u: self.arq(u)['state'] for u in pending}))
+            time.sleep(0.3)
+
+    def delete_arqs(self, arq_uuids):
+        arq_uuids = list(arq_uuids)
+        for i in range(0, len(arq_uuids), 20):
+            self.call('DELETE', '/accelerator_requests', 204,
+                      params={'arqs': ','.join(arq_uuids[i:i + 20])})
+
+    def handle_double_use(self):
+        """Attach handles held by more than one ARQ, from the database."""
+        return self.query(
+            'SELECT attach_handle_id, count(*) FROM accelerator_requests '
+            'WHERE attach_handle_id IS NOT NULL GROUP BY attach_handle_id '
+            'HAVING count(*) > 1')
+
+    def wait_for(self, predicate, timeout, what, interval=0.5):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError('%s not reached after %ss' % (
+                    what, timeout))
+            time.sleep(interval)
+
+    # --- the simulated hardware -----------------------------------------
+
+    def afu_id_path(self, region):
+        """The afu_id file of ``region`` in its agent's simulated tree."""
+        address, region_name = region.name.split('_')[-2:]
+        port = int(region_name[len('region'):])
+        root = os.path.join(self.basedir, region.host, 'fake_fpga', 'sys')
+        for dirpath, _dirs, files in os.walk(root):
+            if ('afu_id' in files and address in dirpath and
+                    os.path.basename(dirpath).startswith('dfl-port.')):
+                with open(os.path.join(dirpath, 'id')) as f:
+                    if int(f.read().strip()) == port:
+                        return os.path.join(dirpath, 'afu_id')
+        raise LookupError('no afu_id for %s under %s' % (region, root))
+
+    def load_function(self, region, function_id):
+        """Change what the region runs behind the agent's back (an operator
+        with the vendor tool): the agent's next scan reports it."""
+        path = self.afu_id_path(region)
+        tmp = path + '.tmp'
+        with open(tmp, 'w') as f:
+            f.write(function_id + '\n')
+        os.replace(tmp, path)
+
+    def api_function_id(self, region):
+        deps = self.call('GET', '/deployables', 200,
+                         params={'rp_uuid': region.rp_uuid}
+                         ).json()['deployables']
+        return deps[0]['function_id'] if deps else None
+
+    def placement_traits(self, region):
+        return set(self.placement_get('/resource_providers/%s/traits'
+                                      % region.rp_uuid)['traits'])

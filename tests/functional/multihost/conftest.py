@@ -1,0 +1,30 @@
+"""One cluster for the multihost package (see cluster.py), torn down after
+its last test.
+
+The tests of this package share it (one pytest-xdist group, so one
+worker); a test that kills or stops a part brings it back before it ends.
+"""
+import pytest
+
+from tests.functional.multihost import cluster as cluster_mod
+
+
+@pytest.fixture(scope='package')
+def cluster():
+    c = cluster_mod.Cluster(agents=3, conductors=2)
+    c.start()
+    try:
+        yield c
+    finally:
+        statuses = c.stop()
+    # Every service stopped cleanly on SIGTERM (0), not by SIGKILL.
+    assert all(s == 0 for s in statuses.values()), statuses
+
+
+@pytest.fixture
+def arq_cleanup(cluster):
+    """ARQs a test adds here are deleted after it, freeing their handles."""
+    created = []
+    yield created
+    if created:
+        cluster.delete_arqs([a for a in created])
