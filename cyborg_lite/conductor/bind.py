@@ -27,7 +27,6 @@ from cyborg_lite.db import session
 LOG = logging.getLogger(__name__)
 
 ARQ_STATES_TRANSFORM_MATRIX = db.ARQ_STATES_TRANSFORM_MATRIX
-_BIND_KEYS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
 # What a bind decided on when it moved the ARQ to BindStarted.
 Started = collections.namedtuple('Started', [
@@ -101,17 +100,12 @@ def _start_binds(bindings):
 
 
 def _start_bind(s, arq_uuid, binding):
-    missing = [k for k in _BIND_KEYS if not binding.get(k)]
-    if missing:
-        raise exception.Invalid(reason='the binding of ARQ %s lacks %s'
-                                % (arq_uuid, ', '.join(missing)))
-    values = {k: binding[k] for k in _BIND_KEYS}
-    if binding.get('project_id'):
-        values['project_id'] = binding['project_id']
-    version = db.transition(s, arq_uuid, 'BindStarted',
-                          bind_started_at=models.utcnow(), error=None,
-                          **values)
     arq = db.get_arq(s, arq_uuid)
+    values = db.binding_values(arq_uuid, binding)
+    if arq is not None and db.already_started(arq, values):
+        version = arq.version   # the API recorded it before casting
+    else:
+        version = db.start_bind(s, arq_uuid, binding)
     return Started(arq_uuid, version, values['instance_uuid'],
                    values['hostname'], values['device_rp_uuid'],
                    arq.device_profile_id, arq.device_profile_group_id)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.db import models
+from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
 
@@ -103,6 +104,49 @@ def transition(s, arq_uuid, target, expected_version=None, **values):
         LOG.warning('Attach handle %s of ARQ %s was already free',
                     handle_id, arq_uuid)
     return version
+
+
+BIND_KEYS = ('hostname', 'device_rp_uuid', 'instance_uuid')
+
+
+def binding_values(arq_uuid, binding):
+    """The columns a bind request sets; Invalid if it lacks one."""
+    missing = [k for k in BIND_KEYS if not binding.get(k)]
+    if missing:
+        raise exception.Invalid(reason='the binding of ARQ %s lacks %s'
+                                % (arq_uuid, ', '.join(missing)))
+    values = {k: binding[k] for k in BIND_KEYS}
+    if binding.get('project_id'):
+        values['project_id'] = binding['project_id']
+    return values
+
+
+def start_bind(s, arq_uuid, binding):
+    """Record a bind request: the ARQ becomes BindStarted with its binding
+    and bind_started_at. Returns the new version."""
+    return transition(s, arq_uuid, 'BindStarted',
+                      bind_started_at=models.utcnow(), error=None,
+                      **binding_values(arq_uuid, binding))
+
+
+def start_binds(bindings):
+    """start_bind for every ARQ of one request, all or nothing.
+
+    The API calls this before it casts the request to a conductor: a cast
+    taken by a conductor that dies before doing anything would otherwise be
+    lost with the ARQs still Initial; recorded as BindStarted, the reaper
+    ends them.
+    """
+    with session.writer() as s:
+        for arq_uuid, binding in bindings.items():
+            start_bind(s, arq_uuid, binding)
+
+
+def already_started(arq, binding):
+    """True if ``arq`` is BindStarted with exactly this binding (the API
+    recorded it before casting)."""
+    return arq.state == 'BindStarted' and all(
+        getattr(arq, k) == binding.get(k) for k in BIND_KEYS)
 
 
 def lock_arq(s, arq_id, expected_state, expected_version):

@@ -12,6 +12,7 @@ from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
+from cyborg_lite.db import arq_binding
 from cyborg_lite.db import arqs as db
 from cyborg_lite.db import device_profiles as db_profiles
 
@@ -221,8 +222,11 @@ def _apply_patch(req, body):
         # Cyborg: no ARQs are added to an instance that already has some.
         if db.instance_has_arqs(instance):
             raise exception.InstanceHasARQs(instance=instance)
-    utils.conductor(req).bind_arqs(
-        ctx, {uuid: values for uuid, (_, values) in parsed.items()})
+    bindings = {uuid: values for uuid, (_, values) in parsed.items()}
+    # NOTE: recorded before the cast, so a cast lost with a dying conductor
+    # leaves BindStarted ARQs that the reaper ends, never Initial ones.
+    arq_binding.start_binds(bindings)
+    utils.conductor(req).bind_arqs(ctx, bindings)
     return utils.response(status=202)
 
 

@@ -5,15 +5,11 @@ timeout (binds the dead conductor had started are failed by the other
 one's reaper; casts it had not taken are redelivered by RabbitMQ to the
 other), none stays BindStarted, and no attach handle is used twice.
 
-KNOWN BUG (reported, not ours to fix here): oslo.messaging acknowledges a
-cast to RabbitMQ when a conductor takes it, before bind_arqs runs. A
-conductor killed after taking a bind cast but before committing
-BindStarted loses it: the ARQ stays Initial, with no binding recorded
-for any reaper to end. The safety checks always run; when that happens
-the test is marked xfail with the ARQs left Initial instead of failing.
-Proposed fix: the API moves the ARQs to BindStarted (with the binding and
-bind_started_at) in the database before it casts, so a lost cast is
-reaped to BindFailed like a bind the conductor died in.
+oslo.messaging acknowledges a cast to RabbitMQ when a conductor takes
+it, before bind_arqs runs, so a conductor killed in between loses the
+cast. The API therefore records each ARQ as BindStarted (with its
+binding) before casting: a lost cast is reaped to BindFailed like a bind
+the conductor died in, and no ARQ is left Initial.
 """
 import threading
 import time
@@ -71,11 +67,11 @@ def test_kill9_conductor_during_bind_burst(cluster, arq_cleanup):
         try:
             cluster.wait_resolved(aimed, timeout=limit)
         except AssertionError:
-            pass   # judged below: stuck in BindStarted fails, Initial xfails
+            pass   # judged below, naming what is left unresolved
         done = {u: cluster.arq(u) for u in aimed}
         states = [a['state'] for a in done.values()]
         assert 'BindStarted' not in states
-        assert set(states) <= set(cl.RESOLVED) | {'Initial'}
+        assert set(states) <= set(cl.RESOLVED), states
         bound = [u for u, a in done.items() if a['state'] == 'Bound']
         # At most one Bound per single-handle region, on that region.
         bound_rps = [done[u]['device_rp_uuid'] for u in bound]
@@ -99,12 +95,6 @@ def test_kill9_conductor_during_bind_burst(cluster, arq_cleanup):
                    else error[:60])
             reasons[key] = reasons.get(key, 0) + 1
         print('outcomes after the kill: %s' % reasons)
-        lost = sorted(u for u, a in done.items() if a['state'] == 'Initial')
-        if lost:
-            # NOTE: known bug, see the module docstring: the safety checks
-            # above held; liveness did not.
-            pytest.xfail('%d bind casts taken by the killed conductor were '
-                         'lost: ARQs left Initial: %s' % (len(lost), lost))
     finally:
         if not killed.is_set() and victim.alive():
             victim.kill9()

@@ -1,9 +1,12 @@
 """reap_stale_binds: a BindStarted left behind ends BindFailed."""
 import datetime
 
+import pytest
 import sqlalchemy as sa
 
+from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.db import arq_binding as db_binding
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.unit.conductor import bind_helpers as h
@@ -85,3 +88,39 @@ def test_reaping_in_batches(db):
                                    batch=2)
     assert set(reaped) == stale
     assert set(h.states(stale).values()) == {'BindFailed'}
+
+
+def test_bind_recorded_by_the_api_is_finished_by_the_conductor(db):
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    binding = h.binding(region)
+    db_binding.start_binds({arq_uuid: binding})
+    recorded = h.get_arq(arq_uuid)
+    assert recorded.state == 'BindStarted'
+    assert recorded.device_rp_uuid == binding['device_rp_uuid']
+    assert recorded.bind_started_at is not None
+    result = bind.bind_arqs(None, {arq_uuid: binding},
+                            notifier=h.RecordingNotifier())
+    assert result == {arq_uuid: 'Bound'}
+    assert h.handles_of(region)[0].in_use
+
+
+def test_bind_recorded_but_never_cast_is_reaped_not_left_initial(db):
+    # A conductor that took the cast and died before doing anything.
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    db_binding.start_binds({arq_uuid: h.binding(region)})
+    assert bind.reap_stale_binds(0) == [arq_uuid]
+    assert h.get_arq(arq_uuid).state == 'BindFailed'
+    assert not h.handles_of(region)[0].in_use
+
+
+def test_recording_binds_is_all_or_nothing(db):
+    region = h.make_region()
+    first, second = h.make_arqs(2)
+    bind.transition(second, 'Unbound')
+    bind.transition(second, 'BindStarted')
+    with pytest.raises(exception.ARQStateConflict):
+        db_binding.start_binds({first: h.binding(region),
+                                second: h.binding(region)})
+    assert h.get_arq(first).state == 'Initial'
