@@ -212,6 +212,10 @@ def _finish_bind(started, target):
                                               started.version):
                 raise db.state_conflict(started.uuid, 'no longer BindStarted',
                                         'Bound')
+            job = db.lock_region_for_bind(s, target.deployable_id, arq.id)
+            if job is not None:
+                raise _failed(started, 'region %s is being programmed by job '
+                              '%s' % (target.deployable_uuid, job))
             handle = db.claim_free_handle(s, target.deployable_id)
             if handle is None:
                 raise _failed(started, 'no free attach handle on deployable '

@@ -162,6 +162,18 @@ def lock_arq(s, arq_id, expected_state, expected_version):
     return found is not None
 
 
+def lock_region_for_bind(s, deployable_id, arq_id):
+    """Lock the region's row (as job creation does) and return the uuid of
+    an active programming job on it that is not this ARQ's own, or None."""
+    s.execute(sa.select(models.Deployable.id)
+              .where(models.Deployable.id == deployable_id)
+              .with_for_update())
+    job = models.ProgrammingJob
+    return s.scalars(sa.select(job.uuid).where(
+        job.active_deployable_id == deployable_id,
+        sa.or_(job.arq_id.is_(None), job.arq_id != arq_id)).limit(1)).first()
+
+
 def find_deployable_by_rp(s, rp_uuid):
     """(deployable, device) whose resource provider is rp_uuid, or None.
 

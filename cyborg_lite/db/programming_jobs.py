@@ -87,6 +87,16 @@ def bound_arq_uuid(deployable_id):
             arq.state == 'Bound').limit(1)).first()
 
 
+def _lock_region_and_find_bound(s, deployable_id):
+    s.execute(sa.select(models.Deployable.id)
+              .where(models.Deployable.id == deployable_id)
+              .with_for_update())
+    arq = models.AcceleratorRequest
+    return s.scalars(sa.select(arq.uuid).where(
+        arq.deployable_id == deployable_id,
+        arq.state == 'Bound').limit(1)).first()
+
+
 def _region_label(s, deployable_id):
     dep = s.get(models.Deployable, deployable_id)
     return dep.name if dep is not None else 'id=%s' % deployable_id
@@ -104,7 +114,12 @@ def _check_refs(s, deployable_id, bitstream_id, arq_id):
 def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
                force=False, requester_user_id=None, project_id=None,
                arq_id=None):
-    """Insert a queued job; RegionBusy if the region has an active one."""
+    """Insert a queued job; RegionBusy if the region has an active one.
+
+    Unless ``force``, a Bound ARQ holding the region is a Conflict, checked
+    under the region's row lock that binds take too, so a bind and a job
+    cannot both slip past each other's check.
+    """
     row = Job(uuid=str(uuidlib.uuid4()), deployable_id=deployable_id,
               bitstream_id=bitstream_id, active_deployable_id=deployable_id,
               state='queued', hostname=hostname, attempts=0,
@@ -114,6 +129,12 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
     try:
         with session.writer() as s:
             _check_refs(s, deployable_id, bitstream_id, arq_id)
+            holder = _lock_region_and_find_bound(s, deployable_id)
+            if holder is not None and not force:
+                raise exception.Conflict(
+                    reason='region %s is in use by Bound accelerator '
+                           'request %s' % (_region_label(s, deployable_id),
+                                           holder))
             s.add(row)
     except sa_exc.IntegrityError:
         # The references were checked in the same transaction, so this is

@@ -7,6 +7,7 @@ import pytest
 from cyborg_lite.common import exception
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
+from tests.unit.bitstreams.conftest import add_bound_arq
 from tests.unit.bitstreams.conftest import add_region
 
 HOUR = datetime.timedelta(hours=1)
@@ -38,6 +39,19 @@ def test_second_active_job_on_region_refused(db, region, bitstream):
     # Once the first ends, the region is free again.
     jobs_db.cancel(first.uuid)
     assert jobs_db.create_job(region.id, bitstream.id).state == 'queued'
+
+
+def test_bound_region_refused_in_the_same_transaction(db, region,
+                                                      bitstream):
+    # Checked under the region's lock, not only in the earlier pre-flight,
+    # so a bind that lands between the two is still seen.
+    arq = add_bound_arq(region.id)
+    with pytest.raises(exception.Conflict) as info:
+        jobs_db.create_job(region.id, bitstream.id)
+    assert arq.uuid in str(info.value)
+    assert jobs_db.list_jobs() == []
+    assert jobs_db.create_job(region.id, bitstream.id,
+                              force=True).state == 'queued'
 
 
 def test_other_regions_are_independent(db, region, bitstream):

@@ -93,6 +93,20 @@ def test_no_free_handle_fails_with_reason(db):
     assert h.get_arq(first).state == 'Bound'
 
 
+def test_region_being_programmed_by_another_request_fails(db):
+    region = h.make_region()
+    with session.writer() as s:
+        bitstream = models.Bitstream(uuid=h._uuid(), name='b', format='raw')
+        s.add(bitstream)
+        s.flush()
+        s.add(models.ProgrammingJob(
+            uuid='job-1', deployable_id=region['deployable_id'],
+            bitstream_id=bitstream.id,
+            active_deployable_id=region['deployable_id']))
+    _bind_fails(h.binding(region), 'being programmed by job job-1')
+    assert not h.handles_of(region)[0].in_use
+
+
 def test_whole_gpu_is_found_through_its_device_rp(db):
     gpu = h.make_region(rc='PGPU', deployable_rp=False)
     arq_uuid = h.make_arq()
