@@ -61,10 +61,12 @@ def get_client(topic, version, server=None, version_cap=None, timeout=None):
 
 
 def get_server(topic, server, endpoints):
-    """A threading RPC server; ``start()`` it, ``stop()``/``wait()`` it."""
+    """A threading RPC server; ``start()`` it, ``stop()``/``wait()`` it.
+
+    Threading is oslo.messaging's default (and soon only) executor.
+    """
     target = messaging.Target(topic=topic, server=server)
     access_policy = dispatcher.DefaultRPCAccessPolicy
     return messaging.get_rpc_server(get_transport(), target, endpoints,
-                                    executor='threading',
                                     serializer=ContextSerializer(),
                                     access_policy=access_policy)
