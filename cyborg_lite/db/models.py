@@ -129,7 +129,9 @@ class Deployable(IdMixin, VersionedMixin, Base):
     name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
     num_accelerators: orm.Mapped[int] = orm.mapped_column(sa.Integer,
                                                           default=1)
-    rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # Indexed: every bind finds its region by resource provider.
+    rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36),
+                                                        index=True)
     driver_name: orm.Mapped[str] = orm.mapped_column(sa.String(64))
     # PR interface id / compat_id of the region; None for fixed functions.
     region_type: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

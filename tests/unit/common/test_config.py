@@ -8,6 +8,7 @@ from oslo_config import cfg
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.conf import opts
+from cyborg_lite.db import migration
 
 
 def _fresh_conf():
@@ -74,4 +75,4 @@ def test_dbsync_upgrade_twice_then_current(tmp_path):
     assert first.returncode == 0, first.stderr
     assert 'upgraded' in first.stdout
     assert second.returncode == 0 and 'nothing to do' in second.stdout
-    assert current.stdout.strip() == '0001'
+    assert current.stdout.strip() == migration.head()

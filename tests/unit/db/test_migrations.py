@@ -70,3 +70,14 @@ def test_one_active_job_per_region_is_enforced_by_the_database(db):
     with session.reader() as s:
         assert s.scalar(sa.select(sa.func.count(
             models.ProgrammingJob.id))) == 1
+
+
+def test_each_revision_downgrades_to_the_one_before(db_url, conf):
+    migration.upgrade(url=db_url)
+    migration.downgrade('0001', url=db_url)
+    assert migration.current(url=db_url) == '0001'
+    indexes = {ix['name'] for ix in sa.inspect(
+        session.get_engine(url=db_url)).get_indexes('deployables')}
+    assert 'ix_deployables_rp_uuid' not in indexes
+    migration.upgrade(url=db_url)
+    assert _diff(db_url) == []
