@@ -3,6 +3,8 @@
 Public API (all the conductor needs)::
 
     sync = PlacementSync.from_conf(CONF)   # or PlacementSync(client, conf)
+    # from_conf remembers providers by generation (cache_providers=True):
+    # an unchanged provider is not read again; see placement/reporter.py.
     result = sync.sync_host(hostname)      # after each applied report
     sync.retry_pending()                   # from a periodic task
     sync.pending_hosts()                   # {hostname: due monotonic time}
@@ -56,18 +58,23 @@ class _Pending:
 
 
 class PlacementSync:
-    def __init__(self, client, conf, clock=time.monotonic, db_url=None):
+    def __init__(self, client, conf, clock=time.monotonic, db_url=None,
+                 cache_providers=False):
         self.client = client
         self.conf = conf
         self.clock = clock
         self.db_url = db_url
         self.reporter = reporter_mod.Reporter(
-            client, conf.placement.sync_conflict_retries)
+            client, conf.placement.sync_conflict_retries,
+            cache=cache_providers)
         self._pending = {}
         self._lock = threading.Lock()
 
     @classmethod
     def from_conf(cls, conf, **kwargs):
+        """The conductor's sync: remembers providers by generation (see
+        placement/reporter.py) unless ``cache_providers=False``."""
+        kwargs.setdefault('cache_providers', True)
         return cls(client_mod.PlacementClient.from_conf(conf), conf,
                    **kwargs)
 

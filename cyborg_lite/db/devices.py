@@ -14,13 +14,14 @@ def list_devices(filters=None, **page):
     """Devices matching ``filters`` (exact match on FILTERS), one page.
 
     ``page`` is sort_key, sort_dir, limit and marker for
-    pagination.paginate.
+    pagination.paginate. The devices are read-only rows with the columns
+    as attributes (not ORM objects: building 10,000 of those cost twice
+    the query itself).
     """
-    stmt = sa.select(models.Device)
+    stmt = sa.select(models.Device.__table__)
     stmt = pagination.apply_filters(stmt, models.Device, FILTERS, filters)
     with session.reader() as s:
-        rows = pagination.paginate(s, stmt, models.Device, **page)
-    return [row[0] for row in rows]
+        return pagination.paginate(s, stmt, models.Device, **page)
 
 
 def get_device(uuid):

@@ -120,12 +120,28 @@ class _Stored:
         for handle in handles:
             self.handles.setdefault(handle.deployable_id, {})[
                 handle.attach_info] = handle
-        self.busy = {h.id for h in handles if h.in_use}
-        ids = [h.id for h in handles if not h.in_use]
-        if ids:
-            arq = models.AcceleratorRequest
-            self.busy.update(s.scalars(sa.select(arq.attach_handle_id)
-                                       .where(arq.attach_handle_id.in_(ids))))
+        self._session = s
+        self._stored_handles = handles
+        self._busy = None
+
+    @property
+    def busy(self):
+        """Ids of the stored attach handles in use (flag or an ARQ).
+
+        Asked only when a handle is about to be removed, so a report that
+        removes none (nearly all of them) skips the ARQ query.
+        """
+        if self._busy is None:
+            handles = self._stored_handles
+            busy = {h.id for h in handles if h.in_use}
+            ids = [h.id for h in handles if not h.in_use]
+            if ids:
+                arq = models.AcceleratorRequest
+                busy.update(self._session.scalars(
+                    sa.select(arq.attach_handle_id)
+                    .where(arq.attach_handle_id.in_(ids))))
+            self._busy = busy
+        return self._busy
 
     def device(self, driver, identity):
         for dev in self.devices:

@@ -15,11 +15,15 @@ ALL = object()
 
 def paginate(s, stmt, model, sort_key='created_at', sort_dir='asc',
              limit=None, marker=None):
-    """Rows of ``stmt`` (whose first entity is ``model``) for one page.
+    """Rows of ``stmt`` (selecting ``model`` or columns of its table) for
+    one page.
 
     :param marker: uuid of the last row of the previous page; it must be a
         row ``stmt`` itself returns, else MarkerNotFound (400).
-    :returns: a list of Row objects, ``row[0]`` being the ``model`` object.
+    :returns: a list of Row objects: ``row[0]`` is the ``model`` object
+        when ``stmt`` selects the entity; a select of the table's columns
+        (``sa.select(model.__table__)``) gives plain rows, much cheaper to
+        load for a long list that is only read.
     """
     column = getattr(model, sort_key)
     if column.nullable:
@@ -27,17 +31,19 @@ def paginate(s, stmt, model, sort_key='created_at', sort_dir='asc',
                          % (model.__tablename__, sort_key))
     ascending = sort_dir == 'asc'
     if marker is not None:
-        row = s.execute(stmt.where(model.uuid == marker)).first()
+        # NOTE: the marker row through ``stmt`` itself (its filters and
+        # joins), reading only the two values a page boundary needs.
+        row = s.execute(stmt.with_only_columns(model.id, column)
+                        .where(model.uuid == marker)).first()
         if row is None:
             raise exception.MarkerNotFound(marker=marker)
-        last = row[0]
-        value = getattr(last, sort_key)
+        last_id, value = row
         if ascending:
             after = sa.or_(column > value,
-                           sa.and_(column == value, model.id > last.id))
+                           sa.and_(column == value, model.id > last_id))
         else:
             after = sa.or_(column < value,
-                           sa.and_(column == value, model.id < last.id))
+                           sa.and_(column == value, model.id < last_id))
         stmt = stmt.where(after)
     if ascending:
         stmt = stmt.order_by(column.asc(), model.id.asc())

@@ -13,6 +13,21 @@ and returns a ``SyncReport``. Rules:
   to ``conflict_retries`` times.
 - Custom traits and resource classes are created just before a provider
   first needs them, so an unchanged tree costs reads only.
+- With ``cache=True`` (what the conductor uses, see
+  PlacementSync.from_conf) the reporter remembers each provider it read or
+  wrote with its generation. Placement bumps a provider's generation on
+  every inventory, trait or allocation change, so a listed provider whose
+  generation equals the remembered one is not read again: a sync of a
+  host with one changed region costs one read (the tree listing) and its
+  writes instead of three reads plus two per provider. Likewise
+  remembered: the compute node's uuid per host name (checked against
+  that listing: it must list the root under the host's name, else the
+  name is looked up again) and the providers seen not to be ours at a
+  generation (so the listing of ours by OWNER_CYBORG is skipped while no
+  provider of the tree is unknown or changed). The custom traits and
+  resource classes it made are remembered too; if one was deleted since
+  (a PUT of traits or inventories answers 400), the reporter forgets
+  them, creates what is missing and retries that write once.
 - Providers no longer wanted are deleted children first; one that still
   holds allocations (or has such a child) is kept with reserved = total
   and reported in ``SyncReport.held``.
@@ -64,12 +79,20 @@ def _same_inventories(current, desired):
 
 
 class Reporter:
-    def __init__(self, client, conflict_retries=5):
+    def __init__(self, client, conflict_retries=5, cache=False):
         self.client = client
         self.conflict_retries = conflict_retries
-        # Custom names made during the current sync only: a longer-lived
-        # cache would go stale when an operator deletes an unused trait.
+        self.cache = cache
+        # Custom names made: during the current sync only without the
+        # cache; across syncs with it (a deleted one is caught by the 400
+        # of the write that needs it, see _retry_unknown).
         self._ensured = set()
+        # uuid -> Current as last read or written (with ``cache``).
+        self._providers = {}
+        # uuid -> generation at which the provider was not ours.
+        self._foreign = {}
+        # hostname -> compute node provider uuid.
+        self._roots = {}
 
     # -- reading ---------------------------------------------------------
 
@@ -88,45 +111,125 @@ class Reporter:
         LOG.info('Created compute node resource provider %s', hostname)
         return body['uuid']
 
-    def read_tree(self, root_uuid, wanted_uuids):
-        """{uuid: Current} for our providers and any wanted ones present."""
-        base = '/resource_providers?in_tree=%s' % root_uuid
-        everything = self.client.get(base)['resource_providers']
-        owned = {rp['uuid'] for rp in self.client.get(
-            base + '&required=%s' % tree_mod.OWNER_TRAIT)[
-                'resource_providers']}
+    def list_tree(self, root_uuid):
+        return self.client.get('/resource_providers?in_tree=%s'
+                               % root_uuid)['resource_providers']
+
+    def read_tree(self, root_uuid, wanted_uuids, everything=None):
+        """{uuid: Current} for our providers and any wanted ones present.
+
+        ``everything``: the tree's listing when the caller already has it.
+        """
+        if everything is None:
+            everything = self.list_tree(root_uuid)
+        owned = self._known_owners(everything, wanted_uuids)
+        if owned is None:
+            owned = {rp['uuid'] for rp in self.client.get(
+                '/resource_providers?in_tree=%s&required=%s'
+                % (root_uuid, tree_mod.OWNER_TRAIT))['resource_providers']}
+            if self.cache:
+                for rp in everything:
+                    if rp['uuid'] not in owned | wanted_uuids:
+                        self._foreign[rp['uuid']] = rp['generation']
         current = {}
         for rp in everything:
             if rp['uuid'] in owned or rp['uuid'] in wanted_uuids:
-                current[rp['uuid']] = self._read_provider(rp)
+                current[rp['uuid']] = self._cached(rp) or \
+                    self._read_provider(rp)
         return current
+
+    def _known_owners(self, everything, wanted_uuids):
+        """Our providers among the unwanted listed ones, if every one of
+        them is remembered at its listed generation; else None."""
+        if not self.cache:
+            return None
+        owned = set()
+        for rp in everything:
+            if rp['uuid'] in wanted_uuids:
+                continue
+            if self._foreign.get(rp['uuid']) == rp['generation']:
+                continue
+            known = self._providers.get(rp['uuid'])
+            if known is None or known.generation != rp['generation']:
+                return None
+            if tree_mod.OWNER_TRAIT in known.traits:
+                owned.add(rp['uuid'])
+        return owned
+
+    def _cached(self, rp):
+        """A copy of the remembered provider if Placement's generation
+        says it has not changed since, else None."""
+        known = self._providers.get(rp['uuid'])
+        if known is None or known.generation != rp['generation']:
+            return None
+        return dataclasses.replace(
+            known, name=rp['name'], parent_uuid=rp['parent_provider_uuid'],
+            inventories=dict(known.inventories))
+
+    def _remember(self, have):
+        if self.cache:
+            self._providers[have.uuid] = dataclasses.replace(
+                have, inventories=dict(have.inventories))
+
+    def _forget(self, uuid):
+        self._providers.pop(uuid, None)
+        self._foreign.pop(uuid, None)
+
+    def _root(self, hostname, create):
+        """(root uuid, the tree listing or None): with the cache, the
+        remembered root if the listing of its tree still shows it under
+        ``hostname``; else found (or made) by name."""
+        root = self._roots.get(hostname)
+        if root is not None:
+            everything = self.list_tree(root)
+            if any(rp['uuid'] == root and rp['name'] == hostname
+                   for rp in everything):
+                return root, everything
+            del self._roots[hostname]
+        root = self.find_root(hostname, create)
+        if self.cache:
+            self._roots[hostname] = root
+        return root, None
 
     def _read_provider(self, rp):
         url = '/resource_providers/%s' % rp['uuid']
         inv = self.client.get(url + '/inventories')
         traits = self.client.get(url + '/traits')
-        return Current(uuid=rp['uuid'], name=rp['name'],
+        # NOTE: the generation of the second answer; a write between the
+        # two reads leaves an older inventory under a newer generation,
+        # so remember it only when both answers carry the same one.
+        have = Current(uuid=rp['uuid'], name=rp['name'],
                        parent_uuid=rp['parent_provider_uuid'],
                        generation=traits['resource_provider_generation'],
                        inventories=inv['inventories'],
                        traits=frozenset(traits['traits']))
+        if inv['resource_provider_generation'] == have.generation:
+            self._remember(have)
+        return have
 
     # -- the loop --------------------------------------------------------
 
     def sync(self, hostname, devices, create_root=False):
         """Make Placement match ``devices``; a SyncReport of what changed."""
-        self._ensured = set()
-        root = self.find_root(hostname, create_root)
+        if not self.cache:
+            self._ensured = set()
+        root, listing = self._root(hostname, create_root)
         desired = tree_mod.build_tree(hostname, root, devices)
         wanted = set(desired.by_uuid())
         for attempt in range(1, self.conflict_retries + 2):
             report = SyncReport(root_uuid=root, tree=desired,
                                 attempts=attempt)
-            current = self.read_tree(root, wanted)
+            # NOTE: a retry lists the tree again.
+            current = self.read_tree(root, wanted, listing)
+            listing = None
             try:
                 self._apply(desired, current, report)
                 return report
             except exception.PlacementError as exc:
+                # What we remember of this tree may be what failed.
+                self._roots.pop(hostname, None)
+                for uuid in current:
+                    self._forget(uuid)
                 if not _retryable(exc) or \
                         attempt > self.conflict_retries:
                     raise
@@ -157,6 +260,16 @@ class Reporter:
         self._update(provider, have)
 
     def _update(self, provider, have):
+        try:
+            changed = self._write_differences(provider, have)
+        except exception.PlacementError:
+            self._forget(have.uuid)
+            raise
+        if changed:
+            self._remember(have)
+        return changed
+
+    def _write_differences(self, provider, have):
         changed = False
         if (have.name, have.parent_uuid) != (provider.name,
                                              provider.parent_uuid):
@@ -166,15 +279,36 @@ class Reporter:
             have.generation = body['generation']
             changed = True
         if not _same_inventories(have.inventories, provider.inventories):
-            self._ensure_rcs(set(provider.inventories) -
-                             set(have.inventories))
-            self._put_inventories(have, provider.inventories)
+            new_rcs = set(provider.inventories) - set(have.inventories)
+            self._ensure_rcs(new_rcs)
+            self._retry_unknown(
+                lambda: self._put_inventories(have, provider.inventories),
+                '/resource_classes/%s', new_rcs)
             changed = True
         if have.traits != provider.traits:
-            self._ensure_traits(provider.traits - have.traits)
-            self._put_traits(have, provider.traits)
+            new_traits = provider.traits - have.traits
+            self._ensure_traits(new_traits)
+            self._retry_unknown(
+                lambda: self._put_traits(have, provider.traits),
+                '/traits/%s', new_traits)
             changed = True
         return changed
+
+    def _retry_unknown(self, write, url, names):
+        """Run ``write``; on a 400 when remembered custom names were
+        trusted, create them again and retry once (someone may have
+        deleted one since we made it)."""
+        try:
+            return write()
+        except exception.PlacementError as exc:
+            trusted = {url % n for n in names} & self._ensured
+            if getattr(exc, 'status', None) != 400 or not trusted:
+                raise
+            LOG.info('Placement refused %s (%s); creating them again',
+                     sorted(trusted), exc)
+            self._ensured -= trusted
+            self._ensure(url, names)
+            return write()
 
     def _put_inventories(self, have, inventories):
         body = self.client.put(
@@ -215,6 +349,7 @@ class Reporter:
                 self._hold(have, report)
                 continue
             self.client.delete('/resource_providers/%s' % have.uuid)
+            self._forget(have.uuid)
             del current[have.uuid]
             report.deleted.append(have.name)
 
@@ -230,9 +365,11 @@ class Reporter:
         held = {rc: dict(inv, reserved=inv['total'])
                 for rc, inv in have.inventories.items()}
         if not _same_inventories(have.inventories, held):
+            self._forget(have.uuid)
             self._put_inventories(have, {
                 rc: {f: inv[f] for f in INVENTORY_FIELDS}
                 for rc, inv in held.items()})
+            self._remember(have)
         report.held.append(have.name)
 
 

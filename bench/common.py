@@ -1,0 +1,82 @@
+"""Small helpers shared by the benches: statistics, timers, output.
+
+Every bench prints one JSON document on stdout (``--output`` also writes
+it to a file) and a short human table on stderr, so a person reads the
+table and a script (or tests/functional/test_bench_smoke.py) reads JSON.
+"""
+import json
+import os
+import platform
+import sys
+import time
+
+
+def percentile(values, pct):
+    """Nearest-rank percentile of ``values`` (seconds in, seconds out)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * pct // 100))  # ceil
+    return ordered[min(len(ordered), int(rank)) - 1]
+
+
+def latency_summary(latencies, wall):
+    """requests/s over ``wall`` seconds and p50/p99/max in milliseconds."""
+    n = len(latencies)
+    return {
+        'requests': n,
+        'wall_s': round(wall, 4),
+        'rps': round(n / wall, 1) if wall > 0 else None,
+        'p50_ms': _ms(percentile(latencies, 50)),
+        'p99_ms': _ms(percentile(latencies, 99)),
+        'max_ms': _ms(max(latencies) if latencies else None),
+    }
+
+
+def _ms(value):
+    return None if value is None else round(value * 1000, 2)
+
+
+def ratio(ours, theirs):
+    """ours / theirs rounded, or None when either side is missing."""
+    if not ours or not theirs:
+        return None
+    return round(ours / theirs, 2)
+
+
+class Timer:
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.elapsed = time.perf_counter() - self.start
+
+
+def machine():
+    load = os.getloadavg() if hasattr(os, 'getloadavg') else None
+    return {'python': platform.python_version(),
+            'cpus': os.cpu_count(),
+            'loadavg_at_start': [round(x, 2) for x in load] if load else None,
+            'platform': platform.platform()}
+
+
+def emit(result, output=None):
+    text = json.dumps(result, indent=2, sort_keys=True)
+    if output:
+        with open(output, 'w') as f:
+            f.write(text + '\n')
+    print(text)
+    sys.stdout.flush()
+
+
+def quiet(*names):
+    """Service logging at WARNING (the benches measure, not log)."""
+    import logging
+    for name in names or ('cyborg_lite', 'alembic', 'keystoneauth',
+                          'urllib3', 'stevedore', 'oslo_messaging'):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)

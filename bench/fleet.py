@@ -1,0 +1,425 @@
+"""Reports at scale: a simulated fleet against one conductor + real Placement.
+
+    .venv/bin/python -m bench.fleet --hosts 1000 [--cards 8] [--regions 2]
+        [--change-pct 1] [--candidates 50] [--output fleet.json]
+
+A report generator builds, for each of ``--hosts`` hosts, the driver
+report an agent with ``--cards`` FPGA cards of ``--regions`` regions each
+sends (``DeviceRecord`` dicts, as drivers/base.py defines them, shaped like
+the fake driver's), and hands every host's report to the conductor's RPC
+endpoint method (``ConductorManager.report``, the code the RPC server
+calls) whose after-report hook is the real ``PlacementSync`` against the
+real openstack-placement (``PlacementServer``, its own process and SQLite
+database). One conductor, reports applied one after the other.
+
+Rounds, each over every host:
+
+- ``first``: the first full report (every row and provider created);
+- ``unchanged``: the same reports again (target: no DB write, no
+  Placement write);
+- ``change``: ``--change-pct`` percent of all regions report another
+  loaded function (the traits of those region providers change);
+- ``unchanged_again``: the same reports as ``change`` again.
+
+Per round: wall time, Placement requests by method (the counting
+``PlacementClient``), SQL statements by kind (a SQLAlchemy
+``before_cursor_execute`` listener on the conductor's engine).
+
+Then ``GET /allocation_candidates`` for the scheduler test's profile
+(FPGA:1 + CUSTOM_FPGA_LOCAL_MEMORY_MB:4096 + required region trait),
+``--candidates`` times with no limit and with Nova's default limit=1000:
+Placement's cost over the whole tree, reported for operators.
+"""
+import argparse
+import collections
+from concurrent import futures
+import os
+import random
+import re
+import shutil
+import tempfile
+import threading
+import time
+
+import requests
+import sqlalchemy as sa
+
+from bench import common
+
+REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'   # as the scheduler test
+FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'   # the fake's initial one
+REGION_MEMORY_MB = 4096
+PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
+                     'OpenStack-API-Version': 'placement 1.39'}
+
+
+def hostname(index):
+    return 'fleet-%05d' % index
+
+
+def device_record(card, regions, functions):
+    """One FPGA card as the fake driver reports it (to_dict form)."""
+    bus = '%02x' % (0x5e + card)
+    address = '0000:%s:00.0' % bus
+    deployables = []
+    for region in range(regions):
+        deployables.append({
+            'name': 'region%d' % region,
+            'resource_class': 'FPGA',
+            'num_accelerators': 1,
+            'region_type': REGION_TYPE,
+            'function_id': functions[(card, region)],
+            'function_name': None,
+            'local_memory_mb': REGION_MEMORY_MB,
+            'traits': ['CUSTOM_FPGA_INTEL', 'CUSTOM_FPGA_INTEL_PAC_A10'],
+            'attributes': {'port': 'dfl-port.%d' % (card * regions + region)},
+            'attach_handles': [{
+                'attach_type': 'PCI',
+                'attach_info': {'domain': '0000', 'bus': bus,
+                                'device': '00', 'function': str(region + 1)},
+            }],
+        })
+    return {
+        'type': 'FPGA', 'vendor': '0x8086', 'model': 'Intel PAC Arria 10 GX',
+        'identity': address, 'pci_address': address, 'health': 'healthy',
+        'std_board_info': {'vendor_id': '0x8086', 'device_id': '0x09c4'},
+        'vendor_board_info': {'ports': regions, 'simulated': True},
+        'deployables': deployables,
+    }
+
+
+class Fleet:
+    """The report of every host; ``change(pct)`` reprograms some regions."""
+
+    def __init__(self, hosts, cards, regions, seed=42):
+        self.hosts = hosts
+        self.cards = cards
+        self.regions = regions
+        self.random = random.Random(seed)
+        self.functions = {
+            (h, c, r): FUNCTION_ID
+            for h in range(hosts) for c in range(cards)
+            for r in range(regions)}
+
+    def report(self, host):
+        functions = {(c, r): self.functions[(host, c, r)]
+                     for c in range(self.cards) for r in range(self.regions)}
+        return [{'driver': 'fake', 'ok': True, 'error': None,
+                 'devices': [device_record(c, self.regions, functions)
+                             for c in range(self.cards)]}]
+
+    def change(self, pct):
+        """Load a new function into ``pct``% of all regions; the keys."""
+        keys = sorted(self.functions)
+        count = max(1, round(len(keys) * pct / 100.0))
+        changed = self.random.sample(keys, count)
+        for key in changed:
+            self.functions[key] = '%032x' % self.random.getrandbits(128)
+        return changed
+
+
+def region_rp_uuid(host, card, region):
+    from cyborg_lite.common import naming
+    return naming.rp_uuid(naming.deployable_rp_name(
+        hostname(host), '0000:%02x:00.0' % (0x5e + card),
+        'region%d' % region, 'FPGA'))
+
+
+def verify_functions(placement_url, fleet, keys):
+    """Regions (of ``keys``) whose provider lacks its function's trait."""
+    http = requests.Session()
+    wrong = []
+    for host, card, region in keys:
+        url = '%s/resource_providers/%s/traits' % (
+            placement_url, region_rp_uuid(host, card, region))
+        resp = http.get(url, headers=PLACEMENT_HEADERS)
+        resp.raise_for_status()
+        want = 'CUSTOM_FUNCTION_ID_' + fleet.functions[
+            (host, card, region)].upper()
+        if want not in resp.json()['traits']:
+            wrong.append('%s card %d region %d' % (hostname(host), card,
+                                                   region))
+    return wrong
+
+
+class StatementCounter:
+    """SQL statements by first keyword, from the engine's cursor events."""
+
+    def __init__(self, engine):
+        self.counts = collections.Counter()
+        self._lock = threading.Lock()
+        sa.event.listen(engine, 'before_cursor_execute', self._count)
+
+    def _count(self, conn, cursor, statement, *args):
+        kind = statement.lstrip().split(None, 1)[0].upper()
+        with self._lock:
+            self.counts[kind] += 1
+
+    def snapshot(self):
+        counts = dict(self.counts)
+        writes = sum(counts.get(k, 0) for k in ('INSERT', 'UPDATE',
+                                                 'DELETE'))
+        return {'statements': sum(counts.values()), 'writes': writes,
+                'by_kind': counts}
+
+    def reset(self):
+        self.counts.clear()
+
+
+def _configure(state_dir, placement_url):
+    from keystoneauth1 import loading as ks_loading
+
+    from cyborg_lite.common import config
+    from cyborg_lite.conf import CONF
+    config.parse_args([], default_config_files=[])
+    CONF.set_override('connection', 'sqlite:///%s' % os.path.join(
+        state_dir, 'cyborg_lite.sqlite'), group='database')
+    CONF.set_override('state_path', state_dir)
+    CONF.register_opts(
+        ks_loading.get_auth_plugin_conf_options('admin_token'),
+        group='placement')
+    for name, value in (('auth_type', 'admin_token'), ('token', 'admin'),
+                        ('endpoint_override', placement_url),
+                        ('create_compute_node_rp', True)):
+        CONF.set_override(name, value, group='placement')
+    return CONF
+
+
+class TimedClient:
+    """Wraps PlacementClient.request: time spent per request kind."""
+
+    _UUID = re.compile('[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                       '[0-9a-f]{12}')
+
+    def __init__(self, client):
+        self._request = client.request
+        client.request = self.request
+        self.seconds = collections.Counter()
+        self.calls = collections.Counter()
+        self._lock = threading.Lock()
+
+    def kind(self, method, url):
+        path, _, query = url.partition('?')
+        path = self._UUID.sub('{uuid}', path)
+        if path.startswith(('/traits/', '/resource_classes/')):
+            path = path.rsplit('/', 1)[0] + '/{name}'
+        params = sorted(p.split('=', 1)[0] for p in query.split('&') if p)
+        return '%s %s%s' % (method, path,
+                            ('?' + '&'.join(params)) if params else '')
+
+    def request(self, method, url, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self._request(method, url, *args, **kwargs)
+        finally:
+            elapsed = time.perf_counter() - start
+            kind = self.kind(method, url)
+            with self._lock:
+                self.seconds[kind] += elapsed
+                self.calls[kind] += 1
+
+    def snapshot(self):
+        with self._lock:
+            return {k: {'calls': self.calls[k],
+                        'total_s': round(self.seconds[k], 3),
+                        'mean_ms': round(self.seconds[k] * 1000 /
+                                         self.calls[k], 2)}
+                    for k in sorted(self.calls)}
+
+    def reset(self):
+        with self._lock:
+            self.seconds.clear()
+            self.calls.clear()
+
+
+class Conductor:
+    """The conductor's report endpoint with the real Placement sync.
+
+    ``workers`` > 1 applies reports from that many threads at once, as
+    the conductor's RPC server (a thread pool) does with concurrent
+    agents. NOTE: the bench's Placement runs on SQLite, which refuses
+    concurrent writers ("database is locked", HTTP 500, counted in
+    ``sync_failures``); more than one worker needs a Placement on
+    PostgreSQL or MySQL, so the default is one.
+    """
+
+    def __init__(self, conf, workers=1):
+        from cyborg_lite.conductor import manager
+        from cyborg_lite.conductor import placement_sync
+        from cyborg_lite.db import session
+        self.sync = placement_sync.PlacementSync.from_conf(conf)
+        self.timing = TimedClient(self.sync.client)
+        self.manager = manager.ConductorManager(
+            'bench-conductor', after_report=self._after_report)
+        self.sql = StatementCounter(session.get_engine())
+        self.sync_failures = []
+        self.workers = workers
+
+    def _after_report(self, host):
+        result = self.sync.sync_host(host)
+        if not result.ok:
+            self.sync_failures.append('%s: %s' % (host, result.error))
+
+    def round(self, name, fleet, hosts):
+        failures_before = len(self.sync_failures)
+        self.sync.client.reset_counts()
+        self.timing.reset()
+        self.sql.reset()
+        acks = collections.Counter()
+        lock = threading.Lock()
+
+        def report(host):
+            ack = self.manager.report(None, hostname(host),
+                                      fleet.report(host))
+            with lock:
+                acks['changed' if ack['changed'] else 'unchanged'] += 1
+                for key in ('created', 'updated', 'deleted'):
+                    acks[key] += ack[key]
+
+        with common.Timer() as t:
+            if self.workers > 1:
+                with futures.ThreadPoolExecutor(self.workers) as pool:
+                    list(pool.map(report, hosts))
+            else:
+                for host in hosts:
+                    report(host)
+        counts = dict(self.sync.client.counts)
+        placement_writes = self.sync.client.writes
+        result = {
+            'round': name, 'hosts': len(hosts),
+            'wall_s': round(t.elapsed, 3),
+            'per_host_ms': round(t.elapsed * 1000 / max(1, len(hosts)), 3),
+            'acks': dict(acks),
+            'placement': {'requests': sum(counts.values()),
+                          'writes': placement_writes, 'by_method': counts,
+                          'by_kind': self.timing.snapshot()},
+            'db': self.sql.snapshot(),
+            'sync_failures': len(self.sync_failures) - failures_before,
+        }
+        common.log('%-16s %5d hosts %9.2f s  %7.2f ms/host  placement %6d '
+                   'req (%5d writes)  sql %7d (%5d writes)'
+                   % (name, len(hosts), t.elapsed, result['per_host_ms'],
+                      result['placement']['requests'], placement_writes,
+                      result['db']['statements'], result['db']['writes']))
+        return result
+
+
+def candidates_params():
+    """The scheduler test's profile as Nova's granular query."""
+    return {'resources1': 'FPGA:1,CUSTOM_FPGA_LOCAL_MEMORY_MB:%d'
+                          % REGION_MEMORY_MB,
+            'required1': 'CUSTOM_FPGA_REGION_%s' % REGION_TYPE.upper()}
+
+
+def measure_candidates(placement_url, count, limit=None):
+    params = candidates_params()
+    if limit:
+        params['limit'] = str(limit)
+    http = requests.Session()
+    latencies, returned = [], None
+    with common.Timer() as t:
+        for _ in range(count):
+            start = time.perf_counter()
+            resp = http.get(placement_url + '/allocation_candidates',
+                            params=params, headers=PLACEMENT_HEADERS)
+            latencies.append(time.perf_counter() - start)
+            resp.raise_for_status()
+            returned = len(resp.json()['allocation_requests'])
+    summary = common.latency_summary(latencies, t.elapsed)
+    summary.update(limit=limit, candidates_returned=returned)
+    common.log('allocation_candidates limit=%s: %d returned, p50 %.1f ms, '
+               'p99 %.1f ms' % (limit, returned, summary['p50_ms'],
+                                summary['p99_ms']))
+    return summary
+
+
+def count_providers(placement_url):
+    resp = requests.get(placement_url + '/resource_providers',
+                        headers=PLACEMENT_HEADERS)
+    resp.raise_for_status()
+    return len(resp.json()['resource_providers'])
+
+
+def run(args):
+    from cyborg_lite.common import placement_server
+    from cyborg_lite.db import migration
+    from cyborg_lite.db import session
+
+    state_dir = args.state_dir or tempfile.mkdtemp(prefix='bench-fleet-')
+    os.makedirs(state_dir, exist_ok=True)
+    placement = placement_server.PlacementServer(
+        basedir=os.path.join(state_dir, 'placement'))
+    os.makedirs(placement.basedir, exist_ok=True)
+    placement.start()
+    try:
+        _configure(state_dir, placement.endpoint)
+        common.quiet()
+        migration.upgrade()
+        from cyborg_lite.conf import CONF
+        conductor = Conductor(CONF, workers=args.workers)
+        fleet = Fleet(args.hosts, args.cards, args.regions, seed=args.seed)
+        hosts = list(range(args.hosts))
+        rounds = [conductor.round('first', fleet, hosts),
+                  conductor.round('unchanged', fleet, hosts)]
+        changed = fleet.change(args.change_pct)
+        change = conductor.round('change', fleet, hosts)
+        # Placement must show every new function (the reporter's provider
+        # cache must not have hidden a change).
+        wrong = verify_functions(placement.endpoint, fleet, changed)
+        change.update(changed_regions=len(changed),
+                      changed_hosts=len({h for h, _, _ in changed}),
+                      regions_not_in_placement=wrong[:10],
+                      regions_verified=len(changed) - len(wrong))
+        rounds.append(change)
+        rounds.append(conductor.round('unchanged_again', fleet, hosts))
+        providers = count_providers(placement.endpoint)
+        candidates = []
+        if args.candidates:
+            candidates = [measure_candidates(placement.endpoint,
+                                             args.candidates),
+                          measure_candidates(placement.endpoint,
+                                             args.candidates, limit=1000)]
+        return {
+            'bench': 'fleet',
+            'machine': common.machine(),
+            'params': {'hosts': args.hosts, 'cards': args.cards,
+                       'regions_per_card': args.regions,
+                       'regions': args.hosts * args.cards * args.regions,
+                       'change_pct': args.change_pct,
+                       'workers': args.workers},
+            'rounds': {r['round']: r for r in rounds},
+            'placement_providers': providers,
+            'expected_providers': args.hosts * (1 + args.cards +
+                                                args.cards * args.regions),
+            'allocation_candidates': candidates,
+            'sync_failures': conductor.sync_failures[:10],
+        }
+    finally:
+        session.dispose_all()
+        placement.stop()
+        if not args.state_dir and not args.keep:
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--hosts', type=int, default=100)
+    parser.add_argument('--cards', type=int, default=8)
+    parser.add_argument('--regions', type=int, default=2)
+    parser.add_argument('--change-pct', type=float, default=1.0)
+    parser.add_argument('--workers', type=int, default=1,
+                        help='reports applied at once (threads)')
+    parser.add_argument('--candidates', type=int, default=20,
+                        help='allocation_candidates queries per variant '
+                             '(0: skip)')
+    parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--state-dir', help='keep DBs here (default: temp)')
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the temp state dir')
+    parser.add_argument('--output', help='also write the JSON here')
+    args = parser.parse_args(argv)
+    common.emit(run(args), args.output)
+
+
+if __name__ == '__main__':
+    main()

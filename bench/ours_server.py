@@ -1,0 +1,73 @@
+"""cyborg_lite's API and conductor in one process, for the API bench.
+
+    .venv/bin/python -m bench.ours_server --db sqlite:///x.sqlite
+        --port N --nova-url URL [--threads 8]
+
+The same arrangement as cyborg-lite-all-in-one (waitress, in-process
+``fake://`` messaging, noauth, SQLite) minus Placement and the agent,
+which the API routes measured here do not use. ``[arq] notifier = nova``
+sends the accelerator-request-bound event to ``--nova-url`` (bench/
+fake_nova.py), as Cyborg does. ``[api] max_limit = 10000`` so that
+GET /v2/devices returns all rows, as Cyborg's (unpaged) list does.
+The database must already be migrated and seeded (bench/seed.py).
+"""
+import argparse
+import signal
+import sys
+import threading
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--db', required=True)
+    parser.add_argument('--port', type=int, required=True)
+    parser.add_argument('--nova-url', required=True)
+    parser.add_argument('--threads', type=int, default=8)
+    args = parser.parse_args(argv)
+
+    from keystoneauth1 import loading as ks_loading
+    import waitress.server
+
+    from cyborg_lite.api import deploy
+    from cyborg_lite.common import config
+    from cyborg_lite.conductor import service
+    from cyborg_lite.conf import CONF
+
+    config.parse_args([], default_config_files=[])
+    CONF.register_opts(ks_loading.get_auth_plugin_conf_options('none'),
+                       group='nova')
+    overrides = {
+        None: {'host': 'bench-ours', 'transport_url': 'fake://',
+               'default_log_levels': ['cyborg_lite=WARNING',
+                                      'keystoneauth=WARNING',
+                                      'oslo_messaging=WARNING',
+                                      'urllib3=WARNING']},
+        'database': {'connection': args.db},
+        'api': {'host': '127.0.0.1', 'port': args.port,
+                'auth_strategy': 'noauth', 'max_limit': 10000},
+        'arq': {'notifier': 'nova'},
+        'nova': {'auth_type': 'none', 'endpoint_override': args.nova_url},
+    }
+    for group, values in overrides.items():
+        for name, value in values.items():
+            CONF.set_override(name, value, group=group)
+
+    conductor = service.ConductorService(CONF)
+    conductor.start()
+    server = waitress.server.create_server(
+        deploy.loadapp(CONF), host='127.0.0.1', port=args.port,
+        threads=args.threads, clear_untrusted_proxy_headers=True)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    print('ready', flush=True)
+    stop.wait()
+    server.close()
+    conductor.stop()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Each bench under bench/ runs at a tiny size, so the scripts do not rot.
+
+No timing is asserted (the machine is shared and slow ones are not
+wrong); what is checked is the output's structure and the counts that
+are facts rather than speeds: an unchanged round writes nothing, every
+changed region reaches Placement, every request succeeds. The API bench
+runs without the Cyborg comparison (that would pip install Cyborg).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+pytestmark = pytest.mark.xdist_group('bench_smoke')
+
+
+def _bench(tmp_path, name, *args, timeout=300):
+    output = tmp_path / ('%s.json' % name)
+    proc = subprocess.run([sys.executable, '-m', 'bench.%s' % name,
+                           '--output', str(output)] + list(args), cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with open(output) as f:
+        return json.load(f)
+
+
+def test_fleet_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'fleet', '--hosts', '2', '--cards', '2',
+                    '--regions', '2', '--change-pct', '25',
+                    '--candidates', '2')
+
+    assert result['bench'] == 'fleet'
+    assert result['params']['regions'] == 8
+    rounds = result['rounds']
+    assert set(rounds) == {'first', 'unchanged', 'change',
+                           'unchanged_again'}
+    for r in rounds.values():
+        assert r['hosts'] == 2 and r['sync_failures'] == 0
+        assert {'wall_s', 'per_host_ms', 'placement', 'db'} <= set(r)
+    first = rounds['first']
+    assert first['acks']['changed'] == 2
+    assert first['placement']['writes'] > 0 and first['db']['writes'] > 0
+    for name in ('unchanged', 'unchanged_again'):
+        assert rounds[name]['acks'] == {'unchanged': 2, 'created': 0,
+                                        'updated': 0, 'deleted': 0}
+        assert rounds[name]['db']['writes'] == 0
+        assert rounds[name]['placement']['requests'] == 0
+    change = rounds['change']
+    assert change['changed_regions'] == 2
+    assert change['regions_not_in_placement'] == []
+    assert change['regions_verified'] == 2
+    assert change['placement']['writes'] > 0
+    # With the provider cache a changed host costs the name lookup, two
+    # listings and its writes, not two reads per provider.
+    reads = change['placement']['by_method'].get('GET', 0)
+    assert reads <= 3 * change['changed_hosts']
+    assert result['placement_providers'] == result['expected_providers']
+    for query in result['allocation_candidates']:
+        assert query['requests'] == 2
+        assert query['candidates_returned'] == 8
+        assert query['p50_ms'] is not None
+
+
+def test_api_bench_tiny_without_cyborg(tmp_path):
+    result = _bench(tmp_path, 'api', '--devices', '20', '--requests', '6',
+                    '--list-requests', '2', '--binds', '3', '--rounds', '1',
+                    '--concurrency', '2', '--no-cyborg')
+
+    assert result['bench'] == 'api'
+    assert result['cyborg_version'] is None
+    scenarios = result['scenarios']
+    assert set(scenarios) == {'list_devices', 'create_profile',
+                              'create_arq', 'bind'}
+    for name, entry in scenarios.items():
+        ours = entry['ours']
+        assert ours['errors'] == 0, (name, ours['first_errors'])
+        assert ours['requests'] > 0 and ours['p50_ms'] is not None
+        assert 'cyborg' not in entry and 'ratio' not in entry
+    assert scenarios['bind']['ours']['requests'] == 3
+    # Each Bound ARQ told the Nova stand-in.
+    assert result['nova_events'] == 3
+
+
+def test_sqlite_writers_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'sqlite_writers', '--requests', '6',
+                    '--devices', '10', '--concurrency', '2')
+
+    assert result['bench'] == 'sqlite_writers'
+    assert set(result['modes']) == {'as-is', 'lock', 'lock+wal'}
+    for mode in result['modes'].values():
+        for name in ('create_arq', 'create_profile'):
+            assert mode[name]['errors'] == 0
+            assert mode[name]['requests'] == 6
