@@ -8,15 +8,16 @@ SQLite seeded with bench/seed.py) and times POST /v2/accelerator_requests
 and POST /v2/device_profiles under three settings of db/session.py,
 patched here in memory only (the repository is not changed):
 
-- ``as-is``: what session.py does (each writer its own connection,
-  ``BEGIN IMMEDIATE``; a writer that finds the lock taken waits in
-  SQLite's busy handler, which sleeps in steps of up to 100 ms);
+- ``as-is``: what session.py does now (since the change this bench
+  measured: writers queue on a per-engine lock, then ``BEGIN IMMEDIATE``;
+  before it, a writer that found the database locked waited in SQLite's
+  busy handler, which sleeps in steps of up to 100 ms);
 - ``lock``: writers of the process also take one ``threading.Lock``
   first, so they queue in Python instead of sleeping in SQLite;
 - ``lock+wal``: the same plus ``journal_mode=WAL`` and
   ``synchronous=NORMAL`` (one fsync per checkpoint, not per commit).
 
-It measures a proposal for db/session.py (see docs/benchmarks.md,
+It measured the change now in db/session.py (docs/benchmarks.md,
 "Hot spots elsewhere"); every mode runs in a fresh database.
 """
 import argparse

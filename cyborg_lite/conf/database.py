@@ -18,6 +18,16 @@ OPTS = [
                default=10,
                min=1,
                help='Connections kept open per process (not SQLite).'),
+    cfg.StrOpt('sqlite_journal_mode',
+               default='wal',
+               choices=[('wal', 'write-ahead log with synchronous=NORMAL: '
+                                'readers never wait for the writer and a '
+                                'commit does not fsync; a power loss may '
+                                'drop the last commits, a crash does not'),
+                        ('delete', "SQLite's default rollback journal with "
+                                   'synchronous=FULL: an fsync per commit')],
+               help='Journal of a SQLite database (ignored for other '
+                    'backends). bench/sqlite_writers.py measures both.'),
     cfg.IntOpt('sqlite_busy_timeout_ms',
                default=30000,
                min=0,

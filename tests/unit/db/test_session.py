@@ -57,3 +57,43 @@ def test_stale_version_is_detected(db):
             stale.model = 'lost update'
     with session.reader() as s:
         assert s.scalars(sa.select(models.Device)).one().model == 'new'
+
+
+@pytest.mark.parametrize('mode, journal, synchronous', [
+    ('wal', 'wal', 1),        # synchronous NORMAL
+    ('delete', 'delete', 2),  # synchronous FULL, SQLite's default
+])
+def test_sqlite_journal_mode_follows_config(conf, tmp_path, mode, journal,
+                                            synchronous):
+    conf.set_override('sqlite_journal_mode', mode, group='database')
+    url = 'sqlite:///%s/j.sqlite' % tmp_path
+    try:
+        with session.get_engine(url).connect() as conn:
+            assert conn.exec_driver_sql(
+                'PRAGMA journal_mode').scalar() == journal
+            assert conn.exec_driver_sql(
+                'PRAGMA synchronous').scalar() == synchronous
+    finally:
+        session.dispose_all()
+
+
+def test_writers_of_one_process_queue_on_a_lock(db, conf):
+    # Many threads writing at once all succeed (none gives up in SQLite's
+    # busy handler) and every row lands.
+    import threading
+    errors = []
+
+    def write(i):
+        try:
+            with session.writer() as s:
+                s.add(_device('t%d' % i))
+        except Exception as exc:  # collected for the assertion
+            errors.append(exc)
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with session.reader() as s:
+        assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 20
