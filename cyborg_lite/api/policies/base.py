@@ -15,6 +15,14 @@ PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
 PROJECT_MANAGER_OR_ADMIN = 'rule:project_manager_or_admin'
 PROJECT_MEMBER_OR_SERVICE_OR_ADMIN = 'rule:project_member_or_service_or_admin'
 
+
+def rule(name, check_str, description, path, method):
+    """A documented project-scoped rule for one operation."""
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check_str, description=description,
+        operations=[{'path': path, 'method': method}],
+        scope_types=['project'])
+
 RULES = [
     policy.RuleDefault(
         'context_is_admin', 'role:admin',

@@ -6,7 +6,6 @@ their project and admins, public ones by everyone with a role. Making a
 bitstream public is an admin's act (Glance's ``publicize_image``): a
 public image is offered to every project's regions.
 """
-from oslo_policy import policy
 
 from cyborg_lite.api.policies import base
 
@@ -21,11 +20,7 @@ DELETE = 'cyborg:bitstream:delete'
 _PATH = '/v2/bitstreams'
 
 
-def _rule(name, check_str, description, path, method):
-    return policy.DocumentedRuleDefault(
-        name=name, check_str=check_str, description=description,
-        operations=[{'path': path, 'method': method}],
-        scope_types=['project'])
+_rule = base.rule
 
 
 RULES = [

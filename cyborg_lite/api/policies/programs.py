@@ -4,7 +4,6 @@ Jobs belong to the project that asked for them; the target of show and
 cancel is the job. Forcing a region that a Bound ARQ holds would pull an
 accelerator from under a running workload, so it is an admin's act.
 """
-from oslo_policy import policy
 
 from cyborg_lite.api.policies import base
 
@@ -17,11 +16,7 @@ CANCEL = 'cyborg:program:cancel'
 _PATH = '/v2/programs'
 
 
-def _rule(name, check_str, description, path, method):
-    return policy.DocumentedRuleDefault(
-        name=name, check_str=check_str, description=description,
-        operations=[{'path': path, 'method': method}],
-        scope_types=['project'])
+_rule = base.rule
 
 
 RULES = [
