@@ -34,6 +34,7 @@ from cyborg_lite.agent import job_runner
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
+from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import loader
@@ -75,7 +76,7 @@ def entry_hash(entry):
     return hashlib.sha256(_json(entry).encode()).hexdigest()
 
 
-class AgentManager:
+class AgentManager(rpc_loop.RpcLoop):
     """Discovery loop and the RPC endpoint the conductor calls."""
 
     # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
@@ -98,10 +99,7 @@ class AgentManager:
         self.scans = 0
         self._full_requested = True  # the first report is always full
         self._report_lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._wake = threading.Event()
-        self._thread = None
-        self._server = None
+        self._init_rpc_loop()
         self._announced = False
         self.jobs = job_runner.JobRunner(
             self.host, self.drivers, self.conductor,
@@ -196,11 +194,7 @@ class AgentManager:
     # --- lifecycle -----------------------------------------------------
 
     def start(self):
-        self._server = rpc.get_server(rpc.AGENT_TOPIC, self.host, [self])
-        self._server.start()
-        self._thread = threading.Thread(target=self._loop,
-                                        name='agent-discovery', daemon=True)
-        self._thread.start()
+        self._start_rpc_loop(rpc.AGENT_TOPIC, [self], 'agent-discovery')
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
@@ -210,15 +204,7 @@ class AgentManager:
         ``drain_jobs=False`` leaves them as a killed agent would: cut off
         from the conductor (see agent/job_runner.py).
         """
-        if self._server is not None:
-            self._server.stop()
-            self._server.wait()
-            self._server = None
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._stop_rpc_loop()
         self.jobs.stop(drain=drain_jobs)
         LOG.info('Agent on %s stopped', self.host)
 

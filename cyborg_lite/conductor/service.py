@@ -18,6 +18,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import rpc
+from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import placement_sync
@@ -36,18 +37,16 @@ class _Task:
         self.next_run = next_run
 
 
-class ConductorService:
+class ConductorService(rpc_loop.RpcLoop):
 
     def __init__(self, conf=CONF, host=None, manager=None):
         self.conf = conf
         self.host = host or conf.host
         self._tasks = []
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        # Set when a task is added, so the loop recomputes its sleep.
-        self._wake = threading.Event()
-        self._thread = None
-        self._server = None
+        # _wake is also set when a task is added: the loop recomputes its
+        # sleep.
+        self._init_rpc_loop()
         # Any conductor may end any bind left behind by a dead one.
         self.add_periodic(bind.reap_stale_binds,
                           interval=conf.arq.reap_interval)
@@ -88,27 +87,14 @@ class ConductorService:
         # A bind whose profile asks for a bitstream or function the region
         # lacks programs it first, through this conductor's jobs.
         bind.set_program_before_bind(self._bind_programmer)
-        self._server = rpc.get_server(rpc.CONDUCTOR_TOPIC, self.host,
-                                      [self.manager])
-        self._server.start()
-        self._thread = threading.Thread(target=self._loop,
-                                        name='conductor-periodic',
-                                        daemon=True)
-        self._thread.start()
+        self._start_rpc_loop(rpc.CONDUCTOR_TOPIC, [self.manager],
+                             'conductor-periodic')
         LOG.info('Conductor %s started (topic %s)', self.host,
                  rpc.CONDUCTOR_TOPIC)
 
     def stop(self):
         """Stop taking RPC calls, finish those in flight, end the loop."""
-        if self._server is not None:
-            self._server.stop()
-            self._server.wait()
-            self._server = None
-        self._stopping.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        self._stop_rpc_loop()
         # NOTE: the hook is process-wide; a stopped conductor's must not
         # outlive it (its RPC clients die with the transport).
         bind.set_program_before_bind(None)
