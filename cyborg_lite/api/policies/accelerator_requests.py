@@ -17,21 +17,15 @@ UPDATE = 'cyborg:arq:update'
 
 _PATH = '/v2/accelerator_requests'
 RULES = [
-    policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.PROJECT_READER_OR_ADMIN,
-        description='List the caller\'s project\'s ARQs (all for admins).',
-        operations=[{'path': _PATH, 'method': 'GET'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.PROJECT_READER_OR_ADMIN,
-        description='Show one ARQ.',
-        operations=[{'path': _PATH + '/{arq_uuid}', 'method': 'GET'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=CREATE, check_str=base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,
-        description='Create ARQs from a device profile.',
-        operations=[{'path': _PATH, 'method': 'POST'}],
-        scope_types=['project']),
+    base.rule(GET_ALL, base.PROJECT_READER_OR_ADMIN,
+              'List the caller\'s project\'s ARQs (all for admins).',
+              _PATH, 'GET'),
+    base.rule(GET_ONE, base.PROJECT_READER_OR_ADMIN,
+              'Show one ARQ.',
+              _PATH + '/{arq_uuid}', 'GET'),
+    base.rule(CREATE, base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,
+              'Create ARQs from a device profile.',
+              _PATH, 'POST'),
     policy.DocumentedRuleDefault(
         name=DELETE, check_str=base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,
         description='Delete ARQs by uuid or by instance.',
@@ -39,11 +33,9 @@ RULES = [
                     {'path': _PATH + '?instance={instance_uuid}',
                      'method': 'DELETE'}],
         scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=UPDATE, check_str=base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,
-        description='Bind or unbind ARQs (JSON patch).',
-        operations=[{'path': _PATH, 'method': 'PATCH'}],
-        scope_types=['project']),
+    base.rule(UPDATE, base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,
+              'Bind or unbind ARQs (JSON patch).',
+              _PATH, 'PATCH'),
 ]
 
 

@@ -1,7 +1,5 @@
 """Attribute policies: reads as for devices; writes are an admin's
 (attributes are device inventory: traits and resource classes)."""
-from oslo_policy import policy
-
 from cyborg_lite.api.policies import base
 
 GET_ALL = 'cyborg:attribute:get_all'
@@ -10,28 +8,18 @@ CREATE = 'cyborg:attribute:create'
 DELETE = 'cyborg:attribute:delete'
 
 RULES = [
-    policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.PROJECT_MANAGER_OR_ADMIN,
-        description='List attributes.',
-        operations=[{'path': '/v2/attributes', 'method': 'GET'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.PROJECT_MANAGER_OR_ADMIN,
-        description='Show one attribute.',
-        operations=[{'path': '/v2/attributes/{attribute_uuid}',
-                     'method': 'GET'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=CREATE, check_str=base.ADMIN,
-        description='Create an attribute.',
-        operations=[{'path': '/v2/attributes', 'method': 'POST'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=DELETE, check_str=base.ADMIN,
-        description='Delete an attribute.',
-        operations=[{'path': '/v2/attributes/{attribute_uuid}',
-                     'method': 'DELETE'}],
-        scope_types=['project']),
+    base.rule(GET_ALL, base.PROJECT_MANAGER_OR_ADMIN,
+              'List attributes.',
+              '/v2/attributes', 'GET'),
+    base.rule(GET_ONE, base.PROJECT_MANAGER_OR_ADMIN,
+              'Show one attribute.',
+              '/v2/attributes/{attribute_uuid}', 'GET'),
+    base.rule(CREATE, base.ADMIN,
+              'Create an attribute.',
+              '/v2/attributes', 'POST'),
+    base.rule(DELETE, base.ADMIN,
+              'Delete an attribute.',
+              '/v2/attributes/{attribute_uuid}', 'DELETE'),
 ]
 
 

@@ -15,24 +15,17 @@ CREATE = 'cyborg:device_profile:create'
 DELETE = 'cyborg:device_profile:delete'
 
 RULES = [
-    policy.DocumentedRuleDefault(
-        name=GET_ALL, check_str=base.PROJECT_READER_OR_ADMIN,
-        description='List the device profiles the caller may see (public '
-                    'ones and its project\'s).',
-        operations=[{'path': '/v2/device_profiles', 'method': 'GET'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=GET_ONE, check_str=base.PROJECT_READER_OR_ADMIN,
-        description='Show one device profile by uuid or (2.2) name.',
-        operations=[{'path': '/v2/device_profiles/{uuid_or_name}',
-                     'method': 'GET'}],
-        scope_types=['project']),
-    policy.DocumentedRuleDefault(
-        name=CREATE, check_str=base.PROJECT_MEMBER_OR_ADMIN,
-        description='Create a device profile (owned by the caller\'s '
-                    'project; public when an admin creates it).',
-        operations=[{'path': '/v2/device_profiles', 'method': 'POST'}],
-        scope_types=['project']),
+    base.rule(GET_ALL, base.PROJECT_READER_OR_ADMIN,
+              'List the device profiles the caller may see (public '
+              'ones and its project\'s).',
+              '/v2/device_profiles', 'GET'),
+    base.rule(GET_ONE, base.PROJECT_READER_OR_ADMIN,
+              'Show one device profile by uuid or (2.2) name.',
+              '/v2/device_profiles/{uuid_or_name}', 'GET'),
+    base.rule(CREATE, base.PROJECT_MEMBER_OR_ADMIN,
+              'Create a device profile (owned by the caller\'s '
+              'project; public when an admin creates it).',
+              '/v2/device_profiles', 'POST'),
     policy.DocumentedRuleDefault(
         name=DELETE, check_str=base.PROJECT_MEMBER_OR_ADMIN,
         description='Delete a device profile; the target is the profile, '
