@@ -15,20 +15,11 @@ from oslo_log import log as logging
 from cyborg_lite.common import exception
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.conf import CONF
-from cyborg_lite.db import arq_binding
+from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
-
-
-def _arq(arq_uuid):
-    with session.reader() as s:
-        arq = arq_binding.get_arq(s, arq_uuid)
-        if arq is None:
-            raise exception.ARQNotFound(uuid=arq_uuid)
-        return arq
 
 
 def _visible(project_id, is_admin):
@@ -84,7 +75,7 @@ class BindProgrammer:
 
     def __call__(self, ctxt, arq_uuid, deployable_uuid, bitstream_id=None,
                  function_id=None):
-        arq = _arq(arq_uuid)
+        arq = arqs_db.get(arq_uuid)
         is_admin = bool(getattr(ctxt, 'is_admin', False))
         # NOTE: the ARQ's project decides which private bitstreams it may
         # load, whoever sent the bind.

@@ -9,6 +9,7 @@ conductor manager calls these helpers and sends ``agent_job`` to the host.
 """
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
+from cyborg_lite.common import states
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as bitstreams_db
@@ -21,7 +22,7 @@ PROGRESS_FROM = {
     'programming': ('downloading',),
     'verifying': ('programming',),
     'succeeded': ('verifying',),
-    'failed': models.JOB_ACTIVE_STATES,
+    'failed': states.JOB_ACTIVE,
 }
 
 

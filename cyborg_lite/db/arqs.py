@@ -1,31 +1,49 @@
-"""Accelerator requests (ARQs): creation, reads and deletion for the API.
+"""Accelerator requests (ARQs): every query and transaction of the table.
 
-Binding and unbinding are the conductor's (cyborg_lite/conductor/bind.py);
-the API only validates a bind/unbind and sends it over RPC. Deleting an
-ARQ frees its attach handle in the same transaction, so a deleted bound ARQ
-never leaves a handle marked in use.
+The API creates, reads and deletes ARQs here, and records a bind request
+(``start_binds``) before it casts it to a conductor. The conductor's bind
+workflow (conductor/bind.py) moves them through the ARQ state machine of
+common/states.py with the functions under "Binding" below; it never sees
+a session.
+
+Several conductors run these at once, so no write trusts an earlier read:
+each state change is a conditional UPDATE (db/conditional.py) on the
+state and row version it was decided on. Writers lock rows in one order,
+ARQ, then region, then attach handle, so two transactions cannot deadlock
+on PostgreSQL. Deleting or unbinding a bound ARQ frees its attach handle
+in the same transaction, so no handle is left marked in use. A bind's
+start is stamped with the database's clock (db/clock.py), which the
+reaper compares it with.
 
 ``visible_to`` is pagination.ALL (an admin) or the caller's project id: an
 ARQ is seen only by its own project.
 """
 import collections
+import datetime
+import logging
 import uuid as uuidlib
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import resources
+from cyborg_lite.common import states
+from cyborg_lite.db import attach_handles
+from cyborg_lite.db import clock
+from cyborg_lite.db import conditional
+from cyborg_lite.db import deployables
+from cyborg_lite.db import device_profiles
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
 
+LOG = logging.getLogger(__name__)
+
 ALL = pagination.ALL
+ARQ = models.AcceleratorRequest
 SORT_KEYS = ('created_at', 'uuid', 'state', 'device_profile_group_id')
-# Cyborg's "resolved" bind states: the bind ended, one way or the other.
-RESOLVED_STATES = ('Bound', 'BindFailed', 'Deleting')
-# Bind/unbind in flight: the conductor is working on the row.
-BUSY_STATES = ('BindStarted',)
 
 ARQView = collections.namedtuple('ARQView',
                                  ['arq', 'device_profile_name', 'handle'])
@@ -104,12 +122,9 @@ def instance_has_arqs(instance_uuid):
 
 
 def _delete(s, arqs):
-    handle_ids = [a.attach_handle_id for a in arqs if a.attach_handle_id]
-    if handle_ids:
-        s.execute(sa.update(models.AttachHandle)
-                  .where(models.AttachHandle.id.in_(handle_ids))
-                  .values(in_use=False))
     for arq in arqs:
+        if arq.attach_handle_id:
+            attach_handles.free(s, arq.attach_handle_id)
         s.delete(arq)
 
 
@@ -141,10 +156,11 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
             arq = rows.get(uuid)
             if arq is None:
                 raise exception.ARQNotFound(uuid=uuid)
-            if arq.state in BUSY_STATES:
+            if arq.state in states.ARQ_BUSY:
                 raise exception.ARQStateConflict(
                     uuid=uuid, state=arq.state, action='delete',
-                    expected='any state but %s' % ', '.join(BUSY_STATES))
+                    expected='any state but %s'
+                    % ', '.join(states.ARQ_BUSY))
             if may_delete is not None:
                 may_delete(arq)
         _delete(s, list(rows.values()))
@@ -158,3 +174,269 @@ def delete_by_instance(visible_to, instance_uuid):
         stmt = _visible(sa.select(models.AcceleratorRequest), visible_to)
         _delete(s, list(s.scalars(stmt.where(
             models.AcceleratorRequest.instance_uuid == instance_uuid))))
+
+
+# --- Binding (the conductor's bind workflow, and the API's start_binds) -----
+
+BIND_KEYS = ('hostname', 'device_rp_uuid', 'instance_uuid')
+# What a bind decided on when it moved the ARQ to BindStarted.
+Started = collections.namedtuple('Started', [
+    'uuid', 'version', 'instance_uuid', 'hostname', 'device_rp_uuid',
+    'device_profile_id', 'group_id'])
+# Where a bind would go: (deployable, device) of its resource provider,
+# None for either when unknown, and its profile group (None if gone).
+BindTarget = collections.namedtuple('BindTarget',
+                                    ['deployable', 'device', 'group'])
+
+
+def _get(s, arq_uuid):
+    return s.scalars(sa.select(ARQ).where(ARQ.uuid == arq_uuid)).first()
+
+
+def get(arq_uuid):
+    """The ARQ row; ARQNotFound when there is none."""
+    with session.reader() as s:
+        arq = _get(s, arq_uuid)
+    if arq is None:
+        raise exception.ARQNotFound(uuid=arq_uuid)
+    return arq
+
+
+def state_of(arq_uuid):
+    """The ARQ's state now, or None when it does not exist."""
+    with session.reader() as s:
+        return s.scalar(sa.select(ARQ.state).where(ARQ.uuid == arq_uuid))
+
+
+def _update_state(s, arq, new_state, **values):
+    """Move ``arq`` from the state and version it was read with; the new
+    version, or None when someone else moved it first."""
+    won = conditional.update(s, ARQ, ARQ.id == arq.id,
+                             dict(values, state=new_state),
+                             ARQ.state == arq.state,
+                             ARQ.version == arq.version)
+    return arq.version + 1 if won else None
+
+
+def state_conflict(arq_uuid, state, target):
+    return exception.ARQStateConflict(
+        uuid=arq_uuid, state=state, action='moving it to %s' % target,
+        expected=', '.join(states.ARQ.sources(target)))
+
+
+def _transition(s, arq_uuid, target, expected_version=None, **values):
+    arq = _get(s, arq_uuid)
+    if arq is None:
+        raise exception.ARQNotFound(uuid=arq_uuid)
+    changed = '%s (changed meanwhile)' % arq.state
+    if expected_version not in (None, arq.version):
+        raise state_conflict(arq_uuid, changed, target)
+    if not states.ARQ.allows(arq.state, target):
+        raise state_conflict(arq_uuid, arq.state, target)
+    handle_id = arq.attach_handle_id
+    release = target in states.ARQ_RELEASING and handle_id is not None
+    if release:
+        values['attach_handle_id'] = None
+    version = _update_state(s, arq, target, **values)
+    if version is None:
+        raise state_conflict(arq_uuid, changed, target)
+    if release and not attach_handles.free(s, handle_id):
+        LOG.warning('Attach handle %s of ARQ %s was already free',
+                    handle_id, arq_uuid)
+    return version
+
+
+def transition(arq_uuid, target, expected_version=None, **values):
+    """Move one ARQ to ``target`` if the state machine allows; return its
+    new version.
+
+    ``expected_version`` also requires that nobody changed the ARQ since.
+    Leaving Bound frees the attach handle in the same transaction.
+    """
+    with session.writer() as s:
+        return _transition(s, arq_uuid, target, expected_version, **values)
+
+
+def binding_values(arq_uuid, binding):
+    """The columns a bind request sets; Invalid if it lacks one."""
+    missing = [k for k in BIND_KEYS if not binding.get(k)]
+    if missing:
+        raise exception.Invalid(reason='the binding of ARQ %s lacks %s'
+                                % (arq_uuid, ', '.join(missing)))
+    values = {k: binding[k] for k in BIND_KEYS}
+    if binding.get('project_id'):
+        values['project_id'] = binding['project_id']
+    return values
+
+
+def _start_bind(s, arq_uuid, binding):
+    """BindStarted with the binding, stamped with the database's clock;
+    the new version."""
+    return _transition(s, arq_uuid, 'BindStarted',
+                       bind_started_at=clock.utc_now(), error=None,
+                       **binding_values(arq_uuid, binding))
+
+
+def start_binds(bindings):
+    """Record a bind request: every ARQ BindStarted, all or nothing.
+
+    The API calls this before it casts the request to a conductor: a cast
+    taken by a conductor that dies before doing anything would otherwise be
+    lost with the ARQs still Initial; recorded as BindStarted, the reaper
+    ends them.
+    """
+    with session.writer() as s:
+        for arq_uuid, binding in bindings.items():
+            _start_bind(s, arq_uuid, binding)
+
+
+def _begin_bind(s, arq_uuid, binding):
+    arq = _get(s, arq_uuid)
+    values = binding_values(arq_uuid, binding)
+    if arq is not None and arq.state == 'BindStarted' and all(
+            getattr(arq, k) == values.get(k) for k in BIND_KEYS):
+        version = arq.version   # the API recorded it before casting
+    else:
+        version = _start_bind(s, arq_uuid, binding)
+    return Started(arq_uuid, version, values['instance_uuid'],
+                   values['hostname'], values['device_rp_uuid'],
+                   arq.device_profile_id, arq.device_profile_group_id)
+
+
+def begin_binds(bindings):
+    """The conductor's start of a bind request, in one transaction.
+
+    Every ARQ that can is BindStarted (or already was, with exactly this
+    binding, recorded by the API), so a conductor killed half way leaves
+    each ARQ untouched or BindStarted, which the reaper ends. Returns
+    ([Started], {arq_uuid: (its state or None, the refusal)}) for those
+    that cannot start (unknown, wrong state, incomplete binding).
+    """
+    started, refused = [], {}
+    with session.writer() as s:
+        for arq_uuid, binding in bindings.items():
+            try:
+                started.append(_begin_bind(s, arq_uuid, binding))
+            except exception.CyborgLiteException as exc:
+                arq = _get(s, arq_uuid)
+                refused[arq_uuid] = (arq.state if arq is not None else None,
+                                     exc)
+    return started, refused
+
+
+def bind_target(started):
+    """The BindTarget of a started bind, read in one transaction."""
+    with session.reader() as s:
+        found = deployables.find_by_rp(s, started.device_rp_uuid)
+        deployable, device = found if found is not None else (None, None)
+        return BindTarget(deployable, device, device_profiles.group(
+            s, started.device_profile_id, started.group_id))
+
+
+def _lock(s, arq_id, expected_state, expected_version):
+    """Lock the ARQ row if it is still (state, version); True when it is.
+
+    Taken before any region or handle lock to keep the order."""
+    found = s.execute(
+        sa.select(ARQ.id)
+        .where(ARQ.id == arq_id, ARQ.state == expected_state,
+               ARQ.version == expected_version)
+        .with_for_update()).first()
+    return found is not None
+
+
+def _bind_failed(arq_uuid, reason):
+    return exception.ArqBindFailed(uuid=arq_uuid, reason=reason)
+
+
+def finish_bind(started, deployable_id, deployable_uuid):
+    """Claim a handle of the region and make the ARQ Bound, in one
+    transaction.
+
+    ARQStateConflict when the ARQ left (BindStarted, started.version)
+    meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
+    when an active programming job holds the region or no handle is free.
+    """
+    try:
+        with session.writer() as s:
+            arq = _get(s, started.uuid)
+            if arq is None or not _lock(s, arq.id, 'BindStarted',
+                                        started.version):
+                raise state_conflict(started.uuid, 'no longer BindStarted',
+                                     'Bound')
+            deployables.lock_region(s, deployable_id)
+            job = deployables.active_job_on(s, deployable_id,
+                                            except_arq_id=arq.id)
+            if job is not None:
+                raise _bind_failed(started.uuid, 'region %s is being '
+                                   'programmed by job %s'
+                                   % (deployable_uuid, job))
+            handle = attach_handles.claim_free(s, deployable_id)
+            if handle is None:
+                raise _bind_failed(started.uuid, 'no free attach handle on '
+                                   'deployable %s' % deployable_uuid)
+            _transition(s, started.uuid, 'Bound', started.version,
+                        attach_handle_id=handle.id,
+                        deployable_id=deployable_id, error=None)
+    except sa_exc.IntegrityError:
+        # NOTE: the UNIQUE attach_handle_id caught a double use that the
+        # claim should have prevented; the rollback undid the claim.
+        LOG.error('Attach handle of deployable %s refused for ARQ %s',
+                  deployable_uuid, started.uuid)
+        raise _bind_failed(started.uuid,
+                           'the attach handle was taken by another ARQ')
+
+
+def unbind(arq_uuid):
+    """Unbound, with its binding cleared and its attach handle freed; an
+    Unbound ARQ is left as it is (a repeated unbind is harmless)."""
+    with session.writer() as s:
+        arq = _get(s, arq_uuid)
+        if arq is not None and arq.state != 'Unbound':
+            _transition(s, arq_uuid, 'Unbound', hostname=None,
+                        device_rp_uuid=None, instance_uuid=None,
+                        deployable_id=None, bind_started_at=None,
+                        error=None)
+
+
+def _find_stale_binds(s, started_before, limit):
+    """BindStarted ARQs begun at or before ``started_before``, locked for
+    reaping.
+
+    An ARQ whose region an active programming job is loading is left out:
+    that job has its own timeout, and the bind ends when it does.
+    """
+    job = models.ProgrammingJob
+    active_job = (sa.select(job.id)
+                  .where(job.arq_id == ARQ.id,
+                         job.state.in_(states.JOB_ACTIVE))
+                  .exists())
+    query = (sa.select(ARQ)
+             .where(ARQ.state == 'BindStarted',
+                    ARQ.bind_started_at <= started_before,
+                    ~active_job)
+             .order_by(ARQ.bind_started_at)
+             .limit(limit))
+    if conditional.skip_locked(s):
+        # NOTE: two conductors' reapers split the work instead of waiting.
+        query = query.with_for_update(skip_locked=True, of=ARQ)
+    return list(s.scalars(query))
+
+
+def reap_stale_binds(timeout, reason, batch=100):
+    """BindStarted ARQs begun ``timeout`` seconds ago or more (by the
+    database's clock) -> BindFailed with ``reason``.
+
+    Returns [(arq uuid, instance uuid)] of those this call moved; one
+    transaction per ``batch`` of them.
+    """
+    reaped = []
+    while True:
+        with session.writer() as s:
+            cutoff = clock.now(s) - datetime.timedelta(seconds=timeout)
+            stale = _find_stale_binds(s, cutoff, batch)
+            for arq in stale:
+                if _update_state(s, arq, 'BindFailed', error=reason):
+                    reaped.append((arq.uuid, arq.instance_uuid))
+        if len(stale) < batch:
+            return reaped

@@ -8,6 +8,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
@@ -68,14 +69,6 @@ def _get(s, bitstream_uuid):
 def get(bitstream_uuid):
     with session.reader() as s:
         return _get(s, bitstream_uuid)
-
-
-def get_by_id(bitstream_id):
-    with session.reader() as s:
-        row = s.get(models.Bitstream, bitstream_id)
-        if row is None:
-            raise exception.BitstreamNotFound(uuid='id=%s' % bitstream_id)
-        return row
 
 
 def visible_to(project_id):
@@ -151,13 +144,10 @@ def set_status(bitstream_uuid, from_statuses, status):
 
 
 def _update_if_status(s, row, from_statuses, values):
-    result = s.execute(
-        sa.update(models.Bitstream)
-        .where(models.Bitstream.id == row.id,
-               models.Bitstream.status.in_(from_statuses))
-        .values(updated_at=models.utcnow(), **values)
-        .execution_options(synchronize_session=False))
-    if result.rowcount != 1:
+    bitstream = models.Bitstream
+    if not conditional.update(s, bitstream, bitstream.id == row.id,
+                              dict(values, updated_at=models.utcnow()),
+                              bitstream.status.in_(from_statuses)):
         raise exception.Conflict(
             reason='bitstream %s is %s; this needs one of: %s'
             % (row.uuid, row.status, ', '.join(from_statuses)))

@@ -1,9 +1,11 @@
-"""Reads of deployables (with their attributes) for the API."""
+"""Deployables: the API's reads, and the region lock and lookups that
+binds and programming jobs share (a region is a deployable)."""
 import collections
 
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import naming
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
@@ -46,3 +48,105 @@ def get_deployable(uuid):
         if dep is None:
             raise exception.DeployableNotFound(uuid=uuid)
         return dep, _attributes_by_deployable(s, [dep.id])[dep.id]
+
+
+# --- regions: what binds and programming jobs share -------------------------
+#
+# A region (a deployable) is held by at most one of: a Bound ARQ, an active
+# programming job. A bind and a job creation both lock the region's row
+# first (lock_region), then look for the other kind of holder, so neither
+# can slip past the other's check. Locks are taken ARQ, then region, then
+# attach handle, by every writer, so PostgreSQL never deadlocks on them.
+
+def lock_region(s, deployable_id):
+    """Lock the region's row until the transaction ends (SQLite: the
+    writer already holds the database lock)."""
+    s.execute(sa.select(models.Deployable.id)
+              .where(models.Deployable.id == deployable_id)
+              .with_for_update())
+
+
+def active_job_on(s, deployable_id, except_arq_id=None):
+    """The uuid of the active programming job on the region, or None;
+    ``except_arq_id``: not counting the job loading it for that ARQ."""
+    job = models.ProgrammingJob
+    query = sa.select(job.uuid).where(job.active_deployable_id
+                                      == deployable_id)
+    if except_arq_id is not None:
+        query = query.where(sa.or_(job.arq_id.is_(None),
+                                   job.arq_id != except_arq_id))
+    return s.scalars(query.limit(1)).first()
+
+
+def bound_arq_on(s, deployable_id):
+    """The uuid of a Bound ARQ holding the region, or None."""
+    arq = models.AcceleratorRequest
+    return s.scalars(sa.select(arq.uuid).where(
+        arq.deployable_id == deployable_id,
+        arq.state == 'Bound').limit(1)).first()
+
+
+def region_label(s, deployable_id):
+    dep = s.get(models.Deployable, deployable_id)
+    return dep.name if dep is not None else 'id=%s' % deployable_id
+
+
+def load_region(deployable_uuid):
+    """(deployable, device) of a region by the deployable's uuid."""
+    with session.reader() as s:
+        dep = s.scalars(sa.select(models.Deployable).where(
+            models.Deployable.uuid == deployable_uuid)).one_or_none()
+        if dep is None:
+            raise exception.NotFound(message='Deployable %s could not be '
+                                     'found.' % deployable_uuid)
+        return dep, s.get(models.Device, dep.device_id)
+
+
+def region_bound_arq(deployable_id):
+    """bound_arq_on in a transaction of its own (pre-flight checks)."""
+    with session.reader() as s:
+        return bound_arq_on(s, deployable_id)
+
+
+def record_loaded(s, deployable_id, bitstream_uuid, function_id,
+                  function_name):
+    """What a succeeded programming job left in the region."""
+    dep = s.get(models.Deployable, deployable_id)
+    dep.bitstream_id = bitstream_uuid
+    dep.function_id = function_id
+    dep.function_name = function_name
+
+
+def find_by_rp(s, rp_uuid):
+    """(deployable, device) whose resource provider is rp_uuid, or None.
+
+    A region RP is its deployable's rp_uuid. A whole-device RP (a PGPU) is
+    the device's rp_uuid: the deployable is then the device's one whose
+    resource class attribute is a whole-device class, or its only one.
+    """
+    row = s.execute(
+        sa.select(models.Deployable, models.Device)
+        .join(models.Device, models.Device.id == models.Deployable.device_id)
+        .where(models.Deployable.rp_uuid == rp_uuid)
+        .order_by(models.Deployable.id)).first()
+    if row is not None:
+        return tuple(row)
+    device = s.scalars(sa.select(models.Device)
+                       .where(models.Device.rp_uuid == rp_uuid)).first()
+    if device is None:
+        return None
+    deployables = list(s.scalars(
+        sa.select(models.Deployable)
+        .where(models.Deployable.device_id == device.id)
+        .order_by(models.Deployable.id)))
+    whole = [d for d in deployables
+             if _resource_class(s, d.id) in
+             naming.WHOLE_DEVICE_RESOURCE_CLASSES]
+    chosen = whole or (deployables if len(deployables) == 1 else [])
+    return (chosen[0], device) if chosen else None
+
+
+def _resource_class(s, deployable_id):
+    return s.scalar(sa.select(models.Attribute.value).where(
+        models.Attribute.deployable_id == deployable_id,
+        models.Attribute.key == 'rc'))

@@ -112,3 +112,15 @@ def _refuse_in_use(s, profile):
         .where(models.AcceleratorRequest.device_profile_id == profile.id))
     if in_use:
         raise exception.DeviceProfileInUse(ident=profile.name, count=in_use)
+
+
+def group(s, profile_id, group_id):
+    """Request group ``group_id`` of a profile as a dict, or None when the
+    profile or the group does not exist (an ARQ's group, for its bind)."""
+    profile = s.get(models.DeviceProfile, profile_id)
+    if profile is None:
+        return None
+    groups = json.loads(profile.profile_json or '[]')
+    if not 0 <= group_id < len(groups):
+        return None
+    return groups[group_id]

@@ -16,20 +16,19 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from cyborg_lite.common import states
+
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
                 'NVME')
 DEVICE_STATUSES = ('enabled', 'maintaining')
 DEVICE_HEALTH = ('healthy', 'degraded', 'unhealthy')
 ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
 CPID_TYPES = ('PCI',)
-ARQ_STATES = ('Initial', 'BindStarted', 'Bound', 'Unbound', 'BindFailed',
-              'UnbindFailed', 'Deleting')
+ARQ_STATES = states.ARQ.states
 BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
 BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
-JOB_STATES = ('queued', 'downloading', 'programming', 'verifying',
-              'succeeded', 'failed', 'cancelled')
-JOB_ACTIVE_STATES = ('queued', 'downloading', 'programming', 'verifying')
+JOB_STATES = states.JOB.states
 
 NAMING_CONVENTION = {
     'ix': 'ix_%(table_name)s_%(column_0_N_name)s',

@@ -18,11 +18,12 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 
-ACTIVE = models.JOB_ACTIVE_STATES
+ACTIVE = states.JOB_ACTIVE
 TERMINAL = ('succeeded', 'failed', 'cancelled')
 # Allowed moves. Success only follows verification; 'queued' after an
 # active state is a retry by the reaper; nothing leaves a terminal state.

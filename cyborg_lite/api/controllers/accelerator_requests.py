@@ -12,16 +12,10 @@ from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
-from cyborg_lite.db import arq_binding
+from cyborg_lite.common import states
 from cyborg_lite.db import arqs as db
 from cyborg_lite.db import device_profiles as db_profiles
 
-# Cyborg's ARQ_STATES_TRANSFORM_MATRIX, seen from the API: the states a
-# bind may start from, and those an unbind may (Unbound: a harmless
-# repeat).
-BINDABLE_STATES = ('Initial', 'Unbound')
-UNBINDABLE_STATES = ('Initial', 'BindStarted', 'Bound', 'BindFailed',
-                     'Unbound')
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
 
@@ -84,14 +78,14 @@ def list_arqs(req):
         # Cyborg: 423 while any ARQ of the instance is still binding.
         pending = [i.arq.uuid for i in db.list_arqs(
             utils.visible_to(req), instance_uuid=instance)
-            if i.arq.state not in db.RESOLVED_STATES]
+            if i.arq.state not in states.ARQ_RESOLVED]
         if pending:
             raise exception.Locked(
                 reason='ARQs %s of instance %s are not resolved yet.'
                        % (', '.join(pending), instance))
-    states = db.RESOLVED_STATES if 'bind_state' in params else None
+    resolved = states.ARQ_RESOLVED if 'bind_state' in params else None
     items = db.list_arqs(utils.visible_to(req), instance_uuid=instance,
-                         states=states, **page)
+                         states=resolved, **page)
     return utils.response(utils.collection(
         'arqs', [view(req, i) for i in items], req, 'accelerator_requests',
         page['limit']))
@@ -173,7 +167,8 @@ def _check_project_id_allowed(req):
 
 
 def _check_states(items, kind):
-    allowed = BINDABLE_STATES if kind == 'bind' else UNBINDABLE_STATES
+    allowed = (states.ARQ_BINDABLE if kind == 'bind'
+               else states.ARQ_UNBINDABLE)
     for item in items:
         if item.arq.state not in allowed:
             raise exception.ARQStateConflict(
@@ -225,7 +220,7 @@ def _apply_patch(req, body):
     bindings = {uuid: values for uuid, (_, values) in parsed.items()}
     # NOTE: recorded before the cast, so a cast lost with a dying conductor
     # leaves BindStarted ARQs that the reaper ends, never Initial ones.
-    arq_binding.start_binds(bindings)
+    db.start_binds(bindings)
     utils.conductor(req).bind_arqs(ctx, bindings)
     return utils.response(status=202)
 

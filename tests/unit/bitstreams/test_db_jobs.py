@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import states
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.bitstreams.conftest import add_bound_arq
@@ -230,7 +231,7 @@ def test_list_jobs_filters(db, region, bitstream):
     assert uuids() == [a.uuid, b.uuid]
     assert uuids(deployable_id=other.id) == [b.uuid]
     assert uuids(bitstream_id=bitstream.id) == [a.uuid, b.uuid]
-    assert uuids(states=models.JOB_ACTIVE_STATES) == [a.uuid]
+    assert uuids(states=states.JOB_ACTIVE) == [a.uuid]
     assert uuids(hostname='host2') == [b.uuid]
     assert uuids(project_id='p1') == [a.uuid]
 

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
-from cyborg_lite.db import arq_binding as db_binding
+from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.unit.conductor import bind_helpers as h
@@ -94,7 +94,7 @@ def test_bind_recorded_by_the_api_is_finished_by_the_conductor(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
     binding = h.binding(region)
-    db_binding.start_binds({arq_uuid: binding})
+    arqs_db.start_binds({arq_uuid: binding})
     recorded = h.get_arq(arq_uuid)
     assert recorded.state == 'BindStarted'
     assert recorded.device_rp_uuid == binding['device_rp_uuid']
@@ -109,7 +109,7 @@ def test_bind_recorded_but_never_cast_is_reaped_not_left_initial(db):
     # A conductor that took the cast and died before doing anything.
     region = h.make_region()
     arq_uuid = h.make_arq()
-    db_binding.start_binds({arq_uuid: h.binding(region)})
+    arqs_db.start_binds({arq_uuid: h.binding(region)})
     assert bind.reap_stale_binds(0) == [arq_uuid]
     assert h.get_arq(arq_uuid).state == 'BindFailed'
     assert not h.handles_of(region)[0].in_use
@@ -118,9 +118,9 @@ def test_bind_recorded_but_never_cast_is_reaped_not_left_initial(db):
 def test_recording_binds_is_all_or_nothing(db):
     region = h.make_region()
     first, second = h.make_arqs(2)
-    bind.transition(second, 'Unbound')
-    bind.transition(second, 'BindStarted')
+    arqs_db.transition(second, 'Unbound')
+    arqs_db.transition(second, 'BindStarted')
     with pytest.raises(exception.ARQStateConflict):
-        db_binding.start_binds({first: h.binding(region),
+        arqs_db.start_binds({first: h.binding(region),
                                 second: h.binding(region)})
     assert h.get_arq(first).state == 'Initial'
