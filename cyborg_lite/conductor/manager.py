@@ -2,7 +2,7 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming_flow.py), so this class stays a table
+(report.py, bind.py, programming.py), so this class stays a table
 of contents.
 """
 import oslo_messaging as messaging
@@ -10,7 +10,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
-from cyborg_lite.conductor import programming_flow
+from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class ConductorManager:
         # rows are committed and its own retry takes it from there.
         self.after_report = after_report
         # The same hook follows a succeeded programming job.
-        self.programming = programming or programming_flow.ProgrammingFlow(
+        self.programming = programming or programming_mod.ProgrammingFlow(
             after_success=after_report)
 
     @messaging.expected_exceptions(exception.InvalidReport,
@@ -55,7 +55,7 @@ class ConductorManager:
     def unbind_arqs(self, ctxt, arq_uuids):
         return bind.unbind_arqs(ctxt, arq_uuids)
 
-    # --- programming jobs (1.2), see programming_flow.py ---------------
+    # --- programming jobs (1.2), see programming.py ---------------
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def program(self, ctxt, bitstream_uuid, deployable_uuid, force=False):

@@ -1,95 +1,48 @@
-"""Programming jobs, conductor side: pre-flight checks and orchestration.
+"""Programming jobs, conductor side: from a request to a loaded region.
 
-The checks take plain rows and flags and raise before any byte reaches
-hardware (the hardware may not stop a bad image, so software must):
-the bitstream is active with a known sha256, it may be used by the
-requesting project, its region type is the region's, and the region is not
-held by a Bound ARQ unless an admin forces it. RPC stays out of here: the
-conductor manager calls these helpers and sends ``agent_job`` to the host.
+A job is checked (conductor/programming_checks.py), created queued
+(db/programming_jobs.py, under the region's lock) and cast to the agent
+of its region's host; the agent reports each step back (``progress``)
+and beats while it runs (``heartbeat``). A cast may be lost, and an agent
+may die: both leave a job that the reaper (``reap_and_redispatch``,
+periodic) or the agent's next start (``agent_started``) fails or requeues,
+and a requeued job is sent again. No step trusts memory: any conductor may
+take any message of any job. The job's states are common/states.py's JOB.
+
+``BindProgrammer`` is the bind workflow's plug: a bind whose profile asks
+for a bitstream or function the region lacks starts a job linked to the
+ARQ and waits for its end in the database.
 """
+import time
+
+from oslo_log import log as logging
+
+from cyborg_lite.agent import rpcapi as agent_rpcapi
+from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
 from cyborg_lite.common import states
 from cyborg_lite.common.bitstream_formats import normalise_id
+from cyborg_lite.conductor import programming_checks as checks
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
-from cyborg_lite.db import models
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import programming_jobs as jobs_db
 
-# What an agent may report, and from which states each report may come.
-PROGRESS_FROM = {
-    'downloading': ('queued',),
-    'programming': ('downloading',),
-    'verifying': ('programming',),
-    'succeeded': ('verifying',),
-    'failed': states.JOB_ACTIVE,
-}
-
-
-def check_bitstream_usable(bitstream, project_id=None, is_admin=False):
-    if (bitstream.visibility != 'public' and not is_admin and
-            bitstream.project_id != project_id):
-        # Not "forbidden": a private bitstream of another project is not
-        # shown to this one at all.
-        raise exception.BitstreamNotFound(uuid=bitstream.uuid)
-    if bitstream.status != 'active':
-        raise exception.Conflict(reason='bitstream %s is %s, not active: '
-                                 'its image is not uploaded'
-                                 % (bitstream.uuid, bitstream.status))
-    if not bitstream.sha256:
-        raise exception.Invalid(reason='bitstream %s has no sha256 to '
-                                'verify its image against' % bitstream.uuid)
-
-
-def check_region_type(bitstream, deployable):
-    region = normalise_id(deployable.region_type, 'region_type')
-    if region is None:
-        raise exception.Invalid(reason='deployable %s has no region type: it '
-                                'is not programmable' % deployable.name)
-    wanted = normalise_id(bitstream.region_type, 'region_type')
-    if wanted is None:
-        raise exception.Invalid(reason='bitstream %s declares no region type'
-                                % bitstream.uuid)
-    if wanted != region:
-        raise exception.Invalid(
-            reason='region type mismatch: bitstream %s fits %s, region %s is '
-                   '%s' % (bitstream.uuid, wanted, deployable.name, region))
-
-
-def check_region_free(deployable, bound_arq_uuid, is_admin=False,
-                      force=False):
-    """Refuse to reprogram a region a Bound ARQ holds, unless forced."""
-    if bound_arq_uuid is None:
-        return
-    if not force:
-        raise exception.Conflict(
-            reason='region %s is in use by Bound accelerator request %s; '
-                   'an admin may force reprogramming'
-                   % (deployable.name, bound_arq_uuid))
-    if not is_admin:
-        raise exception.Forbidden(
-            message='Only an admin may force reprogramming region %s, in '
-                    'use by accelerator request %s.'
-                    % (deployable.name, bound_arq_uuid))
-
-
-def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,
-              force=False, project_id=None):
-    """Every check, cheapest first; raises with the reason."""
-    check_bitstream_usable(bitstream, project_id, is_admin)
-    check_region_type(bitstream, deployable)
-    check_region_free(deployable, bound_arq_uuid, is_admin, force)
+LOG = logging.getLogger(__name__)
 
 
 def create_job_for(bitstream_uuid, deployable_uuid, is_admin=False,
                    force=False, user_id=None, project_id=None, arq_id=None,
                    max_attempts=None):
     """Check, then insert a queued job; return (job, bitstream, region,
-    device). RegionBusy if the region already has an active job."""
+    device). RegionBusy if the region already has an active one."""
     bitstream = bitstreams_db.get(bitstream_uuid)
-    deployable, device = jobs_db.load_region(deployable_uuid)
-    preflight(bitstream, deployable, jobs_db.bound_arq_uuid(deployable.id),
-              is_admin=is_admin, force=force, project_id=project_id)
+    deployable, device = deployables_db.load_region(deployable_uuid)
+    checks.preflight(bitstream, deployable,
+                     deployables_db.region_bound_arq(deployable.id),
+                     is_admin=is_admin, force=force, project_id=project_id)
     job = jobs_db.create_job(
         deployable.id, bitstream.id, hostname=device.hostname,
         max_attempts=max_attempts, force=force and is_admin,
@@ -101,7 +54,7 @@ def agent_job(job, bitstream, deployable, device, region_name):
     """The plain dict an agent's ``run_job`` takes (crosses RPC).
 
     ``region_name`` is the region's name within its device, as the
-    driver reported it (the conductor manager owns that mapping).
+    driver reported it (see ``region_name_of``).
     """
     return {
         'uuid': job.uuid,
@@ -151,6 +104,11 @@ def job_to_dict(job, deployable_uuid, bitstream_uuid):
     return view
 
 
+def _view(job_uuid):
+    job, bitstream, deployable, _device = jobs_db.load_refs(job_uuid)
+    return job_to_dict(job, deployable.uuid, bitstream.uuid)
+
+
 def cancel_job(job_uuid):
     """Cancel a queued or downloading job; Conflict with the reason else."""
     for _try in range(3):
@@ -159,7 +117,7 @@ def cancel_job(job_uuid):
         except exception.JobStateConflict:
             state = jobs_db.get(job_uuid).state
         # NOTE: a reaper may have requeued it between the two reads.
-        if state not in jobs_db.CANCELLABLE:
+        if state not in states.JOB_CANCELLABLE:
             break
     if state in ('programming', 'verifying'):
         raise exception.Conflict(
@@ -173,7 +131,7 @@ def cancel_job(job_uuid):
 def record_progress(job_uuid, state, error=None, function_id=None,
                     function_name=None):
     """Apply an agent's report; the same report twice is harmless."""
-    if state not in PROGRESS_FROM:
+    if state not in states.JOB_PROGRESS_FROM:
         raise exception.Invalid(reason='an agent cannot report state %r'
                                 % (state,))
     try:
@@ -183,8 +141,8 @@ def record_progress(job_uuid, state, error=None, function_id=None,
         fields = {'error': error} if error else {}
         if state == 'failed':
             fields['error'] = error or 'the agent reported a failure'
-        return jobs_db.transition(job_uuid, PROGRESS_FROM[state], state,
-                                  **fields)
+        return jobs_db.transition(job_uuid, states.JOB_PROGRESS_FROM[state],
+                                  state, **fields)
     except exception.JobStateConflict:
         # An RPC retry resends a report already applied.
         job = jobs_db.get(job_uuid)
@@ -208,19 +166,15 @@ def _reap_all(rows, reason):
 def reap_stale_jobs(now=None, heartbeat_timeout=None, job_timeout=None):
     """Fail or requeue active jobs whose agent went silent; return them.
 
-    Requeued jobs (state 'queued') must be dispatched again by the caller.
+    ``now`` defaults to the database's clock. Requeued jobs (state
+    'queued') must be dispatched again by the caller.
     """
     heartbeat_timeout = heartbeat_timeout or \
         CONF.programming.heartbeat_timeout
     job_timeout = job_timeout or CONF.programming.job_timeout
-    rows = jobs_db.find_stale(now or models.utcnow(), heartbeat_timeout,
-                              job_timeout)
+    rows = jobs_db.find_stale(now, heartbeat_timeout, job_timeout)
     return _reap_all(rows, 'no progress from the agent within %d s (or the '
                      'try ran over %d s)' % (heartbeat_timeout, job_timeout))
-
-
-# States in which an agent has taken the job; a queued job never started.
-STARTED_STATES = ('downloading', 'programming', 'verifying')
 
 
 def abandon_host_jobs(hostname):
@@ -229,6 +183,166 @@ def abandon_host_jobs(hostname):
     Queued jobs are left alone: no try began, so none was abandoned; the
     caller sends them to the new agent.
     """
-    rows = jobs_db.list_jobs(hostname=hostname, states=STARTED_STATES)
+    rows = jobs_db.list_jobs(hostname=hostname, states=states.JOB_STARTED)
     return _reap_all(rows, 'the agent on %s restarted during the job'
                      % hostname)
+
+
+class ProgrammingFlow:
+    """The conductor's RPC-facing part of programming jobs (one per
+    conductor)."""
+
+    def __init__(self, agent_api=None, after_success=None):
+        self._agent_api = agent_api
+        # Called with the hostname after a job succeeded (publishing the
+        # host's inventory, so the region's function follows). Its failure
+        # never fails the job: the sinks retry on their own.
+        self.after_success = after_success
+
+    @property
+    def agent_api(self):
+        # NOTE: made on first use, once the process transport is set up.
+        if self._agent_api is None:
+            self._agent_api = agent_rpcapi.AgentAPI()
+        return self._agent_api
+
+    def start_job(self, bitstream_uuid, deployable_uuid, is_admin=False,
+                  force=False, user_id=None, project_id=None, arq_id=None):
+        """Check, create and send a job; return it as a dict."""
+        deployable, device = deployables_db.load_region(deployable_uuid)
+        # Before the job exists: a region no agent can name is refused.
+        region_name = region_name_of(deployable, device)
+        job, bitstream, deployable, device = create_job_for(
+            bitstream_uuid, deployable_uuid, is_admin=is_admin, force=force,
+            user_id=user_id, project_id=project_id, arq_id=arq_id)
+        LOG.info('Programming job %s: bitstream %s into %s on %s', job.uuid,
+                 bitstream.uuid, deployable.name, device.hostname)
+        self._send(job, bitstream, deployable, device, region_name)
+        return job_to_dict(job, deployable.uuid, bitstream.uuid)
+
+    def program(self, ctxt, bitstream_uuid, deployable_uuid, force=False):
+        return self.start_job(
+            bitstream_uuid, deployable_uuid, is_admin=ctxt.is_admin,
+            force=force, user_id=ctxt.user_id, project_id=ctxt.project_id)
+
+    def dispatch(self, job_uuid):
+        """Send a queued job (again) to its host; False if not queued."""
+        job, bitstream, deployable, device = jobs_db.load_refs(job_uuid)
+        if job.state != 'queued':
+            return False
+        self._send(job, bitstream, deployable, device,
+                   region_name_of(deployable, device))
+        return True
+
+    def _send(self, job, bitstream, deployable, device, region_name):
+        message = agent_job(job, bitstream, deployable, device, region_name)
+        # The agent runs it with the driver that reported the device.
+        message['driver'] = device.driver_name
+        try:
+            self.agent_api.program_region(cl_context.get_admin_context(),
+                                          job.hostname, message)
+        except Exception:
+            # NOTE: the job stays queued; the reaper sends it again once
+            # [programming]heartbeat_timeout passes without news.
+            LOG.exception('Could not send programming job %s to %s',
+                          job.uuid, job.hostname)
+
+    def cancel(self, job_uuid):
+        cancel_job(job_uuid)
+        LOG.info('Programming job %s cancelled', job_uuid)
+        return _view(job_uuid)
+
+    def progress(self, job_uuid, state, error=None, function_id=None,
+                 function_name=None):
+        job = record_progress(job_uuid, state, error=error,
+                              function_id=function_id,
+                              function_name=function_name)
+        if state == 'succeeded' and self.after_success is not None:
+            try:
+                self.after_success(job.hostname)
+            except Exception:
+                LOG.exception('After-success hook of job %s failed',
+                              job_uuid)
+        if state in ('succeeded', 'failed'):
+            LOG.info('Programming job %s %s%s', job_uuid, state,
+                     ': %s' % job.error if state == 'failed' else '')
+        return _view(job_uuid)
+
+    def heartbeat(self, job_uuid, hostname):
+        jobs_db.heartbeat(job_uuid, hostname=hostname)
+        return {'uuid': job_uuid, 'alive': True}
+
+    def agent_started(self, hostname):
+        """The jobs the agent was running died with it: fail or requeue
+        them, then send every queued job of the host (again)."""
+        abandoned = abandon_host_jobs(hostname)
+        for job in abandoned:
+            LOG.warning('Programming job %s abandoned by the restart of '
+                        'the agent on %s: now %s', job.uuid, hostname,
+                        job.state)
+        queued = jobs_db.list_jobs(hostname=hostname, states=('queued',))
+        dispatched = [job.uuid for job in queued if self.dispatch(job.uuid)]
+        return {'abandoned': [job.uuid for job in abandoned],
+                'dispatched': dispatched}
+
+    def reap_and_redispatch(self, now=None):
+        """The periodic task: reap silent jobs, send requeued ones again."""
+        reaped = reap_stale_jobs(now=now)
+        for job in reaped:
+            LOG.warning('Programming job %s reaped: %s (%s)', job.uuid,
+                        job.state, job.error)
+            if job.state == 'queued':
+                self.dispatch(job.uuid)
+        return reaped
+
+
+def wait_for_job(job_uuid, timeout, poll_interval):
+    """The job once it ended; ProgrammingError if it runs past timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job = jobs_db.get(job_uuid)
+        if job.state in states.JOB_TERMINAL:
+            return job
+        if time.monotonic() >= deadline:
+            raise exception.ProgrammingError(
+                reason='programming job %s did not end within %s s (it is '
+                       '%s and goes on)' % (job_uuid, timeout, job.state))
+        time.sleep(poll_interval)
+
+
+class BindProgrammer:
+    """``program_before_bind`` for bind.set_program_before_bind.
+
+    The agent may report to any conductor, so the job's end is read from
+    the database, not this one's memory. Any failure raises with the job's
+    error, which the bind turns into BindFailed with that reason.
+    """
+
+    def __init__(self, flow, conf=CONF):
+        self.flow = flow
+        self.conf = conf
+
+    def __call__(self, ctxt, arq_uuid, deployable_uuid, bitstream_id=None,
+                 function_id=None):
+        arq = arqs_db.get(arq_uuid)
+        is_admin = bool(getattr(ctxt, 'is_admin', False))
+        # NOTE: the ARQ's project decides which private bitstreams it may
+        # load, whoever sent the bind.
+        project_id = arq.project_id or getattr(ctxt, 'project_id', None)
+        if function_id is not None:
+            deployable, _device = deployables_db.load_region(deployable_uuid)
+            bitstream_id = checks.resolve_function(function_id, deployable,
+                                                   project_id, is_admin)
+        job = self.flow.start_job(
+            bitstream_id, deployable_uuid, is_admin=is_admin,
+            user_id=getattr(ctxt, 'user_id', None), project_id=project_id,
+            arq_id=arq.id)
+        LOG.info('Bind of ARQ %s waits for programming job %s', arq_uuid,
+                 job['uuid'])
+        opts = self.conf.programming
+        done = wait_for_job(job['uuid'], opts.bind_wait_timeout,
+                            opts.bind_poll_interval)
+        if done.state != 'succeeded':
+            raise exception.ProgrammingError(
+                reason='job %s %s: %s' % (done.uuid, done.state,
+                                          done.error or 'no reason given'))

@@ -11,7 +11,7 @@ API version history:
         cancel_program(job_uuid), job_progress(job_uuid, state, error,
         function_id, function_name), job_heartbeat(job_uuid, hostname),
         agent_started(hostname): calls; the programming jobs of
-        cyborg_lite/conductor/programming_flow.py.
+        cyborg_lite/conductor/programming.py.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,

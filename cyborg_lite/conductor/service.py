@@ -22,8 +22,7 @@ from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import placement_sync
-from cyborg_lite.conductor import program_on_bind
-from cyborg_lite.conductor import programming_flow
+from cyborg_lite.conductor import programming
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -54,13 +53,13 @@ class ConductorService(rpc_loop.RpcLoop):
             sync_hook = self._placement_hook()
             manager = conductor_manager.ConductorManager(
                 self.host, after_report=sync_hook,
-                programming=programming_flow.ProgrammingFlow(
+                programming=programming.ProgrammingFlow(
                     after_success=sync_hook))
         self.manager = manager
         # Jobs whose agent went silent are failed or sent again.
         self.add_periodic(manager.programming.reap_and_redispatch,
                           interval=conf.programming.reap_interval)
-        self._bind_programmer = program_on_bind.BindProgrammer(
+        self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
 
     def _placement_hook(self):

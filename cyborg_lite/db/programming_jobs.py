@@ -1,11 +1,19 @@
-"""Queries of the ``programming_jobs`` table: the job state machine.
+"""Programming jobs: every query and transaction of the table.
 
-Every state change is one conditional UPDATE (``WHERE state IN (...) AND
-version = v``): two conductors, or a conductor and a reaper, racing on one
-job cannot both win, and the loser gets a Conflict instead of silently
-overwriting. "One active job per region" is the unique column
-``active_deployable_id`` (set to the region while the job is active,
-cleared when it ends), so the database, not memory, enforces it.
+The conductor creates jobs and moves them through the job state machine
+of common/states.py; the API lists and shows them (``page_jobs``,
+``get_visible``: with the uuids of their region and bitstream, limited to
+what the caller may see).
+
+Every state change is one conditional UPDATE (db/conditional.py:
+``WHERE state IN (...) [AND version = v]``): two conductors, or a
+conductor and a reaper, racing on one job cannot both win, and the loser
+gets a Conflict instead of silently overwriting. "One active job per
+region" is the unique column ``active_deployable_id`` (set to the region
+while the job is active, cleared when it ends), so the database, not
+memory, enforces it. A job's times are the database's clock
+(db/clock.py), which the reaper compares them with: the conductors that
+stamp a heartbeat and reap a job may run on different hosts.
 
 ``attempts`` counts the tries abandoned so far (reaped after their agent
 died); a job has at most ``max_attempts`` tries. ``started_at`` is when the
@@ -20,28 +28,21 @@ from sqlalchemy import exc as sa_exc
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import clock
+from cyborg_lite.db import conditional
+from cyborg_lite.db import deployables
 from cyborg_lite.db import models
+from cyborg_lite.db import pagination
 from cyborg_lite.db import session
 
-ACTIVE = states.JOB_ACTIVE
-TERMINAL = ('succeeded', 'failed', 'cancelled')
-# Allowed moves. Success only follows verification; 'queued' after an
-# active state is a retry by the reaper; nothing leaves a terminal state.
-# Cancelling is allowed only before any byte may have reached hardware.
-NEXT_STATES = {
-    'queued': ('downloading', 'failed', 'cancelled', 'queued'),
-    'downloading': ('programming', 'failed', 'cancelled', 'queued'),
-    'programming': ('verifying', 'failed', 'queued'),
-    'verifying': ('succeeded', 'failed', 'queued'),
-}
-CANCELLABLE = ('queued', 'downloading')
 TRANSITION_FIELDS = ('error', 'hostname', 'attempts')
+SORT_KEYS = ('created_at', 'uuid', 'state')
 Job = models.ProgrammingJob
 
 
 def _check_move(from_states, to_state):
     for state in from_states:
-        if to_state not in NEXT_STATES.get(state, ()):
+        if not states.JOB.allows(state, to_state):
             raise exception.Invalid(reason='a programming job cannot go from '
                                     '%s to %s' % (state, to_state))
 
@@ -58,12 +59,6 @@ def get(job_uuid):
         return _get(s, job_uuid)
 
 
-def get_active_for_region(deployable_id):
-    with session.reader() as s:
-        return s.scalars(sa.select(Job).where(
-            Job.active_deployable_id == deployable_id)).one_or_none()
-
-
 def list_jobs(deployable_id=None, bitstream_id=None, states=None,
               hostname=None, project_id=None):
     """Jobs matching every given filter, oldest first."""
@@ -77,30 +72,6 @@ def list_jobs(deployable_id=None, bitstream_id=None, states=None,
         query = query.where(Job.state.in_(states))
     with session.reader() as s:
         return list(s.scalars(query))
-
-
-def bound_arq_uuid(deployable_id):
-    """The uuid of a Bound ARQ holding this region, or None."""
-    arq = models.AcceleratorRequest
-    with session.reader() as s:
-        return s.scalars(sa.select(arq.uuid).where(
-            arq.deployable_id == deployable_id,
-            arq.state == 'Bound').limit(1)).first()
-
-
-def _lock_region_and_find_bound(s, deployable_id):
-    s.execute(sa.select(models.Deployable.id)
-              .where(models.Deployable.id == deployable_id)
-              .with_for_update())
-    arq = models.AcceleratorRequest
-    return s.scalars(sa.select(arq.uuid).where(
-        arq.deployable_id == deployable_id,
-        arq.state == 'Bound').limit(1)).first()
-
-
-def _region_label(s, deployable_id):
-    dep = s.get(models.Deployable, deployable_id)
-    return dep.name if dep is not None else 'id=%s' % deployable_id
 
 
 def _check_refs(s, deployable_id, bitstream_id, arq_id):
@@ -126,17 +97,22 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
               state='queued', hostname=hostname, attempts=0,
               max_attempts=max_attempts or CONF.programming.max_attempts,
               force=bool(force), requester_user_id=requester_user_id,
-              project_id=project_id, arq_id=arq_id)
+              project_id=project_id, arq_id=arq_id,
+              # The database's clock, which the reaper compares with.
+              created_at=clock.utc_now())
     try:
         with session.writer() as s:
             _check_refs(s, deployable_id, bitstream_id, arq_id)
-            holder = _lock_region_and_find_bound(s, deployable_id)
+            deployables.lock_region(s, deployable_id)
+            holder = deployables.bound_arq_on(s, deployable_id)
             if holder is not None and not force:
                 raise exception.Conflict(
                     reason='region %s is in use by Bound accelerator '
-                           'request %s' % (_region_label(s, deployable_id),
-                                           holder))
+                           'request %s' % (deployables.region_label(
+                               s, deployable_id), holder))
             s.add(row)
+            s.flush()
+            s.refresh(row)
     except sa_exc.IntegrityError:
         # The references were checked in the same transaction, so this is
         # the unique active_deployable_id: another job holds the region.
@@ -148,15 +124,16 @@ def _raise_busy(deployable_id):
     with session.reader() as s:
         active = s.scalars(sa.select(Job.uuid).where(
             Job.active_deployable_id == deployable_id)).first()
-        region = _region_label(s, deployable_id)
+        region = deployables.region_label(s, deployable_id)
     # The other job may have ended between our insert and this read.
     raise exception.RegionBusy(region=region,
                                job=active or '(which just ended)')
 
 
-def _values_for(to_state, fields, now):
+def _values_for(to_state, fields):
+    now = clock.utc_now()
     values = dict(fields, state=to_state, updated_at=now, heartbeat_at=now)
-    if to_state in TERMINAL:
+    if to_state in states.JOB_TERMINAL:
         values.update(active_deployable_id=None, finished_at=now)
     if to_state in ('downloading', 'queued'):
         values['started_at'] = now
@@ -174,15 +151,11 @@ def _apply(s, row, from_states, to_state, fields, expected_version=None):
         raise exception.JobStateConflict(
             uuid=row.uuid, state=row.state, action='moving to ' + to_state,
             expected=', '.join(from_states))
-    query = sa.update(Job).where(Job.id == row.id,
-                                 Job.state.in_(from_states))
+    conditions = [Job.state.in_(from_states)]
     if expected_version is not None:
-        query = query.where(Job.version == expected_version)
-    result = s.execute(
-        query.values(version=Job.version + 1,
-                     **_values_for(to_state, fields, models.utcnow()))
-        .execution_options(synchronize_session=False))
-    if result.rowcount != 1:
+        conditions.append(Job.version == expected_version)
+    if not conditional.update(s, Job, Job.id == row.id,
+                              _values_for(to_state, fields), *conditions):
         if expected_version is None:
             # Another writer moved the job between our read and UPDATE.
             s.refresh(row)
@@ -225,15 +198,15 @@ def succeed(job_uuid, function_id, function_name=None):
     with session.writer() as s:
         row = _apply(s, _get(s, job_uuid), ('verifying',), 'succeeded', {})
         bitstream = s.get(models.Bitstream, row.bitstream_id)
-        dep = s.get(models.Deployable, row.deployable_id)
-        dep.bitstream_id = bitstream.uuid
-        dep.function_id = function_id
-        dep.function_name = function_name or bitstream.function_name
+        deployables.record_loaded(s, row.deployable_id, bitstream.uuid,
+                                  function_id,
+                                  function_name or bitstream.function_name)
         return row
 
 
 def cancel(job_uuid, reason='cancelled on request'):
-    return transition(job_uuid, CANCELLABLE, 'cancelled', error=reason)
+    return transition(job_uuid, states.JOB_CANCELLABLE, 'cancelled',
+                      error=reason)
 
 
 def heartbeat(job_uuid, hostname=None):
@@ -245,38 +218,40 @@ def heartbeat(job_uuid, hostname=None):
     """
     with session.writer() as s:
         row = _get(s, job_uuid)
-        query = sa.update(Job).where(Job.id == row.id,
-                                     Job.state.in_(ACTIVE))
+        conditions = [Job.state.in_(states.JOB_ACTIVE)]
         if hostname is not None:
-            query = query.where(Job.hostname == hostname)
-        result = s.execute(
-            query.values(heartbeat_at=models.utcnow(),
-                         version=Job.version + 1)
-            .execution_options(synchronize_session=False))
-        if result.rowcount != 1:
+            conditions.append(Job.hostname == hostname)
+        if not conditional.update(s, Job, Job.id == row.id,
+                                  {'heartbeat_at': clock.utc_now()},
+                                  *conditions):
             where = ' on host %s' % hostname if hostname else ''
             raise exception.JobStateConflict(
                 uuid=job_uuid, state='%s on host %s' % (row.state,
                                                         row.hostname),
-                action='a heartbeat', expected=', '.join(ACTIVE) + where)
+                action='a heartbeat',
+                expected=', '.join(states.JOB_ACTIVE) + where)
         s.refresh(row)
         return row
 
 
-def find_stale(now, heartbeat_timeout, job_timeout=None, hostname=None):
+def find_stale(now=None, heartbeat_timeout=None, job_timeout=None,
+               hostname=None):
     """Active jobs silent for ``heartbeat_timeout`` seconds, or whose try
-    began more than ``job_timeout`` seconds ago."""
-    last_seen = sa.func.coalesce(Job.heartbeat_at, Job.updated_at,
-                                 Job.created_at)
-    stale = last_seen < now - datetime.timedelta(seconds=heartbeat_timeout)
-    if job_timeout is not None:
-        began = sa.func.coalesce(Job.started_at, Job.created_at)
-        stale = sa.or_(stale, began < now - datetime.timedelta(
-            seconds=job_timeout))
-    query = sa.select(Job).where(Job.state.in_(ACTIVE), stale)
-    if hostname is not None:
-        query = query.where(Job.hostname == hostname)
+    began more than ``job_timeout`` seconds ago, at ``now`` (default: the
+    database's clock)."""
     with session.reader() as s:
+        now = now or clock.now(s)
+        last_seen = sa.func.coalesce(Job.heartbeat_at, Job.updated_at,
+                                     Job.created_at)
+        stale = last_seen < now - datetime.timedelta(
+            seconds=heartbeat_timeout)
+        if job_timeout is not None:
+            began = sa.func.coalesce(Job.started_at, Job.created_at)
+            stale = sa.or_(stale, began < now - datetime.timedelta(
+                seconds=job_timeout))
+        query = sa.select(Job).where(Job.state.in_(states.JOB_ACTIVE), stale)
+        if hostname is not None:
+            query = query.where(Job.hostname == hostname)
         return list(s.scalars(query.order_by(Job.id)))
 
 
@@ -297,20 +272,9 @@ def reap(job_uuid, reason, expected_version=None):
             error = '%s; no tries left (%d of %d used)' % (
                 reason, attempts, row.max_attempts)
             to_state = 'failed'
-        return _apply(s, row, ACTIVE, to_state,
+        return _apply(s, row, states.JOB_ACTIVE, to_state,
                       {'attempts': attempts, 'error': error},
                       expected_version)
-
-
-def load_region(deployable_uuid):
-    """(deployable, device) of a region by the deployable's uuid."""
-    with session.reader() as s:
-        dep = s.scalars(sa.select(models.Deployable).where(
-            models.Deployable.uuid == deployable_uuid)).one_or_none()
-        if dep is None:
-            raise exception.NotFound(message='Deployable %s could not be '
-                                     'found.' % deployable_uuid)
-        return dep, s.get(models.Device, dep.device_id)
 
 
 def load_refs(job_uuid):
@@ -320,3 +284,48 @@ def load_refs(job_uuid):
         dep = s.get(models.Deployable, job.deployable_id)
         return (job, s.get(models.Bitstream, job.bitstream_id), dep,
                 s.get(models.Device, dep.device_id))
+
+
+# --- The API's reads (/v2/programs) -----------------------------------------
+
+def _select_visible(viewer):
+    stmt = (sa.select(Job, models.Deployable.uuid, models.Bitstream.uuid)
+            .join(models.Deployable, Job.deployable_id == models.Deployable.id)
+            .join(models.Bitstream, Job.bitstream_id == models.Bitstream.id))
+    if viewer is pagination.ALL:
+        return stmt
+    # NOTE: a caller without a project sees nothing rather than every job
+    # whose project is NULL (those the conductor started on its own).
+    if viewer is None:
+        return stmt.where(sa.false())
+    return stmt.where(Job.project_id == viewer)
+
+
+def _filtered(stmt, deployable_uuid=None, bitstream_uuid=None, state=None,
+              hostname=None):
+    for column, value in ((models.Deployable.uuid, deployable_uuid),
+                          (models.Bitstream.uuid, bitstream_uuid),
+                          (Job.state, state), (Job.hostname, hostname)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return stmt
+
+
+def page_jobs(viewer, filters=None, **page):
+    """[(job, deployable uuid, bitstream uuid), ...] of one page of what
+    ``viewer`` (pagination.ALL, a project id, or None) may see."""
+    stmt = _filtered(_select_visible(viewer), **(filters or {}))
+    with session.reader() as s:
+        rows = pagination.paginate(s, stmt, Job, **page)
+    return [tuple(row) for row in rows]
+
+
+def get_visible(viewer, job_uuid):
+    """(job, deployable uuid, bitstream uuid); ProgrammingJobNotFound when
+    it does not exist or belongs to a project the viewer is not in."""
+    with session.reader() as s:
+        row = s.execute(_select_visible(viewer)
+                        .where(Job.uuid == job_uuid)).first()
+    if row is None:
+        raise exception.ProgrammingJobNotFound(uuid=job_uuid)
+    return tuple(row)

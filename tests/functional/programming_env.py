@@ -11,6 +11,7 @@ from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
 from cyborg_lite.common import image_store
 from cyborg_lite.common import rpc
+from cyborg_lite.common import states
 from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import bitstreams as bitstreams_db
@@ -160,7 +161,7 @@ class Env:
         return self.api.program(ctxt or context.get_admin_context(),
                                 bitstream_uuid, self.region(region).uuid)
 
-    def wait_job(self, job_uuid, states=jobs_db.TERMINAL, timeout=15.0):
+    def wait_job(self, job_uuid, states=states.JOB_TERMINAL, timeout=15.0):
         job = wait_for(lambda: _in_states(job_uuid, states), timeout)
         assert job, 'job %s never reached %s (it is %s)' % (
             job_uuid, states, jobs_db.get(job_uuid).state)

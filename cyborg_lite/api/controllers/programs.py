@@ -6,7 +6,7 @@ bitstream is active and visible to the caller, that its region type is
 the region's, that no Bound ARQ holds the region (unless an admin
 forces), and that the region has no other active job; its refusals come
 back as 400/403/404/409. No conductor answering is a 503. Reads come from
-the database (db/programs.py).
+the database (db/programming_jobs.py).
 
 Cancelling is ``POST /v2/programs/{uuid}/cancel``, not DELETE: the job is
 not deleted (it stays, ``cancelled``, as the record of what was asked),
@@ -18,7 +18,7 @@ from cyborg_lite.api.schemas import programs as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.db import pagination
-from cyborg_lite.db import programs as db
+from cyborg_lite.db import programming_jobs as db
 
 MIN_VERSION = '2.4'
 _FIELDS = ('uuid', 'state', 'hostname', 'attempts', 'max_attempts',
@@ -43,7 +43,7 @@ def view(req, job, deployable_uuid, bitstream_uuid):
 def _find(req, uuid):
     """(job, deployable uuid, bitstream uuid) if the caller may see it."""
     utils.require_uuid(uuid, exception.ProgrammingJobNotFound(uuid=uuid))
-    return db.get_job(utils.visible_to(req), uuid)
+    return db.get_visible(utils.visible_to(req), uuid)
 
 
 def create_program(req):
@@ -59,8 +59,9 @@ def create_program(req):
         force=force)
     # NOTE: shown as reads show it (the conductor's dict has other time
     # formats); the job may have moved on already, which is the truth.
-    resp = utils.response(view(req, *db.get_job(pagination.ALL,
-                                                job['uuid'])), status=202)
+    resp = utils.response(view(req, *db.get_visible(pagination.ALL,
+                                                    job['uuid'])),
+                          status=202)
     resp.location = utils.link(req, 'programs', job['uuid'])[0]['href']
     return resp
 
@@ -70,7 +71,7 @@ def list_programs(req):
     utils.authorize(req, policies.GET_ALL)
     params = utils.query(req, schemas.LIST_QUERY)
     page = utils.page(params)
-    rows = db.list_jobs(utils.visible_to(req),
+    rows = db.page_jobs(utils.visible_to(req),
                         {k: params[k] for k in _FILTERS if k in params},
                         **page)
     return utils.response(utils.collection(

@@ -1,7 +1,7 @@
 """Bodies and query strings of /v2/programs (programming jobs)."""
 from cyborg_lite.api.schemas import common
 from cyborg_lite.db import models
-from cyborg_lite.db import programs as db_programs
+from cyborg_lite.db import programming_jobs as db_programs
 
 CREATE = {
     'type': 'object',

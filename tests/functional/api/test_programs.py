@@ -6,6 +6,7 @@ import pytest
 import webtest
 
 from cyborg_lite.api import deploy
+from cyborg_lite.common import states
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.functional.api import bitstream_helpers as bh
@@ -45,7 +46,7 @@ def _program(app, caller, region, bitstream, status=202, **extra):
                          status=status)
 
 
-def _wait(app, caller, job_uuid, states=jobs_db.TERMINAL):
+def _wait(app, caller, job_uuid, states=states.JOB_TERMINAL):
     def done():
         job = app.get('/v2/programs/' + job_uuid, headers=bh.h(caller)).json
         return job if job['state'] in states else None

@@ -6,6 +6,8 @@ import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import programming
+from cyborg_lite.conductor import programming_checks
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.bitstreams import builders
@@ -33,7 +35,7 @@ def _region(**kw):
 
 
 def test_preflight_passes_and_ids_compare_normalised():
-    programming.preflight(_bitstream(), _region(), project_id='p1')
+    programming_checks.preflight(_bitstream(), _region(), project_id='p1')
 
 
 @pytest.mark.parametrize('bitstream,region,kwargs,error,match', [
@@ -57,14 +59,16 @@ def test_preflight_passes_and_ids_compare_normalised():
 def test_preflight_refusals(bitstream, region, kwargs, error, match):
     kwargs.setdefault('project_id', 'p1')
     with pytest.raises(error, match=match):
-        programming.preflight(bitstream, region, **kwargs)
+        programming_checks.preflight(bitstream, region, **kwargs)
 
 
 def test_preflight_admin_force_and_public():
-    programming.preflight(_bitstream(project_id='p2'), _region(),
-                          bound_arq_uuid='arq1', is_admin=True, force=True)
-    programming.preflight(_bitstream(project_id='p2', visibility='public'),
-                          _region(), project_id='p1')
+    programming_checks.preflight(_bitstream(project_id='p2'), _region(),
+                                 bound_arq_uuid='arq1', is_admin=True,
+                                 force=True)
+    programming_checks.preflight(
+        _bitstream(project_id='p2', visibility='public'), _region(),
+        project_id='p1')
 
 
 def test_create_job_for_and_agent_job(db):
@@ -115,7 +119,7 @@ def test_record_progress_walk_and_idempotence(db):
     done = programming.record_progress(job.uuid, 'succeeded',
                                        function_id=builders.AFU_UUID.upper())
     assert done.state == 'succeeded'
-    dep, _dev = jobs_db.load_region(region.uuid)
+    dep, _dev = deployables_db.load_region(region.uuid)
     assert dep.function_id == FUNCTION_ID
     with pytest.raises(exception.JobStateConflict):
         programming.record_progress(job.uuid, 'failed', error='late')

@@ -6,6 +6,7 @@ import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.bitstreams.conftest import add_bound_arq
@@ -28,7 +29,8 @@ def test_create_job_defaults(db, region, bitstream):
     assert (job.state, job.attempts, job.max_attempts, job.force) == \
         ('queued', 0, 2, False)
     assert job.active_deployable_id == region.id
-    assert jobs_db.get_active_for_region(region.id).uuid == job.uuid
+    assert [j.uuid for j in jobs_db.list_jobs(
+        deployable_id=region.id, states=states.JOB_ACTIVE)] == [job.uuid]
 
 
 def test_second_active_job_on_region_refused(db, region, bitstream):
@@ -98,7 +100,7 @@ def test_full_walk_to_success(db, region, bitstream):
     done = jobs_db.succeed(job.uuid, 'f' * 32, 'nlb')
     assert (done.state, done.active_deployable_id) == ('succeeded', None)
     assert done.finished_at is not None
-    dep, _device = jobs_db.load_region(region.uuid)
+    dep, _device = deployables_db.load_region(region.uuid)
     assert (dep.bitstream_id, dep.function_id, dep.function_name) == \
         (bitstream.uuid, 'f' * 32, 'nlb')
 

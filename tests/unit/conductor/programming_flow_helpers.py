@@ -2,7 +2,7 @@
 import uuid
 
 from cyborg_lite.common import naming
-from cyborg_lite.conductor import programming_flow
+from cyborg_lite.conductor import programming
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.unit.bitstreams import builders
@@ -56,7 +56,7 @@ class RecordingAgents:
 
 def make_flow(on_job=None, after_success=None):
     agents = RecordingAgents(on_job)
-    return programming_flow.ProgrammingFlow(
+    return programming.ProgrammingFlow(
         agent_api=agents, after_success=after_success), agents
 
 

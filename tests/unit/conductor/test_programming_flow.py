@@ -6,6 +6,7 @@ import pytest
 
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.conductor import programming_flow_helpers as h
@@ -69,7 +70,7 @@ def test_success_updates_region_and_runs_after_success(db):
     assert (done['state'], done['error']) == ('succeeded', None)
     assert done['finished_at'] is not None
     assert synced == [h.HOST]
-    dep, _dev = jobs_db.load_region(region.uuid)
+    dep, _dev = deployables_db.load_region(region.uuid)
     assert dep.function_id == NEW
 
 
@@ -82,7 +83,8 @@ def test_failure_keeps_region_and_skips_after_success(db):
     done = flow.progress(job['uuid'], 'failed', error='fpga write error')
     assert (done['state'], done['error']) == ('failed', 'fpga write error')
     assert synced == []
-    assert jobs_db.load_region(region.uuid)[0].function_id == h.OLD_FUNCTION
+    assert deployables_db.load_region(region.uuid)[0].function_id == \
+        h.OLD_FUNCTION
 
 
 def test_after_success_failure_does_not_fail_the_job(db):

@@ -13,8 +13,9 @@ from cyborg_lite.agent import job_runner
 from cyborg_lite.common import context
 from cyborg_lite.common import image_store
 from cyborg_lite.common import naming
+from cyborg_lite.common import states
 from cyborg_lite.conductor import manager as conductor_manager
-from cyborg_lite.conductor import programming_flow
+from cyborg_lite.conductor import programming
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.drivers import fake
@@ -57,7 +58,7 @@ def setup(db, conf, tmp_path):
         function_id=pe.NEW_FUNCTION, visibility='public'))
     sha256, size = image_store.ImageStore().save_stream([IMAGE])
     bitstreams_db.set_uploaded(bitstream.uuid, sha256, size)
-    flow = programming_flow.ProgrammingFlow(agent_api=_Cast())
+    flow = programming.ProgrammingFlow(agent_api=_Cast())
     conductor = DirectConductor(conductor_manager.ConductorManager(
         'cond', programming=flow))
 
@@ -72,7 +73,7 @@ def setup(db, conf, tmp_path):
         job = flow.program(context.get_admin_context(), bitstream.uuid,
                            region.uuid)
         return pe.wait_for(lambda: jobs_db.get(job['uuid']).state in
-                           jobs_db.TERMINAL and jobs_db.get(job['uuid']))
+                           states.JOB_TERMINAL and jobs_db.get(job['uuid']))
     return runner, program, driver, bitstream
 
 

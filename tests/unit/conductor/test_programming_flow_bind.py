@@ -4,7 +4,8 @@ import pytest
 
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.conductor import program_on_bind
+from cyborg_lite.conductor import programming
+from cyborg_lite.conductor import programming_checks
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.conductor import bind_helpers
@@ -26,7 +27,7 @@ def test_function_resolves_to_the_one_fitting_bitstream(db):
     _bitstream(sha='2', region_type='0' * 32)  # another region type
     _bitstream(sha='3', function_id='cd' * 16)  # another function
     wanted = _bitstream(sha='1')
-    assert program_on_bind.resolve_function(NEW_DASHED.upper(),
+    assert programming_checks.resolve_function(NEW_DASHED.upper(),
                                             region) == wanted.uuid
 
 
@@ -34,16 +35,16 @@ def test_same_bytes_twice_is_not_ambiguous(db):
     region = h.add_region()
     first = _bitstream(sha='1')
     _bitstream(sha='1')
-    assert program_on_bind.resolve_function(NEW, region) == first.uuid
+    assert programming_checks.resolve_function(NEW, region) == first.uuid
 
 
 def test_no_or_several_bitstreams_refused_clearly(db):
     region = h.add_region()
     with pytest.raises(exception.NoBitstreamForFunction, match=NEW):
-        program_on_bind.resolve_function(NEW, region)
+        programming_checks.resolve_function(NEW, region)
     one, two = _bitstream(sha='1'), _bitstream(sha='2')
     with pytest.raises(exception.AmbiguousFunction) as info:
-        program_on_bind.resolve_function(NEW, region)
+        programming_checks.resolve_function(NEW, region)
     assert one.uuid in str(info.value) and two.uuid in str(info.value)
 
 
@@ -51,18 +52,18 @@ def test_private_bitstream_of_another_project_is_not_used(db):
     region = h.add_region()
     _bitstream(visibility='private', project_id='p1')
     with pytest.raises(exception.NoBitstreamForFunction):
-        program_on_bind.resolve_function(NEW, region, project_id='p2')
+        programming_checks.resolve_function(NEW, region, project_id='p2')
     with pytest.raises(exception.NoBitstreamForFunction):
-        program_on_bind.resolve_function(NEW, region)
-    assert program_on_bind.resolve_function(NEW, region, project_id='p1')
-    assert program_on_bind.resolve_function(NEW, region, is_admin=True)
+        programming_checks.resolve_function(NEW, region)
+    assert programming_checks.resolve_function(NEW, region, project_id='p1')
+    assert programming_checks.resolve_function(NEW, region, is_admin=True)
 
 
 def _programmer(conf, on_job=None, timeout=5):
     conf.set_override('bind_wait_timeout', timeout, group='programming')
     conf.set_override('bind_poll_interval', 0.01, group='programming')
     flow, agents = h.make_flow(on_job=on_job)
-    return program_on_bind.BindProgrammer(flow, conf), flow, agents
+    return programming.BindProgrammer(flow, conf), flow, agents
 
 
 def test_bind_waits_for_the_job_and_links_it_to_the_arq(db, conf):

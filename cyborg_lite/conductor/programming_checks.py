@@ -1,0 +1,97 @@
+"""Programming jobs, conductor side: what may be loaded where.
+
+The checks take plain rows and flags and raise before any byte reaches
+hardware (the hardware may not stop a bad image, so software must):
+the bitstream is active with a known sha256, it may be used by the
+requesting project, its region type is the region's, and the region is not
+held by a Bound ARQ unless an admin forces it. ``resolve_function`` picks
+the bitstream a bind's ``accel:function_id`` stands for.
+"""
+from cyborg_lite.common import exception
+from cyborg_lite.common.bitstream_formats import normalise_id
+from cyborg_lite.db import bitstreams as bitstreams_db
+
+
+def check_bitstream_usable(bitstream, project_id=None, is_admin=False):
+    if (bitstream.visibility != 'public' and not is_admin and
+            bitstream.project_id != project_id):
+        # Not "forbidden": a private bitstream of another project is not
+        # shown to this one at all.
+        raise exception.BitstreamNotFound(uuid=bitstream.uuid)
+    if bitstream.status != 'active':
+        raise exception.Conflict(reason='bitstream %s is %s, not active: '
+                                 'its image is not uploaded'
+                                 % (bitstream.uuid, bitstream.status))
+    if not bitstream.sha256:
+        raise exception.Invalid(reason='bitstream %s has no sha256 to '
+                                'verify its image against' % bitstream.uuid)
+
+
+def check_region_type(bitstream, deployable):
+    region = normalise_id(deployable.region_type, 'region_type')
+    if region is None:
+        raise exception.Invalid(reason='deployable %s has no region type: it '
+                                'is not programmable' % deployable.name)
+    wanted = normalise_id(bitstream.region_type, 'region_type')
+    if wanted is None:
+        raise exception.Invalid(reason='bitstream %s declares no region type'
+                                % bitstream.uuid)
+    if wanted != region:
+        raise exception.Invalid(
+            reason='region type mismatch: bitstream %s fits %s, region %s is '
+                   '%s' % (bitstream.uuid, wanted, deployable.name, region))
+
+
+def check_region_free(deployable, bound_arq_uuid, is_admin=False,
+                      force=False):
+    """Refuse to reprogram a region a Bound ARQ holds, unless forced."""
+    if bound_arq_uuid is None:
+        return
+    if not force:
+        raise exception.Conflict(
+            reason='region %s is in use by Bound accelerator request %s; '
+                   'an admin may force reprogramming'
+                   % (deployable.name, bound_arq_uuid))
+    if not is_admin:
+        raise exception.Forbidden(
+            message='Only an admin may force reprogramming region %s, in '
+                    'use by accelerator request %s.'
+                    % (deployable.name, bound_arq_uuid))
+
+
+def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,
+              force=False, project_id=None):
+    """Every check, cheapest first; raises with the reason."""
+    check_bitstream_usable(bitstream, project_id, is_admin)
+    check_region_type(bitstream, deployable)
+    check_region_free(deployable, bound_arq_uuid, is_admin, force)
+
+
+def _visible(project_id, is_admin):
+    """list_bitstreams filters for what this requester may load."""
+    if is_admin:
+        return {}
+    if project_id is None:
+        return {'visibility': 'public'}
+    return {'visible_to_project': project_id}
+
+
+def resolve_function(function_id, deployable, project_id=None,
+                     is_admin=False):
+    """The uuid of the one active bitstream that loads ``function_id``
+    into a region of this type; none or several differing ones refuse."""
+    wanted = normalise_id(function_id, 'accel:function_id')
+    region_type = normalise_id(deployable.region_type, 'region_type')
+    found = [b for b in bitstreams_db.list_bitstreams(
+                 status='active', **_visible(project_id, is_admin))
+             if normalise_id(b.function_id, 'function_id') == wanted and
+             normalise_id(b.region_type, 'region_type') == region_type]
+    if not found:
+        raise exception.NoBitstreamForFunction(function_id=function_id,
+                                               region_type=region_type)
+    # Several rows of the same bytes (re-uploads) are one image.
+    if len({b.sha256 for b in found}) > 1:
+        raise exception.AmbiguousFunction(
+            function_id=function_id, region_type=region_type,
+            uuids=', '.join(b.uuid for b in found))
+    return found[0].uuid
