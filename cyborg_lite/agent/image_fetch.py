@@ -10,7 +10,7 @@ from keystoneauth1 import exceptions as ks_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import image_store
-from cyborg_lite.placement import client as ks_client
+from cyborg_lite.common import service_clients
 
 FILE_PATH = '/v2/bitstreams/%s/file'
 
@@ -58,7 +58,7 @@ class HttpImages:
 
 def make_fetcher(conf):
     if conf.agent.image_source == 'http':
-        return HttpImages(ks_client.adapter_from_conf(conf, 'image_api'),
-                          conf.bitstreams.chunk_size)
+        adapter = service_clients.adapter_from_conf(conf, 'image_api')
+        return HttpImages(adapter, conf.bitstreams.chunk_size)
     return LocalImages(image_store.ImageStore(conf.bitstreams.store_dir,
                                               conf.bitstreams.chunk_size))

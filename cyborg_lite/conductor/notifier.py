@@ -13,10 +13,10 @@ class built with no arguments that has ``notify(ctxt, events)``.
 import collections
 import logging
 
-from keystoneauth1 import loading as ks_loading
 from oslo_utils import importutils
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import service_clients
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -54,12 +54,8 @@ class NovaNotifier:
         # NOTE: built on first use so a conductor starts even while [nova]
         # is being fixed; the session then caches its token across calls.
         if self._adapter is None:
-            auth = ks_loading.load_auth_from_conf_options(self._conf,
-                                                          self._group)
-            sess = ks_loading.load_session_from_conf_options(
-                self._conf, self._group, auth=auth)
-            self._adapter = ks_loading.load_adapter_from_conf_options(
-                self._conf, self._group, session=sess, auth=auth,
+            self._adapter = service_clients.adapter_from_conf(
+                self._conf, self._group,
                 default_microversion=NOVA_MICROVERSION, raise_exc=False)
         return self._adapter
 

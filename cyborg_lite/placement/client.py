@@ -11,10 +11,10 @@ import collections
 import threading
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import service_clients
 
 LOG = logging.getLogger(__name__)
 
@@ -25,13 +25,9 @@ MICROVERSION = '1.39'
 WRITE_METHODS = ('POST', 'PUT', 'PATCH', 'DELETE')
 
 
-def adapter_from_conf(conf, group='placement'):
+def adapter_from_conf(conf):
     """A keystoneauth1 Adapter built from the [placement] options."""
-    auth = ks_loading.load_auth_from_conf_options(conf, group)
-    session = ks_loading.load_session_from_conf_options(conf, group,
-                                                        auth=auth)
-    return ks_loading.load_adapter_from_conf_options(
-        conf, group, session=session, auth=auth)
+    return service_clients.adapter_from_conf(conf, 'placement')
 
 
 class PlacementClient:
