@@ -17,7 +17,7 @@ sends every driver. An unacknowledged entry is simply sent again next
 time. The message format is in cyborg_lite/conductor/report.py.
 
 Programming jobs come in by ``program_region`` and run in the background
-(agent/job_runner.py). Once per start the agent tells the conductor
+(agent/programming.py). Once per start the agent tells the conductor
 (``agent_started``) so that jobs its previous life left half done are
 failed or requeued, never left running.
 """
@@ -30,7 +30,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.agent import image_fetch
-from cyborg_lite.agent import job_runner
+from cyborg_lite.agent import programming
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
@@ -101,7 +101,7 @@ class AgentManager(rpc_loop.RpcLoop):
         self._report_lock = threading.Lock()
         self._init_rpc_loop()
         self._announced = False
-        self.jobs = job_runner.JobRunner(
+        self.jobs = programming.JobRunner(
             self.host, self.drivers, self.conductor,
             fetch_image or image_fetch.make_fetcher(conf),
             tmp_dir=os.path.join(conf.state_path, 'programming'),
@@ -202,7 +202,7 @@ class AgentManager(rpc_loop.RpcLoop):
         """Stop RPC and discovery; wait for running programming jobs.
 
         ``drain_jobs=False`` leaves them as a killed agent would: cut off
-        from the conductor (see agent/job_runner.py).
+        from the conductor (see agent/programming.py).
         """
         self._stop_rpc_loop()
         self.jobs.stop(drain=drain_jobs)

@@ -1,10 +1,31 @@
 """Programming jobs, agent side: fetch, verify, program, read back.
 
-``run_job`` gets everything injected (the job as a plain dict from the
-conductor, the driver, a way to fetch the image, a way to report), so it
-knows nothing of RPC. The image is checked twice before the driver sees
-it - its sha256, then its header against the bitstream and the target
-region - because the hardware may not stop a bad image.
+``run_job`` runs one job and gets everything injected (the job as a plain
+dict from the conductor, the driver, a way to fetch the image, a way to
+report), so it knows nothing of RPC. The image is checked twice before
+the driver sees it - its sha256, then its header against the bitstream
+and the target region - because the hardware may not stop a bad image.
+
+``JobRunner`` runs the jobs the conductor sends, one thread per job, with
+the driver that reported the job's device, reporting and beating to the
+conductor. A region runs one job at a time (the database already refuses
+a second active job per region; this also ignores a job sent twice, e.g.
+again by a reaper while the first try still runs here). A job's region is
+free again as soon as the job's work on the hardware is over, before its
+final report: the conductor may accept a next job on the region the
+moment that report lands, and its cast must find the region free. After a
+job, whatever its end, ``after_job(driver)`` lets the agent report that
+driver's fresh scan, so the database follows the hardware.
+
+Jobs received before ``open()`` are held back: the agent opens the runner
+once the conductor knows it (re)started, so that announcement never
+abandons a try this agent itself has just begun.
+
+``stop(drain=True)`` waits for running jobs: a write to an FPGA must not
+be torn off. ``stop(drain=False)`` is what a dying process leaves: the
+threads are cut off from the conductor (their reports and heartbeats are
+refused, as a dead agent's would never arrive) and the conductor's
+restart handling or reaper decides the job's fate.
 """
 import contextlib
 import logging
@@ -13,8 +34,10 @@ import tempfile
 import threading
 
 from cyborg_lite.common import bitstream_formats as formats
+from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.common import image_store
+from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -159,3 +182,130 @@ def _error_text(exc):
     if isinstance(exc, exception.CyborgLiteException):
         return exc.format_message()
     return '%s: %s' % (type(exc).__name__, exc)
+
+
+class JobRunner:
+
+    def __init__(self, host, drivers, conductor, fetch_image, tmp_dir=None,
+                 after_job=None):
+        self.host = host
+        self.drivers = {d.name: d for d in drivers}
+        self.conductor = conductor
+        self.fetch_image = fetch_image
+        self.tmp_dir = tmp_dir
+        self.after_job = after_job
+        # (identity, region name) -> uuid of the job working on it.
+        self._regions = {}
+        # job uuid -> its thread, until the thread ends (stop() drains).
+        self._threads = {}
+        self._lock = threading.Lock()
+        self._open = False
+        self._held = []
+        self._closed = False
+        self._cut = threading.Event()
+
+    def open(self):
+        """Start running jobs, first those held back until now."""
+        with self._lock:
+            self._open = True
+            held, self._held = self._held, []
+        for job in held:
+            self.submit(job)
+
+    def submit(self, job):
+        """Start ``job`` in the background; False if it is not started."""
+        key = (job['identity'], job['region_name'])
+        with self._lock:
+            if not self._open and not self._closed:
+                self._held.append(job)
+                return False
+            if self._closed:
+                LOG.info('Job %s not started: the agent is stopping',
+                         job['uuid'])
+                return False
+            if key in self._regions:
+                LOG.info('Job %s not started: job %s runs on %s %s',
+                         job['uuid'], self._regions[key], *key)
+                return False
+            thread = threading.Thread(target=self._run, args=(key, job),
+                                      name='job-%s' % job['uuid'],
+                                      daemon=True)
+            self._regions[key] = job['uuid']
+            self._threads[job['uuid']] = thread
+            thread.start()
+        return True
+
+    def running(self):
+        """{(identity, region name): job uuid} of the jobs working on a
+        region now."""
+        with self._lock:
+            return dict(self._regions)
+
+    def _free_region(self, job_uuid):
+        with self._lock:
+            for key, holder in list(self._regions.items()):
+                if holder == job_uuid:
+                    del self._regions[key]
+
+    def _run(self, key, job):
+        try:
+            driver = self.drivers.get(job.get('driver'))
+            if driver is None or not driver.programmable:
+                self._fail_unrunnable(job)
+                return
+            state, detail = run_job(
+                job, driver, self.fetch_image, self._report,
+                heartbeat=self._heartbeat, tmp_dir=self._tmp_dir())
+            LOG.info('Job %s on %s %s ended here: %s (%s)', job['uuid'],
+                     key[0], key[1], state, detail)
+            if self.after_job is not None and not self._cut.is_set():
+                self.after_job(driver)
+        except Exception:
+            LOG.exception('Job %s: unexpected error in its runner',
+                          job['uuid'])
+        finally:
+            self._free_region(job['uuid'])
+            with self._lock:
+                self._threads.pop(job['uuid'], None)
+
+    def _fail_unrunnable(self, job):
+        error = ('no loaded driver named %r can program device %s on %s'
+                 % (job.get('driver'), job['identity'], self.host))
+        LOG.error('Job %s: %s', job['uuid'], error)
+        try:
+            self._report(job['uuid'], 'failed', error=error)
+        except Exception:
+            LOG.exception('could not report job %s as failed', job['uuid'])
+
+    def _tmp_dir(self):
+        if self.tmp_dir is not None:
+            os.makedirs(self.tmp_dir, exist_ok=True)
+        return self.tmp_dir
+
+    def _report(self, job_uuid, state, error=None, **extra):
+        if state in states.JOB_TERMINAL:
+            # NOTE: the work on the hardware is over. Freed before the
+            # report: once it lands, the conductor may send the region's
+            # next job at once, and that one must not be turned away.
+            self._free_region(job_uuid)
+        if self._cut.is_set():
+            raise exception.Conflict(reason='the agent stopped')
+        self.conductor.job_progress(context.get_admin_context(), job_uuid,
+                                    state, error=error, **extra)
+
+    def _heartbeat(self, job_uuid):
+        if self._cut.is_set():
+            raise exception.Conflict(reason='the agent stopped')
+        self.conductor.job_heartbeat(context.get_admin_context(), job_uuid,
+                                     self.host)
+
+    def stop(self, drain=True, timeout=None):
+        """Stop taking jobs; wait for running ones or cut them off."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads.values())
+            if not drain:
+                self._cut.set()
+        if drain:
+            for thread in threads:
+                thread.join(timeout)

@@ -9,7 +9,7 @@ import oslo_messaging as messaging
 import pytest
 
 from cyborg_lite.agent import image_fetch
-from cyborg_lite.agent import job_runner
+from cyborg_lite.agent import programming as agent_programming
 from cyborg_lite.common import context
 from cyborg_lite.common import image_store
 from cyborg_lite.common import naming
@@ -63,7 +63,7 @@ def setup(db, conf, tmp_path):
         'cond', programming=flow))
 
     def runner(fetch_image, drivers=(driver,)):
-        flow.agent_api.runner = job_runner.JobRunner(
+        flow.agent_api.runner = agent_programming.JobRunner(
             h.HOST, drivers, conductor, fetch_image,
             tmp_dir=str(tmp_path / 'agent-tmp'))
         flow.agent_api.runner.open()
@@ -174,7 +174,7 @@ def test_runner_holds_jobs_until_open_and_runs_one_per_region(conf, tmp_path):
 
     driver = fake.FakeDriver(conf)
     driver.name = 'fake'
-    runner = job_runner.JobRunner(h.HOST, [driver], Conductor(), fetch)
+    runner = agent_programming.JobRunner(h.HOST, [driver], Conductor(), fetch)
     job = {'uuid': 'j1', 'driver': 'fake', 'identity': pe.CARD,
            'region_name': 'region0', 'bitstream': {'uuid': 'b1'}}
     assert runner.submit(job) is False and runner.running() == {}
@@ -187,3 +187,22 @@ def test_runner_holds_jobs_until_open_and_runs_one_per_region(conf, tmp_path):
     runner.stop()
     assert runner.running() == {}
     assert [r[0] for r in reports] == ['j1', 'j1']  # downloading, failed
+
+
+def test_next_job_on_a_region_starts_once_the_last_one_reported(setup, conf):
+    """Issue 13.9: a job created right after another on the same region
+    ended is run at once, not dropped as "job A runs on ..." while the
+    agent still finishes A's aftermath (its post-job report)."""
+    runner, program, driver, _bitstream = setup
+    aftermath = threading.Event()
+    jobs = runner(image_fetch.make_fetcher(conf))
+    jobs.after_job = lambda _driver: aftermath.wait(30)
+    try:
+        assert program().state == 'succeeded'
+        # A's thread now sits in after_job; B comes while it does.
+        second = program()
+        assert second, 'the second job never ended: the agent dropped it'
+        assert (second.state, second.attempts, second.error) == (
+            'succeeded', 0, None)
+    finally:
+        aftermath.set()
