@@ -8,7 +8,7 @@ report an agent with ``--cards`` FPGA cards of ``--regions`` regions each
 sends (``DeviceRecord`` dicts, as drivers/base.py defines them, shaped like
 the fake driver's), and hands every host's report to the conductor's RPC
 endpoint method (``ConductorManager.report``, the code the RPC server
-calls) whose after-report hook is the real ``PlacementSync`` against the
+calls) whose after-report hook is the real ``PlacementSink`` against the
 real openstack-placement (``PlacementServer``, its own process and SQLite
 database). One conductor, reports applied one after the other.
 
@@ -245,9 +245,9 @@ class Conductor:
 
     def __init__(self, conf, workers=1):
         from cyborg_lite.conductor import manager
-        from cyborg_lite.conductor import placement_sync
+        from cyborg_lite.placement import sink as sink_mod
         from cyborg_lite.db import session
-        self.sync = placement_sync.PlacementSync.from_conf(conf)
+        self.sync = sink_mod.PlacementSink.from_conf(conf)
         self.timing = TimedClient(self.sync.client)
         self.manager = manager.ConductorManager(
             'bench-conductor', after_report=self._after_report)
@@ -256,7 +256,7 @@ class Conductor:
         self.workers = workers
 
     def _after_report(self, host):
-        result = self.sync.sync_host(host)
+        result = self.sync.publish(host)
         if not result.ok:
             self.sync_failures.append('%s: %s' % (host, result.error))
 

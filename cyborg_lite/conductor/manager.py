@@ -29,8 +29,9 @@ class ConductorManager:
     def __init__(self, host, after_report=None, programming=None):
         self.host = host
         # Called with the hostname after a report changed stored rows
-        # (the Placement sync). Its failure never fails the report: the
-        # rows are committed and its own retry takes it from there.
+        # (publishing to the inventory sinks). Its failure never fails the
+        # report: the rows are committed and its own retry takes it from
+        # there.
         self.after_report = after_report
         # The same hook follows a succeeded programming job.
         self.programming = programming or programming_mod.ProgrammingFlow(

@@ -21,8 +21,8 @@ from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager as conductor_manager
-from cyborg_lite.conductor import placement_sync
 from cyborg_lite.conductor import programming
+from cyborg_lite.conductor import publishing
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -50,11 +50,11 @@ class ConductorService(rpc_loop.RpcLoop):
         self.add_periodic(bind.reap_stale_binds,
                           interval=conf.arq.reap_interval)
         if manager is None:
-            sync_hook = self._placement_hook()
+            publish = self._publish_hook()
             manager = conductor_manager.ConductorManager(
-                self.host, after_report=sync_hook,
+                self.host, after_report=publish,
                 programming=programming.ProgrammingFlow(
-                    after_success=sync_hook))
+                    after_success=publish))
         self.manager = manager
         # Jobs whose agent went silent are failed or sent again.
         self.add_periodic(manager.programming.reap_and_redispatch,
@@ -62,16 +62,15 @@ class ConductorService(rpc_loop.RpcLoop):
         self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
 
-    def _placement_hook(self):
-        """Sync Placement after each report that changed rows, and retry
-        failed syncs periodically; nothing when [placement] is unset."""
-        if self.conf.placement.auth_type is None:
-            LOG.warning('[placement]auth_type is not set: devices are kept '
-                        'in the database only, not offered to schedulers')
+    def _publish_hook(self):
+        """Publish a host's inventory to the configured sinks after each
+        report that changed rows, and retry failed publishes
+        periodically; nothing when no sink is configured."""
+        publisher = publishing.Publisher.from_conf(self.conf)
+        if not publisher:
             return None
-        sync = placement_sync.PlacementSync.from_conf(self.conf)
-        self.add_periodic(sync.retry_pending)
-        return sync.sync_host
+        self.add_periodic(publisher.retry_pending)
+        return publisher.publish
 
     def add_periodic(self, func, interval=None, run_immediately=False):
         """Run ``func()`` every ``interval`` seconds (default

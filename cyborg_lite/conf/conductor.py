@@ -28,6 +28,14 @@ OPTS = [
                     'rows at the same time (a unique-key clash or a stale '
                     'row version) before it gives up and the agent '
                     'resends.'),
+    cfg.ListOpt('inventory_sinks',
+                default=['placement'],
+                help='Where the conductor publishes each host\'s inventory '
+                     'after a report changed it: names of entry points in '
+                     'the cyborg_lite.inventory_sinks namespace. '
+                     '"placement" keeps a provider tree per host in '
+                     'Placement (it needs [placement]); an empty list keeps '
+                     'devices in the database only.'),
 ]
 
 

@@ -15,7 +15,7 @@ FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
 SORT_KEYS = ('created_at', 'uuid', 'name', 'driver_name')
 
 
-def _attributes_by_deployable(s, deployable_ids):
+def attributes_of(s, deployable_ids):
     """{deployable id: [(key, value), ...]} in key order."""
     result = collections.defaultdict(list)
     if not deployable_ids:
@@ -36,7 +36,7 @@ def list_deployables(filters=None, **page):
     with session.reader() as s:
         deps = [row[0] for row in
                 pagination.paginate(s, stmt, models.Deployable, **page)]
-        attrs = _attributes_by_deployable(s, [d.id for d in deps])
+        attrs = attributes_of(s, [d.id for d in deps])
     return [(d, attrs[d.id]) for d in deps]
 
 
@@ -47,7 +47,7 @@ def get_deployable(uuid):
                         .where(models.Deployable.uuid == uuid)).first()
         if dep is None:
             raise exception.DeployableNotFound(uuid=uuid)
-        return dep, _attributes_by_deployable(s, [dep.id])[dep.id]
+        return dep, attributes_of(s, [dep.id])[dep.id]
 
 
 # --- regions: what binds and programming jobs share -------------------------

@@ -29,6 +29,9 @@ Rules:
 - A row missing from the scan is deleted, except an attach handle in use
   (flag set or an ARQ pointing at it): it is kept with its deployable and
   the device is marked unhealthy until a later scan no longer needs it.
+
+``store_rp_uuids`` records the resource provider uuids the Placement sink
+computed, touching only rows whose value differs.
 """
 import dataclasses
 import random
@@ -40,6 +43,7 @@ from oslo_log import log as logging
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 
@@ -357,3 +361,24 @@ def _remove_device(s, dev, stored, changes):
     s.flush()
     stored.devices.remove(dev)
     changes.deleted += 1
+
+
+def _store_rp_uuid(s, model, rp_uuids):
+    # NOTE: leaves ``version`` alone: rp_uuid is derived data only the
+    # Placement sink writes, and bumping the version would make a
+    # concurrent report's optimistic update fail for nothing.
+    changed = 0
+    for row_uuid, rp in rp_uuids.items():
+        changed += conditional.update(
+            s, model, model.uuid == row_uuid, {'rp_uuid': rp},
+            sa.or_(model.rp_uuid.is_(None), model.rp_uuid != rp),
+            bump_version=False)
+    return changed
+
+
+def store_rp_uuids(device_rps, deployable_rps, url=None):
+    """Set the resource provider uuids the Placement sink computed
+    ({row uuid: rp uuid}) where they differ; the number of rows changed."""
+    with session.writer(url) as s:
+        return (_store_rp_uuid(s, models.Device, device_rps) +
+                _store_rp_uuid(s, models.Deployable, deployable_rps))

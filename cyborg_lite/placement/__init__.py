@@ -1,1 +1,1 @@
-"""Placement: the client, the desired provider tree and the reporter."""
+"""Placement: the client, the reporter and the Placement inventory sink."""

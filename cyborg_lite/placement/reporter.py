@@ -14,7 +14,7 @@ and returns a ``SyncReport``. Rules:
 - Custom traits and resource classes are created just before a provider
   first needs them, so an unchanged tree costs reads only.
 - With ``cache=True`` (what the conductor uses, see
-  PlacementSync.from_conf) the reporter remembers each provider it read or
+  PlacementSink.from_conf) the reporter remembers each provider it read or
   wrote with its generation. Placement bumps a provider's generation on
   every inventory, trait or allocation change, so a listed provider whose
   generation equals the remembered one is not read again: a sync of a
@@ -38,7 +38,7 @@ import urllib.parse
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
-from cyborg_lite.placement import tree as tree_mod
+from cyborg_lite.objects import provider_tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit',

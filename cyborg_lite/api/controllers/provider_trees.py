@@ -3,7 +3,7 @@ conductor sees it (read only, from microversion 2.4).
 
 This is the DESIRED tree, the one the conductor's Placement sync pushes:
 computed from the database by the same pure code
-(db.placement_view.host_devices + placement.tree.build_tree), not read
+(objects.host_inventory.load + objects.provider_tree.build_tree), not read
 from Placement, so it shows what cyborg_lite wants even while Placement
 is down or behind. The compute node provider (the root) belongs to Nova
 and its uuid is not in our database: it is named, with ``uuid`` null,
@@ -13,8 +13,8 @@ from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import provider_trees as policies
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
-from cyborg_lite.db import placement_view
-from cyborg_lite.placement import tree as tree_mod
+from cyborg_lite.objects import host_inventory
+from cyborg_lite.objects import provider_tree as tree_mod
 
 MIN_VERSION = '2.4'
 # The root's uuid: Placement's, which the database does not record.
@@ -41,7 +41,7 @@ def show_tree(req, hostname):
     microversion.require(req, MIN_VERSION, '/v2/resource_provider_trees')
     utils.authorize(req, policies.GET)
     utils.check_strings(hostname, 'hostname')
-    devices = placement_view.host_devices(hostname)
+    devices = host_inventory.load(hostname).devices
     if not devices:
         raise exception.NotFound(
             message='No device of host %s is known: it has no resource '

@@ -1,11 +1,11 @@
-"""A real openstack-placement server, and a PlacementSync configured for it."""
+"""A real openstack-placement server, and a PlacementSink configured for it."""
 import uuid
 
 import pytest
 from keystoneauth1 import loading as ks_loading
 
-from cyborg_lite.conductor import placement_sync
 from cyborg_lite.placement import client as client_mod
+from cyborg_lite.placement import sink as sink_mod
 from cyborg_lite.common import placement_server
 
 
@@ -54,7 +54,7 @@ def make_sync(sqlite_db, conf):
     def make(server, client_cls=client_mod.PlacementClient):
         configure_placement(conf, server.endpoint)
         client = client_cls(client_mod.adapter_from_conf(conf))
-        return placement_sync.PlacementSync(client, conf, clock=FakeClock())
+        return sink_mod.PlacementSink(client, conf, clock=FakeClock())
     return make
 
 

@@ -1,14 +1,14 @@
-"""PlacementSync against the real openstack-placement server."""
+"""PlacementSink against the real openstack-placement server."""
 import logging
 import uuid
 
 import sqlalchemy as sa
 
-from cyborg_lite.conductor import placement_sync
 from cyborg_lite.db import models
 from cyborg_lite.db import session
+from cyborg_lite.objects import provider_tree as tree
 from cyborg_lite.placement import client as client_mod
-from cyborg_lite.placement import tree
+from cyborg_lite.placement import sink as sink_mod
 from tests.functional.placement import db_rows
 
 
@@ -58,7 +58,7 @@ def test_first_sync_creates_the_tree(placement, make_sync, inspector,
     db_rows.add_gpu(hostname, mig_slices=7)
     sync = make_sync(placement)
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     assert result.converged, result.error
     fpga = '%s_0000:5e:00.0' % hostname
@@ -85,11 +85,11 @@ def test_first_sync_creates_the_tree(placement, make_sync, inspector,
 def test_unchanged_sync_makes_no_writes(placement, make_sync, hostname):
     db_rows.add_fpga(hostname)
     sync = make_sync(placement)
-    assert sync.sync_host(hostname).converged
+    assert sync.publish(hostname).converged
     first = dict(sync.client.counts)
     sync.client.reset_counts()
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     assert result.converged
     assert result.report.created == result.report.updated == []
@@ -103,7 +103,7 @@ def test_new_function_changes_only_that_regions_traits(
         placement, make_sync, inspector, hostname):
     db_rows.add_fpga(hostname)
     sync = make_sync(placement)
-    sync.sync_host(hostname)
+    sync.publish(hostname)
     before = _generations(inspector(placement), hostname)
     with session.writer() as s:
         s.execute(sa.update(models.Deployable).where(
@@ -112,7 +112,7 @@ def test_new_function_changes_only_that_regions_traits(
                     function_id='beef'))
     sync.client.reset_counts()
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     region0 = '%s_0000:5e:00.0_region0' % hostname
     assert result.report.updated == [region0]
@@ -129,16 +129,16 @@ def test_unhealthy_device_is_reserved(placement, make_sync, inspector,
                                       hostname):
     dev = db_rows.add_fpga(hostname)
     sync = make_sync(placement)
-    sync.sync_host(hostname)
+    sync.publish(hostname)
     _update_device(dev, health='unhealthy')
 
-    assert sync.sync_host(hostname).converged
+    assert sync.publish(hostname).converged
 
     got = _tree(inspector(placement), hostname)
     invs = [i for _p, inv, _t in got.values() for i in inv.values()]
     assert invs and all(reserved == total for total, reserved in invs)
     _update_device(dev, health='healthy')
-    sync.sync_host(hostname)
+    sync.publish(hostname)
     got = _tree(inspector(placement), hostname)
     assert all(reserved == 0 for _p, inv, _t in got.values()
                for _total, reserved in inv.values())
@@ -149,10 +149,10 @@ def test_removed_device_loses_its_providers(placement, make_sync, inspector,
     fpga = db_rows.add_fpga(hostname)
     db_rows.add_gpu(hostname)
     sync = make_sync(placement)
-    sync.sync_host(hostname)
+    sync.publish(hostname)
     _delete_device(fpga)
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     assert result.converged
     name = '%s_0000:5e:00.0' % hostname
@@ -175,7 +175,7 @@ def test_removed_device_still_allocated_is_held_then_deleted(
         placement, make_sync, inspector, hostname, caplog):
     fpga = db_rows.add_fpga(hostname)
     sync = make_sync(placement)
-    sync.sync_host(hostname)
+    sync.publish(hostname)
     name = '%s_0000:5e:00.0' % hostname
     peek = inspector(placement)
     consumer = str(uuid.uuid4())
@@ -183,7 +183,7 @@ def test_removed_device_still_allocated_is_held_then_deleted(
     _delete_device(fpga)
 
     with caplog.at_level(logging.WARNING):
-        result = sync.sync_host(hostname)
+        result = sync.publish(hostname)
 
     assert result.ok and not result.converged
     assert result.report.deleted == [name + '_region1']
@@ -223,14 +223,14 @@ def test_generation_conflict_is_reread_and_retried(
         placement, make_sync, inspector, hostname):
     db_rows.add_fpga(hostname)
     sync = make_sync(placement, client_cls=_RacingClient)
-    sync.sync_host(hostname)
+    sync.publish(hostname)
     with session.writer() as s:
         s.execute(sa.update(models.Deployable).where(
             models.Deployable.function_id == 'f00d').values(
                 function_id='cafe'))
     sync.client.rival = inspector(placement)
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     assert result.converged
     assert result.report.attempts == 2
@@ -244,11 +244,11 @@ def test_placement_outage_is_retried_until_it_converges(
         own_placement, make_sync, inspector, hostname):
     db_rows.add_fpga(hostname)
     sync = make_sync(own_placement)
-    assert sync.sync_host(hostname).converged
+    assert sync.publish(hostname).converged
     own_placement.stop()
     db_rows.add_gpu(hostname)
 
-    down = sync.sync_host(hostname)
+    down = sync.publish(hostname)
 
     assert not down.ok and 'unavailable' in down.error
     assert hostname in sync.pending_hosts()
@@ -278,7 +278,7 @@ def test_missing_compute_node_is_not_created_unless_allowed(
     sync = make_sync(placement)
     conf.set_override('create_compute_node_rp', False, group='placement')
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     assert not result.ok and 'create_compute_node_rp' in result.error
     assert hostname in sync.pending_hosts()
@@ -295,7 +295,7 @@ def test_existing_compute_node_is_used(placement, make_sync, inspector, conf,
     sync = make_sync(placement)
     conf.set_override('create_compute_node_rp', False, group='placement')
 
-    result = sync.sync_host(hostname)
+    result = sync.publish(hostname)
 
     assert result.converged
     assert result.report.root_uuid == nova_uuid
@@ -307,7 +307,7 @@ def test_from_conf_reaches_placement(placement, sqlite_db, configured,
                                     hostname):
     conf = configured(placement)
     db_rows.add_gpu(hostname)
-    sync = placement_sync.PlacementSync.from_conf(conf)
+    sync = sink_mod.PlacementSink.from_conf(conf)
 
-    assert sync.sync_host(hostname).converged
+    assert sync.publish(hostname).converged
     assert sync.client.counts['POST'] == 2

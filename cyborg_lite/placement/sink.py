@@ -1,19 +1,22 @@
-"""Keeps Placement in line with the database, host by host.
+"""The Placement sink: keeps Placement in line with the database, host by
+host (an InventorySink, see objects/inventory_sink.py).
 
 Public API (all the conductor needs)::
 
-    sync = PlacementSync.from_conf(CONF)   # or PlacementSync(client, conf)
+    sink = PlacementSink.from_conf(CONF)   # or PlacementSink(client, conf)
     # from_conf remembers providers by generation (cache_providers=True):
     # an unchanged provider is not read again; see placement/reporter.py.
-    result = sync.sync_host(hostname)      # after each applied report
-    sync.retry_pending()                   # from a periodic task
-    sync.pending_hosts()                   # {hostname: due monotonic time}
+    result = sink.publish(hostname)        # after each applied report
+    sink.retry_pending()                   # from a periodic task
+    sink.pending_hosts()                   # {hostname: due monotonic time}
 
-``sync_host`` never raises for Placement trouble (database errors do
-propagate): the report is already
-in the DB, so a failure only marks the host pending and returns a
-``SyncResult`` with ``ok=False``. ``retry_pending`` re-syncs pending hosts
-whose backoff (``[placement]sync_retry_initial_interval``, doubling up to
+``publish`` translates the host's inventory (objects/host_inventory.py)
+into a provider tree (objects/provider_tree.py) and makes Placement match
+it. It never raises for Placement trouble (database errors do
+propagate): the report is already in the DB, so a failure only marks the
+host pending and returns a ``SyncResult`` with ``ok=False``.
+``retry_pending`` re-syncs pending hosts whose backoff
+(``[placement]sync_retry_initial_interval``, doubling up to
 ``sync_retry_max_interval``) has passed. A host whose removed providers
 still hold allocations also stays pending, so they are deleted once freed.
 
@@ -25,13 +28,14 @@ For a noauth Placement (``auth_strategy = noauth2``) configure::
     endpoint_override = http://127.0.0.1:PORT
 """
 import dataclasses
-import threading
 import time
 
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
-from cyborg_lite.db import placement_view
+from cyborg_lite.db import inventory as inventory_db
+from cyborg_lite.objects import host_inventory
+from cyborg_lite.objects import inventory_sink
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import reporter as reporter_mod
 
@@ -39,10 +43,7 @@ LOG = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
-class SyncResult:
-    hostname: str
-    ok: bool
-    error: str | None = None
+class SyncResult(inventory_sink.PublishResult):
     report: reporter_mod.SyncReport | None = None
 
     @property
@@ -51,13 +52,7 @@ class SyncResult:
         return self.ok and not self.report.held
 
 
-@dataclasses.dataclass
-class _Pending:
-    failures: int
-    due: float
-
-
-class PlacementSync:
+class PlacementSink(inventory_sink.InventorySink):
     def __init__(self, client, conf, clock=time.monotonic, db_url=None,
                  cache_providers=False):
         self.client = client
@@ -67,31 +62,37 @@ class PlacementSync:
         self.reporter = reporter_mod.Reporter(
             client, conf.placement.sync_conflict_retries,
             cache=cache_providers)
-        self._pending = {}
-        self._lock = threading.Lock()
+        self._pending = inventory_sink.PendingHosts(
+            conf.placement.sync_retry_initial_interval,
+            conf.placement.sync_retry_max_interval, clock)
 
     @classmethod
     def from_conf(cls, conf, **kwargs):
-        """The conductor's sync: remembers providers by generation (see
-        placement/reporter.py) unless ``cache_providers=False``."""
+        """The conductor's sink: remembers providers by generation (see
+        placement/reporter.py) unless ``cache_providers=False``. None when
+        [placement] is not configured."""
+        if conf.placement.auth_type is None:
+            LOG.warning('[placement]auth_type is not set: devices are kept '
+                        'in the database only, not offered to schedulers')
+            return None
         kwargs.setdefault('cache_providers', True)
         return cls(client_mod.PlacementClient.from_conf(conf), conf,
                    **kwargs)
 
-    def sync_host(self, hostname):
+    def publish(self, hostname):
         """Push the DB's view of ``hostname`` to Placement; a SyncResult."""
         try:
-            devices = placement_view.host_devices(hostname, self.db_url)
+            inventory = host_inventory.load(hostname, self.db_url)
             report = self.reporter.sync(
-                hostname, devices,
+                hostname, inventory.devices,
                 create_root=self.conf.placement.create_compute_node_rp)
         except exception.PlacementError as exc:
             self._failed(hostname, exc)
             return SyncResult(hostname, ok=False, error=str(exc))
-        self._store_rp_uuids(devices, report.tree)
+        self._store_rp_uuids(inventory.devices, report.tree)
         result = SyncResult(hostname, ok=True, report=report)
         if result.converged:
-            self._clear(hostname)
+            self._pending.clear(hostname)
         else:
             self._failed(hostname, 'providers still allocated: %s'
                          % ', '.join(report.held))
@@ -99,33 +100,17 @@ class PlacementSync:
 
     def retry_pending(self):
         """Sync every pending host whose backoff has passed; the results."""
-        now = self.clock()
-        with self._lock:
-            due = [h for h, p in self._pending.items() if p.due <= now]
-        return [self.sync_host(h) for h in sorted(due)]
+        return [self.publish(h) for h in self._pending.due()]
 
     def pending_hosts(self):
-        with self._lock:
-            return {h: p.due for h, p in self._pending.items()}
+        return self._pending.as_dict()
 
     def _failed(self, hostname, why):
         if isinstance(why, exception.PlacementUnavailable):
             LOG.warning('Placement sync of %s deferred: %s', hostname, why)
         else:
             LOG.error('Placement sync of %s incomplete: %s', hostname, why)
-        with self._lock:
-            failures = self._pending.get(hostname, _Pending(0, 0)).failures
-            self._pending[hostname] = _Pending(
-                failures + 1, self.clock() + self._backoff(failures))
-
-    def _backoff(self, failures):
-        opts = self.conf.placement
-        return min(opts.sync_retry_initial_interval * (2 ** failures),
-                   opts.sync_retry_max_interval)
-
-    def _clear(self, hostname):
-        with self._lock:
-            self._pending.pop(hostname, None)
+        self._pending.failed(hostname)
 
     def _store_rp_uuids(self, devices, tree):
         # Open a write transaction only when a stored value is stale.
@@ -134,5 +119,5 @@ class PlacementSync:
                        for dep in d.deployables})
         wanted = dict(tree.device_rps, **tree.deployable_rps)
         if any(stored.get(u) != rp for u, rp in wanted.items()):
-            placement_view.store_rp_uuids(tree.device_rps,
-                                          tree.deployable_rps, self.db_url)
+            inventory_db.store_rp_uuids(tree.device_rps,
+                                        tree.deployable_rps, self.db_url)

@@ -1,8 +1,13 @@
-"""The provider tree a host should have in Placement. Pure: no I/O.
+"""Placement's translation of a host inventory: the provider tree a host
+should have in Placement. Pure: no I/O.
 
-``build_tree(hostname, root_uuid, devices)`` turns the DB view of a host
-(``DeviceView``/``DeployableView``) into ``Provider`` objects, parents
-first, following DESIGN.md's Placement model::
+It belongs to the Placement sink (placement/sink.py), and lives among the
+shared objects so that the API can show the same desired tree
+(/v2/resource_provider_trees) without reaching into the sink.
+
+``build_tree(hostname, root_uuid, devices)`` turns the devices of a
+``HostInventory`` (objects/host_inventory.py) into ``Provider`` objects,
+parents first, following DESIGN.md's Placement model::
 
     compute node RP (root_uuid, owned by Nova or created by us)
      └─ device RP <host>_<pci address>       PGPU here for a GPU
@@ -33,37 +38,6 @@ _INVALID = re.compile('[^A-Z0-9_]+')
 _MAX_NAME = 255
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
 _STANDARD_RCS = frozenset(orc.STANDARDS)
-
-
-@dataclasses.dataclass(frozen=True)
-class DeployableView:
-    uuid: str
-    name: str
-    num_accelerators: int = 1
-    resource_class: str | None = None
-    region_type: str | None = None
-    function_id: str | None = None
-    local_memory_mb: int = 0
-    traits: tuple = ()
-    rp_uuid: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class DeviceView:
-    uuid: str
-    type: str
-    vendor: str
-    identity: str
-    pci_address: str | None = None
-    health: str = 'healthy'
-    status: str = 'enabled'
-    rp_uuid: str | None = None
-    deployables: tuple = ()
-
-    @property
-    def schedulable(self):
-        # 'degraded' still works; only a broken or disabled card is hidden.
-        return self.health != 'unhealthy' and self.status != 'maintaining'
 
 
 @dataclasses.dataclass

@@ -1,18 +1,19 @@
 """The desired provider tree, built from plain views (no Placement)."""
 import uuid
 
-from cyborg_lite.placement import tree
+from cyborg_lite.objects import host_inventory as views
+from cyborg_lite.objects import provider_tree as tree
 
 ROOT = '11111111-1111-1111-1111-111111111111'
 
 
 def _fpga(health='healthy', function_id='a1b2-c3', **kw):
     regions = tuple(
-        tree.DeployableView(uuid='dep-%d' % i, name='region%d' % i,
+        views.DeployableView(uuid='dep-%d' % i, name='region%d' % i,
                             region_type='9346116d-a52d', local_memory_mb=2048,
                             function_id=function_id if i == 0 else None)
         for i in range(2))
-    return tree.DeviceView(uuid='dev-1', type='FPGA', vendor='intel',
+    return views.DeviceView(uuid='dev-1', type='FPGA', vendor='intel',
                            identity='0000:5e:00.0',
                            pci_address='0000:5e:00.0', health=health,
                            deployables=regions, **kw)
@@ -33,7 +34,7 @@ def test_names_and_uuids_follow_cyborg():
 
 
 def test_global_deployable_name_is_not_prefixed_twice():
-    dep = tree.DeployableView(uuid='d', name='node1_0000:5e:00.0_region7')
+    dep = views.DeployableView(uuid='d', name='node1_0000:5e:00.0_region7')
     assert tree.child_rp_name('node1_0000:5e:00.0', dep) == dep.name
 
 
@@ -66,12 +67,12 @@ def test_degraded_device_stays_schedulable():
 
 
 def test_gpu_pgpu_on_device_rp_and_vgpu_children():
-    deps = (tree.DeployableView(uuid='p', name='pgpu', resource_class='PGPU',
+    deps = (views.DeployableView(uuid='p', name='pgpu', resource_class='PGPU',
                                 traits=('CUSTOM_NVIDIA_A100',)),
-            tree.DeployableView(uuid='m', name='mig-1g.10gb',
+            views.DeployableView(uuid='m', name='mig-1g.10gb',
                                 resource_class='VGPU', num_accelerators=7,
                                 traits=('nvidia a100 mig-1g.10gb',)))
-    gpu = tree.DeviceView(uuid='g', type='GPU', vendor='NVIDIA',
+    gpu = views.DeviceView(uuid='g', type='GPU', vendor='NVIDIA',
                           identity='0000:3b:00.0', pci_address='0000:3b:00.0',
                           deployables=deps)
     dev_rp, mig = tree.build_tree('n', ROOT, [gpu]).providers
@@ -85,7 +86,7 @@ def test_gpu_pgpu_on_device_rp_and_vgpu_children():
 
 
 def test_undivided_gpu_is_one_pgpu():
-    gpu = tree.DeviceView(uuid='g', type='GPU', vendor='nvidia',
+    gpu = views.DeviceView(uuid='g', type='GPU', vendor='nvidia',
                           identity='0000:3b:00.0',
                           pci_address='0000:3b:00.0')
     (dev_rp,) = tree.build_tree('n', ROOT, [gpu]).providers
@@ -93,9 +94,9 @@ def test_undivided_gpu_is_one_pgpu():
 
 
 def test_device_without_pci_address_uses_identity():
-    dev = tree.DeviceView(uuid='q', type='QAT', vendor='intel',
+    dev = views.DeviceView(uuid='q', type='QAT', vendor='intel',
                           identity='qat-0',
-                          deployables=(tree.DeployableView(uuid='d',
+                          deployables=(views.DeployableView(uuid='d',
                                                            name='vf0'),))
     dev_rp, child = tree.build_tree('n', ROOT, [dev]).providers
     assert dev_rp.name == 'n_qat-0'
@@ -123,7 +124,7 @@ def test_resource_class_names_are_normalised():
 
 def test_tree_is_deterministic_whatever_the_device_order():
     a = _fpga()
-    b = tree.DeviceView(uuid='dev-0', type='GPU', vendor='nvidia',
+    b = views.DeviceView(uuid='dev-0', type='GPU', vendor='nvidia',
                         identity='0000:3b:00.0', pci_address='0000:3b:00.0')
     one = tree.build_tree('n', ROOT, [a, b]).providers
     two = tree.build_tree('n', ROOT, [b, a]).providers
@@ -135,5 +136,5 @@ def test_vendor_trait_uses_the_vendor_name_for_known_pci_ids():
     for vendor, trait in (('0x8086', 'CUSTOM_FPGA_INTEL'),
                           ('0x10EE', 'CUSTOM_FPGA_XILINX'),
                           ('0x1234', 'CUSTOM_FPGA_0X1234')):
-        device = tree.DeviceView(**{**intel.__dict__, 'vendor': vendor})
+        device = views.DeviceView(**{**intel.__dict__, 'vendor': vendor})
         assert tree.vendor_trait(device) == trait

@@ -1,0 +1,98 @@
+"""conductor/publishing: sinks loaded by name, each publish to all."""
+import pytest
+
+from cyborg_lite.common import exception
+from cyborg_lite.common import rpc
+from cyborg_lite.conductor import publishing
+from cyborg_lite.conductor import service as service_mod
+from cyborg_lite.objects import inventory_sink
+from cyborg_lite.placement import sink as placement_sink
+from tests.functional.placement import conftest as placement_conftest
+
+
+class RecordingSink(inventory_sink.InventorySink):
+    def __init__(self, broken=False):
+        self.published = []
+        self.broken = broken
+
+    @classmethod
+    def from_conf(cls, conf):
+        return cls()
+
+    def publish(self, hostname):
+        self.published.append(hostname)
+        if self.broken:
+            raise RuntimeError('sink bug')
+        return inventory_sink.PublishResult(hostname, True)
+
+    def retry_pending(self):
+        if self.broken:
+            raise RuntimeError('sink bug')
+        return [inventory_sink.PublishResult('again', True)]
+
+    def pending_hosts(self):
+        return {}
+
+
+def test_placement_is_the_default_sink_loaded_by_its_entry_point(conf):
+    assert conf.conductor.inventory_sinks == ['placement']
+    assert publishing.load_sink_class('placement') is \
+        placement_sink.PlacementSink
+
+
+def test_an_unknown_sink_name_is_a_config_error(conf):
+    conf.set_override('inventory_sinks', ['placement', 'nosuch'],
+                      group='conductor')
+    with pytest.raises(exception.ConfigError, match="'nosuch'"):
+        publishing.Publisher.from_conf(conf)
+
+
+def test_a_configured_placement_sink_is_used(conf):
+    placement_conftest.configure_placement(conf, 'http://127.0.0.1:9')
+    publisher = publishing.Publisher.from_conf(conf)
+    [sink] = publisher.sinks
+    assert isinstance(sink, placement_sink.PlacementSink)
+
+
+def test_placement_without_its_options_is_left_out(conf, caplog):
+    publisher = publishing.Publisher.from_conf(conf)
+    assert publisher.sinks == [] and not publisher
+    assert '[placement]auth_type is not set' in caplog.text
+
+
+def test_one_failing_sink_does_not_stop_the_others(caplog):
+    broken, healthy = RecordingSink(broken=True), RecordingSink()
+    publisher = publishing.Publisher([broken, healthy])
+    results = publisher.publish('node1')
+    assert healthy.published == broken.published == ['node1']
+    assert results[0] is None and results[1].ok
+    assert [r.hostname for r in publisher.retry_pending()] == ['again']
+    assert 'sink bug' in caplog.text
+
+
+@pytest.mark.parametrize('sinks', [[], ['placement']])
+def test_conductor_without_a_usable_sink_publishes_nothing(conf, sinks):
+    conf.set_override('transport_url', 'fake://')
+    conf.set_override('inventory_sinks', sinks, group='conductor')
+    service = service_mod.ConductorService(conf, host='cond1')
+    try:
+        assert service.manager.after_report is None
+        assert service.manager.programming.after_success is None
+    finally:
+        rpc.cleanup()
+
+
+def test_conductor_publishes_reports_and_retries_through_its_sinks(conf):
+    conf.set_override('transport_url', 'fake://')
+    placement_conftest.configure_placement(conf, 'http://127.0.0.1:9')
+    service = service_mod.ConductorService(conf, host='cond1')
+    try:
+        publish = service.manager.after_report
+        [sink] = publish.__self__.sinks
+        assert isinstance(sink, placement_sink.PlacementSink)
+        assert service.manager.programming.after_success == publish
+        retries = [t for t in service._tasks
+                   if t.func == publish.__self__.retry_pending]
+        assert len(retries) == 1
+    finally:
+        rpc.cleanup()
