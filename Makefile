@@ -24,5 +24,10 @@ test: $(STAMP)
 sample-config: $(STAMP)
 	$(BIN)/oslo-config-generator --config-file etc/cyborg-lite-config-generator.conf
 
+# etc/policy.yaml.sample from the rules in cyborg_lite/api/policies.
+policy-sample: $(STAMP)
+	$(BIN)/python -c 'from oslo_policy import generator; generator.generate_sample()' \
+		--config-file etc/policy-generator.conf
+
 clean:
 	rm -rf $(VENV) $(STATE) .pytest_cache

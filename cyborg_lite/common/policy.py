@@ -1,15 +1,28 @@
-"""The oslo.policy Enforcer: defaults from cyborg_lite.api.policies,
-overrides from [oslo_policy] policy_file when it exists."""
+"""The oslo.policy Enforcer: defaults from the ``oslo.policy.policies``
+entry point ``cyborg_lite`` (the API's rules, cyborg_lite/api/policies,
+found as oslopolicy-sample-generator finds them, so this module needs no
+import of the API), overrides from [oslo_policy] policy_file when it
+exists."""
 import threading
 
 from oslo_policy import policy
+from stevedore import driver as stevedore_driver
 
-from cyborg_lite.api import policies
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
 
+DEFAULTS_NAMESPACE = 'oslo.policy.policies'
+DEFAULTS_NAME = 'cyborg_lite'
+
 _lock = threading.Lock()
 _enforcer = None
+
+
+def default_rules():
+    """The registered defaults: the rules the entry point lists."""
+    list_rules = stevedore_driver.DriverManager(
+        DEFAULTS_NAMESPACE, DEFAULTS_NAME, invoke_on_load=False).driver
+    return list_rules()
 
 
 def get_enforcer(conf=CONF):
@@ -19,7 +32,7 @@ def get_enforcer(conf=CONF):
     with _lock:
         if _enforcer is None:
             enforcer = policy.Enforcer(conf)
-            enforcer.register_defaults(policies.list_rules())
+            enforcer.register_defaults(default_rules())
             _enforcer = enforcer
         return _enforcer
 
