@@ -4,9 +4,8 @@ from cliff import lister
 from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
 from cyborg_lite.cli import waiting
+from cyborg_lite.common import states
 
-# "Resolved" in Cyborg's sense: bind finished, one way or the other.
-RESOLVED_STATES = ('Bound', 'BindFailed', 'Deleting')
 COLUMNS = ('uuid', 'state', 'device_profile_name', 'hostname',
            'device_rp_uuid', 'instance_uuid', 'attach_handle_type',
            'attach_handle_info')
@@ -101,7 +100,7 @@ class BindArq(ShowArq):
             return super().fetch(parsed_args)
         arq = waiting.wait_for_state(
             lambda: super(BindArq, self).fetch(parsed_args),
-            RESOLVED_STATES, parsed_args.timeout,
+            states.ARQ_RESOLVED, parsed_args.timeout,
             report=waiting.state_reporter(label=parsed_args.arq + ': '))
         if arq['state'] != 'Bound':
             raise cl_client.ClientError('ARQ %s: bind ended %s: %s' % (
@@ -110,12 +109,23 @@ class BindArq(ShowArq):
 
 
 class UnbindArq(ShowArq):
-    """Unbind an ARQ from its instance."""
+    """Unbind an ARQ from its instance; shows it once it is Unbound."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--timeout', type=float, default=300,
+                            help='Seconds to wait for the unbind '
+                                 '(default 300)')
+        return parser
 
     def fetch(self, parsed_args):
         patch = [{'op': 'remove', 'path': '/' + f} for f in BIND_FIELDS]
+        # The API answers 202 and unbinds in the background: what it
+        # showed right after would still be the state before.
         self.api.patch('/accelerator_requests', {parsed_args.arq: patch})
-        return super().fetch(parsed_args)
+        return waiting.wait_for_state(
+            lambda: super(UnbindArq, self).fetch(parsed_args),
+            ('Unbound',), parsed_args.timeout)
 
 
 class DeleteArq(base.Command):

@@ -39,7 +39,11 @@ def test_bind_wait_unbind_delete(cli, conductor):
     listed = cli('arq', 'list', '--instance', instance, '-f', 'json').json
     assert [a['uuid'] for a in listed] == [arq]
 
-    assert cli('arq', 'unbind', arq, '-f', 'json').rc == 0
+    unbound = cli('arq', 'unbind', arq, '-f', 'json')
+    assert unbound.rc == 0, unbound
+    # What it shows is the ARQ after the unbind, not before.
+    assert (unbound.json['state'], unbound.json['instance_uuid']) == (
+        'Unbound', None)
     _wait_for(cli, arq, 'Unbound')
     assert cli('arq', 'delete', arq).rc == 0
     assert cli('arq', 'list', '-f', 'json').json == []
