@@ -16,15 +16,12 @@ import time
 
 import pytest
 
+# One free_port for the product and the tests (servers.free_port).
+from cyborg_lite.common.placement_server import free_port
+
 
 def under_ci():
     return os.environ.get('CI', '').lower() in ('1', 'true', 'yes')
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port, timeout=30.0, host='127.0.0.1', proc=None):

@@ -22,7 +22,6 @@ Programming jobs come in by ``program_region`` and run in the background
 failed or requeued, never left running.
 """
 import hashlib
-import json
 import os
 import threading
 
@@ -31,6 +30,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent import programming
+from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
@@ -42,10 +42,6 @@ from cyborg_lite.drivers import loader
 LOG = logging.getLogger(__name__)
 
 
-def _json(value):
-    return json.dumps(value, sort_keys=True, separators=(',', ':'))
-
-
 def _canonical_device(device):
     """Order lists whose order means nothing, so a reordered scan of the
     same hardware hashes the same and is not sent again."""
@@ -55,7 +51,7 @@ def _canonical_device(device):
                       key=lambda d: d['name']):
         dep = dict(dep, traits=sorted(set(dep.get('traits') or [])))
         dep['attach_handles'] = sorted(dep.get('attach_handles') or [],
-                                       key=_json)
+                                       key=canonical_json.dumps)
         deployables.append(dep)
     device['deployables'] = deployables
     return device
@@ -73,7 +69,7 @@ def driver_entry(driver_name, devices=None, error=None):
 
 
 def entry_hash(entry):
-    return hashlib.sha256(_json(entry).encode()).hexdigest()
+    return hashlib.sha256(canonical_json.dumps(entry).encode()).hexdigest()
 
 
 class AgentManager(rpc_loop.RpcLoop):

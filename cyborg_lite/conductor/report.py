@@ -26,6 +26,7 @@ import re
 
 from oslo_log import log as logging
 
+from cyborg_lite.common import canonical_json
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
 from cyborg_lite.conf import CONF
@@ -42,11 +43,6 @@ _RESERVED_ATTRIBUTE_RE = re.compile(r'^(rc|trait[0-9]+)$')
 MAX_DRIVERS = 64
 MAX_DEVICES_PER_DRIVER = 4096
 MAX_COLUMN = 255
-
-
-def canonical_json(value):
-    """The one JSON spelling of ``value``, so equal dicts compare equal."""
-    return json.dumps(value, sort_keys=True, separators=(',', ':'))
 
 
 def handle_report(hostname, driver_reports):
@@ -162,7 +158,8 @@ def _check_device(hostname, driver, record):
             if _RESERVED_ATTRIBUTE_RE.match(key) or len(key) > MAX_COLUMN:
                 raise _invalid(hostname, '%s: attribute key %r is reserved '
                                          'or too long' % (here, key))
-        infos = [canonical_json(h.attach_info) for h in dep.attach_handles]
+        infos = [canonical_json.dumps(h.attach_info)
+                 for h in dep.attach_handles]
         if len(set(infos)) != len(infos):
             raise _invalid(hostname, '%s: duplicate attach handles' % here)
         if any(len(info) > MAX_COLUMN for info in infos):
@@ -176,8 +173,9 @@ def desired_device(hostname, record):
     if record.pci_address:
         domain, bus, rest = record.pci_address.split(':')
         device, function = rest.split('.')
-        cpid_info = canonical_json({'domain': domain, 'bus': bus,
-                                    'device': device, 'function': function})
+        cpid_info = canonical_json.dumps({'domain': domain, 'bus': bus,
+                                          'device': device,
+                                          'function': function})
     return {
         'identity': record.identity,
         'health': record.health,
@@ -185,8 +183,9 @@ def desired_device(hostname, record):
         'values': {
             'type': record.type, 'vendor': record.vendor,
             'model': record.model, 'pci_address': record.pci_address,
-            'std_board_info': canonical_json(record.std_board_info),
-            'vendor_board_info': canonical_json(record.vendor_board_info),
+            'std_board_info': canonical_json.dumps(record.std_board_info),
+            'vendor_board_info': canonical_json.dumps(
+                record.vendor_board_info),
             'rp_uuid': naming.rp_uuid(naming.device_rp_name(
                 hostname, record.identity)),
         },
@@ -217,6 +216,6 @@ def _desired_deployable(hostname, identity, dep):
             'rp_uuid': naming.rp_uuid(rp_name),
         },
         'attributes': attributes,
-        'handles': {canonical_json(h.attach_info): h.attach_type
+        'handles': {canonical_json.dumps(h.attach_info): h.attach_type
                     for h in dep.attach_handles},
     }

@@ -1,7 +1,6 @@
 """One process, fake:// messaging: the real ConductorService and
 AgentManagers with the FAKE driver, whose simulated sysfs tree is the
 hardware the programming tests look at."""
-import time
 import uuid
 
 import pytest
@@ -19,6 +18,7 @@ from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import session
 from cyborg_lite.drivers import fake
+from tests import waiting
 from tests.unit.bitstreams import builders
 
 HOST = 'node1'
@@ -28,16 +28,6 @@ REGION_TYPE = builders.hex32(builders.INTERFACE_UUID)
 OLD_FUNCTION = builders.hex32(builders.AFU_UUID)
 NEW_AFU = '5f0e3c2a-1b2c-4d5e-8f90-a1b2c3d4e5f6'
 NEW_FUNCTION = builders.hex32(NEW_AFU)
-
-
-def wait_for(predicate, timeout=15.0, interval=0.02):
-    """Poll until ``predicate()`` is truthy; its last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(interval)
 
 
 def configure(conf, tmp_path, program_delay=0.05):
@@ -90,7 +80,7 @@ class Env:
     def start(self):
         self.conductor.start()
         self.start_agent()
-        assert wait_for(lambda: len(self.regions()) == 2)
+        assert waiting.until(lambda: len(self.regions()) == 2)
         return self
 
     def new_driver(self):
@@ -102,7 +92,7 @@ class Env:
         self.agent = agent_manager.AgentManager(
             self.conf, host=HOST, drivers=[self.new_driver()])
         self.agent.start()
-        assert wait_for(lambda: self.agent._announced)
+        assert waiting.until(lambda: self.agent._announced)
         return self.agent
 
     def kill_agent(self):
@@ -114,7 +104,7 @@ class Env:
 
     def orphans_done(self, timeout=15.0):
         """Wait until the threads of killed agents have ended."""
-        return wait_for(lambda: all(not a.jobs.running()
+        return waiting.until(lambda: all(not a.jobs.running()
                                     for a in self.killed), timeout)
 
     def stop(self):
@@ -162,7 +152,7 @@ class Env:
                                 bitstream_uuid, self.region(region).uuid)
 
     def wait_job(self, job_uuid, states=states.JOB_TERMINAL, timeout=15.0):
-        job = wait_for(lambda: _in_states(job_uuid, states), timeout)
+        job = waiting.until(lambda: _in_states(job_uuid, states), timeout)
         assert job, 'job %s never reached %s (it is %s)' % (
             job_uuid, states, jobs_db.get(job_uuid).state)
         return job

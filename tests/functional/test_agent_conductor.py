@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -18,20 +17,12 @@ from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import models
 from cyborg_lite.drivers import fake
+from tests import waiting
 from tests.unit.agent.scripted_driver import ScriptedDriver
 from tests.unit.conductor import report_helpers as h
 
 HOST = 'node1'
 CARD = '0000:af:00.0'
-
-
-def _wait_for(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture
@@ -71,7 +62,7 @@ def _versions(driver):
 def test_agent_reports_over_rpc_and_conductor_asks_again(running):
     agent, scripted = running
     # The report at start reaches the conductor over fake://.
-    assert _wait_for(lambda: _identities('scripted') == [CARD])
+    assert waiting.until(lambda: _identities('scripted') == [CARD])
     assert len(_identities('fake')) == 2
     fake_rows = _versions('fake')
 
@@ -79,7 +70,7 @@ def test_agent_reports_over_rpc_and_conductor_asks_again(running):
     agent_rpcapi.AgentAPI().request_report(context.get_admin_context(),
                                            HOST)
 
-    assert _wait_for(lambda: h.devices(HOST)[-1].model == 'PAC D5005')
+    assert waiting.until(lambda: h.devices(HOST)[-1].model == 'PAC D5005')
     assert _versions('fake') == fake_rows
 
     scripted.error = 'sysfs unreadable'
@@ -87,7 +78,7 @@ def test_agent_reports_over_rpc_and_conductor_asks_again(running):
     agent_rpcapi.AgentAPI().request_report(context.get_admin_context(),
                                            HOST)
     # Acknowledged, and the failed scan deleted nothing.
-    assert _wait_for(lambda: agent.acked['scripted'] != acked)
+    assert waiting.until(lambda: agent.acked['scripted'] != acked)
     assert _identities('scripted') == [CARD]
 
 

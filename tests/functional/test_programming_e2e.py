@@ -8,6 +8,7 @@ from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.placement import client as client_mod
+from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401
 from tests.functional.placement.conftest import configure_placement
@@ -27,7 +28,7 @@ def test_program_succeeds_and_placement_trait_follows(
     env = make_env()
     region = env.region()
     old_trait = 'CUSTOM_FUNCTION_ID_' + pe.OLD_FUNCTION.upper()
-    assert old_trait in pe.wait_for(lambda: _traits(env, region.rp_uuid))
+    assert old_trait in waiting.until(lambda: _traits(env, region.rp_uuid))
     bitstream = env.add_bitstream()
     job = env.program(bitstream.uuid)
     assert (job['state'], job['hostname'], job['deployable_uuid'],
@@ -39,7 +40,7 @@ def test_program_succeeds_and_placement_trait_follows(
     assert env.region().bitstream_id == bitstream.uuid
     # The sync runs right after the job is recorded as succeeded.
     new_trait = 'CUSTOM_FUNCTION_ID_' + pe.NEW_FUNCTION.upper()
-    assert pe.wait_for(lambda: new_trait in _traits(env, region.rp_uuid))
+    assert waiting.until(lambda: new_trait in _traits(env, region.rp_uuid))
     assert old_trait not in _traits(env, region.rp_uuid)
     # The other region was not touched.
     assert env.hardware('region1') == pe.OLD_FUNCTION
@@ -147,7 +148,7 @@ def test_cancel_queued_job_and_refuse_cancel_of_ended(env):
         env.api.cancel_program(context.get_admin_context(), job['uuid'])
     # A new agent gets the job's message late: it is refused, nothing runs.
     env.start_agent()
-    assert pe.wait_for(lambda: env.agent.jobs.running() == {})
+    assert waiting.until(lambda: env.agent.jobs.running() == {})
     assert env.hardware() == pe.OLD_FUNCTION
     assert jobs_db.get(job['uuid']).state == 'cancelled'
 
@@ -168,7 +169,7 @@ def _bind(env, groups):
     env.api.bind_arqs(context.get_admin_context(), {arq_uuid: {
         'hostname': pe.HOST, 'device_rp_uuid': region.rp_uuid,
         'instance_uuid': 'c0ffee00-0000-4000-8000-000000000001'}})
-    return pe.wait_for(lambda: _arq_if_done(arq_uuid))
+    return waiting.until(lambda: _arq_if_done(arq_uuid))
 
 
 def _arq_if_done(arq_uuid):

@@ -4,6 +4,7 @@ region's recorded function follows what the hardware holds."""
 from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context
 from cyborg_lite.db import programming_jobs as jobs_db
+from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401
 
@@ -19,7 +20,7 @@ def _start_and_kill_mid_write(env):
 def _region_matches_hardware(env):
     agent_rpcapi.AgentAPI().request_report(context.get_admin_context(),
                                            pe.HOST)
-    return pe.wait_for(
+    return waiting.until(
         lambda: env.region().function_id == env.hardware())
 
 

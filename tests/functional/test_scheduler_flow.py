@@ -11,13 +11,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 
 import pytest
 import requests
 
 from tests import servers
+from tests import waiting
 
 pytestmark = pytest.mark.xdist_group('all_in_one')
 
@@ -44,16 +44,21 @@ class AllInOne:
 
     def wait_ready(self, timeout=90):
         servers.wait_for_port(self.api_port, timeout, proc=self.proc)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            rps = requests.get(self.placement + '/resource_providers',
-                               headers=PLACEMENT).json()['resource_providers']
-            if len([r for r in rps if r['name'].endswith(('region0',
-                                                          'region1'))]) == 4:
-                return
-            time.sleep(0.2)
-        raise TimeoutError('regions never reached Placement:\n' +
-                           self.read_log())
+        # NOTE: a provider is listed before its inventory is written;
+        # ready is when every region offers its FPGA.
+        if not waiting.until(lambda: self._regions_offered() == 4, timeout,
+                             interval=0.2):
+            raise TimeoutError('regions never reached Placement:\n' +
+                               self.read_log())
+
+    def _regions_offered(self):
+        rps = requests.get(self.placement + '/resource_providers',
+                           headers=PLACEMENT).json()['resource_providers']
+        return len([
+            r for r in rps if r['name'].endswith(('region0', 'region1')) and
+            'FPGA' in requests.get(
+                self.placement + '/resource_providers/%s/inventories'
+                % r['uuid'], headers=PLACEMENT).json()['inventories']])
 
     def read_log(self):
         self.log.flush()
@@ -136,15 +141,16 @@ def _bind(aio, arq_uuid, rp_uuid, instance):
     assert resp.status_code == 202, resp.text
 
 
+def _arq(aio, arq_uuid):
+    return requests.get(aio.api + '/accelerator_requests/' + arq_uuid,
+                        headers=ACCEL).json()
+
+
 def _wait_resolved(aio, arq_uuid, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        arq = requests.get(aio.api + '/accelerator_requests/' + arq_uuid,
-                           headers=ACCEL).json()
-        if arq['state'] in ('Bound', 'BindFailed'):
-            return arq
-        time.sleep(0.1)
-    raise TimeoutError('ARQ %s never resolved: %s' % (arq_uuid, arq))
+    return waiting.read_until(
+        lambda: _arq(aio, arq_uuid),
+        lambda arq: arq['state'] in ('Bound', 'BindFailed'), timeout,
+        interval=0.1, what='ARQ %s resolved' % arq_uuid)
 
 
 def _region_rp(candidate):
@@ -197,14 +203,9 @@ def test_schedule_bind_unbind_delete(aio):
 
 
 def _wait_state(aio, arq_uuid, state, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        arq = requests.get(aio.api + '/accelerator_requests/' + arq_uuid,
-                           headers=ACCEL).json()
-        if arq['state'] == state:
-            return arq
-        time.sleep(0.1)
-    raise TimeoutError('ARQ %s not %s: %s' % (arq_uuid, state, arq))
+    return waiting.read_until(
+        lambda: _arq(aio, arq_uuid), lambda arq: arq['state'] == state,
+        timeout, interval=0.1, what='ARQ %s %s' % (arq_uuid, state))
 
 
 def test_request_no_host_can_satisfy_gets_no_candidates(aio):

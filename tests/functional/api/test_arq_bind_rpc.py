@@ -1,7 +1,6 @@
 """PATCH bind/unbind end to end: the API casts over a real oslo.messaging
 fake:// transport to the real ConductorManager, whose bind workflow moves
 the ARQ to Bound with an attach handle, and back on unbind."""
-import time
 
 import pytest
 import webtest
@@ -9,6 +8,7 @@ import webtest
 from cyborg_lite.api import deploy
 from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
+from tests import waiting
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import MEMBER_A
@@ -30,14 +30,10 @@ def real_app(sqlite_db, api_conf):
 
 
 def _state_becomes(app, arq_uuid, wanted, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        arq = app.get('%s/%s' % (PATH, arq_uuid), headers=MEMBER_A).json
-        if arq['state'] == wanted:
-            return arq
-        time.sleep(0.05)
-    raise AssertionError('ARQ %s is %s, not %s' % (arq_uuid, arq['state'],
-                                                    wanted))
+    return waiting.read_until(
+        lambda: app.get('%s/%s' % (PATH, arq_uuid), headers=MEMBER_A).json,
+        lambda arq: arq['state'] == wanted, timeout,
+        what='ARQ %s %s' % (arq_uuid, wanted))
 
 
 def test_bind_then_unbind_through_the_conductor(real_app):

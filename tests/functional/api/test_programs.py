@@ -16,6 +16,7 @@ from tests.functional.api.conftest import ANONYMOUS
 from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import MEMBER_B
 from tests.functional.api.conftest import error_of
+from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401
 
@@ -50,7 +51,7 @@ def _wait(app, caller, job_uuid, states=states.JOB_TERMINAL):
     def done():
         job = app.get('/v2/programs/' + job_uuid, headers=bh.h(caller)).json
         return job if job['state'] in states else None
-    job = pe.wait_for(done)
+    job = waiting.until(done)
     assert job, 'job %s never ended' % job_uuid
     return job
 

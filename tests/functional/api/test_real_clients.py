@@ -8,7 +8,6 @@ import socketserver
 import subprocess
 import sys
 import threading
-import time
 from wsgiref import simple_server
 
 import openstack
@@ -19,6 +18,7 @@ from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
 from tests.functional.api import conftest as fx
 from tests import servers
+from tests import waiting
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 
@@ -64,13 +64,10 @@ def sdk(endpoint):
 
 
 def _wait_state(sdk, arq_uuid, wanted, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        arq = sdk.get_accelerator_request(arq_uuid)
-        if arq.state == wanted:
-            return arq
-        time.sleep(0.05)
-    raise AssertionError('ARQ %s stayed %s' % (arq_uuid, arq.state))
+    return waiting.read_until(
+        lambda: sdk.get_accelerator_request(arq_uuid),
+        lambda arq: arq.state == wanted, timeout,
+        what='ARQ %s %s' % (arq_uuid, wanted))
 
 
 def test_openstacksdk(sdk):

@@ -1,7 +1,7 @@
 """``cyborg-lite arq bind|unbind`` through the API to a real conductor."""
-import time
 import uuid
 
+from tests import waiting
 from tests.functional.cli import conftest as c
 
 
@@ -12,13 +12,10 @@ def _arq(cli, profile='dp1'):
 
 
 def _wait_for(cli, arq, state, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        shown = cli('arq', 'show', arq, '-f', 'json').json
-        if shown['state'] == state:
-            return shown
-        time.sleep(0.2)
-    raise AssertionError('ARQ %s still %s' % (arq, shown['state']))
+    return waiting.read_until(
+        lambda: cli('arq', 'show', arq, '-f', 'json').json,
+        lambda shown: shown['state'] == state, timeout, interval=0.2,
+        what='ARQ %s %s' % (arq, state))
 
 
 def test_bind_wait_unbind_delete(cli, conductor):

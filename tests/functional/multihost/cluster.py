@@ -24,13 +24,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
 import requests
 
 from cyborg_lite.common import placement_server
 from tests import servers
+from tests import waiting
 
 BIN = os.path.dirname(os.path.abspath(sys.executable))
 REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
@@ -335,18 +335,19 @@ class Cluster:
         return len(self.agent_hosts) * self.cards * self.regions
 
     def wait_regions(self, timeout=120):
-        deadline = time.monotonic() + timeout
-        regions = []
-        while time.monotonic() < deadline:
+        seen = []
+
+        def all_regions():
             try:
-                regions = self.region_rps()
+                seen[:] = self.region_rps()
             except requests.RequestException:
-                regions = []
-            if len(regions) == self.expected_regions():
-                return regions
-            time.sleep(0.5)
-        raise TimeoutError('Placement has %d of %d regions:\n%s' % (
-            len(regions), self.expected_regions(), self.logs()))
+                seen[:] = []
+            return len(seen) == self.expected_regions() and list(seen)
+        regions = waiting.until(all_regions, timeout, interval=0.5)
+        if not regions:
+            raise TimeoutError('Placement has %d of %d regions:\n%s' % (
+                len(seen), self.expected_regions(), self.logs()))
+        return regions
 
     # --- API helpers -----------------------------------------------------
 
@@ -400,20 +401,19 @@ class Cluster:
     def wait_resolved(self, arq_uuids, timeout):
         """{uuid: arq} once every ARQ is Bound or BindFailed; raises with
         the stragglers' states after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
         pending, done = set(arq_uuids), {}
-        while True:
+
+        def all_resolved():
             for arq_uuid in sorted(pending):
                 arq = self.arq(arq_uuid)
                 if arq['state'] in RESOLVED:
                     done[arq_uuid] = arq
-            pending -= set(done)
-            if not pending:
-                return done
-            if time.monotonic() > deadline:
-                raise AssertionError('ARQs not resolved after %ss: %s' % (
-                    timeout, {u: self.arq(u)['state'] for u in pending}))
-            time.sleep(0.3)
+            pending.difference_update(done)
+            return not pending
+        if not waiting.until(all_resolved, timeout, interval=0.3):
+            raise AssertionError('ARQs not resolved after %ss: %s' % (
+                timeout, {u: self.arq(u)['state'] for u in pending}))
+        return done
 
     def delete_arqs(self, arq_uuids):
         arq_uuids = list(arq_uuids)
@@ -429,15 +429,10 @@ class Cluster:
             'HAVING count(*) > 1')
 
     def wait_for(self, predicate, timeout, what, interval=0.5):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError('%s not reached after %ss' % (
-                    what, timeout))
-            time.sleep(interval)
+        value = waiting.until(predicate, timeout, interval)
+        if not value:
+            raise AssertionError('%s not reached after %ss' % (what, timeout))
+        return value
 
     # --- the simulated hardware -----------------------------------------
 

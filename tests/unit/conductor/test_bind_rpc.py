@@ -1,6 +1,5 @@
 """bind_arqs / unbind_arqs as casts from ConductorAPI to ConductorManager
 over the in-memory oslo.messaging transport."""
-import time
 
 import pytest
 
@@ -10,6 +9,7 @@ from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conductor import service as service_mod
+from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 
 
@@ -26,13 +26,9 @@ def conductor(conf):
 
 
 def _wait_for_state(arq_uuid, wanted, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = h.get_arq(arq_uuid).state
-        if state == wanted:
-            return
-        time.sleep(0.05)
-    raise AssertionError('ARQ %s is %s, not %s' % (arq_uuid, state, wanted))
+    waiting.read_until(lambda: h.get_arq(arq_uuid).state,
+                       lambda state: state == wanted, timeout,
+                       what='ARQ %s %s' % (arq_uuid, wanted))
 
 
 def test_bind_and_unbind_by_cast(sqlite_db, conductor):

@@ -19,6 +19,7 @@ from cyborg_lite.conductor import programming
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.drivers import fake
+from tests import waiting
 from tests.functional import programming_env as pe
 from tests.unit.conductor import programming_flow_helpers as h
 
@@ -72,7 +73,7 @@ def setup(db, conf, tmp_path):
     def program():
         job = flow.program(context.get_admin_context(), bitstream.uuid,
                            region.uuid)
-        return pe.wait_for(lambda: jobs_db.get(job['uuid']).state in
+        return waiting.until(lambda: jobs_db.get(job['uuid']).state in
                            states.JOB_TERMINAL and jobs_db.get(job['uuid']))
     return runner, program, driver, bitstream
 
@@ -179,7 +180,7 @@ def test_runner_holds_jobs_until_open_and_runs_one_per_region(conf, tmp_path):
            'region_name': 'region0', 'bitstream': {'uuid': 'b1'}}
     assert runner.submit(job) is False and runner.running() == {}
     runner.open()
-    assert pe.wait_for(lambda: seen == ['b1'])
+    assert waiting.until(lambda: seen == ['b1'])
     # The same region again (a resend while the first try runs): ignored.
     assert runner.submit(dict(job, uuid='j2')) is False
     assert runner.running() == {(pe.CARD, 'region0'): 'j1'}

@@ -1,12 +1,12 @@
 """The conductor's periodic-task registry and its clean stop."""
 import threading
-import time
 
 import pytest
 
 from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import service as service_mod
+from tests import waiting
 from tests.unit.conductor import report_helpers as h
 
 
@@ -19,15 +19,6 @@ def service(conf):
     rpc.cleanup()
 
 
-def _wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_periodic_tasks_run_at_their_interval(service):
     runs = []
     service.add_periodic(lambda: runs.append('fast'), interval=0.05,
@@ -35,7 +26,7 @@ def test_periodic_tasks_run_at_their_interval(service):
     service.add_periodic(lambda: runs.append('slow'), interval=60)
     service.start()
 
-    assert _wait_for(lambda: runs.count('fast') >= 3)
+    assert waiting.until(lambda: runs.count('fast') >= 3)
     assert 'slow' not in runs
 
 
@@ -50,7 +41,7 @@ def test_failing_task_is_logged_and_runs_again(service, caplog):
     # Registered after start: the loop picks it up at once.
     service.add_periodic(broken, interval=0.05, run_immediately=True)
 
-    assert _wait_for(lambda: len(calls) >= 2)
+    assert waiting.until(lambda: len(calls) >= 2)
     assert 'reaper bug' in caplog.text
 
 
