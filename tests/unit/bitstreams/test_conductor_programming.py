@@ -166,3 +166,29 @@ def test_abandon_host_jobs_on_agent_restart(db):
     assert 'agent on host1 restarted' in reaped[0].error
     assert jobs_db.get(other.uuid).state == 'queued'
     assert jobs_db.get(other.uuid).attempts == 0
+
+
+def _skew_service_clock(monkeypatch, seconds):
+    """This host's clock (what models.utcnow reads) off by ``seconds``."""
+    real = models.utcnow
+    monkeypatch.setattr(models, 'utcnow', lambda: real() +
+                        datetime.timedelta(seconds=seconds))
+
+
+def test_job_times_are_the_databases_not_a_conductors(db, conf,
+                                                      monkeypatch):
+    """Issue 13.11 for jobs: the conductor that takes a heartbeat and the
+    one that reaps may be different hosts with different clocks."""
+    region, bitstream = add_region(), add_bitstream()
+    job = programming.create_job_for(bitstream.uuid, region.uuid,
+                                     project_id='p1')[0]
+    # A conductor whose clock is an hour behind records the progress.
+    _skew_service_clock(monkeypatch, -3600)
+    programming.record_progress(job.uuid, 'downloading')
+    jobs_db.heartbeat(job.uuid)
+    monkeypatch.undo()
+    assert programming.reap_stale_jobs() == []
+    # A conductor whose clock is an hour ahead runs the reaper.
+    _skew_service_clock(monkeypatch, 3600)
+    assert programming.reap_stale_jobs() == []
+    assert jobs_db.get(job.uuid).state == 'downloading'

@@ -124,3 +124,35 @@ def test_recording_binds_is_all_or_nothing(db):
         arqs_db.start_binds({first: h.binding(region),
                                 second: h.binding(region)})
     assert h.get_arq(first).state == 'Initial'
+
+
+def _skew_service_clock(monkeypatch, seconds):
+    """This host's clock (what models.utcnow reads) off by ``seconds``."""
+    real = models.utcnow
+    monkeypatch.setattr(models, 'utcnow', lambda: real() +
+                        datetime.timedelta(seconds=seconds))
+
+
+def test_api_host_clock_behind_does_not_age_a_bind(db, monkeypatch):
+    """Issue 13.11: bind_started_at is the database's time, not the clock
+    of the API host that recorded the bind."""
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    _skew_service_clock(monkeypatch, -3600)
+    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    monkeypatch.undo()
+    assert bind.reap_stale_binds(60, notifier=h.RecordingNotifier()) == []
+    assert h.get_arq(arq_uuid).state == 'BindStarted'
+
+
+def test_conductor_clock_ahead_does_not_reap_a_fresh_bind(db, monkeypatch):
+    """Issue 13.11: the reaper compares with the database's clock."""
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    _skew_service_clock(monkeypatch, 3600)
+    assert bind.reap_stale_binds(60, notifier=h.RecordingNotifier()) == []
+    assert h.get_arq(arq_uuid).state == 'BindStarted'
+    # Still reaped once the database's own time says it is stale.
+    assert bind.reap_stale_binds(0, notifier=h.RecordingNotifier()) == [
+        arq_uuid]
