@@ -1,0 +1,189 @@
+"""Two writers on the SAME row, held at the point of conflict (issue 13.12).
+
+On PostgreSQL each test runs two real workflows in two threads, each in
+its own transaction, and holds both at their first conditional UPDATE of
+the contested table (db/conditional.before_update) until both have read
+the row: the race is then decided by the UPDATE's WHERE clause alone.
+Exactly one wins and the row's version moves exactly once. Each test
+fails when the state/version condition is dropped from
+db/conditional.update (both writers then win).
+
+SQLite needs no such test: a writer holds the database's write lock from
+its first read to its commit (BEGIN IMMEDIATE, db/session.py), so the
+second writer reads what the first committed (see db/conditional.py).
+"""
+import datetime
+import threading
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from cyborg_lite.common import exception
+from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import attach_handles
+from cyborg_lite.db import conditional
+from cyborg_lite.db import migration
+from cyborg_lite.db import models
+from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import session
+from tests.unit.bitstreams.conftest import add_bitstream
+from tests.unit.bitstreams.conftest import add_region
+from tests.unit.conductor import bind_helpers as h
+
+pytestmark = pytest.mark.postgresql
+
+
+@pytest.fixture
+def pg_db(pg_server, conf):
+    url = pg_server.create_database('t_' + uuid.uuid4().hex[:16])
+    conf.set_override('connection', url, group='database')
+    migration.upgrade(url=url)
+    yield url
+    session.dispose_all()
+
+
+@pytest.fixture
+def no_skip_locked(monkeypatch):
+    """Reads without SKIP LOCKED (as on a backend that lacks it): the
+    conditional UPDATE alone must decide."""
+    monkeypatch.setattr(conditional, 'use_skip_locked', False)
+
+
+def race(monkeypatch, table, *calls):
+    """Run each call in its own thread; every one waits at its first
+    conditional UPDATE of ``table`` until all have reached theirs.
+    Returns each call's result, or the exception it raised."""
+    barrier = threading.Barrier(len(calls), timeout=30)
+    armed = threading.local()
+
+    def hold(name):
+        if name == table and getattr(armed, 'on', False):
+            armed.on = False
+            barrier.wait()
+
+    monkeypatch.setattr(conditional, 'before_update', hold)
+    results = [None] * len(calls)
+
+    def run(i, call):
+        armed.on = True
+        try:
+            results[i] = call()
+        except Exception as exc:  # the assertions look at it
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, call))
+               for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(isinstance(r, threading.BrokenBarrierError)
+                   for r in results), results
+    return results
+
+
+def _failed(result):
+    return isinstance(result, Exception)
+
+
+def _started_bind(age_seconds=0):
+    """A BindStarted ARQ (begun ``age_seconds`` ago) on a fresh region."""
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    assert not refused
+    if age_seconds:
+        with session.writer() as s:
+            s.execute(sa.update(models.AcceleratorRequest.__table__)
+                      .where(models.AcceleratorRequest.uuid == arq_uuid)
+                      .values(bind_started_at=models.utcnow() -
+                              datetime.timedelta(seconds=age_seconds)))
+    return region, started
+
+
+def _finish(region, started):
+    return lambda: arqs_db.finish_bind(started, region['deployable_id'],
+                                       region['deployable_uuid'])
+
+
+def _reap():
+    return arqs_db.reap_stale_binds(60, 'reaped by the test')
+
+
+def test_bind_completion_vs_unbind(pg_db, monkeypatch):
+    region, started = _started_bind()
+    bound, unbound = race(monkeypatch, 'accelerator_requests',
+                          _finish(region, started),
+                          lambda: arqs_db.unbind(started.uuid))
+    assert not _failed(bound)
+    assert isinstance(unbound, exception.ARQStateConflict)
+    arq = h.get_arq(started.uuid)
+    assert (arq.state, arq.version) == ('Bound', started.version + 1)
+    assert h.check_no_handle_double_use() == {arq.attach_handle_id}
+
+
+def test_bind_completion_vs_reaper(pg_db, monkeypatch, no_skip_locked):
+    region, started = _started_bind(age_seconds=600)
+    bound, reaped = race(monkeypatch, 'accelerator_requests',
+                         _finish(region, started), _reap)
+    assert not _failed(bound) and reaped == []
+    arq = h.get_arq(started.uuid)
+    assert (arq.state, arq.version) == ('Bound', started.version + 1)
+    assert h.check_no_handle_double_use() == {arq.attach_handle_id}
+
+
+def test_unbind_vs_reaper(pg_db, monkeypatch, no_skip_locked):
+    _region, started = _started_bind(age_seconds=600)
+    unbound, reaped = race(monkeypatch, 'accelerator_requests',
+                           lambda: arqs_db.unbind(started.uuid), _reap)
+    assert _failed(unbound) != (reaped == [])   # exactly one won
+    arq = h.get_arq(started.uuid)
+    assert arq.version == started.version + 1
+    if reaped:
+        assert isinstance(unbound, exception.ARQStateConflict)
+        assert (arq.state, reaped) == ('BindFailed', [
+            (started.uuid, started.instance_uuid)])
+    else:
+        assert (arq.state, arq.instance_uuid) == ('Unbound', None)
+
+
+def _claim(deployable_id):
+    def claim():
+        with session.writer() as s:
+            handle = attach_handles.claim_free(s, deployable_id)
+            return handle.id if handle is not None else None
+    return claim
+
+
+def test_handle_claim_without_skip_locked(pg_db, monkeypatch,
+                                          no_skip_locked):
+    region = h.make_region(handles=1)
+    [before] = h.handles_of(region)
+    first, second = race(monkeypatch, 'attach_handles',
+                         _claim(region['deployable_id']),
+                         _claim(region['deployable_id']))
+    assert sorted([first, second], key=str) == [before.id, None]
+    [after] = h.handles_of(region)
+    assert after.in_use and after.version == before.version + 1
+
+
+def test_job_cancel_vs_reap(pg_db, monkeypatch):
+    job = jobs_db.create_job(add_region().id, add_bitstream().id,
+                             max_attempts=1)
+    job = jobs_db.transition(job.uuid, 'queued', 'downloading')
+    cancelled, reaped = race(
+        monkeypatch, 'programming_jobs',
+        lambda: jobs_db.cancel(job.uuid),
+        lambda: jobs_db.reap(job.uuid, 'agent silent',
+                             expected_version=job.version))
+    assert _failed(cancelled) != _failed(reaped)   # exactly one won
+    after = jobs_db.get(job.uuid)
+    assert after.version == job.version + 1
+    if _failed(cancelled):
+        assert isinstance(cancelled, exception.JobStateConflict)
+        assert after.state == 'failed' and 'agent silent' in after.error
+    else:
+        assert isinstance(reaped, exception.StaleObject)
+        assert after.state == 'cancelled'
+    assert after.active_deployable_id is None
