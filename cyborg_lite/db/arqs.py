@@ -1,19 +1,15 @@
 """Accelerator requests (ARQs): every query and transaction of the table.
 
-The API creates, reads and deletes ARQs here, and records a bind request
-(``start_binds``) before it casts it to a conductor. The conductor's bind
-workflow (conductor/bind.py) moves them through the ARQ state machine of
-common/states.py with the functions under "Binding" below; it never sees
-a session.
-
-Several conductors run these at once, so no write trusts an earlier read:
-each state change is a conditional UPDATE (db/conditional.py) on the
-state and row version it was decided on. Writers lock rows in one order,
-ARQ, then region, then attach handle, so two transactions cannot deadlock
-on PostgreSQL. Deleting or unbinding a bound ARQ frees its attach handle
-in the same transaction, so no handle is left marked in use. A bind's
-start is stamped with the database's clock (db/clock.py), which the
-reaper compares it with.
+The API creates, reads and deletes ARQs and records a bind request
+(``start_binds``) before casting it; the conductor's bind workflow
+(conductor/bind.py) moves ARQs through common/states.ARQ with the
+functions under "Binding", never seeing a session. No write trusts an
+earlier read: each state change is a conditional UPDATE
+(db/conditional.py) on the state and version it was decided on. Writers
+lock ARQ, then region, then attach handle, so PostgreSQL never deadlocks
+on them. Unbinding or deleting a bound ARQ frees its handle in the same
+transaction. A bind's start is stamped with the database's clock
+(db/clock.py), which the reaper compares with.
 
 ``visible_to`` is pagination.ALL (an admin) or the caller's project id: an
 ARQ is seen only by its own project.
@@ -50,24 +46,17 @@ ARQView = collections.namedtuple('ARQView',
 
 
 def _select():
-    AH = models.AttachHandle
-    return (sa.select(models.AcceleratorRequest, models.DeviceProfile.name, AH)
-            .join(models.DeviceProfile, models.DeviceProfile.id
-                  == models.AcceleratorRequest.device_profile_id)
-            .outerjoin(AH, AH.id
-                       == models.AcceleratorRequest.attach_handle_id))
+    handle = models.AttachHandle
+    return (sa.select(ARQ, models.DeviceProfile.name, handle)
+            .join(models.DeviceProfile,
+                  models.DeviceProfile.id == ARQ.device_profile_id)
+            .outerjoin(handle, handle.id == ARQ.attach_handle_id))
 
 
 def _visible(stmt, visible_to):
     if visible_to is ALL:
         return stmt
-    return stmt.where(models.AcceleratorRequest.project_id == visible_to)
-
-
-def accelerators_per_group(groups):
-    """[count for each group] (see common/resources.py: sizes such as
-    CUSTOM_FPGA_LOCAL_MEMORY_MB qualify an accelerator, they are not one)."""
-    return [resources.accelerator_count(group) for group in groups]
+    return stmt.where(ARQ.project_id == visible_to)
 
 
 def create_arqs(profile, groups, project_id, group_ids):
@@ -76,12 +65,14 @@ def create_arqs(profile, groups, project_id, group_ids):
     :param profile: the DeviceProfile row (already checked visible).
     :param group_ids: indexes of the groups to create ARQs for.
     """
-    counts = accelerators_per_group(groups)
+    # Sizes such as CUSTOM_FPGA_LOCAL_MEMORY_MB qualify an accelerator,
+    # they are not one (common/resources.py).
+    counts = [resources.accelerator_count(group) for group in groups]
     new = []
     with session.writer() as s:
         for group_id in group_ids:
             for _ in range(counts[group_id]):
-                arq = models.AcceleratorRequest(
+                arq = ARQ(
                     uuid=str(uuidlib.uuid4()), project_id=project_id,
                     state='Initial', device_profile_id=profile.id,
                     device_profile_group_id=group_id)
@@ -93,19 +84,17 @@ def create_arqs(profile, groups, project_id, group_ids):
 def list_arqs(visible_to, instance_uuid=None, states=None, **page):
     stmt = _visible(_select(), visible_to)
     if instance_uuid is not None:
-        stmt = stmt.where(models.AcceleratorRequest.instance_uuid
-                          == instance_uuid)
+        stmt = stmt.where(ARQ.instance_uuid == instance_uuid)
     if states is not None:
-        stmt = stmt.where(models.AcceleratorRequest.state.in_(states))
+        stmt = stmt.where(ARQ.state.in_(states))
     with session.reader() as s:
-        rows = pagination.paginate(s, stmt, models.AcceleratorRequest, **page)
+        rows = pagination.paginate(s, stmt, ARQ, **page)
     return [ARQView(*row) for row in rows]
 
 
 def get_arqs(visible_to, uuids):
     """ARQViews in the order of ``uuids``; ARQNotFound for any not seen."""
-    stmt = _visible(_select(), visible_to).where(
-        models.AcceleratorRequest.uuid.in_(uuids))
+    stmt = _visible(_select(), visible_to).where(ARQ.uuid.in_(uuids))
     with session.reader() as s:
         found = {row[0].uuid: ARQView(*row) for row in s.execute(stmt)}
     for uuid in uuids:
@@ -116,9 +105,8 @@ def get_arqs(visible_to, uuids):
 
 def instance_has_arqs(instance_uuid):
     with session.reader() as s:
-        return bool(s.scalar(
-            sa.select(sa.func.count())
-            .where(models.AcceleratorRequest.instance_uuid == instance_uuid)))
+        return bool(s.scalar(sa.select(sa.func.count())
+                             .where(ARQ.instance_uuid == instance_uuid)))
 
 
 def _delete(s, arqs):
@@ -149,9 +137,9 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
     the caller's policy check, run on each row before anything changes.
     """
     with session.writer() as s:
-        stmt = _visible(sa.select(models.AcceleratorRequest), visible_to)
+        stmt = _visible(sa.select(ARQ), visible_to)
         rows = {a.uuid: a for a in s.scalars(
-            stmt.where(models.AcceleratorRequest.uuid.in_(uuids)))}
+            stmt.where(ARQ.uuid.in_(uuids)))}
         for uuid in uuids:
             arq = rows.get(uuid)
             if arq is None:
@@ -171,9 +159,9 @@ def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
     this again on every teardown retry)."""
     with session.writer() as s:
-        stmt = _visible(sa.select(models.AcceleratorRequest), visible_to)
+        stmt = _visible(sa.select(ARQ), visible_to)
         _delete(s, list(s.scalars(stmt.where(
-            models.AcceleratorRequest.instance_uuid == instance_uuid))))
+            ARQ.instance_uuid == instance_uuid))))
 
 
 # --- Binding (the conductor's bind workflow, and the API's start_binds) -----
@@ -218,7 +206,7 @@ def _update_state(s, arq, new_state, **values):
     return arq.version + 1 if won else None
 
 
-def state_conflict(arq_uuid, state, target):
+def _state_conflict(arq_uuid, state, target):
     return exception.ARQStateConflict(
         uuid=arq_uuid, state=state, action='moving it to %s' % target,
         expected=', '.join(states.ARQ.sources(target)))
@@ -230,16 +218,16 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
         raise exception.ARQNotFound(uuid=arq_uuid)
     changed = '%s (changed meanwhile)' % arq.state
     if expected_version not in (None, arq.version):
-        raise state_conflict(arq_uuid, changed, target)
+        raise _state_conflict(arq_uuid, changed, target)
     if not states.ARQ.allows(arq.state, target):
-        raise state_conflict(arq_uuid, arq.state, target)
+        raise _state_conflict(arq_uuid, arq.state, target)
     handle_id = arq.attach_handle_id
     release = target in states.ARQ_RELEASING and handle_id is not None
     if release:
         values['attach_handle_id'] = None
     version = _update_state(s, arq, target, **values)
     if version is None:
-        raise state_conflict(arq_uuid, changed, target)
+        raise _state_conflict(arq_uuid, changed, target)
     if release and not attach_handles.free(s, handle_id):
         LOG.warning('Attach handle %s of ARQ %s was already free',
                     handle_id, arq_uuid)
@@ -257,7 +245,7 @@ def transition(arq_uuid, target, expected_version=None, **values):
         return _transition(s, arq_uuid, target, expected_version, **values)
 
 
-def binding_values(arq_uuid, binding):
+def _binding_values(arq_uuid, binding):
     """The columns a bind request sets; Invalid if it lacks one."""
     missing = [k for k in BIND_KEYS if not binding.get(k)]
     if missing:
@@ -274,7 +262,7 @@ def _start_bind(s, arq_uuid, binding):
     the new version."""
     return _transition(s, arq_uuid, 'BindStarted',
                        bind_started_at=clock.utc_now(), error=None,
-                       **binding_values(arq_uuid, binding))
+                       **_binding_values(arq_uuid, binding))
 
 
 def start_binds(bindings):
@@ -292,7 +280,7 @@ def start_binds(bindings):
 
 def _begin_bind(s, arq_uuid, binding):
     arq = _get(s, arq_uuid)
-    values = binding_values(arq_uuid, binding)
+    values = _binding_values(arq_uuid, binding)
     if arq is not None and arq.state == 'BindStarted' and all(
             getattr(arq, k) == values.get(k) for k in BIND_KEYS):
         version = arq.version   # the API recorded it before casting
@@ -334,9 +322,8 @@ def bind_target(started):
 
 
 def _lock(s, arq_id, expected_state, expected_version):
-    """Lock the ARQ row if it is still (state, version); True when it is.
-
-    Taken before any region or handle lock to keep the order."""
+    """Lock the ARQ row (before any region or handle lock) if it is still
+    (state, version); True when it is."""
     found = s.execute(
         sa.select(ARQ.id)
         .where(ARQ.id == arq_id, ARQ.state == expected_state,
@@ -362,7 +349,7 @@ def finish_bind(started, deployable_id, deployable_uuid):
             arq = _get(s, started.uuid)
             if arq is None or not _lock(s, arq.id, 'BindStarted',
                                         started.version):
-                raise state_conflict(started.uuid, 'no longer BindStarted',
+                raise _state_conflict(started.uuid, 'no longer BindStarted',
                                      'Bound')
             deployables.lock_region(s, deployable_id)
             job = deployables.active_job_on(s, deployable_id,
