@@ -241,6 +241,12 @@ class JobRunner:
         with self._lock:
             return dict(self._regions)
 
+    def idle(self):
+        """True when no job thread is alive (a job's thread outlives its
+        region's use by its final report and after_job)."""
+        with self._lock:
+            return not self._threads
+
     def _free_region(self, job_uuid):
         with self._lock:
             for key, holder in list(self._regions.items()):

@@ -104,8 +104,8 @@ class Env:
 
     def orphans_done(self, timeout=15.0):
         """Wait until the threads of killed agents have ended."""
-        return waiting.until(lambda: all(not a.jobs.running()
-                                    for a in self.killed), timeout)
+        return waiting.until(lambda: all(a.jobs.idle() for a in self.killed),
+                             timeout)
 
     def stop(self):
         if self.agent is not None:

@@ -186,7 +186,7 @@ def test_runner_holds_jobs_until_open_and_runs_one_per_region(conf, tmp_path):
     assert runner.running() == {(pe.CARD, 'region0'): 'j1'}
     gate.set()
     runner.stop()
-    assert runner.running() == {}
+    assert runner.running() == {} and runner.idle()
     assert [r[0] for r in reports] == ['j1', 'j1']  # downloading, failed
 
 
