@@ -14,7 +14,7 @@ PUBLIC_PATHS = ('/', '/v2', '/v2/')
 
 # (method, path) of routes whose body is an image streamed to disk, not a
 # document parsed in memory: their handler enforces its own, larger limit
-# ([bitstreams]max_size_mb) while it streams (controllers/bitstream_file).
+# ([bitstreams]max_size_mb) while it streams (handlers/bitstream_file).
 STREAMED_UPLOADS = (('PUT', re.compile(r'^(/v2)?/bitstreams/[^/]+/file/?$')),)
 
 
@@ -30,8 +30,8 @@ class _LimitedInput:
     def _count(self, data):
         self.seen += len(data)
         if self.seen > self.limit:
-            # NOTE: a domain exception, so that when pecan is reading the
-            # body its error hook answers 413 like for any other error.
+            # NOTE: a domain exception, so that when a handler is reading
+            # the body wsgi_wrapper answers 413 like for any other error.
             raise exception.RequestTooLarge(limit=self.limit)
         return data
 

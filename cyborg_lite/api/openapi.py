@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from cyborg_lite.api.controllers import root
+from cyborg_lite.api import handler
 from cyborg_lite.api import microversion
 from cyborg_lite.api.schemas import accelerator_requests as arq_s
 from cyborg_lite.api.schemas import attributes as attr_s
@@ -180,8 +180,7 @@ def build():
 
 def served_routes():
     """{(path, METHOD)} the app's route table serves."""
-    return {(path, method) for path, methods in root.ROUTES.items()
-            for method in methods}
+    return handler.served_routes()
 
 
 def dump():

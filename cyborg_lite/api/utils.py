@@ -145,8 +145,17 @@ def page(params, default_sort='created_at'):
             'sort_dir': params.get('sort_dir', 'asc')}
 
 
+_BASE_URL_KEY = 'cyborg_lite.base_url'
+
+
 def base_url(req):
-    return (CONF.api.public_endpoint or req.application_url).rstrip('/')
+    """The API's URL as clients reach it; worked out once per request
+    (list views build a link per row)."""
+    url = req.environ.get(_BASE_URL_KEY)
+    if url is None:
+        url = (CONF.api.public_endpoint or req.application_url).rstrip('/')
+        req.environ[_BASE_URL_KEY] = url
+    return url
 
 
 def link(req, resource, uuid):

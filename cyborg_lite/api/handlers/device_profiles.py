@@ -150,11 +150,3 @@ def delete_profiles_by_name(req):
                        names=params['value'].split(','),
                        may_delete=_may_delete(req))
     return utils.response(status=204)
-
-
-ROUTES = {
-    '/device_profiles': {'GET': list_profiles, 'POST': create_profile,
-                         'DELETE': delete_profiles_by_name},
-    '/device_profiles/{uuid_or_name}': {'GET': show_profile,
-                                        'DELETE': delete_profile},
-}
