@@ -15,7 +15,7 @@ PUBLIC_PATHS = ('/', '/v2', '/v2/')
 # (method, path) of routes whose body is an image streamed to disk, not a
 # document parsed in memory: their handler enforces its own, larger limit
 # ([bitstreams]max_size_mb) while it streams (handlers/bitstream_file).
-STREAMED_UPLOADS = (('PUT', re.compile(r'^(/v2)?/bitstreams/[^/]+/file/?$')),)
+STREAMED_UPLOADS = (('PUT', re.compile(r'(/v2)?/bitstreams/[^/]+/file/?')),)
 
 
 class _LimitedInput:
@@ -61,7 +61,7 @@ class BodySizeLimit:
     def _streamed(environ):
         method = environ.get('REQUEST_METHOD', '')
         path = environ.get('PATH_INFO', '')
-        return any(method == m and regex.match(path)
+        return any(method == m and regex.fullmatch(path)
                    for m, regex in STREAMED_UPLOADS)
 
     def __call__(self, environ, start_response):

@@ -158,7 +158,11 @@ def _operation(path, op):
             'type': 'string', 'format': 'binary'}
         body['responses'][str(op.ok)]['content'] = {
             op.media: {'schema': schema}}
-    for status in op.errors + (406, 413):
+    errors = op.errors + (406, 413)
+    if op.body is not None and op.media == JSON:
+        # A body declared as anything but application/json.
+        errors += (415,)
+    for status in errors:
         body['responses'][str(status)] = _ERROR
     if op.body is not None:
         body['requestBody'] = {'required': True, 'content': {

@@ -85,11 +85,7 @@ def body_source(req, max_size, chunk_size):
     length over the limit (413), an empty body (400), no length and no
     chunked encoding (411). A chunked body's limit is enforced while it
     is streamed (image_store.copy_hashed)."""
-    content_type = req.environ.get('CONTENT_TYPE', '')
-    if content_type.split(';')[0].strip().lower() != CONTENT_TYPE:
-        raise webob.exc.HTTPUnsupportedMediaType(
-            detail='Send the image as Content-Type: %s, not %r.'
-                   % (CONTENT_TYPE, content_type))
+    utils.require_content_type(req, CONTENT_TYPE, what='image')
     stream = req.environ['wsgi.input']
     length = _content_length(req.environ)
     if length is None:
