@@ -16,8 +16,8 @@ seeded SQLite database, and reports microseconds per request for:
 ``--baseline REV`` also measures the code of git revision REV (its
 ``cyborg_lite/`` and ``db/`` are extracted into a temporary directory):
 each side runs in its own worker process, and the rounds alternate
-between them, so a busy machine slows both alike. The baseline needs whatever its code
-imports (pecan for revisions before the switch to handler.py).
+between them, so a busy machine slows both alike. The baseline needs
+whatever its code imports (pecan for revisions before handler.py).
 """
 import argparse
 import json
