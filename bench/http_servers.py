@@ -165,7 +165,7 @@ def _table(result):
         for server_name in SERVERS:
             s = result['servers'][server_name][name]
             cells.append('%s / %s / %s' % (s['rps'], s['p50_ms'],
-                                          s['p99_ms']))
+                                           s['p99_ms']))
         print('%-16s %28s %28s' % (name, cells[0], cells[1]),
               file=sys.stderr)
 
