@@ -13,9 +13,12 @@ Layout (the arrangement of openstack-placement's API, no framework):
   ``handlers/root.py``: the version documents; ``schemas/<resource>.py``:
   JSON Schemas of its bodies and query strings; ``policies/<resource>.py``:
   its rules.
-- ``utils.py``: context, policy, body/query validation, pagination, links.
+- ``utils.py``: context, policy, body/query validation, pagination, links;
+  ``schemas/validator.py``: how schemas are run (integers are ints,
+  patterns match whole strings).
 - ``microversion.py``: VERSIONS and negotiation; ``fault.py``: Cyborg's
-  error body; ``openapi.py``: builds docs/api/openapi.yaml.
+  error body; ``openapi.py``: builds docs/api/openapi.yaml; ``server.py``:
+  the all-in-one's HTTP server (cheroot).
 - SQL lives in cyborg_lite/db/<resource>.py, never in a handler. Anything
   that changes device state or needs a host goes to the conductor over RPC
   (``utils.conductor(req)``, a cyborg_lite.conductor.rpcapi.ConductorAPI).

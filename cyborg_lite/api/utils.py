@@ -4,12 +4,12 @@ import json
 import re
 import urllib.parse
 
-import jsonschema
 from jsonschema import exceptions as js_exc
 import webob
 import webob.exc
 
 from cyborg_lite.api.schemas import common as common_schemas
+from cyborg_lite.api.schemas import validator
 from cyborg_lite.common import exception
 from cyborg_lite.common import policy
 from cyborg_lite.conf import CONF
@@ -17,19 +17,6 @@ from cyborg_lite.conf import CONF
 CONTEXT_KEY = 'cyborg_lite.context'
 CONDUCTOR_KEY = 'cyborg_lite.conductor_api'
 JSON = 'application/json'
-
-
-def _is_integer(checker, instance):
-    # NOTE: JSON Schema's "integer" takes 0.0 and 1e2 (numbers with a
-    # zero fraction); Python code given 0.0 as an index or a count fails.
-    # An integer is an int here (and, as in JSON Schema, not a bool).
-    return isinstance(instance, int) and not isinstance(instance, bool)
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        'integer', _is_integer))
 
 
 def context(req):
@@ -110,72 +97,10 @@ def _field_name(error, root):
     return '.'.join([root] + path) if path else root
 
 
-def whole_string_pattern(pattern):
-    """``pattern`` (a JSON Schema regex) for Python's ``re.search``.
-
-    In JSON Schema (ECMA-262) ``$`` is the end of the string; in Python it
-    also matches before a final newline, so ``'^[0-9a-f]{64}$'`` would take
-    a hash followed by ``\\n``. Each ``$`` outside a character class
-    becomes ``\\Z``.
-    """
-    out = []
-    escaped = False
-    class_start = None   # index of the '[' of the class we are in
-    for index, char in enumerate(pattern):
-        if escaped:
-            escaped = False
-        elif char == '\\':
-            escaped = True
-        elif class_start is not None:
-            # A ']' first in the class ('[]a]', '[^]a]') is a member.
-            negated = pattern[class_start + 1:class_start + 2] == '^'
-            first = class_start + (2 if negated else 1)
-            if char == ']' and index > first:
-                class_start = None
-        elif char == '[':
-            class_start = index
-        elif char == '$':
-            char = '\\Z'
-        out.append(char)
-    return ''.join(out)
-
-
-def _python_schema(schema):
-    """A copy of ``schema`` whose regexes mean what they say in JSON
-    Schema when Python runs them (see whole_string_pattern)."""
-    if isinstance(schema, list):
-        return [_python_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    result = {}
-    for key, value in schema.items():
-        if key == 'pattern' and isinstance(value, str):
-            value = whole_string_pattern(value)
-        elif key == 'patternProperties' and isinstance(value, dict):
-            value = {whole_string_pattern(k): _python_schema(v)
-                     for k, v in value.items()}
-        else:
-            value = _python_schema(value)
-        result[key] = value
-    return result
-
-
-# {id(schema): (schema, validator)}; schemas are module constants, kept
-# here so that an id is never reused.
-_validators = {}
-
-
-def _validator(schema):
-    entry = _validators.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = (schema, _Validator(_python_schema(schema)))
-        _validators[id(schema)] = entry
-    return entry[1]
-
-
 def validate(data, schema, root):
     """Raise InvalidField naming the first bad field of ``data``."""
-    error = js_exc.best_match(_validator(schema).iter_errors(data))
+    error = js_exc.best_match(
+        validator.for_schema(schema).iter_errors(data))
     if error is not None:
         raise exception.InvalidField(field=_field_name(error, root),
                                      reason=error.message)

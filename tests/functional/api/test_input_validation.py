@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from cyborg_lite.api.schemas import validator
 from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
@@ -119,6 +120,19 @@ def test_group_key_with_a_newline_is_refused(app, key):
     resp = fx.create_profile(app, ADMIN, groups=[group], status=400)
     assert 'body.0.groups.0' in error_of(resp)
     assert _profile_names(app) == []
+
+
+@pytest.mark.parametrize('pattern,python', [
+    ('^a$', r'^a\Z'),
+    ('^(a|b$)', r'^(a|b\Z)'),
+    (r'^\$$', r'^\$\Z'),          # an escaped $ is a dollar sign
+    ('^[$]+$', r'^[$]+\Z'),        # so is one in a class
+    ('^[]$]$', r'^[]$]\Z'),        # ']' first in a class is a member
+    ('^[^]$]$', r'^[^]$]\Z'),
+    (r'^[\]$]$', r'^[\]$]\Z'),
+])
+def test_end_anchors_become_end_of_string(pattern, python):
+    assert validator.whole_string_pattern(pattern) == python
 
 
 def test_path_names_are_matched_whole(app):
