@@ -12,12 +12,14 @@ From the outside in, each layer seeing the request before the next:
    unauthenticated caller learns nothing but 401.
 5. Microversion: 406 for an unsupported version; version headers on every
    response.
-6. The pecan app (hooks build the context and check policy per handler).
+6. handler.ApiHandler: the route table; wsgi_wrapper puts the caller's
+   context and the conductor client on the request around each handler
+   and turns the errors handlers raise into JSON.
 """
 from oslo_middleware import request_id
 
-from cyborg_lite.api import app as api_app
 from cyborg_lite.api import fault
+from cyborg_lite.api import handler
 from cyborg_lite.api import middleware
 from cyborg_lite.conf import CONF
 
@@ -31,7 +33,7 @@ def _auth(app, conf):
 
 def loadapp(conf=CONF, conductor_factory=None):
     """The complete WSGI application for ``conf``."""
-    app = api_app.setup_app(conf, conductor_factory=conductor_factory)
+    app = handler.ApiHandler(conductor_factory=conductor_factory)
     app = middleware.Microversion(app)
     app = _auth(app, conf)
     app = middleware.BodySizeLimit(app, conf.api.max_request_body_size)

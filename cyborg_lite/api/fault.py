@@ -39,7 +39,7 @@ def _explanation(status):
 
 
 def _message_of(body, content_type, status):
-    """The message of an error body someone else made (pecan's 404,
+    """The message of an error body someone else made (a middleware's,
     keystonemiddleware's 401): a JSON ``message`` if there is one, else
     the standard explanation of the status (never the HTML of a page)."""
     if 'json' in (content_type or ''):

@@ -14,6 +14,7 @@ To add a version: append it to VERSIONS with a comment saying what it adds.
 Never change or remove an entry; clients depend on each one.
 """
 import collections
+import functools
 
 import microversion_parse
 from oslo_log import log
@@ -54,6 +55,9 @@ class Version(collections.namedtuple('Version', ['major', 'minor'])):
         return True
 
 
+# NOTE: handlers compare with a few constant strings on every request
+# (per row, in list views): each is parsed once.
+@functools.lru_cache(maxsize=64)
 def parse(text):
     """Version from 'X.Y'; ValueError for anything else."""
     try:
@@ -64,12 +68,16 @@ def parse(text):
     return Version(parsed.major, parsed.minor)
 
 
+MIN_VERSION = parse(VERSIONS[0])
+MAX_VERSION = parse(VERSIONS[-1])
+
+
 def min_version():
-    return parse(VERSIONS[0])
+    return MIN_VERSION
 
 
 def max_version():
-    return parse(VERSIONS[-1])
+    return MAX_VERSION
 
 
 class NotAcceptableVersion(ValueError):
@@ -110,7 +118,7 @@ def negotiate(headers):
 
 def of(req):
     """The negotiated Version of a webob request."""
-    return req.environ.get(ENVIRON_KEY, min_version())
+    return req.environ.get(ENVIRON_KEY, MIN_VERSION)
 
 
 def require(req, version, what):

@@ -14,8 +14,8 @@ PUBLIC_PATHS = ('/', '/v2', '/v2/')
 
 # (method, path) of routes whose body is an image streamed to disk, not a
 # document parsed in memory: their handler enforces its own, larger limit
-# ([bitstreams]max_size_mb) while it streams (controllers/bitstream_file).
-STREAMED_UPLOADS = (('PUT', re.compile(r'^(/v2)?/bitstreams/[^/]+/file/?$')),)
+# ([bitstreams]max_size_mb) while it streams (handlers/bitstream_file).
+STREAMED_UPLOADS = (('PUT', re.compile(r'(/v2)?/bitstreams/[^/]+/file/?')),)
 
 
 class _LimitedInput:
@@ -30,8 +30,8 @@ class _LimitedInput:
     def _count(self, data):
         self.seen += len(data)
         if self.seen > self.limit:
-            # NOTE: a domain exception, so that when pecan is reading the
-            # body its error hook answers 413 like for any other error.
+            # NOTE: a domain exception, so that when a handler is reading
+            # the body wsgi_wrapper answers 413 like for any other error.
             raise exception.RequestTooLarge(limit=self.limit)
         return data
 
@@ -61,7 +61,7 @@ class BodySizeLimit:
     def _streamed(environ):
         method = environ.get('REQUEST_METHOD', '')
         path = environ.get('PATH_INFO', '')
-        return any(method == m and regex.match(path)
+        return any(method == m and regex.fullmatch(path)
                    for m, regex in STREAMED_UPLOADS)
 
     def __call__(self, environ, start_response):

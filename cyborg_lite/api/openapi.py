@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-from cyborg_lite.api.controllers import root
+from cyborg_lite.api import handler
 from cyborg_lite.api import microversion
 from cyborg_lite.api.schemas import accelerator_requests as arq_s
 from cyborg_lite.api.schemas import attributes as attr_s
@@ -158,7 +158,11 @@ def _operation(path, op):
             'type': 'string', 'format': 'binary'}
         body['responses'][str(op.ok)]['content'] = {
             op.media: {'schema': schema}}
-    for status in op.errors + (406, 413):
+    errors = op.errors + (406, 413)
+    if op.body is not None and op.media == JSON:
+        # A body declared as anything but application/json.
+        errors += (415,)
+    for status in errors:
         body['responses'][str(status)] = _ERROR
     if op.body is not None:
         body['requestBody'] = {'required': True, 'content': {
@@ -180,8 +184,7 @@ def build():
 
 def served_routes():
     """{(path, METHOD)} the app's route table serves."""
-    return {(path, method) for path, methods in root.ROUTES.items()
-            for method in methods}
+    return handler.served_routes()
 
 
 def dump():

@@ -4,19 +4,19 @@ import json
 import re
 import urllib.parse
 
-import jsonschema
 from jsonschema import exceptions as js_exc
 import webob
+import webob.exc
 
 from cyborg_lite.api.schemas import common as common_schemas
+from cyborg_lite.api.schemas import validator
 from cyborg_lite.common import exception
 from cyborg_lite.common import policy
 from cyborg_lite.conf import CONF
 
 CONTEXT_KEY = 'cyborg_lite.context'
 CONDUCTOR_KEY = 'cyborg_lite.conductor_api'
-
-_Validator = jsonschema.Draft202012Validator
+JSON = 'application/json'
 
 
 def context(req):
@@ -49,7 +49,7 @@ _UUID_RE = re.compile(common_schemas.UUID_PATTERN)
 
 
 def is_uuid(value):
-    return bool(_UUID_RE.match(value))
+    return bool(_UUID_RE.fullmatch(value))
 
 
 def require_uuid(value, not_found):
@@ -99,19 +99,34 @@ def _field_name(error, root):
 
 def validate(data, schema, root):
     """Raise InvalidField naming the first bad field of ``data``."""
-    error = js_exc.best_match(_Validator(schema).iter_errors(data))
+    error = js_exc.best_match(
+        validator.for_schema(schema).iter_errors(data))
     if error is not None:
         raise exception.InvalidField(field=_field_name(error, root),
                                      reason=error.message)
+
+
+def require_content_type(req, media_type, what='body'):
+    """415 unless the body is declared as ``media_type`` (parameters such
+    as charset allowed)."""
+    declared = req.environ.get('CONTENT_TYPE', '')
+    if declared.split(';', 1)[0].strip().lower() != media_type:
+        raise webob.exc.HTTPUnsupportedMediaType(
+            detail='Send the %s as Content-Type: %s, not %r.'
+                   % (what, media_type, declared))
 
 
 def json_body(req, schema, normalize=None):
     """The request body, parsed and valid against ``schema``.
 
     ``normalize(data)`` may tidy the parsed body before it is validated.
+    A body not declared as JSON is a 415, as Nova and Placement answer
+    (after the body size limit, which shows while reading a chunked body).
     """
+    raw = req.body
+    require_content_type(req, JSON)
     try:
-        data = json.loads(req.body.decode('utf-8') if req.body else '')
+        data = json.loads(raw.decode('utf-8') if raw else '')
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise exception.InvalidField(
             field='body', reason='not a JSON document (%s)' % exc)
@@ -145,8 +160,17 @@ def page(params, default_sort='created_at'):
             'sort_dir': params.get('sort_dir', 'asc')}
 
 
+_BASE_URL_KEY = 'cyborg_lite.base_url'
+
+
 def base_url(req):
-    return (CONF.api.public_endpoint or req.application_url).rstrip('/')
+    """The API's URL as clients reach it; worked out once per request
+    (list views build a link per row)."""
+    url = req.environ.get(_BASE_URL_KEY)
+    if url is None:
+        url = (CONF.api.public_endpoint or req.application_url).rstrip('/')
+        req.environ[_BASE_URL_KEY] = url
+    return url
 
 
 def link(req, resource, uuid):
@@ -172,7 +196,7 @@ def response(body=None, status=200):
         resp.content_type = None
         resp.body = b''
     else:
-        resp.content_type = 'application/json'
+        resp.content_type = JSON
         resp.body = json.dumps(body).encode('utf-8')
     return resp
 

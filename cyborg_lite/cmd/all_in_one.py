@@ -4,7 +4,7 @@
                            [--placement-port N] [--cards N] [--regions N]
 
 Starts the real Placement (a subprocess with its own SQLite database), then
-migrates cyborg_lite's SQLite database and runs the API (waitress), the
+migrates cyborg_lite's SQLite database and runs the API (cheroot), the
 conductor and one agent with the fake FPGA driver in this process over
 ``fake://`` messaging. Everything lives under the state directory, so a
 restart finds the same devices, profiles and programmed functions.
@@ -120,15 +120,11 @@ class AllInOne:
         self._stack.append(agent.stop)
 
     def _start_api(self):
-        import waitress.server
         from cyborg_lite.api import deploy
-        server = waitress.server.create_server(
-            deploy.loadapp(CONF), host='127.0.0.1', port=self.args.api_port,
-            threads=8, clear_untrusted_proxy_headers=True)
-        thread = threading.Thread(target=server.run, name='api',
-                                  daemon=True)
-        thread.start()
-        self._stack.append(server.close)
+        from cyborg_lite.api import server
+        api = server.Server(deploy.loadapp(CONF), '127.0.0.1',
+                            self.args.api_port).start()
+        self._stack.append(api.stop)
 
     def stop(self):
         while self._stack:

@@ -7,6 +7,7 @@ import sys
 import urllib.request
 
 from tests import servers
+from tests.functional.api import test_http_server
 
 
 def test_console_script_serves_the_api(sqlite_db, tmp_path):
@@ -26,6 +27,14 @@ def test_console_script_serves_the_api(sqlite_db, tmp_path):
         with urllib.request.urlopen(url, timeout=30) as resp:
             assert json.load(resp) == {'devices': []}
             assert resp.headers['OpenStack-API-Version'] == 'accelerator 2.0'
+        # gunicorn streams request bodies: an oversized declared body is
+        # refused, in JSON, from the headers alone.
+        status, headers, body = test_http_server.exchange(port, (
+            'POST /v2/device_profiles HTTP/1.1\r\nHost: x\r\n'
+            'Content-Type: application/json\r\nContent-Length: %d\r\n'
+            % (10 ** 9)))
+        assert status == 413
+        assert test_http_server.json_error(headers, body)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

@@ -96,7 +96,7 @@ def test_unexpected_error_is_json_500_without_traceback(app, monkeypatch):
     ('/v2/devices/' + 'a' * 5000, 404),
     ('/v2/device_profiles/%00', 404),
     ('/v2/accelerator_requests/x%0a', 404),
-    # Not UTF-8: pecan refuses to decode the path.
+    # Not UTF-8: the path cannot be decoded.
     ('/v2/device_profiles/%ff%fe', 400),
 ])
 def test_odd_path_parameters_are_client_errors(app, path, status):

@@ -52,10 +52,3 @@ def delete_attribute(req, uuid):
     utils.require_uuid(uuid, exception.AttributeNotFound(uuid=uuid))
     db.delete_attribute(uuid)
     return utils.response(status=204)
-
-
-ROUTES = {
-    '/attributes': {'GET': list_attributes, 'POST': create_attribute},
-    '/attributes/{uuid}': {'GET': show_attribute,
-                           'DELETE': delete_attribute},
-}

@@ -59,9 +59,3 @@ def show_device(req, uuid):
     utils.authorize(req, policies.GET_ONE)
     utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
     return utils.response(view(req, db.get_device(uuid)))
-
-
-ROUTES = {
-    '/devices': {'GET': list_devices},
-    '/devices/{uuid}': {'GET': show_device},
-}

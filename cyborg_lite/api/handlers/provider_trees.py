@@ -47,8 +47,3 @@ def show_tree(req, hostname):
             message='No device of host %s is known: it has no resource '
                     'providers of ours.' % hostname)
     return utils.response(tree_view(hostname, devices))
-
-
-ROUTES = {
-    '/resource_provider_trees/{hostname}': {'GET': show_tree},
-}

@@ -94,10 +94,3 @@ def cancel_program(req, uuid):
     utils.authorize(req, policies.CANCEL, {'project_id': job.project_id})
     utils.conductor(req).cancel_program(utils.context(req), uuid)
     return utils.response(view(req, *_find(req, uuid)))
-
-
-ROUTES = {
-    '/programs': {'GET': list_programs, 'POST': create_program},
-    '/programs/{uuid}': {'GET': show_program},
-    '/programs/{uuid}/cancel': {'POST': cancel_program},
-}

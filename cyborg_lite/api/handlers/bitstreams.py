@@ -110,10 +110,3 @@ def delete_bitstream(req, uuid):
     if deleted.sha256 and not db.sha256_in_use(deleted.sha256):
         image_store.ImageStore().delete(deleted.sha256)
     return utils.response(status=204)
-
-
-ROUTES = {
-    '/bitstreams': {'GET': list_bitstreams, 'POST': create_bitstream},
-    '/bitstreams/{uuid}': {'GET': show_bitstream,
-                           'DELETE': delete_bitstream},
-}

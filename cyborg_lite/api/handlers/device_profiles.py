@@ -13,7 +13,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.db import device_profiles as db
 
-_NAME_RE = re.compile('^[a-zA-Z0-9-_]+$')
+_NAME_RE = re.compile('[a-zA-Z0-9-_]+')
 _PREFIXES = ('resources:', 'trait:', 'accel:')
 
 
@@ -103,7 +103,7 @@ def _ident(uuid_or_name):
     """{'uuid': x} or {'name': x}; NotFound for what can be neither."""
     if utils.is_uuid(uuid_or_name):
         return {'uuid': uuid_or_name}
-    if _NAME_RE.match(uuid_or_name) and len(uuid_or_name) <= 255:
+    if _NAME_RE.fullmatch(uuid_or_name) and len(uuid_or_name) <= 255:
         return {'name': uuid_or_name}
     raise exception.DeviceProfileNotFound(ident=uuid_or_name)
 
@@ -150,11 +150,3 @@ def delete_profiles_by_name(req):
                        names=params['value'].split(','),
                        may_delete=_may_delete(req))
     return utils.response(status=204)
-
-
-ROUTES = {
-    '/device_profiles': {'GET': list_profiles, 'POST': create_profile,
-                         'DELETE': delete_profiles_by_name},
-    '/device_profiles/{uuid_or_name}': {'GET': show_profile,
-                                        'DELETE': delete_profile},
-}

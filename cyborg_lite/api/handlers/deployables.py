@@ -53,9 +53,3 @@ def show_deployable(req, uuid):
     utils.authorize(req, policies.GET_ONE)
     utils.require_uuid(uuid, exception.DeployableNotFound(uuid=uuid))
     return utils.response(view(req, *db.get_deployable(uuid)))
-
-
-ROUTES = {
-    '/deployables': {'GET': list_deployables},
-    '/deployables/{uuid}': {'GET': show_deployable},
-}

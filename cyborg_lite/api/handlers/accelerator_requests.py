@@ -223,11 +223,3 @@ def _apply_patch(req, body):
     db.start_binds(bindings)
     utils.conductor(req).bind_arqs(ctx, bindings)
     return utils.response(status=202)
-
-
-ROUTES = {
-    '/accelerator_requests': {'GET': list_arqs, 'POST': create_arqs,
-                              'DELETE': delete_arqs, 'PATCH': patch_arqs},
-    '/accelerator_requests/{uuid}': {'GET': show_arq, 'PATCH': patch_arq,
-                                     'DELETE': delete_arq},
-}

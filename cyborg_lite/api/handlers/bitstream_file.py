@@ -21,7 +21,7 @@ from oslo_log import log
 import webob
 import webob.exc
 
-from cyborg_lite.api.controllers import bitstreams as metadata
+from cyborg_lite.api.handlers import bitstreams as metadata
 from cyborg_lite.api.policies import bitstreams as policies
 from cyborg_lite.api import utils
 from cyborg_lite.common import bitstream_formats
@@ -85,11 +85,7 @@ def body_source(req, max_size, chunk_size):
     length over the limit (413), an empty body (400), no length and no
     chunked encoding (411). A chunked body's limit is enforced while it
     is streamed (image_store.copy_hashed)."""
-    content_type = req.environ.get('cyborg_lite.content_type', '')
-    if content_type.split(';')[0].strip().lower() != CONTENT_TYPE:
-        raise webob.exc.HTTPUnsupportedMediaType(
-            detail='Send the image as Content-Type: %s, not %r.'
-                   % (CONTENT_TYPE, content_type))
+    utils.require_content_type(req, CONTENT_TYPE, what='image')
     stream = req.environ['wsgi.input']
     length = _content_length(req.environ)
     if length is None:
@@ -214,8 +210,3 @@ def download_image(req, uuid):
     resp.headers['Digest'] = 'sha-256=' + base64.b64encode(
         bytes.fromhex(bitstream.sha256)).decode('ascii')
     return resp
-
-
-ROUTES = {
-    '/bitstreams/{uuid}/file': {'GET': download_image, 'PUT': upload_image},
-}

@@ -1,0 +1,80 @@
+"""How the API runs its JSON Schemas: Draft 2020-12, with two rules that
+keep Python from reading them more loosely than JSON Schema means.
+
+- An ``integer`` is a Python int and not a bool. (JSON Schema also takes
+  0.0 and 1e2, numbers with a zero fraction; code given 0.0 as an index
+  or a count fails.)
+- A ``pattern`` (and a ``patternProperties`` key) is an ECMA-262 regex,
+  where ``$`` ends the string; Python's ``$`` also matches before a final
+  newline, so ``'^[0-9a-f]{64}$'`` would take a hash followed by ``\\n``.
+  The schemas keep the standard form (docs/api/openapi.yaml publishes
+  them); the validator runs each ``$`` as ``\\Z``.
+"""
+import jsonschema
+
+
+def _is_integer(checker, instance):
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        'integer', _is_integer))
+
+
+def whole_string_pattern(pattern):
+    """``pattern`` with each ``$`` outside a character class as ``\\Z``."""
+    out = []
+    escaped = False
+    class_start = None   # index of the '[' of the class we are in
+    for index, char in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif char == '\\':
+            escaped = True
+        elif class_start is not None:
+            # A ']' first in the class ('[]a]', '[^]a]') is a member.
+            negated = pattern[class_start + 1:class_start + 2] == '^'
+            first = class_start + (2 if negated else 1)
+            if char == ']' and index > first:
+                class_start = None
+        elif char == '[':
+            class_start = index
+        elif char == '$':
+            char = '\\Z'
+        out.append(char)
+    return ''.join(out)
+
+
+def _python_schema(schema):
+    """A copy of ``schema`` with its regexes as whole_string_pattern."""
+    if isinstance(schema, list):
+        return [_python_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {}
+    for key, value in schema.items():
+        if key == 'pattern' and isinstance(value, str):
+            value = whole_string_pattern(value)
+        elif key == 'patternProperties' and isinstance(value, dict):
+            value = {whole_string_pattern(k): _python_schema(v)
+                     for k, v in value.items()}
+        else:
+            value = _python_schema(value)
+        result[key] = value
+    return result
+
+
+# {id(schema): (schema, validator)}: built once per schema (they are
+# module constants); the schema is kept so that its id is never reused.
+_validators = {}
+
+
+def for_schema(schema):
+    """The validator of ``schema``."""
+    entry = _validators.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = (schema, _Validator(_python_schema(schema)))
+        _validators[id(schema)] = entry
+    return entry[1]

@@ -1,0 +1,107 @@
+"""What runs around every handler: who is calling, how to reach the
+conductor, and errors as JSON.
+
+``Wrapper.call`` puts on the request the caller's RequestContext and the
+conductor client, calls the handler, and turns the domain exceptions it
+raises (and webob HTTP errors) into Cyborg's error body with the
+exception's status. Anything else propagates to fault.FaultWrapper,
+which answers 500. (openstack-placement's wsgi_wrapper does the same
+around its handlers.)
+"""
+import threading
+
+from oslo_log import log
+import oslo_messaging
+import webob.exc
+
+from cyborg_lite.api import fault
+from cyborg_lite.api import utils
+from cyborg_lite.common import context as cl_context
+from cyborg_lite.common import exception
+from cyborg_lite.common import policy
+
+LOG = log.getLogger(__name__)
+
+
+class RequestContext(cl_context.RequestContext):
+    """The caller, from the identity headers the auth middleware left
+    (keystonemiddleware's, or noauth's).
+
+    ``is_admin`` is worked out by policy when first read (oslo.context
+    calls check_is_admin then): only some handlers need it, and an
+    oslo.policy enforcement is a good part of a small request's time.
+    Serialised for RPC it is a plain value.
+    """
+
+    def check_is_admin(self):
+        return policy.check_is_admin(self)
+
+
+def request_context(environ):
+    return RequestContext.from_environ(environ, is_admin=None)
+
+
+class ConductorClient:
+    """The conductor's RPC client, created on first use so that an API
+    that never calls the conductor opens no transport."""
+
+    def __init__(self, factory=None):
+        self._factory = factory
+        self._client = None
+        self._lock = threading.Lock()
+
+    def get(self):
+        with self._lock:
+            if self._client is None:
+                if self._factory is None:
+                    from cyborg_lite.conductor import rpcapi
+                    self._factory = rpcapi.ConductorAPI
+                self._client = self._factory()
+            return self._client
+
+
+def undecodable():
+    """A path or query string that is not UTF-8."""
+    return webob.exc.HTTPBadRequest()
+
+
+def error_response(exc):
+    """Cyborg's error response for ``exc``; None when it is unexpected
+    (a bug: left to fault.FaultWrapper's 500)."""
+    if isinstance(exc, exception.CyborgLiteException) and \
+            400 <= exc.code < 500:
+        return fault.error_response(exc.code, exc.format_message())
+    if isinstance(exc, webob.exc.HTTPException) and exc.code >= 400:
+        allow = [('Allow', exc.headers['Allow'])] \
+            if 'Allow' in exc.headers else None
+        return fault.error_response(exc.code, exc.detail or
+                                    exc.explanation, allow)
+    if isinstance(exc, oslo_messaging.MessagingTimeout):
+        LOG.error('No conductor answered: %s', exc)
+        return fault.error_response(
+            503, 'The conductor did not answer; try again later.')
+    return None
+
+
+class Wrapper:
+    """Calls handlers with the context and conductor on the request."""
+
+    def __init__(self, conductor_factory=None):
+        self.conductor = ConductorClient(conductor_factory)
+
+    def call(self, handler, req, params):
+        """The handler's response, or the error it raised, as JSON."""
+        environ = req.environ
+        try:
+            try:
+                req.GET
+            except UnicodeDecodeError:
+                raise undecodable()
+            environ[utils.CONTEXT_KEY] = request_context(environ)
+            environ[utils.CONDUCTOR_KEY] = self.conductor.get
+            return handler(req, **params)
+        except Exception as exc:
+            resp = error_response(exc)
+            if resp is None:
+                raise
+            return resp
