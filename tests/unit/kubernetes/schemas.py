@@ -2,9 +2,13 @@
 1.34 to 1.37 (kubernetes-validate), and the rules those schemas leave out
 that a real apiserver applies to what we send, written here from the API's
 documentation independently of cyborg_lite's own checks."""
+import functools
 import re
 
+import jsonschema
 import kubernetes_validate
+from kubernetes_validate import utils as kv_utils
+import referencing
 
 VERSIONS = ('1.34', '1.35', '1.36', '1.37')
 _LABEL = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
@@ -13,14 +17,30 @@ _SUBDOMAIN = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?'
 _IDENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,31}')
 
 
+@functools.lru_cache(maxsize=None)
+def _validator(version, kind, api_version):
+    """kubernetes_validate.validate() reads its schema files on every call;
+    the same strict schemas, loaded once."""
+    folder = 'kubernetes-json-schema/v%s.0-local-strict' % version
+    group = re.sub(r'^([^./]*)(?:\.[^/]*)?/', r'\1-', api_version)
+    schema = kv_utils.schema_contents('%s/%s-%s.json' % (
+        folder, kind.lower(), group), version)
+    definitions = kv_utils.schema_contents(folder + '/_definitions.json',
+                                           version)
+    registry = referencing.Resource.from_contents(schema) @ \
+        referencing.Registry()
+    registry = referencing.Resource.from_contents(definitions) @ registry
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
 def schema_errors(obj):
     """One line per Kubernetes version whose strict schema refuses obj."""
     errors = []
     for version in VERSIONS:
-        try:
-            kubernetes_validate.validate(obj, version, strict=True)
-        except kubernetes_validate.ValidationError as e:
-            errors.append('%s: %s at %s' % (version, e.message, e.json_path))
+        validator = _validator(version, obj['kind'], obj['apiVersion'])
+        for error in validator.iter_errors(obj):
+            errors.append('%s: %s at %s' % (version, error.message,
+                                            error.json_path))
     return errors
 
 

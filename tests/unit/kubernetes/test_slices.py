@@ -2,6 +2,7 @@
 import dataclasses
 
 import kubernetes
+import kubernetes_validate
 import pytest
 
 from cyborg_lite.kubernetes import inventory
@@ -225,3 +226,22 @@ def test_quantities_are_canonical(mib, text):
 def test_quantity_refuses_non_integers(bad):
     with pytest.raises(slices.InvalidSlice):
         slices.mib_quantity(bad)
+
+
+def test_cached_schemas_agree_with_kubernetes_validate():
+    """Guard for the cache above: same verdicts as the package's own API."""
+    good = {'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceSlice',
+            'metadata': {'name': 'n'},
+            'spec': {'driver': 'd.io', 'nodeName': 'n', 'pool': {
+                'name': 'n', 'generation': 1, 'resourceSliceCount': 1}}}
+    bad = dict(good, spec=dict(good['spec'], unknownField=1))
+    for version in schemas.VERSIONS:
+        kubernetes_validate.validate(good, version, strict=True)
+        try:
+            kubernetes_validate.validate(bad, version, strict=True)
+        except kubernetes_validate.ValidationError:
+            pass
+        else:
+            raise AssertionError('kubernetes-validate took a bad slice')
+    assert schemas.schema_errors(good) == []
+    assert len(schemas.schema_errors(bad)) == len(schemas.VERSIONS)
