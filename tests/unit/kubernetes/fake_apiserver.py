@@ -1,10 +1,11 @@
 """A small stand-in for kube-apiserver, on a loopback port, for the real
 ``kubernetes`` client.
 
-It serves exactly the paths cyborg_lite uses: resource.k8s.io/v1
-resourceslices (list with field selectors spec.nodeName / spec.driver,
-create, get, replace, delete with preconditions), namespaced
-resourceclaims (get) and core v1 nodes (get). It behaves as the real one
+It serves exactly the paths cyborg_lite and its real-cluster test use:
+resource.k8s.io/v1 resourceslices (list with field selectors
+spec.nodeName / spec.driver, create, get, replace, delete with
+preconditions), namespaced resourceclaims (get; create and delete for the
+real-cluster test) and core v1 nodes (get, list). It behaves as the real one
 does where our code depends on it: resourceVersion on every write and 409
 Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
 fields, taint timeAdded filled in, and every body validated against the
@@ -26,7 +27,9 @@ from tests.unit.kubernetes import schemas
 
 RESOURCE = '/apis/resource.k8s.io/v1'
 SLICES_RE = re.compile(RESOURCE + r'/resourceslices(?:/([^/]+))?')
+CLAIMS_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims')
 CLAIM_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims/([^/]+)')
+NODES_PATH = '/api/v1/nodes'
 NODE_RE = re.compile(r'/api/v1/nodes/([^/]+)')
 SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
                 'spec.nodeName': lambda s: s['spec'].get('nodeName'),
@@ -180,13 +183,22 @@ class FakeKubeApiServer:
                 return self._replace(name, payload)
             if method == 'DELETE':
                 return self._delete(name, payload)
+        match = CLAIMS_RE.fullmatch(path)
+        if match and method == 'POST':
+            return self._create_claim(match.group(1), payload)
         match = CLAIM_RE.fullmatch(path)
-        if match and method == 'GET':
+        if match and method in ('GET', 'DELETE'):
             claim = self.claims.get(match.groups())
             if claim is None:
                 raise ApiError(404, 'NotFound', 'resourceclaims "%s" not '
                                'found' % match.group(2))
+            if method == 'DELETE':
+                del self.claims[match.groups()]
             return 200, claim
+        if path == NODES_PATH and method == 'GET':
+            return 200, {'apiVersion': 'v1', 'kind': 'NodeList',
+                         'metadata': {}, 'items': [
+                             n for _, n in sorted(self.nodes.items())]}
         match = NODE_RE.fullmatch(path)
         if match and method == 'GET':
             node = self.nodes.get(match.group(1))
@@ -277,6 +289,23 @@ class FakeKubeApiServer:
                            % (wanted, old['metadata']['resourceVersion']))
         del self.slices[name]
         return 200, old
+
+    def _create_claim(self, namespace, claim):
+        errors = schemas.schema_errors(claim)
+        if errors:
+            raise ApiError(422, 'Invalid', '; '.join(errors))
+        meta = claim['metadata']
+        if meta.get('namespace', namespace) != namespace:
+            raise ApiError(400, 'BadRequest', 'namespace mismatch')
+        if (namespace, meta['name']) in self.claims:
+            raise ApiError(409, 'AlreadyExists', 'resourceclaims "%s" '
+                           'already exists' % meta['name'])
+        meta.update(namespace=namespace, uid=str(uuid.uuid4()),
+                    resourceVersion=self._next_version(),
+                    creationTimestamp=_now())
+        claim.pop('status', None)
+        self.claims[(namespace, meta['name'])] = claim
+        return 201, copy.deepcopy(claim)
 
     # --- what a concurrent writer does -----------------------------------
     def touch_slice(self, name):

@@ -1,6 +1,8 @@
 """The ResourceSlice sync through the real ``kubernetes`` client against the
 kube-apiserver stand-in: writes only differences, generation rules, 409s,
 removals, splitting."""
+import json
+
 import pytest
 
 from cyborg_lite.common import k8s_client
@@ -165,7 +167,7 @@ def test_stale_generation_slice_is_removed(apiserver, sync):
     leftover['spec'] = dict(leftover['spec'],
                             pool=dict(leftover['spec']['pool'], generation=0))
     apiserver.handle('POST', fake_apiserver.RESOURCE + '/resourceslices',
-                     __import__('json').dumps(leftover).encode())
+                     json.dumps(leftover).encode())
     result = sync.sync(inv.host(cards=13, regions=10))
     assert result.deleted == 1 and result.writes == 1
     assert 'node-1-old-slice' not in apiserver.slices
