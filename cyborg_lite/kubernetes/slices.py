@@ -224,7 +224,7 @@ def _check_device(device):
            MAX_ATTRIBUTES_AND_CAPACITIES)
     _check(not set(attributes) & set(capacity),
            'device %s: a name is both attribute and capacity', name)
-    for key, value in list(attributes.items()) + list(capacity.items()):
+    for key in list(attributes) + list(capacity):
         _check(k8s_names.is_qualified_name(key),
                'device %s: %r is not a qualified name', name, key)
     for key, value in attributes.items():

@@ -298,8 +298,11 @@ def test_slow_programming_answers_in_progress_then_the_retry_gets_it(
         # Unprepare must not tear down what is still being prepared.
         assert 'still being prepared' in kubelet.unprepare(
             'v1', [rc.ref(claim)]).claims[uid].error
-        node.gate.set()                      # programming finishes
-        host.server.plugin._running[uid].result()
+        # Programming finishes; wait for it here, not in the call, so the
+        # short prepare_timeout cannot make the retry below race it.
+        running = host.server.plugin._running[uid]
+        node.gate.set()
+        running.result()
         error, devices = _answer(kubelet.prepare('v1', [rc.ref(claim)]),
                                  uid)
         assert error == '' and devices[0][2] == REGION0

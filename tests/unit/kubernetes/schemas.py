@@ -6,7 +6,6 @@ import functools
 import re
 
 import jsonschema
-import kubernetes_validate
 from kubernetes_validate import utils as kv_utils
 import referencing
 
