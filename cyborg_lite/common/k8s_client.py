@@ -49,9 +49,3 @@ def discard(response):
     finally:
         response.release_conn()
 
-
-def api_status(error):
-    """The HTTP status of a failed call, or None for a transport error."""
-    if isinstance(error, kubernetes.client.exceptions.ApiException):
-        return error.status
-    return None

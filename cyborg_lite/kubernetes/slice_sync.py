@@ -16,6 +16,7 @@ import dataclasses
 import logging
 
 import kubernetes
+import urllib3
 
 from cyborg_lite.common import k8s_client
 from cyborg_lite.kubernetes import slices as slices_mod
@@ -118,6 +119,9 @@ class SliceSync:
             raise k8s_client.KubernetesApiError(
                 reason='%s ResourceSlice: HTTP %s %s' % (what, e.status,
                                                          e.body)) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise k8s_client.KubernetesApiError(
+                reason='%s ResourceSlice: %s' % (what, e)) from e
 
     def list_slices(self, node_name):
         """Our slices of ``node_name`` as the API holds them."""

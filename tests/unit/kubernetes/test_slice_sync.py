@@ -200,3 +200,13 @@ def test_every_write_passed_the_schemas(apiserver, sync):
     sync.sync(inv.change_region(host, 5, 5, bound_to_nova=True))
     assert apiserver.refused == []
     assert len(apiserver.writes) >= 5
+
+
+def test_unreachable_apiserver_is_a_clear_error():
+    server = fake_apiserver.FakeKubeApiServer().start()
+    client = server.api_client()
+    server.stop()
+    sync = slice_sync.SliceSync(client, DRIVER)
+    with pytest.raises(k8s_client.KubernetesApiError, match='list'):
+        sync.sync(inv.host())
+    client.close()
