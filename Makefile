@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE ?= $(CURDIR)/state
 
-.PHONY: run test venv sample-config policy-sample clean
+.PHONY: run test venv sample-config policy-sample protos clean
 
 venv: $(STAMP)
 
@@ -28,6 +28,12 @@ sample-config: $(STAMP)
 policy-sample: $(STAMP)
 	$(BIN)/python -c 'from oslo_policy import generator; generator.generate_sample()' \
 		--config-file etc/policy-generator.conf
+
+# The kubelet's gRPC APIs (pluginregistration, DRA v1/v1beta1): Python
+# stubs beside the .proto files, committed; a test checks they are current.
+PROTOS := $(wildcard cyborg_lite/agent/dra/proto/*.proto)
+protos: $(STAMP)
+	$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. $(PROTOS)
 
 clean:
 	rm -rf $(VENV) $(STATE) .pytest_cache

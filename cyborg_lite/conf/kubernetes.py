@@ -1,0 +1,88 @@
+"""Options of the [kubernetes] group: the DRA driver that serves the same
+inventory to Kubernetes (ResourceSlices from the conductor, the kubelet
+plugin in the agent). See docs/kubernetes.md.
+"""
+from oslo_config import cfg
+
+# A DNS subdomain of at most 63 characters, lower case (the API's rule for
+# a DRA driver name, which is also the domain of our attributes).
+DRIVER_NAME_RE = (r'\A(?=.{1,63}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?'
+                  r'(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z')
+# The kubelet cancels a NodePrepareResources call after 45 s; we answer
+# before it does so that "still programming" reaches it as a retryable error.
+KUBELET_CALL_TIMEOUT = 45
+
+GROUP = cfg.OptGroup('kubernetes', title='Kubernetes DRA options',
+                     help='How cyborg_lite serves its accelerators to '
+                          'Kubernetes through Dynamic Resource Allocation.')
+
+OPTS = [
+    cfg.StrOpt('driver_name',
+               default='cyborg-lite.openstack.org',
+               regex=DRIVER_NAME_RE,
+               help='DRA driver name: the ResourceSlices\' spec.driver, '
+                    'the domain of the device attributes, the kubelet '
+                    'plugin\'s name and the vendor of its CDI specs. A '
+                    'lower-case DNS subdomain of at most 63 characters.'),
+    cfg.StrOpt('kubeconfig',
+               help='Path of a kubeconfig file for the Kubernetes API. '
+                    'Unset: the in-cluster service account of the pod.'),
+    cfg.StrOpt('node_name',
+               help='Name of this host\'s Node in Kubernetes, which is also '
+                    'the name of its device pool. Unset: [DEFAULT]host.'),
+    cfg.StrOpt('kubelet_registry_dir',
+               default='/var/lib/kubelet/plugins_registry',
+               help='Absolute path of the directory the kubelet watches for '
+                    'plugin registration sockets; the agent serves '
+                    '<driver_name>-reg.sock there.'),
+    cfg.StrOpt('kubelet_plugins_dir',
+               default='/var/lib/kubelet/plugins',
+               help='Absolute path of the kubelet\'s plugin directory; the '
+                    'agent serves the DRA service on '
+                    '<kubelet_plugins_dir>/<driver_name>/dra.sock. The '
+                    'kubelet must see the same path.'),
+    cfg.StrOpt('cdi_dir',
+               default='/var/run/cdi',
+               help='Absolute path of the directory where the agent writes '
+                    'one CDI spec per prepared claim, read by the container '
+                    'runtime.'),
+    cfg.StrOpt('plugin_state_dir',
+               default='$state_path/dra',
+               help='Absolute path of the directory where the kubelet plugin '
+                    'keeps the claims it has prepared, so that they stay '
+                    'prepared across a restart of the agent.'),
+    cfg.FloatOpt('prepare_timeout',
+                 default=40.0,
+                 min=1.0,
+                 max=KUBELET_CALL_TIMEOUT - 1,
+                 help='Seconds NodePrepareResources waits for a claim\'s '
+                      'devices (programming included) before it answers '
+                      '"in progress" for that claim; the kubelet retries and '
+                      'the next call picks up the running preparation. Below '
+                      'the kubelet\'s own %d s limit.'
+                      % KUBELET_CALL_TIMEOUT),
+    cfg.BoolOpt('publish_taints',
+                default=True,
+                help='Publish unhealthy, maintaining, cleaning and '
+                     'Nova-bound devices with a NoSchedule taint. Needs '
+                     'device taints in the cluster (on by default from '
+                     'Kubernetes 1.36, the DRADeviceTaints gate before); '
+                     'set to false on clusters without them, and such '
+                     'devices are left out of the ResourceSlices instead.'),
+    cfg.IntOpt('api_conflict_retries',
+               default=5,
+               min=0,
+               max=100,
+               help='How many times a ResourceSlice sync re-reads the pool '
+                    'and tries again after a conflict (HTTP 409) with '
+                    'another writer.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return [(GROUP, OPTS)]

@@ -1,0 +1,51 @@
+"""What the ResourceSlice builder needs to know about one host.
+
+A small neutral view that the conductor fills from its database (the
+mapping is one function, written when the sync is wired in); the builder
+reads only these fields.
+"""
+import dataclasses
+
+DEVICE_STATUSES = ('enabled', 'maintaining')
+HEALTH_STATES = ('healthy', 'degraded', 'unhealthy')
+
+
+@dataclasses.dataclass(frozen=True)
+class Deployable:
+    """A schedulable part of a device: an FPGA region, a whole GPU, a vGPU
+    type. ``name`` is unique within its device (``region0``, ``pgpu``)."""
+    uuid: str
+    name: str
+    resource_class: str
+    region_type: str | None = None
+    function_id: str | None = None       # what is loaded now
+    bitstream_id: str | None = None      # the image we loaded, if known
+    local_memory_mb: int = 0
+    cleaning: bool = False               # wiped after its last tenant
+    bound_to_nova: bool = False          # attached to an ARQ right now
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    """One physical card."""
+    uuid: str
+    type: str                            # FPGA, GPU, ... as in the database
+    vendor: str
+    model: str
+    identity: str                        # stable per host (PCI address)
+    pci_address: str | None = None       # 0000:5e:00.0
+    pcie_root: str | None = None         # pci0000:5d, when the driver knows
+    numa_node: int | None = None
+    programmable: bool = False
+    memory_mb: int | None = None         # GPU memory, when known
+    status: str = 'enabled'
+    health: str = 'healthy'
+    deployables: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class HostInventory:
+    """The devices of one host that serves Kubernetes, and its Node."""
+    hostname: str
+    node_name: str
+    devices: tuple = ()

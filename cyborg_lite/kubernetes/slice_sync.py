@@ -1,0 +1,215 @@
+"""Publish one host's ResourceSlices as a diff against what the API holds.
+
+The conductor is the only writer of our slices. A sync lists the slices
+of (node, driver), builds the desired ones and writes only what differs:
+an unchanged host costs one list and no write. The pool generation
+follows the rule of Kubernetes' own resourceslice controller
+(k8s.io/dynamic-resource-allocation/resourceslice): it stays when the
+change is one update of one slice (atomic for every reader), and moves up
+by one, on every slice, when the change takes more writes or adds slices,
+so readers never mix two states of the pool. Writes carry the
+resourceVersion they were computed from; a 409 (another writer, or our
+own earlier attempt) re-reads the pool and starts over.
+"""
+import copy
+import dataclasses
+import logging
+
+import kubernetes
+import urllib3
+
+from cyborg_lite.common import k8s_client
+from cyborg_lite.kubernetes import slices as slices_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class _Conflict(Exception):
+    """A write lost against another writer: re-read and try again."""
+
+
+@dataclasses.dataclass
+class SyncResult:
+    node_name: str
+    generation: int = 0
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    conflicts: int = 0        # writes refused with 409, then retried
+
+    @property
+    def writes(self):
+        """Write requests sent, refused ones included."""
+        return self.created + self.updated + self.deleted + self.conflicts
+
+
+def _normalised(spec):
+    """A spec as comparable data: what the server fills in (taint
+    timeAdded), spells its own way (quantities) or leaves out when empty
+    does not count as a difference."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()
+                    if v not in (None, [], {}) and k != 'timeAdded'}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+    spec = clean(spec)
+    for device in spec.get('devices', []):
+        for entry in device.get('capacity', {}).values():
+            entry['value'] = kubernetes.utils.parse_quantity(entry['value'])
+    return spec
+
+
+def _keep_taint_times(old_devices, new_devices):
+    """Carry timeAdded of taints that stay, so an update does not restart
+    the clock the apiserver set when the taint first appeared."""
+    times = {(d.get('name'), t.get('key'), t.get('value', ''),
+              t.get('effect')): t['timeAdded']
+             for d in old_devices for t in d.get('taints', [])
+             if t.get('timeAdded')}
+    for device in new_devices:
+        for taint in device.get('taints', []):
+            when = times.get((device['name'], taint['key'],
+                              taint.get('value', ''), taint['effect']))
+            if when:
+                taint['timeAdded'] = when
+    return new_devices
+
+
+class SliceSync:
+    """Writes the ResourceSlices of hosts through the official client."""
+
+    def __init__(self, api_client, driver_name, publish_taints=True,
+                 conflict_retries=5):
+        self._resource = kubernetes.client.ResourceV1Api(api_client)
+        self._core = kubernetes.client.CoreV1Api(api_client)
+        self.driver_name = driver_name
+        self.publish_taints = publish_taints
+        self.conflict_retries = conflict_retries
+
+    def sync(self, inventory):
+        """Make the API hold exactly the slices of ``inventory``; a
+        SyncResult says what it took. KubernetesApiError when the API
+        refuses, or keeps conflicting after ``conflict_retries``."""
+        desired = slices_mod.build_slices(inventory, self.driver_name,
+                                          self.publish_taints)
+        result = SyncResult(inventory.node_name)
+        for _ in range(self.conflict_retries + 1):
+            try:
+                self._sync_once(inventory.node_name, desired, result)
+                return result
+            except _Conflict:
+                result.conflicts += 1
+        raise k8s_client.KubernetesApiError(
+            reason='ResourceSlices of node %s: still conflicting after %d '
+                   'tries' % (inventory.node_name, self.conflict_retries + 1))
+
+    def _call(self, what, method, *args, gone_ok=False, **kwargs):
+        """One API call; _Conflict on 409 (and on 404 for a write, the
+        object went away under us) unless ``gone_ok``; False if gone."""
+        try:
+            return method(*args, _preload_content=False, **kwargs)
+        except kubernetes.client.exceptions.ApiException as e:
+            if e.status == k8s_client.NOT_FOUND and gone_ok:
+                return False
+            if what != 'list' and e.status in (k8s_client.CONFLICT,
+                                               k8s_client.NOT_FOUND):
+                raise _Conflict() from e
+            raise k8s_client.KubernetesApiError(
+                reason='%s ResourceSlice: HTTP %s %s' % (what, e.status,
+                                                         e.body)) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            raise k8s_client.KubernetesApiError(
+                reason='%s ResourceSlice: %s' % (what, e)) from e
+
+    def list_slices(self, node_name):
+        """Our slices of ``node_name`` as the API holds them."""
+        selector = 'spec.nodeName=%s,spec.driver=%s' % (node_name,
+                                                       self.driver_name)
+        body = k8s_client.raw_json(self._call(
+            'list', self._resource.list_resource_slice,
+            field_selector=selector))
+        return body.get('items') or []
+
+    def _sync_once(self, node_name, desired, result):
+        existing = self.list_slices(node_name)
+        generation = max((s['spec']['pool'].get('generation', 0)
+                          for s in existing), default=0)
+        wanted = {s['metadata']['name']: s for s in desired}
+        matched, obsolete = {}, []
+        for current in existing:
+            name = current['metadata']['name']
+            if (current['spec']['pool'].get('generation', 0) < generation
+                    or name not in wanted or name in matched):
+                obsolete.append(current)
+            else:
+                matched[name] = current
+        changed = [name for name, current in matched.items()
+                   if _normalised(current['spec']) != _normalised(
+                       self._spec(wanted[name], generation))]
+        new = [name for name in wanted if name not in matched]
+        if new or len(changed) > 1:
+            generation += 1
+            changed = list(matched)
+        result.generation = generation
+        owner = self._node_owner(node_name) if new else None
+        for current in obsolete:
+            self._delete(current, result)
+        for name in changed:
+            self._update(matched[name], self._spec(wanted[name], generation),
+                         result)
+        for name in new:
+            self._create(wanted[name], generation, owner, result)
+
+    @staticmethod
+    def _spec(desired, generation):
+        spec = dict(desired['spec'])
+        spec['pool'] = dict(spec['pool'], generation=generation)
+        return spec
+
+    def _node_owner(self, node_name):
+        """The Node as owner, so its slices go when it goes (read only
+        when a slice is created, so a re-created Node is picked up)."""
+        try:
+            node = k8s_client.raw_json(self._core.read_node(
+                node_name, _preload_content=False))
+        except kubernetes.client.exceptions.ApiException as e:
+            raise k8s_client.KubernetesApiError(
+                reason='read Node %s: HTTP %s' % (node_name, e.status)) from e
+        return {'apiVersion': 'v1', 'kind': 'Node', 'name': node_name,
+                'uid': node['metadata']['uid'], 'controller': True}
+
+    def _delete(self, current, result):
+        meta = current['metadata']
+        options = kubernetes.client.V1DeleteOptions(
+            preconditions=kubernetes.client.V1Preconditions(
+                resource_version=meta['resourceVersion']))
+        response = self._call('delete', self._resource.delete_resource_slice,
+                              meta['name'], body=options, gone_ok=True)
+        if response is not False:
+            k8s_client.discard(response)
+        result.deleted += 1
+
+    def _update(self, current, spec, result):
+        body = {'apiVersion': current.get('apiVersion',
+                                          slices_mod.API_VERSION),
+                'kind': slices_mod.KIND,
+                'metadata': current['metadata'],
+                'spec': dict(spec, devices=_keep_taint_times(
+                    current['spec'].get('devices', []),
+                    copy.deepcopy(spec['devices'])))}
+        k8s_client.discard(self._call(
+            'update', self._resource.replace_resource_slice,
+            current['metadata']['name'], body))
+        result.updated += 1
+
+    def _create(self, desired, generation, owner, result):
+        body = {'apiVersion': slices_mod.API_VERSION,
+                'kind': slices_mod.KIND,
+                'metadata': dict(desired['metadata'],
+                                 ownerReferences=[owner]),
+                'spec': self._spec(desired, generation)}
+        k8s_client.discard(self._call(
+            'create', self._resource.create_resource_slice, body))
+        result.created += 1

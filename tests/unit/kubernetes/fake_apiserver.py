@@ -1,0 +1,315 @@
+"""A small stand-in for kube-apiserver, on a loopback port, for the real
+``kubernetes`` client.
+
+It serves exactly the paths cyborg_lite and its real-cluster test use:
+resource.k8s.io/v1 resourceslices (list with field selectors
+spec.nodeName / spec.driver, create, get, replace, delete with
+preconditions), namespaced resourceclaims (get; create and delete for the
+real-cluster test) and core v1 nodes (get, list). It behaves as the real one
+does where our code depends on it: resourceVersion on every write and 409
+Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
+fields, taint timeAdded filled in, and every body validated against the
+strict schemas of Kubernetes 1.34-1.37 plus the apiserver's rules the
+schemas omit (422 Invalid), so a bad object fails the test that wrote it.
+"""
+import copy
+import datetime
+import http.server
+import json
+import re
+import threading
+import urllib.parse
+import uuid
+
+import kubernetes
+
+from tests.unit.kubernetes import schemas
+
+RESOURCE = '/apis/resource.k8s.io/v1'
+SLICES_RE = re.compile(RESOURCE + r'/resourceslices(?:/([^/]+))?')
+CLAIMS_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims')
+CLAIM_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims/([^/]+)')
+NODES_PATH = '/api/v1/nodes'
+NODE_RE = re.compile(r'/api/v1/nodes/([^/]+)')
+SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
+                'spec.nodeName': lambda s: s['spec'].get('nodeName'),
+                'spec.driver': lambda s: s['spec'].get('driver')}
+IMMUTABLE = ('driver', 'nodeName')
+
+
+class ApiError(Exception):
+    def __init__(self, code, reason, message):
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
+
+
+def _rfc3339(text):
+    """A timestamp as the apiserver stores and returns it (UTC, ``Z``);
+    now when unset."""
+    if not text:
+        return _now()
+    try:
+        when = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    except ValueError:
+        raise ApiError(400, 'BadRequest', 'bad time %r' % text)
+    return when.astimezone(datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
+
+
+def _field_filter(selector):
+    terms = []
+    for term in filter(None, (selector or '').split(',')):
+        field, sep, value = term.partition('=')
+        value = value[1:] if value.startswith('=') else value
+        if not sep or field not in SLICE_FIELDS:
+            raise ApiError(400, 'BadRequest',
+                           'field label not supported: %s' % field)
+        terms.append((SLICE_FIELDS[field], value))
+    return lambda obj: all(get(obj) == value for get, value in terms)
+
+
+class FakeKubeApiServer:
+    """State and behaviour; ``start()`` serves it over HTTP."""
+
+    def __init__(self):
+        self.slices = {}
+        self.claims = {}
+        self.nodes = {}
+        self.requests = []           # (method, path) of every request
+        self.refused = []            # (code, message) of every error sent
+        self.before_write = None     # hook: called once before a write
+        self._version = 0
+        self._lock = threading.Lock()
+        self._httpd = None
+
+    # --- test set-up ---------------------------------------------------
+    def add_node(self, name):
+        self.nodes[name] = {'apiVersion': 'v1', 'kind': 'Node',
+                            'metadata': {'name': name,
+                                         'uid': str(uuid.uuid4())}}
+        return self.nodes[name]['metadata']['uid']
+
+    def put_claim(self, claim):
+        meta = claim['metadata']
+        self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
+
+    @property
+    def writes(self):
+        return [r for r in self.requests
+                if r[0] in ('POST', 'PUT', 'DELETE', 'PATCH')]
+
+    # --- HTTP ----------------------------------------------------------
+    def start(self):
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = 'HTTP/1.1'
+
+            def log_message(self, *args):
+                pass
+
+            def _serve(self):
+                length = int(self.headers.get('Content-Length') or 0)
+                body = self.rfile.read(length) if length else b''
+                code, obj = server.handle(self.command, self.path, body)
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
+
+        self._httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                      Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever,
+                         daemon=True).start()
+        return self
+
+    def stop(self):
+        if self._httpd:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self._httpd.server_address[1]
+
+    def api_client(self):
+        configuration = kubernetes.client.Configuration()
+        configuration.host = self.url
+        return kubernetes.client.ApiClient(configuration)
+
+    def handle(self, method, raw_path, body):
+        url = urllib.parse.urlsplit(raw_path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        with self._lock:
+            self.requests.append((method, url.path))
+            hook, self.before_write = (
+                (self.before_write, None) if method != 'GET'
+                else (None, self.before_write))
+        if hook:
+            hook(self)
+        try:
+            payload = json.loads(body) if body else None
+            with self._lock:
+                return self._route(method, url.path, query, payload)
+        except ApiError as e:
+            self.refused.append((e.code, e.message))
+            return e.code, {'kind': 'Status', 'apiVersion': 'v1',
+                            'metadata': {}, 'status': 'Failure',
+                            'message': e.message, 'reason': e.reason,
+                            'code': e.code}
+
+    def _route(self, method, path, query, payload):
+        match = SLICES_RE.fullmatch(path)
+        if match and match.group(1) is None:
+            if method == 'GET':
+                return self._list(query)
+            if method == 'POST':
+                return self._create(payload)
+        elif match:
+            name = match.group(1)
+            if method == 'GET':
+                return 200, self._get(name)
+            if method == 'PUT':
+                return self._replace(name, payload)
+            if method == 'DELETE':
+                return self._delete(name, payload)
+        match = CLAIMS_RE.fullmatch(path)
+        if match and method == 'POST':
+            return self._create_claim(match.group(1), payload)
+        match = CLAIM_RE.fullmatch(path)
+        if match and method in ('GET', 'DELETE'):
+            claim = self.claims.get(match.groups())
+            if claim is None:
+                raise ApiError(404, 'NotFound', 'resourceclaims "%s" not '
+                               'found' % match.group(2))
+            if method == 'DELETE':
+                del self.claims[match.groups()]
+            return 200, claim
+        if path == NODES_PATH and method == 'GET':
+            return 200, {'apiVersion': 'v1', 'kind': 'NodeList',
+                         'metadata': {}, 'items': [
+                             n for _, n in sorted(self.nodes.items())]}
+        match = NODE_RE.fullmatch(path)
+        if match and method == 'GET':
+            node = self.nodes.get(match.group(1))
+            if node is None:
+                raise ApiError(404, 'NotFound', 'nodes "%s" not found'
+                               % match.group(1))
+            return 200, node
+        raise ApiError(404, 'NotFound', 'no route %s %s in the stand-in'
+                       % (method, path))
+
+    # --- resourceslices --------------------------------------------------
+    def _next_version(self):
+        self._version += 1
+        return str(self._version)
+
+    def _list(self, query):
+        keep = _field_filter(query.get('fieldSelector'))
+        items = [copy.deepcopy(s) for _, s in sorted(self.slices.items())
+                 if keep(s)]
+        return 200, {'apiVersion': 'resource.k8s.io/v1',
+                     'kind': 'ResourceSliceList',
+                     'metadata': {'resourceVersion': str(self._version)},
+                     'items': items}
+
+    def _get(self, name):
+        if name not in self.slices:
+            raise ApiError(404, 'NotFound', 'resourceslices.resource.k8s.io '
+                           '"%s" not found' % name)
+        return copy.deepcopy(self.slices[name])
+
+    def _validate(self, obj):
+        errors = schemas.schema_errors(obj) + schemas.slice_rule_errors(obj)
+        if errors:
+            raise ApiError(422, 'Invalid', '; '.join(errors))
+
+    def _stamp(self, obj, old=None):
+        meta = obj['metadata']
+        meta['resourceVersion'] = self._next_version()
+        meta.setdefault('uid', old['metadata']['uid'] if old
+                        else str(uuid.uuid4()))
+        meta.setdefault('creationTimestamp', _now())
+        for device in obj['spec'].get('devices') or []:
+            for taint in device.get('taints') or []:
+                taint['timeAdded'] = _rfc3339(taint.get('timeAdded'))
+        return obj
+
+    def _create(self, obj):
+        self._validate(obj)
+        name = obj['metadata'].get('name')
+        if name in self.slices:
+            raise ApiError(409, 'AlreadyExists', 'resourceslices.resource.'
+                           'k8s.io "%s" already exists' % name)
+        if obj['metadata'].get('resourceVersion'):
+            raise ApiError(400, 'BadRequest', 'resourceVersion should not '
+                           'be set on objects to be created')
+        self.slices[name] = self._stamp(obj)
+        return 201, copy.deepcopy(obj)
+
+    def _replace(self, name, obj):
+        old = self._get(name)
+        self._validate(obj)
+        if obj['metadata'].get('name') != name:
+            raise ApiError(400, 'BadRequest', 'the name of the object does '
+                           'not match the name on the URL')
+        if obj['metadata'].get('resourceVersion') != \
+                old['metadata']['resourceVersion']:
+            raise ApiError(409, 'Conflict', 'Operation cannot be fulfilled '
+                           'on resourceslices.resource.k8s.io "%s": the '
+                           'object has been modified' % name)
+        for field in IMMUTABLE:
+            if obj['spec'].get(field) != old['spec'].get(field):
+                raise ApiError(422, 'Invalid', 'spec.%s: field is immutable'
+                               % field)
+        if obj['spec']['pool']['name'] != old['spec']['pool']['name']:
+            raise ApiError(422, 'Invalid', 'spec.pool.name: field is '
+                           'immutable')
+        self.slices[name] = self._stamp(obj, old)
+        return 200, copy.deepcopy(obj)
+
+    def _delete(self, name, options):
+        old = self._get(name)
+        wanted = ((options or {}).get('preconditions') or {}).get(
+            'resourceVersion')
+        if wanted and wanted != old['metadata']['resourceVersion']:
+            raise ApiError(409, 'Conflict', 'Precondition failed: '
+                           'ResourceVersion in precondition: %s, '
+                           'ResourceVersion in object meta: %s'
+                           % (wanted, old['metadata']['resourceVersion']))
+        del self.slices[name]
+        return 200, old
+
+    def _create_claim(self, namespace, claim):
+        errors = schemas.schema_errors(claim)
+        if errors:
+            raise ApiError(422, 'Invalid', '; '.join(errors))
+        meta = claim['metadata']
+        if meta.get('namespace', namespace) != namespace:
+            raise ApiError(400, 'BadRequest', 'namespace mismatch')
+        if (namespace, meta['name']) in self.claims:
+            raise ApiError(409, 'AlreadyExists', 'resourceclaims "%s" '
+                           'already exists' % meta['name'])
+        meta.update(namespace=namespace, uid=str(uuid.uuid4()),
+                    resourceVersion=self._next_version(),
+                    creationTimestamp=_now())
+        claim.pop('status', None)
+        self.claims[(namespace, meta['name'])] = claim
+        return 201, copy.deepcopy(claim)
+
+    # --- what a concurrent writer does -----------------------------------
+    def touch_slice(self, name):
+        """Another writer updates the slice: its resourceVersion moves."""
+        with self._lock:
+            self.slices[name]['metadata']['resourceVersion'] = \
+                self._next_version()

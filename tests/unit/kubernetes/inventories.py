@@ -1,0 +1,64 @@
+"""Host inventories for the ResourceSlice tests: FPGA cards with PR regions,
+like the fake driver's PAC Arria 10 cards, and a GPU."""
+import dataclasses
+import uuid
+
+from cyborg_lite.kubernetes import inventory
+
+DRIVER = 'cyborg-lite.openstack.org'
+REGION_TYPE = '69528db6eb31577a8c3668f9faa081f6'
+FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'
+
+
+def _uuid(*parts):
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, '/'.join(map(str, parts))))
+
+
+def fpga_card(host, card, regions=2, **changes):
+    address = '0000:%02x:00.0' % (0x5e + card)
+    deployables = tuple(
+        inventory.Deployable(uuid=_uuid(host, card, r), name='region%d' % r,
+                             resource_class='FPGA', region_type=REGION_TYPE,
+                             function_id=FUNCTION_ID, local_memory_mb=4096)
+        for r in range(regions))
+    values = dict(uuid=_uuid(host, card), type='FPGA', vendor='0x8086',
+                  model='pac-a10', identity=address, pci_address=address,
+                  pcie_root='pci0000:%02x' % (0x5d + card), numa_node=0,
+                  programmable=True, deployables=deployables)
+    values.update(changes)
+    return inventory.Device(**values)
+
+
+def gpu(host, index=0):
+    address = '0000:%02x:00.0' % (0x80 + index)
+    return inventory.Device(
+        uuid=_uuid(host, 'gpu', index), type='GPU', vendor='0x10de',
+        model='A100-SXM4-80GB', identity=address, pci_address=address,
+        numa_node=1, memory_mb=81920,
+        deployables=(inventory.Deployable(uuid=_uuid(host, 'gpu', index, 0),
+                                          name='pgpu',
+                                          resource_class='PGPU'),))
+
+
+def host(name='node-1', cards=2, regions=2, with_gpu=False):
+    devices = tuple(fpga_card(name, c, regions) for c in range(cards))
+    if with_gpu:
+        devices += (gpu(name),)
+    return inventory.HostInventory(hostname=name, node_name=name,
+                                   devices=devices)
+
+
+def change_region(inv, card, region, **changes):
+    """The same host with one deployable changed."""
+    devices = list(inv.devices)
+    device = devices[card]
+    deployables = list(device.deployables)
+    deployables[region] = dataclasses.replace(deployables[region], **changes)
+    devices[card] = dataclasses.replace(device, deployables=tuple(deployables))
+    return dataclasses.replace(inv, devices=tuple(devices))
+
+
+def change_device(inv, card, **changes):
+    devices = list(inv.devices)
+    devices[card] = dataclasses.replace(devices[card], **changes)
+    return dataclasses.replace(inv, devices=tuple(devices))

@@ -1,0 +1,91 @@
+"""Objects we write against the strict published schemas of Kubernetes
+1.34 to 1.37 (kubernetes-validate), and the rules those schemas leave out
+that a real apiserver applies to what we send, written here from the API's
+documentation independently of cyborg_lite's own checks."""
+import functools
+import re
+
+import jsonschema
+from kubernetes_validate import utils as kv_utils
+import referencing
+
+VERSIONS = ('1.34', '1.35', '1.36', '1.37')
+_LABEL = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
+_SUBDOMAIN = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?'
+                        r'(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
+_IDENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,31}')
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(version, kind, api_version):
+    """kubernetes_validate.validate() reads its schema files on every call;
+    the same strict schemas, loaded once."""
+    folder = 'kubernetes-json-schema/v%s.0-local-strict' % version
+    group = re.sub(r'^([^./]*)(?:\.[^/]*)?/', r'\1-', api_version)
+    schema = kv_utils.schema_contents('%s/%s-%s.json' % (
+        folder, kind.lower(), group), version)
+    definitions = kv_utils.schema_contents(folder + '/_definitions.json',
+                                           version)
+    registry = referencing.Resource.from_contents(schema) @ \
+        referencing.Registry()
+    registry = referencing.Resource.from_contents(definitions) @ registry
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
+def schema_errors(obj):
+    """One line per Kubernetes version whose strict schema refuses obj."""
+    errors = []
+    for version in VERSIONS:
+        validator = _validator(version, obj['kind'], obj['apiVersion'])
+        for error in validator.iter_errors(obj):
+            errors.append('%s: %s at %s' % (version, error.message,
+                                            error.json_path))
+    return errors
+
+
+def _subdomain(value, max_len=253):
+    return (isinstance(value, str) and len(value) <= max_len and
+            _SUBDOMAIN.fullmatch(value) is not None)
+
+
+def _qualified(name):
+    domain, _, ident = name.rpartition('/')
+    return ((not domain or _subdomain(domain, 63)) and
+            _IDENT.fullmatch(ident) is not None)
+
+
+def slice_rule_errors(obj):
+    """What apiserver validation of a ResourceSlice would refuse and the
+    schema does not: names, lengths, counts."""
+    errors = []
+    spec = obj.get('spec', {})
+    if not _subdomain(obj.get('metadata', {}).get('name')):
+        errors.append('metadata.name is not a DNS subdomain')
+    if not _subdomain(spec.get('driver'), 63):
+        errors.append('spec.driver is not a DNS subdomain <= 63')
+    devices = spec.get('devices') or []
+    limit = 64 if any(d.get('taints') for d in devices) else 128
+    if len(devices) > limit:
+        errors.append('%d devices, at most %d' % (len(devices), limit))
+    for device in devices:
+        name = device.get('name', '')
+        if len(name) > 63 or not _LABEL.fullmatch(name):
+            errors.append('device name %r is not a DNS label' % name)
+        attributes = device.get('attributes') or {}
+        capacity = device.get('capacity') or {}
+        if len(attributes) + len(capacity) > 32:
+            errors.append('device %s: over 32 attributes + capacities'
+                          % name)
+        for key in list(attributes) + list(capacity):
+            if not _qualified(key):
+                errors.append('device %s: bad name %r' % (name, key))
+        for key, value in attributes.items():
+            if len(value) != 1:
+                errors.append('device %s: %s needs exactly one value'
+                              % (name, key))
+            text = value.get('string', value.get('version'))
+            if isinstance(text, str) and len(text) > 64:
+                errors.append('device %s: %s longer than 64' % (name, key))
+        if len(device.get('taints') or []) > 16:
+            errors.append('device %s: over 16 taints' % name)
+    return errors
