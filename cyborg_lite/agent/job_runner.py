@@ -25,6 +25,7 @@ import threading
 from cyborg_lite.agent import programming
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class JobRunner:
     def _run(self, key, job):
         try:
             driver = self.drivers.get(job.get('driver'))
-            if driver is None or not driver.programmable:
+            if not isinstance(driver, base.ProgrammingInterface):
                 self._fail_unrunnable(job)
                 return
             state, detail = programming.run_job(

@@ -22,8 +22,8 @@ import errno
 import logging
 import os
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -253,13 +253,12 @@ def _attach_handles(card, port):
     """
     address = (card.vfs[port.port_id] if port.port_id < len(card.vfs)
                else card.pci_address)
-    return [base.AttachHandleRecord(attach_type='PCI',
-                                    attach_info=sysfs.pci_attach_info(
-                                        address))]
+    return [device_records.AttachHandleRecord(
+        attach_type='PCI', attach_info=sysfs.pci_attach_info(address))]
 
 
 def _deployable(card, port, local_memory_mb):
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name=port.region_name, resource_class='FPGA',
         region_type=port.region_type, function_id=port.function_id,
         local_memory_mb=local_memory_mb, traits=card_traits(card),
@@ -280,7 +279,7 @@ def card_to_record(card, local_memory_mb=0, extra_info=None):
     vendor_info.update(extra_info or {})
     for problem in card.problems:
         LOG.warning('DFL card %s: %s', card.pci_address, problem)
-    return base.DeviceRecord(
+    return device_records.DeviceRecord(
         type='FPGA', vendor='0x%04x' % card.vendor_id, model=model,
         identity=card.pci_address, pci_address=card.pci_address,
         health=card.health,

@@ -156,10 +156,9 @@ def image_function_id(image_path, region_type):
     return header.function_id or digest.hexdigest()[:32]
 
 
-class FakeDriver(base.Driver):
+class FakeDriver(base.Driver, base.DiscoveryInterface,
+                 base.ProgrammingInterface):
     """Simulated DFL cards; programs for real in the simulated tree."""
-
-    programmable = True
 
     def __init__(self, conf):
         super().__init__(conf)

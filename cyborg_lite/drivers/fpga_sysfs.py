@@ -32,10 +32,9 @@ def port_pr_args(port_id, buffer_size, buffer_address):
                              buffer_address)
 
 
-class FpgaSysfsDriver(base.Driver):
+class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
+                      base.ProgrammingInterface):
     """DFL cards: one deployable per port/PR region, programmable."""
-
-    programmable = True
 
     def __init__(self, conf):
         super().__init__(conf)

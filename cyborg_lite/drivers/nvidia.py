@@ -24,6 +24,7 @@ import logging
 import os
 import re
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import safe_xml
@@ -83,12 +84,13 @@ def mig_deployables(gpu, traits, where):
         key = _mig_key(mig, where)
         groups.setdefault(key, []).append(
             _text(mig, 'gpu_instance_id') or '?')
-    return [base.DeployableRecord(
-        name='mig_%dsm_%dmb' % (sms, memory), resource_class='VGPU',
-        num_accelerators=len(instances), local_memory_mb=memory,
-        traits=list(traits),
-        attributes={'multiprocessor_count': sms,
-                    'gpu_instance_ids': ','.join(instances)})
+    return [
+        device_records.DeployableRecord(
+            name='mig_%dsm_%dmb' % (sms, memory), resource_class='VGPU',
+            num_accelerators=len(instances), local_memory_mb=memory,
+            traits=list(traits),
+            attributes={'multiprocessor_count': sms,
+                        'gpu_instance_ids': ','.join(instances)})
         for (sms, memory), instances in groups.items()]
 
 
@@ -96,7 +98,7 @@ def _mdev_type(type_dir, address, traits):
     name = os.path.basename(type_dir)
     available = sysfs.read_int(os.path.join(type_dir,
                                             'available_instances'),
-                               0, base.MAX_ACCELERATORS)
+                               0, device_records.MAX_ACCELERATORS)
     if available is None:
         raise exception.HostDataError(where=type_dir,
                                       reason='no available_instances')
@@ -105,14 +107,14 @@ def _mdev_type(type_dir, address, traits):
                for uuid in created]
     handles += [{'mdev_type': name, 'parent': address,
                  'slot': str(len(created) + i)} for i in range(available)]
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name='vgpu_%s' % name, resource_class='VGPU',
         num_accelerators=len(handles), traits=list(traits),
         attributes={'mdev_type_name': sysfs.read_text(
                         os.path.join(type_dir, 'name')) or name,
                     'device_api': sysfs.read_text(
                         os.path.join(type_dir, 'device_api')) or ''},
-        attach_handles=[base.AttachHandleRecord('MDEV', info)
+        attach_handles=[device_records.AttachHandleRecord('MDEV', info)
                         for info in handles])
 
 
@@ -131,10 +133,10 @@ def vgpu_deployables(sysfs_root, address, traits):
 
 
 def _pgpu(address, memory, traits):
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name='pgpu', resource_class='PGPU', local_memory_mb=memory or 0,
         traits=list(traits),
-        attach_handles=[base.AttachHandleRecord(
+        attach_handles=[device_records.AttachHandleRecord(
             'PCI', sysfs.pci_attach_info(address))])
 
 
@@ -163,7 +165,7 @@ def gpu_record(gpu, sysfs_root):
                    'mig_mode': _text(gpu, 'mig_mode/current_mig') or 'N/A'}
     if memory is not None:
         vendor_info['memory_mb'] = memory
-    return base.DeviceRecord(
+    return device_records.DeviceRecord(
         type='GPU', vendor=VENDOR, model=product, identity=address,
         pci_address=address, std_board_info=_board_info(gpu),
         vendor_board_info=vendor_info, deployables=deployables)
@@ -188,7 +190,7 @@ def parse_nvidia_smi(data, sysfs_root):
     return records
 
 
-class NvidiaDriver(base.Driver):
+class NvidiaDriver(base.Driver, base.DiscoveryInterface):
     """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
 
     def __init__(self, conf):

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import base
 from cyborg_lite.drivers import fake
 
 TYPE_A = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
@@ -44,7 +44,8 @@ def test_default_host_is_two_cards_of_two_regions(fake_conf):
         for dep in record.deployables:
             assert (dep.region_type, dep.function_id,
                     dep.local_memory_mb) == (TYPE_A, INITIAL, 8192)
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_layout_follows_the_options(fake_conf):

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import base
 from cyborg_lite.drivers import fpga_sysfs
 
 PAC = '0000:5e:00.0'
@@ -77,7 +77,8 @@ def test_two_port_card_without_vfs_attaches_through_the_pf(conf, dfl_host):
 
 def test_records_survive_the_rpc_round_trip(conf, dfl_host):
     for record in _driver(conf, dfl_host).discover():
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_no_fpga_subsystem_is_an_empty_answer(conf, tmp_path):
@@ -91,7 +92,7 @@ def test_this_machines_real_sys_does_not_crash(conf):
     # This build host has no DFL cards (research/drivers/pci.md); any card
     # found on another host must still be a valid record.
     for record in records:
-        base.DeviceRecord.from_dict(record.to_dict())
+        device_records.DeviceRecord.from_dict(record.to_dict())
     if not os.path.isdir('/sys/class/fpga_region'):
         assert records == []
 

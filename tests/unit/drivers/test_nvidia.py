@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia
 from cyborg_lite.drivers import sysfs
 from tests.unit.drivers.conftest import fixture_path
@@ -83,7 +83,8 @@ def test_mig_instances_are_grouped_children(conf, tool):
 def test_records_survive_the_rpc_round_trip(conf, tool):
     for record in _driver(conf, tool(fixture_path(
             'nvidia', 'two_gpus_mig.xml'))).discover():
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_vgpu_types_from_mdev_sysfs(conf, tool, tmp_path):
