@@ -6,14 +6,30 @@ builds them from what a host shows; the agent sends them as dicts
 validates every field, so a malformed report from a peer is refused with
 ``exception.Invalid`` naming the field. Neither side's code lives here.
 
-Attach handles
---------------
+Attach handles and sharing
+--------------------------
 A handle is what a workload attaches: one PCI function (PF or VF) or one
-mdev. A PCI handle's ``attach_info`` is Cyborg's (and Nova's) dict of hex
+mdev. Two handles are the same thing exactly when their ``attach_type``
+and ``attach_info`` are equal (``AttachHandleRecord.key``). A driver
+reports the truth:
+
+* a card whose regions are exposed as SR-IOV VFs gives each region its
+  own VF, so no two deployables share a handle;
+* a card whose regions all sit behind the physical function (no VFs)
+  reports that same PF handle in every region. Those sibling deployables
+  are *not* independent: once one is bound, attaching another would hand
+  the same PCI function to a second workload. ``DeviceRecord.
+  shared_handles()`` lists such groups, for the conductor to keep them
+  mutually exclusive.
+
+A PCI handle's ``attach_info`` is Cyborg's (and Nova's) dict of hex
 strings ``{"domain": "0000", "bus": "5e", "device": "00", "function":
-"1"}``.
+"1"}``, plus ``"physical_network"`` for the VF of a network-function
+accelerator (Nova's ``get_arq_pci_device_profile`` reads that key for a
+Neutron port of vnic type ``accelerator-direct``).
 """
 import dataclasses
+import json
 import re
 
 from cyborg_lite.common import exception
@@ -22,8 +38,16 @@ DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
                 'NVME')
 HEALTH_STATES = ('healthy', 'degraded', 'unhealthy')
 ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
-PCI_ADDRESS_RE = re.compile(
-    r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
+PCI_ADDRESS_RE = re.compile(r'[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
+# attach_info of a PCI handle: each part of the address, lowercase hex.
+PCI_INFO_RES = {'domain': re.compile(r'[0-9a-f]{4}'),
+                'bus': re.compile(r'[0-9a-f]{2}'),
+                'device': re.compile(r'[0-9a-f]{2}'),
+                'function': re.compile(r'[0-7]')}
+# A Neutron physical network name as it appears in ml2 bridge/device
+# mappings (Neutron keeps it in a 64-character column); no separators.
+PHYSNET_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
+PCI_OPTIONAL_INFO = {'physical_network': PHYSNET_RE}
 # Upper bound for any memory figure a report may carry (1 PiB in MiB).
 MAX_MEMORY_MB = 1 << 30
 MAX_ACCELERATORS = 4096
@@ -62,13 +86,41 @@ def _str_dict(obj, field, path):
     return dict(value)
 
 
+def _check_pci_info(info, path):
+    """A PCI handle names one function, in the exact spelling Nova reads."""
+    allowed = set(PCI_INFO_RES) | set(PCI_OPTIONAL_INFO)
+    extra = sorted(set(info) - allowed)
+    if extra:
+        _fail(path, 'unknown keys %s (a PCI handle has %s)'
+              % (extra, ', '.join(sorted(allowed))))
+    patterns = dict(PCI_INFO_RES)
+    patterns.update({k: v for k, v in PCI_OPTIONAL_INFO.items()
+                     if k in info})
+    for key, pattern in sorted(patterns.items()):
+        value = info.get(key)
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            _fail('%s.%s' % (path, key), 'must match %s, got %r'
+                  % (pattern.pattern, value))
+
+
+def pci_address(attach_info):
+    """'0000:5e:00.1' of a PCI handle's attach_info."""
+    return '%(domain)s:%(bus)s:%(device)s.%(function)s' % attach_info
+
+
 @dataclasses.dataclass
 class AttachHandleRecord:
     """What a workload attaches: a PCI function (VF/PF) or an mdev."""
     attach_type: str
     # PCI: {"domain": "0000", "bus": "5e", "device": "00", "function": "1"}
-    # MDEV: {"mdev_type": "nvidia-35", "uuid": "..."(once created)}
+    #      (+ "physical_network" for a network function's VF)
+    # MDEV: {"mdev_type": "nvidia-35", "parent": ..., "uuid"|"slot": ...}
     attach_info: dict
+
+    def key(self):
+        """Equal keys mean the same function: the identity of a handle."""
+        return json.dumps([self.attach_type, self.attach_info],
+                          sort_keys=True, separators=(',', ':'))
 
     @classmethod
     def from_dict(cls, data, path='attach_handle'):
@@ -78,8 +130,10 @@ class AttachHandleRecord:
         if attach_type not in ATTACH_TYPES:
             _fail(path + '.attach_type', 'must be one of %s, got %r'
                   % (', '.join(ATTACH_TYPES), attach_type))
-        return cls(attach_type=attach_type,
-                   attach_info=_str_dict(data, 'attach_info', path))
+        info = _str_dict(data, 'attach_info', path)
+        if attach_type == 'PCI':
+            _check_pci_info(info, path + '.attach_info')
+        return cls(attach_type=attach_type, attach_info=info)
 
 
 @dataclasses.dataclass
@@ -156,6 +210,19 @@ class DeviceRecord:
     def to_dict(self):
         return dataclasses.asdict(self)
 
+    def shared_handles(self):
+        """{handle key: [deployable names]} for handles two deployables carry.
+
+        Deployables in one group are one PCI function (or mdev) seen from
+        several regions: at most one of them may be bound at a time.
+        """
+        owners = {}
+        for dep in self.deployables:
+            for key in {h.key() for h in dep.attach_handles}:
+                owners.setdefault(key, []).append(dep.name)
+        return {key: sorted(names) for key, names in owners.items()
+                if len(names) > 1}
+
     @classmethod
     def from_dict(cls, data, path='device'):
         if not isinstance(data, dict):
@@ -170,7 +237,7 @@ class DeviceRecord:
                   % (', '.join(HEALTH_STATES), health))
         pci = data.get('pci_address')
         if pci is not None and (not isinstance(pci, str) or
-                                not PCI_ADDRESS_RE.match(pci)):
+                                not PCI_ADDRESS_RE.fullmatch(pci)):
             _fail(path + '.pci_address',
                   'must look like 0000:5e:00.0, got %r' % (pci,))
         deps = data.get('deployables') or []

@@ -34,7 +34,7 @@ from cyborg_lite.drivers import tools
 LOG = logging.getLogger(__name__)
 
 VENDOR = '0x10de'
-MIB_RE = re.compile(r'^([0-9]{1,9}) MiB$')
+MIB_RE = re.compile(r'([0-9]{1,9}) MiB')
 
 
 def _text(element, path):
@@ -48,7 +48,7 @@ def parse_mib(text, where):
     """'81920 MiB' -> 81920; 'N/A' or absent -> None; garbage -> error."""
     if text in (None, 'N/A', '[N/A]'):
         return None
-    match = MIB_RE.match(text)
+    match = MIB_RE.fullmatch(text)
     if not match:
         raise exception.HostDataError(where=where, reason='expected "<n> '
                                       'MiB", got %r' % text[:40])
@@ -143,7 +143,7 @@ def _pgpu(address, memory, traits):
 def _board_info(gpu):
     info = {'vendor_id': VENDOR}
     device_id = _text(gpu, 'pci/pci_device_id') or ''
-    if re.match(r'^(0x)?[0-9a-fA-F]{8}$', device_id):
+    if re.fullmatch(r'(0x)?[0-9a-fA-F]{8}', device_id):
         info['device_id'] = '0x%04x' % (int(device_id, 16) >> 16)
     return info
 

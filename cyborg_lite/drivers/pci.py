@@ -91,7 +91,7 @@ class PciDriver(base.Driver, base.DiscoveryInterface):
                                         % (self.devices_dir, e))
         records = []
         for address in addresses:
-            if not sysfs.PCI_ADDRESS_RE.match(address):
+            if not sysfs.PCI_ADDRESS_RE.fullmatch(address):
                 continue
             try:
                 record = self._record(os.path.join(self.devices_dir,
