@@ -34,6 +34,13 @@ FAKE_OPTS = [
                regex=_HEX32,
                help='AFU id loaded in every simulated region when the '
                     'simulated tree is first created.'),
+    cfg.BoolOpt('sriov', default=False,
+                help='Expose each simulated port through its own SR-IOV '
+                     'virtual function (sriov_numvfs, virtfnN and physfn '
+                     'links as on an Intel PAC), so every region has its '
+                     'own attach handle. When false, all regions of a card '
+                     'are reached through its physical function and share '
+                     'it as attach handle.'),
     cfg.StrOpt('state_dir', default='$state_path/fake_fpga',
                help='Directory holding the simulated sysfs and /dev trees; '
                     'created when missing, kept across restarts so '

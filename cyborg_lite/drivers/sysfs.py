@@ -123,18 +123,26 @@ def pci_attach_info(address):
             'function': function}
 
 
-def virtual_functions(pf_dir):
-    """PCI addresses of the PF's VFs, in virtfnN order (N numeric)."""
+def virtual_function_dirs(pf_dir):
+    """Real directories of the PF's VFs, in virtfnN order (N numeric).
+
+    The kernel links ``<PF>/virtfnN`` to VF number N (sysfs-bus-pci ABI);
+    a link that does not end in a PCI function is ignored.
+    """
     found = []
     for name in list_dir(pf_dir):
         match = re.fullmatch(r'virtfn([0-9]+)', name)
         if not match:
             continue
-        address = os.path.basename(os.path.realpath(
-            os.path.join(pf_dir, name)))
-        if PCI_ADDRESS_RE.fullmatch(address):
-            found.append((int(match.group(1)), address))
-    return [address for _, address in sorted(found)]
+        real = os.path.realpath(os.path.join(pf_dir, name))
+        if PCI_ADDRESS_RE.fullmatch(os.path.basename(real)):
+            found.append((int(match.group(1)), real))
+    return [real for _, real in sorted(found)]
+
+
+def virtual_functions(pf_dir):
+    """PCI addresses of the PF's VFs, in virtfnN order (N numeric)."""
+    return [os.path.basename(d) for d in virtual_function_dirs(pf_dir)]
 
 
 def list_dir(path):

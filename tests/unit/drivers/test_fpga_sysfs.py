@@ -3,6 +3,7 @@ import ctypes
 import errno
 import logging
 import os
+import shutil
 
 import pytest
 
@@ -18,6 +19,9 @@ NLB0 = 'd8424dc4a4a3c413f89e433683f9040b'
 NEW_AFU = '850adcc2e6a4433b9ee9a2bcd19c1d28'
 PAC_DIR = 'sys/devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0'
 PAC_REGION = PAC_DIR + '/fpga_region/region0'
+# The PAC's one port is exposed through its VF (SR-IOV on).
+PAC_VF_REGION = ('sys/devices/pci0000:5d/0000:5d:00.0/0000:5e:00.1/'
+                 'fpga_region/region5')
 D5005_REGION = ('sys/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0/'
                 'fpga_region/region2')
 
@@ -101,7 +105,7 @@ def test_this_machines_real_sys_does_not_crash(conf):
                                      '\xff\xfe garbage'])
 def test_garbage_afu_id_degrades_only_that_card(conf, dfl_host, content,
                                                 caplog):
-    path = dfl_host / PAC_REGION / 'dfl-port.0' / 'afu_id'
+    path = dfl_host / PAC_VF_REGION / 'dfl-port.0' / 'afu_id'
     path.write_bytes(content.encode('latin-1'))
     with caplog.at_level(logging.WARNING):
         records = _by_identity(_driver(conf, dfl_host).discover())
@@ -274,3 +278,20 @@ def test_unknown_target_is_a_programming_error(conf, dfl_host, make_gbs,
     image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
     with pytest.raises(exception.ProgrammingError, match=identity):
         _driver(conf, dfl_host).program(identity, region, image)
+
+
+def test_regions_behind_the_pf_are_reported_as_sharing_it(conf, dfl_host):
+    records = _by_identity(_driver(conf, dfl_host).discover())
+    [(key, names)] = records[D5005].shared_handles().items()
+    assert names == ['region0', 'region1']
+    assert records[PAC].shared_handles() == {}
+
+
+def test_a_vf_whose_port_is_not_visible_hides_only_that_region(conf,
+                                                              dfl_host):
+    # A VF passed through to a guest is bound to vfio-pci: the host sees
+    # no port on it until it comes back.
+    shutil.rmtree(dfl_host / PAC_VF_REGION / 'dfl-port.0')
+    pac = _by_identity(_driver(conf, dfl_host).discover())[PAC]
+    assert pac.deployables == []
+    assert pac.vendor_board_info['vfs'] == 1
