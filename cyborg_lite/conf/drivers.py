@@ -11,6 +11,9 @@ FPGA_SYSFS = cfg.OptGroup('fpga_sysfs',
 PCI = cfg.OptGroup('pci_driver', title='Generic PCI accelerator driver')
 NVIDIA = cfg.OptGroup('nvidia_driver', title='NVIDIA GPU driver')
 XILINX = cfg.OptGroup('xilinx_driver', title='Xilinx Alveo driver')
+SRIOV_NIC = cfg.OptGroup(
+    'sriov_nic_driver',
+    title='SR-IOV network-function accelerator (SmartNIC) driver')
 
 _HEX32 = r'^[0-9a-f]{32}$'
 
@@ -117,8 +120,37 @@ XILINX_OPTS = [
                     'fails.'),
 ]
 
+# <name>:<PF address>[|<PF address>...]; the driver checks each part.
+_MAPPING = r'^[^:|,\s]+:[0-9a-fA-F:.]+(\|[0-9a-fA-F:.]+)*\Z'
+
+SRIOV_NIC_OPTS = [
+    cfg.StrOpt('sysfs_root', default='/sys',
+               help='Root of the sysfs tree to read (bus/pci/devices).'),
+    cfg.ListOpt('physical_device_mappings', default=[],
+                item_type=cfg.types.String(regex=_MAPPING),
+                help='The network-function accelerators (SmartNIC physical '
+                     'functions) to report, as <physical_network>:<PF PCI '
+                     'address>[|<PF PCI address>...] entries, e.g. '
+                     'physnet1:0000:1b:00.0|0000:1b:00.1. Each PF\'s '
+                     'enabled SR-IOV VFs are offered as CUSTOM_NIC '
+                     'accelerators whose attach handles carry the '
+                     'physical network (what Nova passes to Neutron for a '
+                     'port of vnic type accelerator-direct). A PF may be '
+                     'in one entry only.'),
+    cfg.ListOpt('function_device_mappings', default=[],
+                item_type=cfg.types.String(regex=_MAPPING),
+                help='The network function each PF runs, as '
+                     '<function name>:<PF PCI address>[|...] entries, e.g. '
+                     'GTPv1:0000:1b:00.0. The function is reported as the '
+                     'deployable\'s function_name and as the trait '
+                     'CUSTOM_<FUNCTION NAME> a device profile can require. '
+                     'Every PF named here must also be in '
+                     'physical_device_mappings.'),
+]
+
 GROUPS = [(FAKE, FAKE_OPTS), (FPGA_SYSFS, FPGA_SYSFS_OPTS), (PCI, PCI_OPTS),
-          (NVIDIA, NVIDIA_OPTS), (XILINX, XILINX_OPTS)]
+          (NVIDIA, NVIDIA_OPTS), (XILINX, XILINX_OPTS),
+          (SRIOV_NIC, SRIOV_NIC_OPTS)]
 
 
 def register_opts(conf):

@@ -22,7 +22,7 @@ def test_enabled_drivers_load_by_name_with_their_name_set(conf):
 
 
 def test_every_shipped_driver_is_installed(conf):
-    names = ['fake', 'fpga_sysfs', 'pci', 'nvidia', 'xilinx']
+    names = ['fake', 'fpga_sysfs', 'pci', 'nvidia', 'xilinx', 'sriov_nic']
     assert sorted(loader.load_drivers(conf, names)) == sorted(names)
 
 
@@ -78,7 +78,7 @@ def test_object_that_is_no_driver_is_logged_and_skipped(conf, caplog,
 
 def test_capabilities_are_the_interfaces_a_driver_inherits(conf):
     drivers = loader.load_drivers(conf, ['fake', 'fpga_sysfs', 'pci',
-                                         'nvidia', 'xilinx'])
+                                         'nvidia', 'xilinx', 'sriov_nic'])
     programmers = sorted(name for name, d in drivers.items()
                          if isinstance(d, base.ProgrammingInterface))
     assert programmers == ['fake', 'fpga_sysfs']
