@@ -15,7 +15,7 @@ SRIOV_NIC = cfg.OptGroup(
     'sriov_nic_driver',
     title='SR-IOV network-function accelerator (SmartNIC) driver')
 
-_HEX32 = r'^[0-9a-f]{32}$'
+_HEX32 = r'^[0-9a-f]{32}\Z'
 
 FAKE_OPTS = [
     cfg.IntOpt('num_cards', default=2, min=0, max=64,
@@ -57,6 +57,20 @@ FAKE_OPTS = [
                 help='Failure injection for some regions only, as '
                      '<pci address>/<region name> entries, e.g. '
                      '0000:5e:00.0/region1.'),
+    cfg.FloatOpt('clean_delay', default=0.2, min=0, max=3600,
+                 help='Seconds a simulated cleaning (port reset, scrub) '
+                      'takes.'),
+    cfg.BoolOpt('fail_clean', default=False,
+                help='Failure injection: every cleaning fails after '
+                     'clean_delay, leaving the region as it was.'),
+    cfg.ListOpt('fail_clean_regions', default=[],
+                help='Cleaning failure injection for some regions only, '
+                     'as <pci address>/<region name> entries.'),
+    cfg.StrOpt('scrub_function_id', regex=_HEX32,
+               help='AFU id a cleaned region is left with, as if a scrub '
+                    'bitstream were programmed. Unset: cleaning only '
+                    'empties the simulated local memory (the port reset) '
+                    'and the loaded function stays.'),
 ]
 
 FPGA_SYSFS_OPTS = [
@@ -69,6 +83,15 @@ FPGA_SYSFS_OPTS = [
     cfg.IntOpt('local_memory_mb', default=0, min=0, max=1 << 30,
                help='Local memory per region in MiB. DFL sysfs does not '
                     'show the card memory, so it is configured.'),
+    cfg.ListOpt('scrub_bitstreams', default=[],
+                item_type=cfg.types.String(
+                    regex=r'^[0-9a-f]{32}:/[^,]+\Z'),
+                help='Scrub (blank) GBS images programmed into a region '
+                     'when it is cleaned between tenants, after the port '
+                     'reset, as <region interface id (compat_id, 32 '
+                     'lowercase hex digits)>:<absolute path> entries. A '
+                     'region whose interface id has no entry gets the port '
+                     'reset only.'),
 ]
 
 PCI_OPTS = [

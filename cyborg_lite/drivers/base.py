@@ -4,7 +4,8 @@ A driver is a ``Driver`` (what the loader instantiates) that also inherits
 one or more interfaces, each an ABC with typed abstract methods:
 
 * ``DiscoveryInterface`` - report the devices of this host;
-* ``ProgrammingInterface`` - load an image into a region, read it back.
+* ``ProgrammingInterface`` - load an image into a region, read it back;
+* ``CleaningInterface`` - wipe what one tenant left before the next.
 
 The agent asks what a driver can do with ``isinstance`` (e.g. only a
 ``ProgrammingInterface`` gets programming jobs), never by calling a method
@@ -74,5 +75,28 @@ class ProgrammingInterface(abc.ABC):
         """
 
 
+class CleaningInterface(abc.ABC):
+    """Secure cleanup of a deployable between two tenants."""
+
+    @abc.abstractmethod
+    def clean(self, identity: str, deployable_name: str) -> None:
+        """Leave one deployable with nothing a previous user can read.
+
+        ``identity`` is the device's (DeviceRecord.identity) and
+        ``deployable_name`` one of its deployables (DeployableRecord.name).
+        Called while nothing is attached to the deployable; the caller
+        keeps it out of scheduling until this returns. Blocking: a GPU
+        reset or a scrub bitstream takes seconds. Idempotent: cleaning a
+        clean deployable is harmless, so a caller that lost the answer
+        calls again. What was loaded may be gone afterwards (a scrub
+        image replaces it): the next discovery reports what is there.
+
+        :raises exception.CleaningError: the device or deployable is
+            unknown, this kind of deployable cannot be cleaned by the
+            driver, or the hardware or its tool refused; the deployable
+            must then stay out of service.
+        """
+
+
 #: Every interface a driver may implement, for the loader's sanity check.
-INTERFACES = (DiscoveryInterface, ProgrammingInterface)
+INTERFACES = (DiscoveryInterface, ProgrammingInterface, CleaningInterface)

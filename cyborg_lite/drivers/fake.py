@@ -15,6 +15,13 @@ the PF keeps the FME and has ``sriov_totalvfs``, ``sriov_numvfs`` and
 N in its own base region. Each region then has its own VF as attach
 handle; without it every region of a card is reached through the PF.
 
+Cleaning is simulated too: each region has a simulated local memory,
+the file ``<state_dir>/local_memory/dfl-port.N`` (kept outside the sysfs
+tree, which stays a copy of a real one; a test or a demo writes "tenant
+data" there). ``clean`` takes ``clean_delay`` seconds, honours its own
+failure injection, empties that memory (the port reset) and, with
+``scrub_function_id`` set, loads that function as a scrub image would.
+
 Function id of an image: the id its header declares (GBS
 accelerator-type-uuid, xclbin uuid, via cyborg_lite.common.
 bitstream_formats); for a headerless image, by convention, the first 32
@@ -217,7 +224,7 @@ def image_function_id(image_path, region_type):
 
 
 class FakeDriver(base.Driver, base.DiscoveryInterface,
-                 base.ProgrammingInterface):
+                 base.ProgrammingInterface, base.CleaningInterface):
     """Simulated DFL cards; programs for real in the simulated tree."""
 
     def __init__(self, conf):
@@ -230,6 +237,10 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         self.program_delay = group.program_delay
         self.fail_program = group.fail_program
         self.fail_regions = set(group.fail_program_regions)
+        self.clean_delay = group.clean_delay
+        self.fail_clean = group.fail_clean
+        self.fail_clean_regions = set(group.fail_clean_regions)
+        self.scrub_function_id = group.scrub_function_id
 
     def _ensure_tree(self):
         try:
@@ -267,6 +278,37 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
                      function_id + '\n')
         LOG.info('Simulated programming of %s %s: AFU %s', identity,
                  region_name, function_id)
+
+    def clean(self, identity, deployable_name):
+        self._ensure_tree()
+        try:
+            _card, port = dfl.find_port(self.tree.sys, identity,
+                                        deployable_name)
+        except exception.DriverError as e:
+            raise exception.CleaningError(reason=e.format_message())
+        time.sleep(self.clean_delay)
+        if self.fail_clean or '%s/%s' % (
+                identity, deployable_name) in self.fail_clean_regions:
+            raise exception.CleaningError(
+                reason='simulated failure cleaning %s %s (failure '
+                       'injection)' % (identity, deployable_name))
+        atomic_write(self._memory_path(port), '')
+        if self.scrub_function_id:
+            atomic_write(os.path.join(port.port_dir, 'afu_id'),
+                         self.scrub_function_id + '\n')
+        LOG.info('Simulated cleaning of %s %s', identity, deployable_name)
+
+    def local_memory_path(self, identity, region_name):
+        """The file standing for a region's on-card memory."""
+        self._ensure_tree()
+        _card, port = dfl.find_port(self.tree.sys, identity, region_name)
+        return self._memory_path(port)
+
+    def _memory_path(self, port):
+        path = os.path.join(self.tree.root, 'local_memory',
+                            os.path.basename(port.port_dir))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return path
 
     def _fails(self, identity, region_name):
         return self.fail_program or \

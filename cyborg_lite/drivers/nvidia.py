@@ -18,6 +18,10 @@ available_instances,device_api} (as Cyborg's nvidia driver reads them).
 A GPU is offered one way at a time: as MIG instances when MIG is on, as
 vGPU types when the host driver publishes them, else whole (``pgpu``).
 Offering both would let a scheduler place two workloads on one card.
+
+Cleaning between tenants (GPU reset, MIG instances destroyed and made
+again) is in drivers/nvidia_cleaning.py. Every nvidia-smi run goes
+through ``self.run_tool`` (tools.run_tool), the one injectable edge.
 """
 import collections
 import logging
@@ -27,6 +31,7 @@ import re
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
+from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import tools
@@ -190,7 +195,8 @@ def parse_nvidia_smi(data, sysfs_root):
     return records
 
 
-class NvidiaDriver(base.Driver, base.DiscoveryInterface):
+class NvidiaDriver(base.Driver, base.DiscoveryInterface,
+                   base.CleaningInterface):
     """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
 
     def __init__(self, conf):
@@ -199,6 +205,12 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface):
         self.nvidia_smi_path = group.nvidia_smi_path
         self.timeout = group.timeout
         self.sysfs_root = group.sysfs_root
+        # The tool edge: run_tool(driver name, argv, timeout) -> stdout.
+        self.run_tool = tools.run_tool
+
+    @property
+    def _name(self):
+        return self.name or 'nvidia'
 
     def discover(self):
         tool = tools.find_tool(self.nvidia_smi_path)
@@ -206,10 +218,55 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface):
             LOG.info('%s not found: no NVIDIA GPUs on this host',
                      self.nvidia_smi_path)
             return []
-        output = tools.run_tool(self.name or 'nvidia', [tool, '-q', '-x'],
-                                self.timeout)
+        return self._scan(tool)
+
+    def _scan(self, tool):
+        output = self.run_tool(self._name, [tool, '-q', '-x'], self.timeout)
         try:
             return parse_nvidia_smi(output, self.sysfs_root)
         except exception.HostDataError as e:
-            raise exception.DriverError(driver=self.name or 'nvidia',
+            raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
+
+    def clean(self, identity, deployable_name):
+        tool = tools.find_tool(self.nvidia_smi_path)
+        if tool is None:
+            raise exception.CleaningError(
+                reason='%s not found: cannot clean %s'
+                % (self.nvidia_smi_path, identity))
+        try:
+            deployable = self._deployable(tool, identity, deployable_name)
+            for argv in self._clean_commands(tool, identity, deployable):
+                self.run_tool(self._name, argv, self.timeout)
+        except exception.DriverError as e:
+            raise exception.CleaningError(reason=e.format_message())
+        LOG.info('Cleaned GPU %s %s', identity, deployable_name)
+
+    def _deployable(self, tool, identity, deployable_name):
+        for record in self._scan(tool):
+            if record.identity != identity:
+                continue
+            for deployable in record.deployables:
+                if deployable.name == deployable_name:
+                    return deployable
+            raise exception.CleaningError(
+                reason='GPU %s has no deployable %s (it has %s)' % (
+                    identity, deployable_name,
+                    ', '.join(d.name for d in record.deployables)))
+        raise exception.CleaningError(reason='no NVIDIA GPU %s on this '
+                                             'host' % identity)
+
+    def _clean_commands(self, tool, identity, deployable):
+        if deployable.resource_class == 'PGPU':
+            return nvidia_cleaning.reset_commands(tool, identity)
+        if deployable.name.startswith('mig_'):
+            ids = nvidia_cleaning.instance_ids(deployable)
+            profiles = nvidia_cleaning.parse_gpu_instances(self.run_tool(
+                self._name, [tool, 'mig', '-lgi', '-i', identity],
+                self.timeout))
+            return nvidia_cleaning.mig_commands(tool, identity, ids,
+                                                profiles)
+        raise exception.CleaningError(
+            reason='%s of GPU %s is a vGPU type; its instances are '
+                   'cleaned by the vGPU manager, not by this driver'
+            % (deployable.name, identity))

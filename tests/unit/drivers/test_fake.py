@@ -6,6 +6,7 @@ import pytest
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
 from cyborg_lite.drivers import fake
 
 TYPE_A = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
@@ -219,3 +220,75 @@ def test_switching_sriov_rebuilds_the_tree(fake_conf):
     _driver(fake_conf).discover()
     records = _driver(fake_conf, sriov=True).discover()
     assert records[0].shared_handles() == {}
+
+
+# --- cleaning ---------------------------------------------------------------
+
+SCRUB = '00000000000000000000000000000000'
+
+
+def test_clean_wipes_the_regions_local_memory(fake_conf):
+    driver = _driver(fake_conf, clean_delay=0)
+    memory = driver.local_memory_path(CARD0, 'region1')
+    with open(memory, 'w') as f:
+        f.write('tenant secrets')
+    other = driver.local_memory_path(CARD0, 'region0')
+    with open(other, 'w') as f:
+        f.write('neighbour data')
+    driver.clean(CARD0, 'region1')
+    with open(memory) as f:
+        assert f.read() == ''
+    with open(other) as f:
+        assert f.read() == 'neighbour data'
+    # without a scrub function the loaded one stays
+    assert driver.loaded_function(CARD0, 'region1') == INITIAL
+    assert isinstance(driver, base.CleaningInterface)
+
+
+def test_clean_loads_the_scrub_function_when_configured(fake_conf,
+                                                        make_gbs):
+    driver = _driver(fake_conf, clean_delay=0, scrub_function_id=SCRUB)
+    driver.program(CARD1, 'region0', make_gbs(
+        '9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU))
+    driver.clean(CARD1, 'region0')
+    assert driver.loaded_function(CARD1, 'region0') == SCRUB
+    assert driver.loaded_function(CARD1, 'region1') == INITIAL
+    [card1] = [r for r in driver.discover() if r.identity == CARD1]
+    assert card1.deployables[0].function_id == SCRUB
+
+
+def test_clean_is_idempotent_and_works_behind_vfs(fake_conf):
+    driver = _driver(fake_conf, clean_delay=0, sriov=True,
+                     scrub_function_id=SCRUB)
+    driver.clean(CARD0, 'region1')
+    driver.clean(CARD0, 'region1')
+    assert driver.loaded_function(CARD0, 'region1') == SCRUB
+
+
+@pytest.mark.parametrize('overrides', [
+    {'fail_clean': True},
+    {'fail_clean_regions': ['%s/region0' % CARD0]}])
+def test_clean_failure_injection_leaves_the_region_dirty(fake_conf,
+                                                         overrides):
+    driver = _driver(fake_conf, clean_delay=0, scrub_function_id=SCRUB,
+                     **overrides)
+    memory = driver.local_memory_path(CARD0, 'region0')
+    with open(memory, 'w') as f:
+        f.write('tenant secrets')
+    with pytest.raises(exception.CleaningError, match='simulated'):
+        driver.clean(CARD0, 'region0')
+    with open(memory) as f:
+        assert f.read() == 'tenant secrets'
+    assert driver.loaded_function(CARD0, 'region0') == INITIAL
+
+
+def test_clean_takes_the_configured_delay(fake_conf, monkeypatch):
+    slept = []
+    monkeypatch.setattr(fake.time, 'sleep', slept.append)
+    _driver(fake_conf, clean_delay=7.5).clean(CARD0, 'region0')
+    assert slept == [7.5]
+
+
+def test_cleaning_an_unknown_region_is_a_cleaning_error(fake_conf):
+    with pytest.raises(exception.CleaningError, match='region9'):
+        _driver(fake_conf).clean(CARD0, 'region9')

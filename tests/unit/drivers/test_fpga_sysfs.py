@@ -9,6 +9,7 @@ import pytest
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
 from cyborg_lite.drivers import fpga_sysfs
 
 PAC = '0000:5e:00.0'
@@ -287,11 +288,121 @@ def test_regions_behind_the_pf_are_reported_as_sharing_it(conf, dfl_host):
     assert records[PAC].shared_handles() == {}
 
 
-def test_a_vf_whose_port_is_not_visible_hides_only_that_region(conf,
-                                                              dfl_host):
+def test_a_vf_whose_port_is_not_visible_hides_only_that_region(
+        conf, dfl_host):
     # A VF passed through to a guest is bound to vfio-pci: the host sees
     # no port on it until it comes back.
     shutil.rmtree(dfl_host / PAC_VF_REGION / 'dfl-port.0')
     pac = _by_identity(_driver(conf, dfl_host).discover())[PAC]
     assert pac.deployables == []
     assert pac.vendor_board_info['vfs'] == 1
+
+
+# --- cleaning between tenants -------------------------------------------
+
+class FakeCard:
+    """Stands in for the kernel at the ioctl edge: records every call;
+    a port reset succeeds (or fails with ``reset_error``), a PR loads
+    ``pr_loads`` into ``afu_path``."""
+
+    def __init__(self, afu_path=None, pr_loads=None, reset_error=None):
+        self.calls = []
+        self.afu_path, self.pr_loads = afu_path, pr_loads
+        self.reset_error = reset_error
+
+    def __call__(self, fd, request, arg=0):
+        call = {'fd_target': os.readlink('/proc/self/fd/%d' % fd),
+                'request': request}
+        if request == fpga_sysfs.DFL_FPGA_FME_PORT_PR:
+            call['port_id'] = fpga_sysfs.PORT_PR_ARGS.unpack(arg)[2]
+        else:
+            call['arg'] = arg
+        self.calls.append(call)
+        if request == fpga_sysfs.DFL_FPGA_PORT_RESET and self.reset_error:
+            raise OSError(self.reset_error, os.strerror(self.reset_error))
+        if request == fpga_sysfs.DFL_FPGA_FME_PORT_PR and self.pr_loads:
+            self.afu_path.write_text(self.pr_loads + '\n')
+        return 0
+
+
+@pytest.mark.parametrize('identity,region,port_dev', [
+    (PAC, 'region0', 'dfl-port.0'),        # port behind its VF
+    (D5005, 'region1', 'dfl-port.2')])     # port behind the PF
+def test_clean_resets_the_port_through_its_device(conf, dfl_host, identity,
+                                                  region, port_dev):
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()
+    driver.clean(identity, region)
+    assert driver.ioctl.calls == [{
+        'fd_target': str(dfl_host / 'dev' / port_dev),
+        'request': 0xB640, 'arg': 0}]
+    assert isinstance(driver, base.CleaningInterface)
+
+
+def test_clean_programs_the_scrub_image_of_the_region_type(
+        conf, dfl_host, make_gbs):
+    scrub = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NLB0,
+                     filename='blank.gbs')
+    conf.set_override('scrub_bitstreams', ['%s:%s' % (COMPAT_D5005, scrub)],
+                      group='fpga_sysfs')
+    driver = _driver(conf, dfl_host)
+    afu = dfl_host / D5005_REGION / 'dfl-port.2' / 'afu_id'
+    driver.ioctl = FakeCard(afu, pr_loads=NLB0)
+    assert driver.loaded_function(D5005, 'region1') == NEW_AFU
+    driver.clean(D5005, 'region1')
+    assert [c['request'] for c in driver.ioctl.calls] == [0xB640, 0xB680]
+    assert driver.ioctl.calls[1]['port_id'] == 1
+    assert driver.ioctl.calls[1]['fd_target'] == str(
+        dfl_host / 'dev' / 'dfl-fme.1')
+    assert driver.loaded_function(D5005, 'region1') == NLB0
+
+
+def test_a_region_without_a_scrub_image_gets_the_reset_only(
+        conf, dfl_host, make_gbs):
+    scrub = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NLB0)
+    conf.set_override('scrub_bitstreams', ['%s:%s' % (COMPAT_D5005, scrub)],
+                      group='fpga_sysfs')
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()
+    driver.clean(PAC, 'region0')
+    assert [c['request'] for c in driver.ioctl.calls] == [0xB640]
+
+
+def test_a_failed_scrub_is_a_cleaning_error(conf, dfl_host, make_gbs):
+    scrub = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NLB0)
+    conf.set_override('scrub_bitstreams', ['%s:%s' % (COMPAT_D5005, scrub)],
+                      group='fpga_sysfs')
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()   # the PR "succeeds" but loads nothing
+    with pytest.raises(exception.CleaningError, match='scrub image'):
+        driver.clean(D5005, 'region0')
+
+
+def test_a_refused_port_reset_is_a_cleaning_error(conf, dfl_host):
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard(reset_error=errno.EBUSY)
+    with pytest.raises(exception.CleaningError, match='DFL_FPGA_PORT_RESET'):
+        driver.clean(PAC, 'region0')
+
+
+@pytest.mark.parametrize('identity,region', [
+    ('0000:01:00.0', 'region0'), (PAC, 'region7')])
+def test_cleaning_an_unknown_region_touches_nothing(conf, dfl_host,
+                                                    identity, region):
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()
+    with pytest.raises(exception.CleaningError, match=identity):
+        driver.clean(identity, region)
+    assert driver.ioctl.calls == []
+
+
+def test_scrub_entries_are_checked(conf, dfl_host):
+    with pytest.raises(ValueError):
+        conf.set_override('scrub_bitstreams', ['%s:relative.gbs'
+                                               % COMPAT_PAC],
+                          group='fpga_sysfs')
+    conf.set_override('scrub_bitstreams', ['%s:/a.gbs' % COMPAT_PAC,
+                                           '%s:/b.gbs' % COMPAT_PAC],
+                      group='fpga_sysfs')
+    with pytest.raises(exception.ConfigError, match='twice'):
+        _driver(conf, dfl_host)

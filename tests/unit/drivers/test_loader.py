@@ -82,5 +82,8 @@ def test_capabilities_are_the_interfaces_a_driver_inherits(conf):
     programmers = sorted(name for name, d in drivers.items()
                          if isinstance(d, base.ProgrammingInterface))
     assert programmers == ['fake', 'fpga_sysfs']
+    cleaners = sorted(name for name, d in drivers.items()
+                      if isinstance(d, base.CleaningInterface))
+    assert cleaners == ['fake', 'fpga_sysfs', 'nvidia']
     assert all(isinstance(d, base.DiscoveryInterface)
                for d in drivers.values())
