@@ -37,6 +37,7 @@ from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conf import CONF
+from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
 
 LOG = logging.getLogger(__name__)
@@ -148,6 +149,8 @@ class AgentManager(rpc_loop.RpcLoop):
         """One entry per driver; a failing driver never stops the others."""
         entries = []
         for driver in self.drivers:
+            if not isinstance(driver, base.DiscoveryInterface):
+                continue
             try:
                 devices = [record.to_dict() for record in driver.discover()]
                 entries.append(driver_entry(driver.name, devices))

@@ -39,6 +39,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import image_store
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
+from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
@@ -256,7 +257,7 @@ class JobRunner:
     def _run(self, key, job):
         try:
             driver = self.drivers.get(job.get('driver'))
-            if driver is None or not driver.programmable:
+            if not isinstance(driver, base.ProgrammingInterface):
                 self._fail_unrunnable(job)
                 return
             state, detail = run_job(

@@ -76,6 +76,11 @@ class ProgrammingError(CyborgLiteException):
     msg_fmt = 'Programming failed: %(reason)s'
 
 
+class CleaningError(CyborgLiteException):
+    """Wiping a deployable between tenants failed or is not possible."""
+    msg_fmt = 'Cleaning failed: %(reason)s'
+
+
 # --- bitstreams (helper) ---------------------------------------------------
 
 class InvalidBitstream(Invalid):

@@ -27,11 +27,11 @@ import re
 from oslo_log import log as logging
 
 from cyborg_lite.common import canonical_json
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import inventory
-from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def _validate_entry(hostname, entry, index):
     records = []
     for i, data in enumerate(devices):
         try:
-            record = base.DeviceRecord.from_dict(
+            record = device_records.DeviceRecord.from_dict(
                 data, '%s(%s).devices[%d]' % (path, driver, i))
         except exception.Invalid as exc:
             raise _invalid(hostname, exc.kwargs.get('reason', str(exc)))

@@ -11,8 +11,11 @@ FPGA_SYSFS = cfg.OptGroup('fpga_sysfs',
 PCI = cfg.OptGroup('pci_driver', title='Generic PCI accelerator driver')
 NVIDIA = cfg.OptGroup('nvidia_driver', title='NVIDIA GPU driver')
 XILINX = cfg.OptGroup('xilinx_driver', title='Xilinx Alveo driver')
+SRIOV_NIC = cfg.OptGroup(
+    'sriov_nic_driver',
+    title='SR-IOV network-function accelerator (SmartNIC) driver')
 
-_HEX32 = r'^[0-9a-f]{32}$'
+_HEX32 = r'^[0-9a-f]{32}\Z'
 
 FAKE_OPTS = [
     cfg.IntOpt('num_cards', default=2, min=0, max=64,
@@ -34,6 +37,13 @@ FAKE_OPTS = [
                regex=_HEX32,
                help='AFU id loaded in every simulated region when the '
                     'simulated tree is first created.'),
+    cfg.BoolOpt('sriov', default=False,
+                help='Expose each simulated port through its own SR-IOV '
+                     'virtual function (sriov_numvfs, virtfnN and physfn '
+                     'links as on an Intel PAC), so every region has its '
+                     'own attach handle. When false, all regions of a card '
+                     'are reached through its physical function and share '
+                     'it as attach handle.'),
     cfg.StrOpt('state_dir', default='$state_path/fake_fpga',
                help='Directory holding the simulated sysfs and /dev trees; '
                     'created when missing, kept across restarts so '
@@ -47,6 +57,20 @@ FAKE_OPTS = [
                 help='Failure injection for some regions only, as '
                      '<pci address>/<region name> entries, e.g. '
                      '0000:5e:00.0/region1.'),
+    cfg.FloatOpt('clean_delay', default=0.2, min=0, max=3600,
+                 help='Seconds a simulated cleaning (port reset, scrub) '
+                      'takes.'),
+    cfg.BoolOpt('fail_clean', default=False,
+                help='Failure injection: every cleaning fails after '
+                     'clean_delay, leaving the region as it was.'),
+    cfg.ListOpt('fail_clean_regions', default=[],
+                help='Cleaning failure injection for some regions only, '
+                     'as <pci address>/<region name> entries.'),
+    cfg.StrOpt('scrub_function_id', regex=_HEX32,
+               help='AFU id a cleaned region is left with, as if a scrub '
+                    'bitstream were programmed. Unset: cleaning only '
+                    'empties the simulated local memory (the port reset) '
+                    'and the loaded function stays.'),
 ]
 
 FPGA_SYSFS_OPTS = [
@@ -59,6 +83,15 @@ FPGA_SYSFS_OPTS = [
     cfg.IntOpt('local_memory_mb', default=0, min=0, max=1 << 30,
                help='Local memory per region in MiB. DFL sysfs does not '
                     'show the card memory, so it is configured.'),
+    cfg.ListOpt('scrub_bitstreams', default=[],
+                item_type=cfg.types.String(
+                    regex=r'^[0-9a-f]{32}:/[^,]+\Z'),
+                help='Scrub (blank) GBS images programmed into a region '
+                     'when it is cleaned between tenants, after the port '
+                     'reset, as <region interface id (compat_id, 32 '
+                     'lowercase hex digits)>:<absolute path> entries. A '
+                     'region whose interface id has no entry gets the port '
+                     'reset only.'),
 ]
 
 PCI_OPTS = [
@@ -110,8 +143,37 @@ XILINX_OPTS = [
                     'fails.'),
 ]
 
+# <name>:<PF address>[|<PF address>...]; the driver checks each part.
+_MAPPING = r'^[^:|,\s]+:[0-9a-fA-F:.]+(\|[0-9a-fA-F:.]+)*\Z'
+
+SRIOV_NIC_OPTS = [
+    cfg.StrOpt('sysfs_root', default='/sys',
+               help='Root of the sysfs tree to read (bus/pci/devices).'),
+    cfg.ListOpt('physical_device_mappings', default=[],
+                item_type=cfg.types.String(regex=_MAPPING),
+                help='The network-function accelerators (SmartNIC physical '
+                     'functions) to report, as <physical_network>:<PF PCI '
+                     'address>[|<PF PCI address>...] entries, e.g. '
+                     'physnet1:0000:1b:00.0|0000:1b:00.1. Each PF\'s '
+                     'enabled SR-IOV VFs are offered as CUSTOM_NIC '
+                     'accelerators whose attach handles carry the '
+                     'physical network (what Nova passes to Neutron for a '
+                     'port of vnic type accelerator-direct). A PF may be '
+                     'in one entry only.'),
+    cfg.ListOpt('function_device_mappings', default=[],
+                item_type=cfg.types.String(regex=_MAPPING),
+                help='The network function each PF runs, as '
+                     '<function name>:<PF PCI address>[|...] entries, e.g. '
+                     'GTPv1:0000:1b:00.0. The function is reported as the '
+                     'deployable\'s function_name and as the trait '
+                     'CUSTOM_<FUNCTION NAME> a device profile can require. '
+                     'Every PF named here must also be in '
+                     'physical_device_mappings.'),
+]
+
 GROUPS = [(FAKE, FAKE_OPTS), (FPGA_SYSFS, FPGA_SYSFS_OPTS), (PCI, PCI_OPTS),
-          (NVIDIA, NVIDIA_OPTS), (XILINX, XILINX_OPTS)]
+          (NVIDIA, NVIDIA_OPTS), (XILINX, XILINX_OPTS),
+          (SRIOV_NIC, SRIOV_NIC_OPTS)]
 
 
 def register_opts(conf):

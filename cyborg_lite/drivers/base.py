@@ -1,196 +1,24 @@
-"""The driver contract: one small ABC and the plain records it returns.
+"""The driver contract: a base class and the interfaces a driver opts into.
 
-A driver turns what a host really shows (sysfs trees, tool output) into
-``DeviceRecord`` objects and programs regions. Drivers know nothing of the
-database, RPC or Placement. Records cross RPC as plain dicts (``to_dict`` /
-``from_dict``); ``from_dict`` validates, so a malformed report from a peer
-is refused with ``exception.Invalid`` naming the field.
+A driver is a ``Driver`` (what the loader instantiates) that also inherits
+one or more interfaces, each an ABC with typed abstract methods:
+
+* ``DiscoveryInterface`` - report the devices of this host;
+* ``ProgrammingInterface`` - load an image into a region, read it back;
+* ``CleaningInterface`` - wipe what one tenant left before the next.
+
+The agent asks what a driver can do with ``isinstance`` (e.g. only a
+``ProgrammingInterface`` gets programming jobs), never by calling a method
+and catching an error. Drivers know nothing of the database, RPC or
+Placement; what they report is the records of
+``cyborg_lite.common.device_records``.
 """
 import abc
-import dataclasses
-import re
 
-from cyborg_lite.common import exception
-
-DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
-                'NVME')
-HEALTH_STATES = ('healthy', 'degraded', 'unhealthy')
-ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
-PCI_ADDRESS_RE = re.compile(
-    r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
-# Upper bound for any memory figure a report may carry (1 PiB in MiB).
-MAX_MEMORY_MB = 1 << 30
-MAX_ACCELERATORS = 4096
+from cyborg_lite.common import device_records
 
 
-def _fail(field, reason):
-    raise exception.Invalid(reason='%s: %s' % (field, reason))
-
-
-def _require_str(obj, field, path, allow_none=False, max_len=255):
-    value = obj.get(field)
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, str) or not value or len(value) > max_len:
-        _fail('%s.%s' % (path, field),
-              'must be a non-empty string of at most %d characters, got %r'
-              % (max_len, value))
-    return value
-
-
-def _require_int(obj, field, path, low, high, default=None):
-    value = obj.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, int) or \
-            not low <= value <= high:
-        _fail('%s.%s' % (path, field),
-              'must be an integer from %d to %d, got %r' % (low, high, value))
-    return value
-
-
-def _str_dict(obj, field, path):
-    value = obj.get(field) or {}
-    if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, (str, int, float, bool))
-            for k, v in value.items()):
-        _fail('%s.%s' % (path, field), 'must be a flat object of scalars')
-    return dict(value)
-
-
-@dataclasses.dataclass
-class AttachHandleRecord:
-    """What a workload attaches: a PCI function (VF/PF) or an mdev."""
-    attach_type: str
-    # PCI: {"domain": "0000", "bus": "5e", "device": "00", "function": "1"}
-    # MDEV: {"mdev_type": "nvidia-35", "uuid": "..."(once created)}
-    attach_info: dict
-
-    @classmethod
-    def from_dict(cls, data, path='attach_handle'):
-        if not isinstance(data, dict):
-            _fail(path, 'must be an object')
-        attach_type = data.get('attach_type')
-        if attach_type not in ATTACH_TYPES:
-            _fail(path + '.attach_type', 'must be one of %s, got %r'
-                  % (', '.join(ATTACH_TYPES), attach_type))
-        return cls(attach_type=attach_type,
-                   attach_info=_str_dict(data, 'attach_info', path))
-
-
-@dataclasses.dataclass
-class DeployableRecord:
-    """A schedulable part of a device: an FPGA region, a GPU, a vGPU type.
-
-    ``name`` is unique within its device (``region0``, ``pgpu``,
-    ``vgpu_nvidia-35``); the conductor makes the global name from it.
-    """
-    name: str
-    resource_class: str
-    num_accelerators: int = 1
-    region_type: str | None = None
-    function_id: str | None = None
-    function_name: str | None = None
-    local_memory_mb: int = 0
-    traits: list = dataclasses.field(default_factory=list)
-    attributes: dict = dataclasses.field(default_factory=dict)
-    attach_handles: list = dataclasses.field(default_factory=list)
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data, path='deployable'):
-        if not isinstance(data, dict):
-            _fail(path, 'must be an object')
-        traits = data.get('traits') or []
-        if not isinstance(traits, list) or not all(
-                isinstance(t, str) and t for t in traits):
-            _fail(path + '.traits', 'must be a list of strings')
-        handles = data.get('attach_handles') or []
-        if not isinstance(handles, list):
-            _fail(path + '.attach_handles', 'must be a list')
-        return cls(
-            name=_require_str(data, 'name', path),
-            resource_class=_require_str(data, 'resource_class', path),
-            num_accelerators=_require_int(data, 'num_accelerators', path,
-                                          0, MAX_ACCELERATORS, default=1),
-            region_type=_require_str(data, 'region_type', path,
-                                     allow_none=True),
-            function_id=_require_str(data, 'function_id', path,
-                                     allow_none=True, max_len=64),
-            function_name=_require_str(data, 'function_name', path,
-                                       allow_none=True),
-            local_memory_mb=_require_int(data, 'local_memory_mb', path,
-                                         0, MAX_MEMORY_MB, default=0),
-            traits=list(traits),
-            attributes=_str_dict(data, 'attributes', path),
-            attach_handles=[
-                AttachHandleRecord.from_dict(h, '%s.attach_handles[%d]'
-                                             % (path, i))
-                for i, h in enumerate(handles)],
-        )
-
-
-@dataclasses.dataclass
-class DeviceRecord:
-    """One physical card as a driver sees it.
-
-    ``identity`` is stable across scans and reboots (the PCI address for
-    PCI cards), so reordered or renamed sysfs nodes are not new devices.
-    """
-    type: str
-    vendor: str
-    model: str
-    identity: str
-    pci_address: str | None = None
-    health: str = 'healthy'
-    std_board_info: dict = dataclasses.field(default_factory=dict)
-    vendor_board_info: dict = dataclasses.field(default_factory=dict)
-    deployables: list = dataclasses.field(default_factory=list)
-
-    def to_dict(self):
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data, path='device'):
-        if not isinstance(data, dict):
-            _fail(path, 'must be an object')
-        dev_type = data.get('type')
-        if dev_type not in DEVICE_TYPES:
-            _fail(path + '.type', 'must be one of %s, got %r'
-                  % (', '.join(DEVICE_TYPES), dev_type))
-        health = data.get('health', 'healthy')
-        if health not in HEALTH_STATES:
-            _fail(path + '.health', 'must be one of %s, got %r'
-                  % (', '.join(HEALTH_STATES), health))
-        pci = data.get('pci_address')
-        if pci is not None and (not isinstance(pci, str) or
-                                not PCI_ADDRESS_RE.match(pci)):
-            _fail(path + '.pci_address',
-                  'must look like 0000:5e:00.0, got %r' % (pci,))
-        deps = data.get('deployables') or []
-        if not isinstance(deps, list):
-            _fail(path + '.deployables', 'must be a list')
-        record = cls(
-            type=dev_type,
-            vendor=_require_str(data, 'vendor', path),
-            model=_require_str(data, 'model', path),
-            identity=_require_str(data, 'identity', path),
-            pci_address=pci,
-            health=health,
-            std_board_info=_str_dict(data, 'std_board_info', path),
-            vendor_board_info=_str_dict(data, 'vendor_board_info', path),
-            deployables=[DeployableRecord.from_dict(
-                d, '%s.deployables[%d]' % (path, i))
-                for i, d in enumerate(deps)],
-        )
-        names = [d.name for d in record.deployables]
-        if len(names) != len(set(names)):
-            _fail(path + '.deployables', 'duplicate deployable names %s'
-                  % sorted({n for n in names if names.count(n) > 1}))
-        return record
-
-
-class Driver(abc.ABC):
+class Driver:
     """Base of every driver loaded from the ``cyborg_lite.drivers`` group.
 
     Subclasses read their options from ``conf`` (a ConfigOpts) in
@@ -199,34 +27,76 @@ class Driver(abc.ABC):
 
     #: entry-point name, set by the agent's loader.
     name = None
-    #: whether ``program`` is implemented.
-    programmable = False
 
     def __init__(self, conf):
         self.conf = conf
 
+
+class DiscoveryInterface(abc.ABC):
+    """Reports what the host has."""
+
     @abc.abstractmethod
-    def discover(self):
+    def discover(self) -> list[device_records.DeviceRecord]:
         """Return the list of DeviceRecord this host has now.
 
-        Finding nothing is a valid answer (an empty list). Raises
-        exception.DriverError when the scan itself failed, so the caller
-        keeps what this driver reported last instead of deleting it.
+        Finding nothing is a valid answer (an empty list).
+
+        :raises exception.DriverError: the scan itself failed, so the
+            caller keeps what this driver reported last instead of
+            deleting it.
         """
 
-    def program(self, identity, region_name, image_path):
+
+class ProgrammingInterface(abc.ABC):
+    """Loads images (bitstreams) into regions and reads back what is there."""
+
+    @abc.abstractmethod
+    def program(self, identity: str, region_name: str,
+                image_path: str) -> None:
         """Load the image at ``image_path`` into one region of one device.
 
         ``image_path`` is the bitstream file as stored (with its header, if
         the format has one); the driver strips what the hardware does not
-        take. Raises exception.ProgrammingError on failure.
-        """
-        raise exception.ProgrammingError(
-            reason='driver %s cannot program devices' % self.name)
+        take.
 
-    def loaded_function(self, identity, region_name):
+        :raises exception.ProgrammingError: the device or region is
+            unknown, the image does not fit the region, or the hardware
+            refused it.
+        """
+
+    @abc.abstractmethod
+    def loaded_function(self, identity: str, region_name: str) -> str | None:
         """The function (AFU / accelerator-type) id loaded now, or None.
 
         Read back from the hardware after programming, to verify it.
+
+        :raises exception.DriverError: the device or region is unknown or
+            its state is unreadable.
         """
-        return None
+
+
+class CleaningInterface(abc.ABC):
+    """Secure cleanup of a deployable between two tenants."""
+
+    @abc.abstractmethod
+    def clean(self, identity: str, deployable_name: str) -> None:
+        """Leave one deployable with nothing a previous user can read.
+
+        ``identity`` is the device's (DeviceRecord.identity) and
+        ``deployable_name`` one of its deployables (DeployableRecord.name).
+        Called while nothing is attached to the deployable; the caller
+        keeps it out of scheduling until this returns. Blocking: a GPU
+        reset or a scrub bitstream takes seconds. Idempotent: cleaning a
+        clean deployable is harmless, so a caller that lost the answer
+        calls again. What was loaded may be gone afterwards (a scrub
+        image replaces it): the next discovery reports what is there.
+
+        :raises exception.CleaningError: the device or deployable is
+            unknown, this kind of deployable cannot be cleaned by the
+            driver, or the hardware or its tool refused; the deployable
+            must then stay out of service.
+        """
+
+
+#: Every interface a driver may implement, for the loader's sanity check.
+INTERFACES = (DiscoveryInterface, ProgrammingInterface, CleaningInterface)

@@ -8,22 +8,35 @@ Layout (kernel Documentation/fpga/dfl.rst and the sysfs ABI files)::
           bitstream_id, ports_num, dev
           dfl-fme-mgr.*/fpga_manager/fpgaM/{state,status}
           dfl-fme-region.*/fpga_region/regionY/compat_id   one per port
-      dfl-port.P/{id,afu_id,dev}       one per port (accelerator slot)
-  <PF>/virtfnI -> ../<VF address>      SR-IOV VFs (each VF hosts one port)
+      dfl-port.P/{id,afu_id,dev}       one per port the PF owns
+  <PF>/sriov_totalvfs, sriov_numvfs    on an SR-IOV capable PF
+  <PF>/virtfnN -> ../<VF address>      VF number N (sysfs-bus-pci ABI)
+  <VF>/physfn -> ../<PF address>
+  <VF>/fpga_region/regionM/dfl-port.P  the one port a VF hosts
 
 A regionN is a card (a "base region") iff it holds a dfl-fme.*. The
 FME's PR regions are created in port order, so the i-th dfl-fme-region
 (by number) is the PR region of port i; both are reported as the
-deployable ``region<i>``. Used by the fpga_sysfs driver on real hosts and
-by the fake driver on its simulated tree, so both run the same parsing.
+deployable ``region<i>`` (i is the port's ``id``: its number in the card).
+
+SR-IOV (dfl.rst "FPGA virtualization - PCIe SRIOV"): the FME always stays
+on the PF; a port released from the PF (DFL_FPGA_FME_PORT_RELEASE) and
+exposed through a VF disappears from the PF's base region and shows up
+in the VF's own base region. A port is attached through the PCI function
+whose region holds it: its VF, so each region has its own handle; or the
+PF, which every region the PF still holds then shares (see
+``DeviceRecord.shared_handles``). A VF passed through to a guest is bound
+to vfio-pci, so the host no longer sees its port until it comes back.
+Used by the fpga_sysfs driver on real hosts and by the fake driver on its
+simulated tree, so both run the same parsing.
 """
 import dataclasses
 import errno
 import logging
 import os
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -48,6 +61,8 @@ class Port:
     """One DFL port and the PR region that feeds it."""
     port_id: int
     port_dir: str
+    # The PCI function (VF, or the PF) whose region holds the port.
+    pci_address: str
     region_type: str | None = None
     function_id: str | None = None
     pr_region: str | None = None
@@ -122,7 +137,7 @@ def read_card(region_dir, fme_name):
     _read_optional(card, 'bitstream_id',
                    lambda: sysfs.read_text(os.path.join(fme_dir,
                                                         'bitstream_id')))
-    card.ports = _read_ports(card, region_dir)
+    card.ports = _all_ports(card, region_dir, pf_dir)
     _match_pr_regions(card)
     _read_manager(card)
     return card
@@ -136,7 +151,26 @@ def _read_optional(card, attr, reader):
         card.problems.append(str(e))
 
 
-def _read_ports(card, region_dir):
+def _all_ports(card, region_dir, pf_dir):
+    """The ports the PF holds and those its VFs host, by port id."""
+    ports = _read_ports(card, region_dir, card.pci_address)
+    for vf_dir in sysfs.virtual_function_dirs(pf_dir):
+        vf_regions = os.path.join(vf_dir, 'fpga_region')
+        for region in sysfs.numbered(sysfs.list_dir(vf_regions), 'region'):
+            ports += _read_ports(card, os.path.join(vf_regions, region),
+                                 os.path.basename(vf_dir))
+    unique = {}
+    for port in sorted(ports, key=lambda p: p.port_id):
+        if port.port_id in unique:
+            card.problems.append('port id %d appears twice (%s, %s)' % (
+                port.port_id, unique[port.port_id].port_dir,
+                port.port_dir))
+            continue
+        unique[port.port_id] = port
+    return list(unique.values())
+
+
+def _read_ports(card, region_dir, pci_address):
     ports = []
     for name in sysfs.numbered(sysfs.list_dir(region_dir), 'dfl-port.'):
         port_dir = os.path.join(region_dir, name)
@@ -148,10 +182,11 @@ def _read_ports(card, region_dir):
         if port_id is None:
             card.problems.append('%s has no id file' % port_dir)
             continue
-        port = Port(port_id=port_id, port_dir=port_dir)
+        port = Port(port_id=port_id, port_dir=port_dir,
+                    pci_address=pci_address)
         port.function_id = _read_afu_id(card, port_dir)
         ports.append(port)
-    return sorted(ports, key=lambda p: p.port_id)
+    return ports
 
 
 def read_afu_id(port_dir):
@@ -246,26 +281,21 @@ def card_traits(card):
     return traits
 
 
-def _attach_handles(card, port):
-    """Port i is attached through VF i when SR-IOV is on, else the PF.
-
-    In DFL SR-IOV each VF hosts exactly one port, assigned in order.
-    """
-    address = (card.vfs[port.port_id] if port.port_id < len(card.vfs)
-               else card.pci_address)
-    return [base.AttachHandleRecord(attach_type='PCI',
-                                    attach_info=sysfs.pci_attach_info(
-                                        address))]
+def _attach_handles(port):
+    """The function the port is reached through: its VF, or the PF."""
+    return [device_records.AttachHandleRecord(
+        attach_type='PCI',
+        attach_info=sysfs.pci_attach_info(port.pci_address))]
 
 
 def _deployable(card, port, local_memory_mb):
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name=port.region_name, resource_class='FPGA',
         region_type=port.region_type, function_id=port.function_id,
         local_memory_mb=local_memory_mb, traits=card_traits(card),
         attributes={'port': os.path.basename(port.port_dir),
                     'fpga_region': port.pr_region or ''},
-        attach_handles=_attach_handles(card, port))
+        attach_handles=_attach_handles(port))
 
 
 def card_to_record(card, local_memory_mb=0, extra_info=None):
@@ -280,7 +310,7 @@ def card_to_record(card, local_memory_mb=0, extra_info=None):
     vendor_info.update(extra_info or {})
     for problem in card.problems:
         LOG.warning('DFL card %s: %s', card.pci_address, problem)
-    return base.DeviceRecord(
+    return device_records.DeviceRecord(
         type='FPGA', vendor='0x%04x' % card.vendor_id, model=model,
         identity=card.pci_address, pci_address=card.pci_address,
         health=card.health,

@@ -8,6 +8,20 @@ real parsing code. Programming is real in the simulated tree: after
 The tree is kept across restarts (programmed functions persist) and is
 rebuilt only when the configured layout changes.
 
+With ``[fake_driver] sriov`` each card exposes its ports through SR-IOV
+VFs, laid out as on a real Intel PAC (dfl.rst "FPGA virtualization"):
+the PF keeps the FME and has ``sriov_totalvfs``, ``sriov_numvfs`` and
+``virtfnN`` links; VF N (device 0x09c5, ``physfn`` link back) holds port
+N in its own base region. Each region then has its own VF as attach
+handle; without it every region of a card is reached through the PF.
+
+Cleaning is simulated too: each region has a simulated local memory,
+the file ``<state_dir>/local_memory/dfl-port.N`` (kept outside the sysfs
+tree, which stays a copy of a real one; a test or a demo writes "tenant
+data" there). ``clean`` takes ``clean_delay`` seconds, honours its own
+failure injection, empties that memory (the port reset) and, with
+``scrub_function_id`` set, loads that function as a scrub image would.
+
 Function id of an image: the id its header declares (GBS
 accelerator-type-uuid, xclbin uuid, via cyborg_lite.common.
 bitstream_formats); for a headerless image, by convention, the first 32
@@ -27,9 +41,12 @@ from cyborg_lite.drivers import dfl
 
 LOG = logging.getLogger(__name__)
 
-# What the simulated cards look like on the PCI bus: Intel PAC Arria 10.
+# What the simulated cards look like on the PCI bus: Intel PAC Arria 10
+# (PF and VF device ids of the kernel's drivers/fpga/dfl-pci.c).
 VENDOR_ID = '0x8086'
 DEVICE_ID = '0x09c4'
+VF_DEVICE_ID = '0x09c5'
+PCI_CLASS = '0x120000'
 FIRST_BUS = 0x5e
 LAYOUT_FILE = 'layout.json'
 
@@ -56,7 +73,7 @@ class SimulatedTree:
     """Writes the DFL sysfs and /dev trees of N cards x M regions."""
 
     def __init__(self, root, num_cards, regions_per_card, region_types,
-                 initial_function_id):
+                 initial_function_id, sriov=False):
         self.root = root
         self.sys = os.path.join(root, 'sys')
         self.dev = os.path.join(root, 'dev')
@@ -64,10 +81,16 @@ class SimulatedTree:
         self.regions = regions_per_card
         self.region_types = region_types
         self.initial_function_id = initial_function_id
+        self.sriov = sriov
 
     def layout(self):
-        return {'num_cards': self.num_cards, 'regions': self.regions,
-                'region_types': list(self.region_types)}
+        layout = {'num_cards': self.num_cards, 'regions': self.regions,
+                  'region_types': list(self.region_types)}
+        if self.sriov:
+            # NOTE: only when on, so trees built before the option exist
+            # are kept as they are.
+            layout['sriov'] = True
+        return layout
 
     def ensure(self):
         """Build the tree unless one with the same layout is there."""
@@ -86,22 +109,57 @@ class SimulatedTree:
         atomic_write(marker, json.dumps(self.layout()))
 
     def _write_card(self, card):
-        address = '0000:%02x:00.0' % (FIRST_BUS + card)
-        pf_rel = 'devices/pci0000:%02x/%s' % (FIRST_BUS + card, address)
-        pf = os.path.join(self.sys, pf_rel)
-        for name, value in (('vendor', VENDOR_ID), ('device', DEVICE_ID),
-                            ('class', '0x120000'), ('numa_node', '0')):
-            _write(os.path.join(pf, name), value + '\n')
-        _link(os.path.join(self.sys, 'bus/pci/devices', address),
-              '../../../' + pf_rel)
+        address = _address(card, 0)
+        parent_rel = 'devices/pci0000:%02x' % (FIRST_BUS + card)
+        pf_rel = '%s/%s' % (parent_rel, address)
+        self._write_function(pf_rel, DEVICE_ID)
         base_index = card * (self.regions + 1)
         region_rel = '%s/fpga_region/region%d' % (pf_rel, base_index)
         _link(os.path.join(self.sys, 'class/fpga_region',
                            'region%d' % base_index), '../../' + region_rel)
         fme_rel = '%s/dfl-fme.%d' % (region_rel, card)
         self._write_fme(card, fme_rel)
+        if self.sriov:
+            self._write_sriov(card, parent_rel, pf_rel)
         for port in range(self.regions):
-            self._write_port(card, port, region_rel, fme_rel, base_index)
+            self._write_pr_region(card, port, fme_rel, base_index)
+            holder = (self._vf_region_rel(card, port, parent_rel)
+                      if self.sriov else region_rel)
+            self._write_port(card, port, holder)
+
+    def _write_function(self, rel, device_id):
+        """One PCI function's identity files and its bus/pci link."""
+        path = os.path.join(self.sys, rel)
+        for name, value in (('vendor', VENDOR_ID), ('device', device_id),
+                            ('class', PCI_CLASS), ('numa_node', '0')):
+            _write(os.path.join(path, name), value + '\n')
+        _link(os.path.join(self.sys, 'bus/pci/devices',
+                           os.path.basename(rel)), '../../../' + rel)
+
+    def _write_sriov(self, card, parent_rel, pf_rel):
+        """The PF's SR-IOV files and one VF per port, linked both ways."""
+        pf = os.path.join(self.sys, pf_rel)
+        # sriov_totalvfs/sriov_numvfs are "%u\n" (drivers/pci/iov.c).
+        _write(os.path.join(pf, 'sriov_totalvfs'), '%d\n' % self.regions)
+        _write(os.path.join(pf, 'sriov_numvfs'), '%d\n' % self.regions)
+        for vf in range(self.regions):
+            vf_address = _address(card, vf + 1)
+            self._write_function('%s/%s' % (parent_rel, vf_address),
+                                 VF_DEVICE_ID)
+            _link(os.path.join(pf, 'virtfn%d' % vf), '../' + vf_address)
+            _link(os.path.join(self.sys, parent_rel, vf_address, 'physfn'),
+                  '../' + _address(card, 0))
+
+    def _vf_region_rel(self, card, port, parent_rel):
+        """The base region of the VF hosting ``port``; region numbers
+        after every PF's, as VFs are enabled after the PFs probed."""
+        index = (self.num_cards * (self.regions + 1) +
+                 card * self.regions + port)
+        rel = '%s/%s/fpga_region/region%d' % (parent_rel,
+                                              _address(card, port + 1), index)
+        _link(os.path.join(self.sys, 'class/fpga_region',
+                           'region%d' % index), '../../' + rel)
+        return rel
 
     def _write_fme(self, card, fme_rel):
         fme = os.path.join(self.sys, fme_rel)
@@ -117,7 +175,7 @@ class SimulatedTree:
                            'fpga%d' % card), '../../' + manager_rel)
         _write(os.path.join(self.dev, 'dfl-fme.%d' % card), '')
 
-    def _write_port(self, card, port, region_rel, fme_rel, base_index):
+    def _write_pr_region(self, card, port, fme_rel, base_index):
         global_port = card * self.regions + port
         pr_index = base_index + 1 + port
         pr_rel = '%s/dfl-fme-region.%d/fpga_region/region%d' % (
@@ -128,12 +186,21 @@ class SimulatedTree:
                region_type + '\n')
         _link(os.path.join(self.sys, 'class/fpga_region',
                            'region%d' % pr_index), '../../' + pr_rel)
-        port_dir = os.path.join(self.sys, region_rel,
+
+    def _write_port(self, card, port, holder_rel):
+        global_port = card * self.regions + port
+        port_dir = os.path.join(self.sys, holder_rel,
                                 'dfl-port.%d' % global_port)
         _write(os.path.join(port_dir, 'id'), '%d\n' % port)
         _write(os.path.join(port_dir, 'afu_id'),
                self.initial_function_id + '\n')
         _write(os.path.join(self.dev, 'dfl-port.%d' % global_port), '')
+
+
+def _address(card, devfn):
+    """PCI address of function ``devfn`` on the card's bus: the PF is
+    devfn 0, VF N is devfn N + 1 (offset 1, stride 1, as on a PAC)."""
+    return '0000:%02x:%02x.%d' % (FIRST_BUS + card, devfn >> 3, devfn & 7)
 
 
 def image_function_id(image_path, region_type):
@@ -156,21 +223,24 @@ def image_function_id(image_path, region_type):
     return header.function_id or digest.hexdigest()[:32]
 
 
-class FakeDriver(base.Driver):
+class FakeDriver(base.Driver, base.DiscoveryInterface,
+                 base.ProgrammingInterface, base.CleaningInterface):
     """Simulated DFL cards; programs for real in the simulated tree."""
-
-    programmable = True
 
     def __init__(self, conf):
         super().__init__(conf)
         group = conf.fake_driver
         self.tree = SimulatedTree(group.state_dir, group.num_cards,
                                   group.regions_per_card, group.region_types,
-                                  group.initial_function_id)
+                                  group.initial_function_id, group.sriov)
         self.local_memory_mb = group.local_memory_mb
         self.program_delay = group.program_delay
         self.fail_program = group.fail_program
         self.fail_regions = set(group.fail_program_regions)
+        self.clean_delay = group.clean_delay
+        self.fail_clean = group.fail_clean
+        self.fail_clean_regions = set(group.fail_clean_regions)
+        self.scrub_function_id = group.scrub_function_id
 
     def _ensure_tree(self):
         try:
@@ -208,6 +278,37 @@ class FakeDriver(base.Driver):
                      function_id + '\n')
         LOG.info('Simulated programming of %s %s: AFU %s', identity,
                  region_name, function_id)
+
+    def clean(self, identity, deployable_name):
+        self._ensure_tree()
+        try:
+            _card, port = dfl.find_port(self.tree.sys, identity,
+                                        deployable_name)
+        except exception.DriverError as e:
+            raise exception.CleaningError(reason=e.format_message())
+        time.sleep(self.clean_delay)
+        if self.fail_clean or '%s/%s' % (
+                identity, deployable_name) in self.fail_clean_regions:
+            raise exception.CleaningError(
+                reason='simulated failure cleaning %s %s (failure '
+                       'injection)' % (identity, deployable_name))
+        atomic_write(self._memory_path(port), '')
+        if self.scrub_function_id:
+            atomic_write(os.path.join(port.port_dir, 'afu_id'),
+                         self.scrub_function_id + '\n')
+        LOG.info('Simulated cleaning of %s %s', identity, deployable_name)
+
+    def local_memory_path(self, identity, region_name):
+        """The file standing for a region's on-card memory."""
+        self._ensure_tree()
+        _card, port = dfl.find_port(self.tree.sys, identity, region_name)
+        return self._memory_path(port)
+
+    def _memory_path(self, port):
+        path = os.path.join(self.tree.root, 'local_memory',
+                            os.path.basename(port.port_dir))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return path
 
     def _fails(self, identity, region_name):
         return self.fail_program or \

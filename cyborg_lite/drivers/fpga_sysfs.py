@@ -4,7 +4,14 @@ Discovery reads the DFL sysfs layout (see drivers/dfl.py). Programming
 uses the kernel's own interface: the DFL_FPGA_FME_PORT_PR ioctl on
 /dev/dfl-fme.N (include/uapi/linux/fpga-dfl.h) given the raw PR bitstream,
 that is the GBS file with its header stripped, as OPAE's fpgaconf does.
-The ioctl call is the one injectable hardware edge (``self.ioctl``).
+
+Cleaning between tenants resets the port and its AFU with the
+DFL_FPGA_PORT_RESET ioctl on /dev/dfl-port.N (the AFU's state and its
+in-flight DMA are dropped; fpga-dfl.h: "Reset the FPGA Port and its
+AFU"), then, where ``[fpga_sysfs] scrub_bitstreams`` names one for the
+region's interface id, programs that scrub/blank image over whatever the
+tenant loaded. The ioctl call is the one injectable hardware edge
+(``self.ioctl``).
 """
 import ctypes
 import fcntl
@@ -21,6 +28,8 @@ LOG = logging.getLogger(__name__)
 
 # _IO(DFL_FPGA_MAGIC 0xB6, DFL_FME_BASE 0x80 + 0): no size encoded.
 DFL_FPGA_FME_PORT_PR = 0xB680
+# _IO(DFL_FPGA_MAGIC 0xB6, DFL_PORT_BASE 0x40 + 0): no argument.
+DFL_FPGA_PORT_RESET = 0xB640
 # struct dfl_fpga_fme_port_pr {u32 argsz, flags, port_id, buffer_size;
 #                              u64 buffer_address;}
 PORT_PR_ARGS = struct.Struct('<IIIIQ')
@@ -32,10 +41,9 @@ def port_pr_args(port_id, buffer_size, buffer_address):
                              buffer_address)
 
 
-class FpgaSysfsDriver(base.Driver):
+class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
+                      base.ProgrammingInterface, base.CleaningInterface):
     """DFL cards: one deployable per port/PR region, programmable."""
-
-    programmable = True
 
     def __init__(self, conf):
         super().__init__(conf)
@@ -43,6 +51,7 @@ class FpgaSysfsDriver(base.Driver):
         self.sysfs_root = group.sysfs_root
         self.dev_root = group.dev_root
         self.local_memory_mb = group.local_memory_mb
+        self.scrub_images = parse_scrub_bitstreams(group.scrub_bitstreams)
         # The hardware edge: fcntl.ioctl(fd, request, arg). Tests replace
         # it to capture the argument and simulate the card.
         self.ioctl = fcntl.ioctl
@@ -75,6 +84,42 @@ class FpgaSysfsDriver(base.Driver):
         LOG.info('Programmed %s %s with AFU %s', identity, region_name,
                  loaded)
 
+    def clean(self, identity, deployable_name):
+        try:
+            _card, port = dfl.find_port(self.sysfs_root, identity,
+                                        deployable_name)
+        except exception.DriverError as e:
+            raise exception.CleaningError(reason=e.format_message())
+        self._reset_port(port)
+        scrub = self.scrub_images.get(port.region_type)
+        if scrub is not None:
+            try:
+                self.program(identity, deployable_name, scrub)
+            except exception.ProgrammingError as e:
+                raise exception.CleaningError(
+                    reason='scrub image %s on %s %s: %s' % (
+                        scrub, identity, deployable_name,
+                        e.format_message()))
+        LOG.info('Cleaned %s %s (port reset%s)', identity, deployable_name,
+                 ', scrub image %s' % scrub if scrub else '')
+
+    def _reset_port(self, port):
+        port_dev = os.path.join(self.dev_root,
+                                os.path.basename(port.port_dir))
+        try:
+            fd = os.open(port_dev, os.O_RDWR)
+        except OSError as e:
+            raise exception.CleaningError(
+                reason='cannot open %s: %s' % (port_dev, e.strerror))
+        try:
+            self.ioctl(fd, DFL_FPGA_PORT_RESET, 0)
+        except OSError as e:
+            raise exception.CleaningError(
+                reason='DFL_FPGA_PORT_RESET on %s failed: %s'
+                % (port_dev, e.strerror or e))
+        finally:
+            os.close(fd)
+
     def _target(self, identity, region_name):
         try:
             return dfl.find_port(self.sysfs_root, identity, region_name)
@@ -104,6 +149,21 @@ class FpgaSysfsDriver(base.Driver):
         buffer = ctypes.create_string_buffer(payload, len(payload))
         args = port_pr_args(port_id, len(payload), ctypes.addressof(buffer))
         self.ioctl(fd, DFL_FPGA_FME_PORT_PR, args)
+
+
+def parse_scrub_bitstreams(entries):
+    """{compat_id: image path} from '<compat_id>:<path>' entries.
+
+    :raises exception.ConfigError: an interface id given twice.
+    """
+    images = {}
+    for entry in entries:
+        compat_id, _sep, path = entry.partition(':')
+        if compat_id in images:
+            raise exception.ConfigError(
+                reason='scrub_bitstreams: %s is given twice' % compat_id)
+        images[compat_id] = path
+    return images
 
 
 def _gbs_header(image_path):

@@ -18,14 +18,20 @@ available_instances,device_api} (as Cyborg's nvidia driver reads them).
 A GPU is offered one way at a time: as MIG instances when MIG is on, as
 vGPU types when the host driver publishes them, else whole (``pgpu``).
 Offering both would let a scheduler place two workloads on one card.
+
+Cleaning between tenants (GPU reset, MIG instances destroyed and made
+again) is in drivers/nvidia_cleaning.py. Every nvidia-smi run goes
+through ``self.run_tool`` (tools.run_tool), the one injectable edge.
 """
 import collections
 import logging
 import os
 import re
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
+from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import tools
@@ -33,7 +39,7 @@ from cyborg_lite.drivers import tools
 LOG = logging.getLogger(__name__)
 
 VENDOR = '0x10de'
-MIB_RE = re.compile(r'^([0-9]{1,9}) MiB$')
+MIB_RE = re.compile(r'([0-9]{1,9}) MiB')
 
 
 def _text(element, path):
@@ -47,7 +53,7 @@ def parse_mib(text, where):
     """'81920 MiB' -> 81920; 'N/A' or absent -> None; garbage -> error."""
     if text in (None, 'N/A', '[N/A]'):
         return None
-    match = MIB_RE.match(text)
+    match = MIB_RE.fullmatch(text)
     if not match:
         raise exception.HostDataError(where=where, reason='expected "<n> '
                                       'MiB", got %r' % text[:40])
@@ -83,12 +89,13 @@ def mig_deployables(gpu, traits, where):
         key = _mig_key(mig, where)
         groups.setdefault(key, []).append(
             _text(mig, 'gpu_instance_id') or '?')
-    return [base.DeployableRecord(
-        name='mig_%dsm_%dmb' % (sms, memory), resource_class='VGPU',
-        num_accelerators=len(instances), local_memory_mb=memory,
-        traits=list(traits),
-        attributes={'multiprocessor_count': sms,
-                    'gpu_instance_ids': ','.join(instances)})
+    return [
+        device_records.DeployableRecord(
+            name='mig_%dsm_%dmb' % (sms, memory), resource_class='VGPU',
+            num_accelerators=len(instances), local_memory_mb=memory,
+            traits=list(traits),
+            attributes={'multiprocessor_count': sms,
+                        'gpu_instance_ids': ','.join(instances)})
         for (sms, memory), instances in groups.items()]
 
 
@@ -96,7 +103,7 @@ def _mdev_type(type_dir, address, traits):
     name = os.path.basename(type_dir)
     available = sysfs.read_int(os.path.join(type_dir,
                                             'available_instances'),
-                               0, base.MAX_ACCELERATORS)
+                               0, device_records.MAX_ACCELERATORS)
     if available is None:
         raise exception.HostDataError(where=type_dir,
                                       reason='no available_instances')
@@ -105,14 +112,14 @@ def _mdev_type(type_dir, address, traits):
                for uuid in created]
     handles += [{'mdev_type': name, 'parent': address,
                  'slot': str(len(created) + i)} for i in range(available)]
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name='vgpu_%s' % name, resource_class='VGPU',
         num_accelerators=len(handles), traits=list(traits),
         attributes={'mdev_type_name': sysfs.read_text(
                         os.path.join(type_dir, 'name')) or name,
                     'device_api': sysfs.read_text(
                         os.path.join(type_dir, 'device_api')) or ''},
-        attach_handles=[base.AttachHandleRecord('MDEV', info)
+        attach_handles=[device_records.AttachHandleRecord('MDEV', info)
                         for info in handles])
 
 
@@ -131,17 +138,17 @@ def vgpu_deployables(sysfs_root, address, traits):
 
 
 def _pgpu(address, memory, traits):
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name='pgpu', resource_class='PGPU', local_memory_mb=memory or 0,
         traits=list(traits),
-        attach_handles=[base.AttachHandleRecord(
+        attach_handles=[device_records.AttachHandleRecord(
             'PCI', sysfs.pci_attach_info(address))])
 
 
 def _board_info(gpu):
     info = {'vendor_id': VENDOR}
     device_id = _text(gpu, 'pci/pci_device_id') or ''
-    if re.match(r'^(0x)?[0-9a-fA-F]{8}$', device_id):
+    if re.fullmatch(r'(0x)?[0-9a-fA-F]{8}', device_id):
         info['device_id'] = '0x%04x' % (int(device_id, 16) >> 16)
     return info
 
@@ -163,7 +170,7 @@ def gpu_record(gpu, sysfs_root):
                    'mig_mode': _text(gpu, 'mig_mode/current_mig') or 'N/A'}
     if memory is not None:
         vendor_info['memory_mb'] = memory
-    return base.DeviceRecord(
+    return device_records.DeviceRecord(
         type='GPU', vendor=VENDOR, model=product, identity=address,
         pci_address=address, std_board_info=_board_info(gpu),
         vendor_board_info=vendor_info, deployables=deployables)
@@ -188,7 +195,8 @@ def parse_nvidia_smi(data, sysfs_root):
     return records
 
 
-class NvidiaDriver(base.Driver):
+class NvidiaDriver(base.Driver, base.DiscoveryInterface,
+                   base.CleaningInterface):
     """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
 
     def __init__(self, conf):
@@ -197,6 +205,12 @@ class NvidiaDriver(base.Driver):
         self.nvidia_smi_path = group.nvidia_smi_path
         self.timeout = group.timeout
         self.sysfs_root = group.sysfs_root
+        # The tool edge: run_tool(driver name, argv, timeout) -> stdout.
+        self.run_tool = tools.run_tool
+
+    @property
+    def _name(self):
+        return self.name or 'nvidia'
 
     def discover(self):
         tool = tools.find_tool(self.nvidia_smi_path)
@@ -204,10 +218,55 @@ class NvidiaDriver(base.Driver):
             LOG.info('%s not found: no NVIDIA GPUs on this host',
                      self.nvidia_smi_path)
             return []
-        output = tools.run_tool(self.name or 'nvidia', [tool, '-q', '-x'],
-                                self.timeout)
+        return self._scan(tool)
+
+    def _scan(self, tool):
+        output = self.run_tool(self._name, [tool, '-q', '-x'], self.timeout)
         try:
             return parse_nvidia_smi(output, self.sysfs_root)
         except exception.HostDataError as e:
-            raise exception.DriverError(driver=self.name or 'nvidia',
+            raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
+
+    def clean(self, identity, deployable_name):
+        tool = tools.find_tool(self.nvidia_smi_path)
+        if tool is None:
+            raise exception.CleaningError(
+                reason='%s not found: cannot clean %s'
+                % (self.nvidia_smi_path, identity))
+        try:
+            deployable = self._deployable(tool, identity, deployable_name)
+            for argv in self._clean_commands(tool, identity, deployable):
+                self.run_tool(self._name, argv, self.timeout)
+        except exception.DriverError as e:
+            raise exception.CleaningError(reason=e.format_message())
+        LOG.info('Cleaned GPU %s %s', identity, deployable_name)
+
+    def _deployable(self, tool, identity, deployable_name):
+        for record in self._scan(tool):
+            if record.identity != identity:
+                continue
+            for deployable in record.deployables:
+                if deployable.name == deployable_name:
+                    return deployable
+            raise exception.CleaningError(
+                reason='GPU %s has no deployable %s (it has %s)' % (
+                    identity, deployable_name,
+                    ', '.join(d.name for d in record.deployables)))
+        raise exception.CleaningError(reason='no NVIDIA GPU %s on this '
+                                             'host' % identity)
+
+    def _clean_commands(self, tool, identity, deployable):
+        if deployable.resource_class == 'PGPU':
+            return nvidia_cleaning.reset_commands(tool, identity)
+        if deployable.name.startswith('mig_'):
+            ids = nvidia_cleaning.instance_ids(deployable)
+            profiles = nvidia_cleaning.parse_gpu_instances(self.run_tool(
+                self._name, [tool, 'mig', '-lgi', '-i', identity],
+                self.timeout))
+            return nvidia_cleaning.mig_commands(tool, identity, ids,
+                                                profiles)
+        raise exception.CleaningError(
+            reason='%s of GPU %s is a vGPU type; its instances are '
+                   'cleaned by the vGPU manager, not by this driver'
+            % (deployable.name, identity))

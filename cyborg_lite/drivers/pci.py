@@ -10,6 +10,7 @@ are not cards of their own: they are the attach handles of their PF.
 import logging
 import os
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sysfs
@@ -66,7 +67,7 @@ class PciFunction:
         return info
 
 
-class PciDriver(base.Driver):
+class PciDriver(base.Driver, base.DiscoveryInterface):
     """PCI accelerators by class code and vendor/device allow-list."""
 
     def __init__(self, conf):
@@ -90,7 +91,7 @@ class PciDriver(base.Driver):
                                         % (self.devices_dir, e))
         records = []
         for address in addresses:
-            if not sysfs.PCI_ADDRESS_RE.match(address):
+            if not sysfs.PCI_ADDRESS_RE.fullmatch(address):
                 continue
             try:
                 record = self._record(os.path.join(self.devices_dir,
@@ -117,7 +118,7 @@ class PciDriver(base.Driver):
         if not self._wanted(function):
             return None
         is_gpu = function.class_code >> 16 == 0x03
-        return base.DeviceRecord(
+        return device_records.DeviceRecord(
             type='GPU' if is_gpu else 'PCI',
             vendor='0x%04x' % function.vendor,
             model='PCI %04x:%04x' % (function.vendor, function.device),
@@ -132,10 +133,10 @@ def _deployable(function, is_gpu):
     addresses = vfs or [function.address]
     resource_class = 'PGPU' if is_gpu else 'CUSTOM_PCI_%04X_%04X' % (
         function.vendor, function.device)
-    return base.DeployableRecord(
+    return device_records.DeployableRecord(
         name='pgpu' if is_gpu else 'pf', resource_class=resource_class,
         num_accelerators=len(addresses),
         traits=['CUSTOM_PCI_VENDOR_%04X' % function.vendor],
-        attach_handles=[base.AttachHandleRecord(
+        attach_handles=[device_records.AttachHandleRecord(
             attach_type='PCI', attach_info=sysfs.pci_attach_info(a))
             for a in addresses])

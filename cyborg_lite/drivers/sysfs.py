@@ -12,12 +12,13 @@ import re
 
 from cyborg_lite.common import exception
 
+# All patterns are matched against the whole string (fullmatch).
 PCI_ADDRESS_RE = re.compile(
-    r'^([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$')
-HEX_ID_RE = re.compile(r'^[0-9a-f]{32}$')
+    r'([0-9a-f]{4}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])')
+HEX_ID_RE = re.compile(r'[0-9a-f]{32}')
 # Tools print the domain with 4 to 8 digits and hex in either case.
 TOOL_PCI_ADDRESS_RE = re.compile(
-    r'^([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$')
+    r'([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])')
 # sysfs attributes are one page at most; anything longer is not sysfs.
 MAX_ATTR_BYTES = 4096
 
@@ -56,7 +57,7 @@ def read_hex_int(path, bits=32):
     text = read_text(path)
     if text is None:
         return None
-    if not re.match(r'^0x[0-9a-fA-F]{1,%d}$' % (bits // 4), text):
+    if not re.fullmatch(r'0x[0-9a-fA-F]{1,%d}' % (bits // 4), text):
         raise exception.HostDataError(where=path,
                                       reason='expected 0x<hex>, got %r'
                                       % text[:40])
@@ -68,7 +69,7 @@ def read_int(path, low=0, high=1 << 31):
     text = read_text(path)
     if text is None:
         return None
-    if not re.match(r'^-?[0-9]{1,19}$', text) or not \
+    if not re.fullmatch(r'-?[0-9]{1,19}', text) or not \
             low <= int(text) <= high:
         raise exception.HostDataError(where=path,
                                       reason='expected an integer from %d to '
@@ -81,7 +82,7 @@ def read_hex_id(path):
     text = read_text(path)
     if text is None:
         return None
-    if not HEX_ID_RE.match(text):
+    if not HEX_ID_RE.fullmatch(text):
         raise exception.HostDataError(where=path,
                                       reason='expected 32 lowercase hex '
                                       'digits, got %r' % text[:40])
@@ -90,7 +91,7 @@ def read_hex_id(path):
 
 def normalise_pci_address(text):
     """'00000000:3B:00.0' (nvidia-smi, xbutil) -> '0000:3b:00.0' (sysfs)."""
-    match = TOOL_PCI_ADDRESS_RE.match((text or '').strip())
+    match = TOOL_PCI_ADDRESS_RE.fullmatch((text or '').strip())
     if not match or int(match.group(1), 16) > 0xffff:
         raise exception.HostDataError(where='PCI address',
                                       reason='not a PCI bus id: %r'
@@ -104,7 +105,7 @@ def pci_device_dir(path):
     """The real directory of the PCI function that owns ``path``, or None."""
     real = os.path.realpath(path)
     while real not in ('', os.sep):
-        if PCI_ADDRESS_RE.match(os.path.basename(real)):
+        if PCI_ADDRESS_RE.fullmatch(os.path.basename(real)):
             return real
         real = os.path.dirname(real)
     return None
@@ -112,7 +113,7 @@ def pci_device_dir(path):
 
 def pci_attach_info(address):
     """Split '0000:5e:00.1' into Cyborg's attach_info dict of hex strings."""
-    match = PCI_ADDRESS_RE.match(address or '')
+    match = PCI_ADDRESS_RE.fullmatch(address or '')
     if not match:
         raise exception.HostDataError(where='pci address',
                                       reason='not a PCI address: %r'
@@ -122,18 +123,26 @@ def pci_attach_info(address):
             'function': function}
 
 
-def virtual_functions(pf_dir):
-    """PCI addresses of the PF's VFs, in virtfnN order (N numeric)."""
+def virtual_function_dirs(pf_dir):
+    """Real directories of the PF's VFs, in virtfnN order (N numeric).
+
+    The kernel links ``<PF>/virtfnN`` to VF number N (sysfs-bus-pci ABI);
+    a link that does not end in a PCI function is ignored.
+    """
     found = []
     for name in list_dir(pf_dir):
-        match = re.match(r'^virtfn([0-9]+)$', name)
+        match = re.fullmatch(r'virtfn([0-9]+)', name)
         if not match:
             continue
-        address = os.path.basename(os.path.realpath(
-            os.path.join(pf_dir, name)))
-        if PCI_ADDRESS_RE.match(address):
-            found.append((int(match.group(1)), address))
-    return [address for _, address in sorted(found)]
+        real = os.path.realpath(os.path.join(pf_dir, name))
+        if PCI_ADDRESS_RE.fullmatch(os.path.basename(real)):
+            found.append((int(match.group(1)), real))
+    return [real for _, real in sorted(found)]
+
+
+def virtual_functions(pf_dir):
+    """PCI addresses of the PF's VFs, in virtfnN order (N numeric)."""
+    return [os.path.basename(d) for d in virtual_function_dirs(pf_dir)]
 
 
 def list_dir(path):
@@ -146,7 +155,7 @@ def list_dir(path):
 
 def numbered(entries, prefix):
     """Entries named <prefix><N>, sorted by N as a number (region10 > 9)."""
-    pattern = re.compile(r'^%s([0-9]+)$' % re.escape(prefix))
+    pattern = re.compile(r'%s([0-9]+)' % re.escape(prefix))
     matches = [(int(m.group(1)), e) for e in entries
-               for m in [pattern.match(e)] if m]
+               for m in [pattern.fullmatch(e)] if m]
     return [e for _, e in sorted(matches)]

@@ -26,6 +26,7 @@ import re
 import tempfile
 import uuid
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sysfs
@@ -89,13 +90,13 @@ def card_record(device):
         attributes['logic_uuid'] = _uuid_hex(shell_id)
     elif shell_id:
         attributes['shell_id'] = shell_id
-    region = base.DeployableRecord(
+    region = device_records.DeployableRecord(
         name='region0', resource_class='FPGA',
         traits=traits, attributes=attributes,
-        attach_handles=[base.AttachHandleRecord(
+        attach_handles=[device_records.AttachHandleRecord(
             'PCI', sysfs.pci_attach_info(address))])
     ready = str(device.get('is_ready', 'true')).lower() == 'true'
-    return base.DeviceRecord(
+    return device_records.DeviceRecord(
         type='FPGA', vendor=VENDOR, model=vbnv, identity=address,
         pci_address=address, health='healthy' if ready else 'degraded',
         std_board_info={'vendor_id': VENDOR},
@@ -117,7 +118,7 @@ def loaded_xclbin(report):
     return _uuid_hex(regions[0].get('xclbin_uuid', ''))
 
 
-class XilinxDriver(base.Driver):
+class XilinxDriver(base.Driver, base.DiscoveryInterface):
     """Alveo cards (user PFs) as one FPGA region each; not programmable."""
 
     def __init__(self, conf):

@@ -1,9 +1,10 @@
 """A driver whose "hardware" the test sets: the hardware edge, scripted."""
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 
 
-class ScriptedDriver(base.Driver):
+class ScriptedDriver(base.Driver, base.DiscoveryInterface):
     """Discovers ``self.devices`` (dicts), or raises ``self.error``."""
 
     def __init__(self, conf, name, devices=()):
@@ -17,4 +18,4 @@ class ScriptedDriver(base.Driver):
         self.scans += 1
         if self.error is not None:
             raise exception.DriverError(driver=self.name, reason=self.error)
-        return [base.DeviceRecord.from_dict(d) for d in self.devices]
+        return [device_records.DeviceRecord.from_dict(d) for d in self.devices]

@@ -128,5 +128,6 @@ def test_driver_entry_hash_ignores_order():
     assert agent_manager.entry_hash(a) != agent_manager.entry_hash(c)
     with pytest.raises(exception.Invalid):
         # what the agent sends is what the conductor validates
-        from cyborg_lite.drivers import base
-        base.DeviceRecord.from_dict(dict(a['devices'][0], type='TPU'))
+        from cyborg_lite.common import device_records
+        device_records.DeviceRecord.from_dict(
+            dict(a['devices'][0], type='TPU'))

@@ -16,9 +16,9 @@ from tests.unit.bitstreams.conftest import REGION_TYPE
 IMAGE = builders.build_gbs()
 
 
-class RecordingDriver(base.Driver):
+class RecordingDriver(base.Driver, base.DiscoveryInterface,
+                      base.ProgrammingInterface):
     name = 'recording'
-    programmable = True
 
     def __init__(self, loaded=builders.AFU_UUID, fail=None):
         super().__init__(conf=None)

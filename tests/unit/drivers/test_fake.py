@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import fake
@@ -44,7 +45,8 @@ def test_default_host_is_two_cards_of_two_regions(fake_conf):
         for dep in record.deployables:
             assert (dep.region_type, dep.function_id,
                     dep.local_memory_mb) == (TYPE_A, INITIAL, 8192)
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_layout_follows_the_options(fake_conf):
@@ -161,3 +163,132 @@ def test_unusable_state_dir_is_a_driver_error(fake_conf, tmp_path):
     driver = _driver(fake_conf, state_dir=str(blocker / 'fake'))
     with pytest.raises(exception.DriverError, match='simulated tree'):
         driver.discover()
+
+
+def _pci(root, address):
+    return root / 'sys/bus/pci/devices' / address
+
+
+def test_sriov_gives_each_region_its_own_vf(fake_conf):
+    records = _driver(fake_conf, sriov=True, regions_per_card=3).discover()
+    card0 = records[0]
+    handles = [d.attach_handles[0].attach_info for d in card0.deployables]
+    assert [device_records.pci_address(h) for h in handles] == [
+        '0000:5e:00.1', '0000:5e:00.2', '0000:5e:00.3']
+    assert card0.shared_handles() == {}
+    assert card0.vendor_board_info['vfs'] == 3
+    assert [d.region_type for d in card0.deployables] == [TYPE_A] * 3
+
+
+def test_sriov_tree_is_laid_out_as_on_a_pac(fake_conf, tmp_path):
+    _driver(fake_conf, sriov=True).discover()
+    root = tmp_path / 'fake'
+    pf = _pci(root, CARD0)
+    assert (pf / 'sriov_totalvfs').read_bytes() == b'2\n'
+    assert (pf / 'sriov_numvfs').read_bytes() == b'2\n'
+    assert (pf / 'virtfn0').resolve() == _pci(root, '0000:5e:00.1').resolve()
+    assert (pf / 'virtfn1').resolve() == _pci(root, '0000:5e:00.2').resolve()
+    vf1 = _pci(root, '0000:5e:00.2')
+    assert (vf1 / 'physfn').resolve() == pf.resolve()
+    assert (vf1 / 'device').read_bytes() == b'0x09c5\n'
+    assert (vf1 / 'vendor').read_bytes() == b'0x8086\n'
+    # The FME stays on the PF; the port moved to the VF's base region.
+    [pf_region] = (pf / 'fpga_region').iterdir()
+    assert sorted(p.name for p in pf_region.iterdir()) == ['dfl-fme.0']
+    [vf_region] = (vf1 / 'fpga_region').iterdir()
+    assert [p.name for p in vf_region.iterdir()] == ['dfl-port.1']
+    assert (vf_region / 'dfl-port.1' / 'id').read_bytes() == b'1\n'
+
+
+def test_without_sriov_the_regions_of_a_card_share_the_pf(fake_conf):
+    card0 = _driver(fake_conf).discover()[0]
+    [(key, names)] = card0.shared_handles().items()
+    assert names == ['region0', 'region1']
+    assert device_records.pci_address(
+        card0.deployables[0].attach_handles[0].attach_info) == CARD0
+
+
+def test_programming_reaches_a_port_behind_its_vf(fake_conf, make_gbs):
+    driver = _driver(fake_conf, sriov=True)
+    image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
+    driver.program(CARD1, 'region1', image)
+    assert driver.loaded_function(CARD1, 'region1') == NEW_AFU
+    assert driver.loaded_function(CARD1, 'region0') == INITIAL
+
+
+def test_switching_sriov_rebuilds_the_tree(fake_conf):
+    _driver(fake_conf).discover()
+    records = _driver(fake_conf, sriov=True).discover()
+    assert records[0].shared_handles() == {}
+
+
+# --- cleaning ---------------------------------------------------------------
+
+SCRUB = '00000000000000000000000000000000'
+
+
+def test_clean_wipes_the_regions_local_memory(fake_conf):
+    driver = _driver(fake_conf, clean_delay=0)
+    memory = driver.local_memory_path(CARD0, 'region1')
+    with open(memory, 'w') as f:
+        f.write('tenant secrets')
+    other = driver.local_memory_path(CARD0, 'region0')
+    with open(other, 'w') as f:
+        f.write('neighbour data')
+    driver.clean(CARD0, 'region1')
+    with open(memory) as f:
+        assert f.read() == ''
+    with open(other) as f:
+        assert f.read() == 'neighbour data'
+    # without a scrub function the loaded one stays
+    assert driver.loaded_function(CARD0, 'region1') == INITIAL
+    assert isinstance(driver, base.CleaningInterface)
+
+
+def test_clean_loads_the_scrub_function_when_configured(fake_conf,
+                                                        make_gbs):
+    driver = _driver(fake_conf, clean_delay=0, scrub_function_id=SCRUB)
+    driver.program(CARD1, 'region0', make_gbs(
+        '9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU))
+    driver.clean(CARD1, 'region0')
+    assert driver.loaded_function(CARD1, 'region0') == SCRUB
+    assert driver.loaded_function(CARD1, 'region1') == INITIAL
+    [card1] = [r for r in driver.discover() if r.identity == CARD1]
+    assert card1.deployables[0].function_id == SCRUB
+
+
+def test_clean_is_idempotent_and_works_behind_vfs(fake_conf):
+    driver = _driver(fake_conf, clean_delay=0, sriov=True,
+                     scrub_function_id=SCRUB)
+    driver.clean(CARD0, 'region1')
+    driver.clean(CARD0, 'region1')
+    assert driver.loaded_function(CARD0, 'region1') == SCRUB
+
+
+@pytest.mark.parametrize('overrides', [
+    {'fail_clean': True},
+    {'fail_clean_regions': ['%s/region0' % CARD0]}])
+def test_clean_failure_injection_leaves_the_region_dirty(fake_conf,
+                                                         overrides):
+    driver = _driver(fake_conf, clean_delay=0, scrub_function_id=SCRUB,
+                     **overrides)
+    memory = driver.local_memory_path(CARD0, 'region0')
+    with open(memory, 'w') as f:
+        f.write('tenant secrets')
+    with pytest.raises(exception.CleaningError, match='simulated'):
+        driver.clean(CARD0, 'region0')
+    with open(memory) as f:
+        assert f.read() == 'tenant secrets'
+    assert driver.loaded_function(CARD0, 'region0') == INITIAL
+
+
+def test_clean_takes_the_configured_delay(fake_conf, monkeypatch):
+    slept = []
+    monkeypatch.setattr(fake.time, 'sleep', slept.append)
+    _driver(fake_conf, clean_delay=7.5).clean(CARD0, 'region0')
+    assert slept == [7.5]
+
+
+def test_cleaning_an_unknown_region_is_a_cleaning_error(fake_conf):
+    with pytest.raises(exception.CleaningError, match='region9'):
+        _driver(fake_conf).clean(CARD0, 'region9')

@@ -3,9 +3,11 @@ import ctypes
 import errno
 import logging
 import os
+import shutil
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import fpga_sysfs
@@ -18,6 +20,9 @@ NLB0 = 'd8424dc4a4a3c413f89e433683f9040b'
 NEW_AFU = '850adcc2e6a4433b9ee9a2bcd19c1d28'
 PAC_DIR = 'sys/devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0'
 PAC_REGION = PAC_DIR + '/fpga_region/region0'
+# The PAC's one port is exposed through its VF (SR-IOV on).
+PAC_VF_REGION = ('sys/devices/pci0000:5d/0000:5d:00.0/0000:5e:00.1/'
+                 'fpga_region/region5')
 D5005_REGION = ('sys/devices/pci0000:ae/0000:ae:00.0/0000:af:00.0/'
                 'fpga_region/region2')
 
@@ -77,7 +82,8 @@ def test_two_port_card_without_vfs_attaches_through_the_pf(conf, dfl_host):
 
 def test_records_survive_the_rpc_round_trip(conf, dfl_host):
     for record in _driver(conf, dfl_host).discover():
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_no_fpga_subsystem_is_an_empty_answer(conf, tmp_path):
@@ -91,7 +97,7 @@ def test_this_machines_real_sys_does_not_crash(conf):
     # This build host has no DFL cards (research/drivers/pci.md); any card
     # found on another host must still be a valid record.
     for record in records:
-        base.DeviceRecord.from_dict(record.to_dict())
+        device_records.DeviceRecord.from_dict(record.to_dict())
     if not os.path.isdir('/sys/class/fpga_region'):
         assert records == []
 
@@ -100,7 +106,7 @@ def test_this_machines_real_sys_does_not_crash(conf):
                                      '\xff\xfe garbage'])
 def test_garbage_afu_id_degrades_only_that_card(conf, dfl_host, content,
                                                 caplog):
-    path = dfl_host / PAC_REGION / 'dfl-port.0' / 'afu_id'
+    path = dfl_host / PAC_VF_REGION / 'dfl-port.0' / 'afu_id'
     path.write_bytes(content.encode('latin-1'))
     with caplog.at_level(logging.WARNING):
         records = _by_identity(_driver(conf, dfl_host).discover())
@@ -273,3 +279,130 @@ def test_unknown_target_is_a_programming_error(conf, dfl_host, make_gbs,
     image = make_gbs('9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e', NEW_AFU)
     with pytest.raises(exception.ProgrammingError, match=identity):
         _driver(conf, dfl_host).program(identity, region, image)
+
+
+def test_regions_behind_the_pf_are_reported_as_sharing_it(conf, dfl_host):
+    records = _by_identity(_driver(conf, dfl_host).discover())
+    [(key, names)] = records[D5005].shared_handles().items()
+    assert names == ['region0', 'region1']
+    assert records[PAC].shared_handles() == {}
+
+
+def test_a_vf_whose_port_is_not_visible_hides_only_that_region(
+        conf, dfl_host):
+    # A VF passed through to a guest is bound to vfio-pci: the host sees
+    # no port on it until it comes back.
+    shutil.rmtree(dfl_host / PAC_VF_REGION / 'dfl-port.0')
+    pac = _by_identity(_driver(conf, dfl_host).discover())[PAC]
+    assert pac.deployables == []
+    assert pac.vendor_board_info['vfs'] == 1
+
+
+# --- cleaning between tenants -------------------------------------------
+
+class FakeCard:
+    """Stands in for the kernel at the ioctl edge: records every call;
+    a port reset succeeds (or fails with ``reset_error``), a PR loads
+    ``pr_loads`` into ``afu_path``."""
+
+    def __init__(self, afu_path=None, pr_loads=None, reset_error=None):
+        self.calls = []
+        self.afu_path, self.pr_loads = afu_path, pr_loads
+        self.reset_error = reset_error
+
+    def __call__(self, fd, request, arg=0):
+        call = {'fd_target': os.readlink('/proc/self/fd/%d' % fd),
+                'request': request}
+        if request == fpga_sysfs.DFL_FPGA_FME_PORT_PR:
+            call['port_id'] = fpga_sysfs.PORT_PR_ARGS.unpack(arg)[2]
+        else:
+            call['arg'] = arg
+        self.calls.append(call)
+        if request == fpga_sysfs.DFL_FPGA_PORT_RESET and self.reset_error:
+            raise OSError(self.reset_error, os.strerror(self.reset_error))
+        if request == fpga_sysfs.DFL_FPGA_FME_PORT_PR and self.pr_loads:
+            self.afu_path.write_text(self.pr_loads + '\n')
+        return 0
+
+
+@pytest.mark.parametrize('identity,region,port_dev', [
+    (PAC, 'region0', 'dfl-port.0'),        # port behind its VF
+    (D5005, 'region1', 'dfl-port.2')])     # port behind the PF
+def test_clean_resets_the_port_through_its_device(conf, dfl_host, identity,
+                                                  region, port_dev):
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()
+    driver.clean(identity, region)
+    assert driver.ioctl.calls == [{
+        'fd_target': str(dfl_host / 'dev' / port_dev),
+        'request': 0xB640, 'arg': 0}]
+    assert isinstance(driver, base.CleaningInterface)
+
+
+def test_clean_programs_the_scrub_image_of_the_region_type(
+        conf, dfl_host, make_gbs):
+    scrub = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NLB0,
+                     filename='blank.gbs')
+    conf.set_override('scrub_bitstreams', ['%s:%s' % (COMPAT_D5005, scrub)],
+                      group='fpga_sysfs')
+    driver = _driver(conf, dfl_host)
+    afu = dfl_host / D5005_REGION / 'dfl-port.2' / 'afu_id'
+    driver.ioctl = FakeCard(afu, pr_loads=NLB0)
+    assert driver.loaded_function(D5005, 'region1') == NEW_AFU
+    driver.clean(D5005, 'region1')
+    assert [c['request'] for c in driver.ioctl.calls] == [0xB640, 0xB680]
+    assert driver.ioctl.calls[1]['port_id'] == 1
+    assert driver.ioctl.calls[1]['fd_target'] == str(
+        dfl_host / 'dev' / 'dfl-fme.1')
+    assert driver.loaded_function(D5005, 'region1') == NLB0
+
+
+def test_a_region_without_a_scrub_image_gets_the_reset_only(
+        conf, dfl_host, make_gbs):
+    scrub = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NLB0)
+    conf.set_override('scrub_bitstreams', ['%s:%s' % (COMPAT_D5005, scrub)],
+                      group='fpga_sysfs')
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()
+    driver.clean(PAC, 'region0')
+    assert [c['request'] for c in driver.ioctl.calls] == [0xB640]
+
+
+def test_a_failed_scrub_is_a_cleaning_error(conf, dfl_host, make_gbs):
+    scrub = make_gbs('f3c99413-5081-4aad-bced-07eb84a6d0bb', NLB0)
+    conf.set_override('scrub_bitstreams', ['%s:%s' % (COMPAT_D5005, scrub)],
+                      group='fpga_sysfs')
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()   # the PR "succeeds" but loads nothing
+    with pytest.raises(exception.CleaningError, match='scrub image'):
+        driver.clean(D5005, 'region0')
+
+
+def test_a_refused_port_reset_is_a_cleaning_error(conf, dfl_host):
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard(reset_error=errno.EBUSY)
+    with pytest.raises(exception.CleaningError, match='DFL_FPGA_PORT_RESET'):
+        driver.clean(PAC, 'region0')
+
+
+@pytest.mark.parametrize('identity,region', [
+    ('0000:01:00.0', 'region0'), (PAC, 'region7')])
+def test_cleaning_an_unknown_region_touches_nothing(conf, dfl_host,
+                                                    identity, region):
+    driver = _driver(conf, dfl_host)
+    driver.ioctl = FakeCard()
+    with pytest.raises(exception.CleaningError, match=identity):
+        driver.clean(identity, region)
+    assert driver.ioctl.calls == []
+
+
+def test_scrub_entries_are_checked(conf, dfl_host):
+    with pytest.raises(ValueError):
+        conf.set_override('scrub_bitstreams', ['%s:relative.gbs'
+                                               % COMPAT_PAC],
+                          group='fpga_sysfs')
+    conf.set_override('scrub_bitstreams', ['%s:/a.gbs' % COMPAT_PAC,
+                                           '%s:/b.gbs' % COMPAT_PAC],
+                      group='fpga_sysfs')
+    with pytest.raises(exception.ConfigError, match='twice'):
+        _driver(conf, dfl_host)

@@ -4,9 +4,11 @@ import shutil
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia
+from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import sysfs
 from tests.unit.drivers.conftest import fixture_path
 
@@ -83,7 +85,8 @@ def test_mig_instances_are_grouped_children(conf, tool):
 def test_records_survive_the_rpc_round_trip(conf, tool):
     for record in _driver(conf, tool(fixture_path(
             'nvidia', 'two_gpus_mig.xml'))).discover():
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_vgpu_types_from_mdev_sysfs(conf, tool, tmp_path):
@@ -207,3 +210,126 @@ def test_bus_id_normalisation(raw, expected):
 def test_bad_bus_ids_are_refused(raw):
     with pytest.raises(exception.HostDataError):
         sysfs.normalise_pci_address(raw)
+
+
+# --- cleaning between tenants -------------------------------------------
+
+class ToolRunner:
+    """Stands in for tools.run_tool (the edge): records each nvidia-smi
+    command and answers the reads from recorded outputs."""
+
+    def __init__(self, xml='two_gpus_mig.xml', fail_on=None):
+        self.commands = []
+        self.xml = xml
+        self.fail_on = fail_on
+
+    def __call__(self, driver, argv, timeout):
+        args = argv[1:]
+        self.commands.append(args)
+        if self.fail_on and args[:len(self.fail_on)] == self.fail_on:
+            raise exception.DriverError(
+                driver=driver, reason='%s exited with 3: In use by another '
+                'client' % ' '.join(argv))
+        if args == ['-q', '-x']:
+            with open(fixture_path('nvidia', self.xml), 'rb') as f:
+                return f.read()
+        if args[:2] == ['mig', '-lgi']:
+            with open(fixture_path('nvidia', 'mig_lgi_3b.txt'), 'rb') as f:
+                return f.read()
+        return b''
+
+
+def _cleaner(conf, tool, runner, sysfs_root=None):
+    driver = _driver(conf, tool(fixture_path('nvidia', runner.xml)),
+                     sysfs_root)
+    driver.run_tool = runner
+    return driver
+
+
+def test_a_whole_gpu_is_reset(conf, tool):
+    runner = ToolRunner()
+    driver = _cleaner(conf, tool, runner)
+    driver.clean(WHOLE_GPU, 'pgpu')
+    assert runner.commands == [['-q', '-x'], ['-r', '-i', WHOLE_GPU]]
+    assert isinstance(driver, base.CleaningInterface)
+
+
+def test_mig_instances_are_destroyed_and_made_again(conf, tool):
+    runner = ToolRunner()
+    _cleaner(conf, tool, runner).clean(MIG_GPU, 'mig_42sm_40192mb')
+    assert runner.commands == [
+        ['-q', '-x'],
+        ['mig', '-lgi', '-i', MIG_GPU],
+        ['mig', '-dci', '-i', MIG_GPU, '-gi', '1,2'],
+        ['mig', '-dgi', '-i', MIG_GPU, '-gi', '1,2'],
+        ['mig', '-cgi', '9,9', '-i', MIG_GPU, '-C']]
+
+
+def test_only_the_cleaned_kind_of_mig_instance_is_touched(conf, tool):
+    runner = ToolRunner()
+    _cleaner(conf, tool, runner).clean(MIG_GPU, 'mig_14sm_9728mb')
+    assert runner.commands[2:] == [
+        ['mig', '-dci', '-i', MIG_GPU, '-gi', '9'],
+        ['mig', '-dgi', '-i', MIG_GPU, '-gi', '9'],
+        ['mig', '-cgi', '19', '-i', MIG_GPU, '-C']]
+
+
+def test_gpu_instances_table_is_parsed_whole_rows_only():
+    with open(fixture_path('nvidia', 'mig_lgi_3b.txt'), 'rb') as f:
+        table = f.read()
+    assert nvidia_cleaning.parse_gpu_instances(table) == {
+        '1': '9', '2': '9', '9': '19'}
+    assert nvidia_cleaning.parse_gpu_instances(
+        b'No GPU instances found: Not Found\n') == {}
+
+
+def test_an_instance_missing_from_the_table_destroys_nothing(conf, tool,
+                                                             monkeypatch):
+    runner = ToolRunner()
+    driver = _cleaner(conf, tool, runner)
+    monkeypatch.setattr(nvidia_cleaning, 'parse_gpu_instances',
+                        lambda output: {'1': '9'})
+    with pytest.raises(exception.CleaningError, match='no GPU instance 2'):
+        driver.clean(MIG_GPU, 'mig_42sm_40192mb')
+    assert [c[1] for c in runner.commands[1:]] == ['-lgi']
+
+
+def test_a_refused_reset_is_a_cleaning_error(conf, tool):
+    runner = ToolRunner(fail_on=['-r'])
+    with pytest.raises(exception.CleaningError, match='In use'):
+        _cleaner(conf, tool, runner).clean(WHOLE_GPU, 'pgpu')
+
+
+def test_a_failed_destroy_stops_before_creating(conf, tool):
+    runner = ToolRunner(fail_on=['mig', '-dgi'])
+    with pytest.raises(exception.CleaningError):
+        _cleaner(conf, tool, runner).clean(MIG_GPU, 'mig_14sm_9728mb')
+    assert ['mig', '-cgi', '19', '-i', MIG_GPU, '-C'] not in runner.commands
+
+
+def test_vgpu_types_are_not_cleaned_here(conf, tool, tmp_path):
+    sys_root = tmp_path / 'sys'
+    shutil.copytree(fixture_path('nvidia', 'vgpu_sys'), sys_root,
+                    symlinks=True)
+    runner = ToolRunner(xml='vgpu_host.xml')
+    driver = _cleaner(conf, tool, runner, str(sys_root))
+    with pytest.raises(exception.CleaningError, match='vGPU manager'):
+        driver.clean(MIG_GPU, 'vgpu_nvidia-588')
+    assert runner.commands == [['-q', '-x']]
+
+
+@pytest.mark.parametrize('identity,name,message', [
+    ('0000:01:00.0', 'pgpu', 'no NVIDIA GPU'),
+    (MIG_GPU, 'pgpu', 'has no deployable pgpu')])
+def test_cleaning_an_unknown_target_runs_nothing(conf, tool, identity, name,
+                                                 message):
+    runner = ToolRunner()
+    with pytest.raises(exception.CleaningError, match=message):
+        _cleaner(conf, tool, runner).clean(identity, name)
+    assert runner.commands == [['-q', '-x']]
+
+
+def test_without_nvidia_smi_cleaning_fails_clearly(conf):
+    driver = _driver(conf, '/nonexistent/nvidia-smi')
+    with pytest.raises(exception.CleaningError, match='not found'):
+        driver.clean(WHOLE_GPU, 'pgpu')

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from cyborg_lite.drivers import base
+from cyborg_lite.common import device_records
 from cyborg_lite.drivers import pci
 from tests.unit.drivers.conftest import fixture_path
 
@@ -38,7 +38,7 @@ def test_this_machines_real_sys_has_no_accelerators(conf):
     # functions only. The scan must read the real tree without error.
     records = _driver(conf, None).discover()
     for record in records:
-        base.DeviceRecord.from_dict(record.to_dict())
+        device_records.DeviceRecord.from_dict(record.to_dict())
     if os.path.exists('/sys/bus/pci/devices/0000:00:01.0/vendor'):
         with open('/sys/bus/pci/devices/0000:00:01.0/vendor') as f:
             if f.read() == '0x1af4\n':   # still the virtio build machine

@@ -59,3 +59,21 @@ def test_pci_attach_info_refuses_non_addresses():
         'domain': '0000', 'bus': '5e', 'device': '00', 'function': '1'}
     with pytest.raises(exception.HostDataError):
         sysfs.pci_attach_info('5e:00.1')
+
+
+@pytest.mark.parametrize('reader,text', [
+    (sysfs.read_hex_id, 'd8424dc4a4a3c413f89e433683f9040b\n\n'),
+    (sysfs.read_hex_int, '0x8086\n\n'),
+    (sysfs.read_int, '1\n\n')])
+def test_a_value_is_matched_whole_not_up_to_a_newline(tmp_path, reader,
+                                                      text):
+    # read_text drops the one newline the kernel writes; a second one is
+    # not what the kernel writes, so the value is garbage.
+    (tmp_path / 'attr').write_text(text)
+    with pytest.raises(exception.HostDataError):
+        reader(str(tmp_path / 'attr'))
+
+
+def test_pci_attach_info_refuses_a_trailing_newline():
+    with pytest.raises(exception.HostDataError):
+        sysfs.pci_attach_info('0000:5e:00.1\n')

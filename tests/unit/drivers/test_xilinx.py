@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import base
 from cyborg_lite.drivers import xilinx
 from tests.unit.drivers.conftest import fixture_path
 
@@ -98,7 +98,8 @@ def test_card_without_a_region_report_keeps_unknown_function(conf, xbutil,
 
 def test_records_survive_the_rpc_round_trip(conf, xbutil):
     for record in _driver(conf, _two_cards(xbutil)).discover():
-        assert base.DeviceRecord.from_dict(record.to_dict()) == record
+        assert device_records.DeviceRecord.from_dict(
+            record.to_dict()) == record
 
 
 def test_loaded_function_reads_the_dynamic_region(conf, xbutil):
