@@ -53,6 +53,9 @@ def _configure(args, placement_url):
     argv = []
     for path in args.config_file:
         argv += ['--config-file', path]
+    # A default, not an override: [api] auth_strategy = keystone in a
+    # --config-file puts the API behind Keystone (docs/deployment.md).
+    CONF.set_default('auth_strategy', 'noauth', group='api')
     config.parse_args(argv, default_config_files=[])
     state = args.state_dir
     overrides = {
@@ -60,8 +63,7 @@ def _configure(args, placement_url):
                'transport_url': 'fake://'},
         'database': {'connection': 'sqlite:///%s'
                      % os.path.join(state, 'cyborg_lite.sqlite')},
-        'api': {'host': '127.0.0.1', 'port': args.api_port,
-                'auth_strategy': 'noauth'},
+        'api': {'host': '127.0.0.1', 'port': args.api_port},
         'agent': {'enabled_drivers': ['fake']},
         'fake_driver': {'num_cards': args.cards,
                         'regions_per_card': args.regions,
@@ -142,17 +144,24 @@ class AllInOne:
 
 
 def _banner(aio):
-    return '\n'.join([
+    lines = [
         'cyborg_lite all-in-one is running (Ctrl-C stops it).',
         '  API:        %s/v2' % aio.api_url,
+        '  Auth:       %s' % CONF.api.auth_strategy,
         '  Placement:  %s  (X-Auth-Token: %s)'
         % (aio.placement.endpoint, placement_server.TOKEN),
         '  State:      %s' % aio.args.state_dir,
         'Try:',
-        '  export CYBORG_LITE_URL=%s' % aio.api_url,
-        '  .venv/bin/cyborg-lite device list',
-        '  .venv/bin/cyborg-lite deployable list --long',
-    ])
+    ]
+    if CONF.api.auth_strategy == 'noauth':
+        lines.append('  export CYBORG_LITE_URL=%s' % aio.api_url)
+        cli = '.venv/bin/cyborg-lite'
+    else:
+        lines.append('  source your openrc (OS_AUTH_URL, OS_USERNAME...)')
+        cli = ('.venv/bin/cyborg-lite --os-auth-type password '
+               '--os-endpoint %s' % aio.api_url)
+    return '\n'.join(lines + ['  %s device list' % cli,
+                              '  %s deployable list --long' % cli])
 
 
 def main(argv=None):
