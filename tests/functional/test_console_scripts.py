@@ -66,3 +66,25 @@ def test_services_run_on_threads_without_eventlet(service_conf, tmp_path,
     _assert_no_eventlet(script)
     assert console.modules_of(script.modules,
                               'oslo_service.backend._threading') != []
+
+
+@pytest.mark.parametrize('argv', [('--help',), ('help', 'device', 'list'),
+                                  ('bitstream', 'download', '--help')])
+def test_cli_help_imports_no_http_stack(tmp_path, argv):
+    # Help talks to nobody: keystoneauth and requests (most of the CPU
+    # `cyborg-lite --help` cost, docs/benchmarks.md) stay unimported.
+    env = {k: '' for k in ('OS_AUTH_TYPE', 'OS_AUTH_PLUGIN',
+                           'CYBORG_LITE_URL')}
+    script = console.Script('cyborg-lite', *argv, modules_dir=tmp_path,
+                            env=env)
+    assert script.run() == 0, script.stderr
+    assert 'usage' in script.stdout.lower()
+    for package in ('keystoneauth1', 'requests', 'urllib3'):
+        assert console.modules_of(script.modules, package) == []
+
+
+def test_cli_help_names_the_keystone_options(tmp_path):
+    script = console.Script('cyborg-lite', '--help', modules_dir=tmp_path)
+    assert script.run() == 0
+    assert '--os-auth-url' in script.stdout
+    assert 'Keystone authentication' in script.stdout
