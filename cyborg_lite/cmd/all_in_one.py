@@ -99,10 +99,11 @@ class AllInOne:
         self._stack = []
 
     def start(self):
+        # Configuration first: a bad value stops us before any child runs.
+        _configure(self.args, self.placement.endpoint)
         os.makedirs(self.placement.basedir, exist_ok=True)
         self.placement.start()
         self._stack.append(self.placement.stop)
-        _configure(self.args, self.placement.endpoint)
         migration.upgrade()
         self._start_conductor()
         self._start_api()

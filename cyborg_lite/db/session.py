@@ -29,18 +29,20 @@ _sqlite_writer_locks = {}
 
 
 def validate_url(url):
-    """Return a SQLAlchemy URL or raise DatabaseURLError naming the URL."""
+    """Return a SQLAlchemy URL or raise DatabaseURLError naming the URL
+    (its password masked: the error goes to logs and terminals)."""
     try:
         parsed = sa.engine.make_url(url)
     except sa_exc.ArgumentError as exc:
         raise exception.DatabaseURLError(url=url, reason=str(exc))
+    shown = parsed.render_as_string(hide_password=True)
     if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
         raise exception.DatabaseURLError(
-            url=url, reason='unknown scheme %r' % parsed.drivername)
+            url=shown, reason='unknown scheme %r' % parsed.drivername)
     try:
         parsed.get_dialect()
     except sa_exc.NoSuchModuleError as exc:
-        raise exception.DatabaseURLError(url=url, reason=str(exc))
+        raise exception.DatabaseURLError(url=shown, reason=str(exc))
     return parsed
 
 

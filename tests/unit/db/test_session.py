@@ -15,6 +15,13 @@ def test_unknown_db_url_is_a_clear_error(url):
     assert url in str(info.value)
 
 
+def test_a_bad_db_url_error_hides_the_password():
+    with pytest.raises(exception.DatabaseURLError) as info:
+        session.validate_url('oracle://cyborg:s3cret@db/cyborg')
+    assert 's3cret' not in str(info.value)
+    assert 'oracle://cyborg:***@db/cyborg' in str(info.value)
+
+
 def test_sqlite_in_missing_directory_is_a_clear_error(tmp_path, conf):
     url = 'sqlite:///%s/nope/db.sqlite' % tmp_path
     with pytest.raises(exception.DatabaseURLError, match='does not exist'):
