@@ -7,6 +7,12 @@ with the metadata a user declared and refuses, naming the field, a file
 whose header contradicts it: the hardware may not stop a bad image, so
 software must.
 
+Whatever the bytes, ``parse`` either returns a header or raises
+exception.InvalidBitstream (a 400 at the API) naming the problem: no
+other exception, however deep, long or malformed the header (a fuzz test
+holds it to that). Header text is refused, not cleaned, when it could
+not be stored as it is (labels.py).
+
 Identifiers (region type = PR interface id, function id = AFU /
 accelerator-type id) are compared in one canonical form: lowercase hex with
 no dashes, as the DFL sysfs files ``compat_id`` and ``afu_id`` show them.
@@ -43,6 +49,9 @@ class BitstreamHeader:
     # The bytes the hardware takes: [payload_offset, +payload_length).
     payload_offset: int
     payload_length: int
+    # Whose format it is, as a PCI vendor id like devices report (GBS:
+    # Intel 0x8086, xclbin: Xilinx 0x10ee); None for a headerless image.
+    vendor: str | None = None
     # Format-specific facts (GBS JSON metadata, xclbin sections...).
     extra: dict = dataclasses.field(default_factory=dict, compare=False)
 
@@ -135,20 +144,21 @@ def _check_id(field, from_header, declared):
 def cross_check(header, declared):
     """Declared metadata (a dict) filled in and checked against a header.
 
-    Returns a new dict where ``format``, ``region_type``, ``function_id``
-    and ``function_name`` come from the header when the declaration left
-    them out. A declared format, region type or function id that the
-    header contradicts raises exception.BitstreamHeaderMismatch naming the
-    field. Names are labels, not identities: a declared function_name is
-    kept as given.
+    Returns a new dict where ``format``, ``region_type``, ``function_id``,
+    ``function_name`` and ``vendor`` come from the header when the
+    declaration left them out. A declared format, region type or function
+    id that the header contradicts raises exception.BitstreamHeaderMismatch
+    naming the field. Names are labels, not identities: a declared
+    function_name or vendor is kept as given.
     """
     result = dict(declared)
     result['format'] = _check_format(header, declared.get('format'))
     for field in ('region_type', 'function_id'):
         result[field] = _check_id(field, getattr(header, field),
                                   declared.get(field))
-    if not declared.get('function_name'):
-        result['function_name'] = header.function_name
+    for label in ('function_name', 'vendor'):
+        if not declared.get(label):
+            result[label] = getattr(header, label)
     return result
 
 
