@@ -24,6 +24,7 @@ import re
 
 from cyborg_lite.common import exception
 from cyborg_lite.common.bitstream_formats import gbs
+from cyborg_lite.common.bitstream_formats import labels
 from cyborg_lite.common.bitstream_formats import xclbin
 
 FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
@@ -185,3 +186,49 @@ def iter_payload(path, chunk_size=1024 * 1024):
 def strip_header(path):
     """The payload as bytes (what DFL_FPGA_FME_PORT_PR takes in memory)."""
     return b''.join(iter_payload(path))
+
+
+# --- writing ------------------------------------------------------------------
+
+WRITABLE_FORMATS = tuple(_PARSERS)
+SAMPLE_PLATFORM = 'cyborg_lite_sample'
+
+
+def build(fmt, region_type, function_id, function_name, payload):
+    """A valid ``fmt`` (gbs or xclbin) image that loads ``function_id``
+    (and names it ``function_name``) into regions of ``region_type``,
+    around ``payload``; ``parse`` reads those fields back. Ids may be
+    dashed or 32 hex digits."""
+    name = labels.check(function_name, 'function_name', _invalid)
+    if not name:
+        _invalid('function_name must not be empty')
+    ids = [_uuid(region_type, 'region_type'),
+           _uuid(function_id, 'function_id')]
+    if fmt == 'gbs':
+        return gbs.build(gbs.afu_metadata(*ids, name=name,
+                                          platform=SAMPLE_PLATFORM), payload)
+    if fmt == 'xclbin':
+        # XRT names kernel instances "kernel:instance".
+        instance = '%s:%s_1' % (name, name)
+        if len(instance.encode('utf-8')) >= 64:
+            _invalid('function_name is too long for an xclbin kernel name '
+                     '(at most 30 bytes)')
+        sections = [
+            (xclbin.KIND_BITSTREAM, 'bitstream', payload),
+            (xclbin.KIND_IP_LAYOUT, 'ip_layout',
+             xclbin.ip_layout([(xclbin.IP_KERNEL, instance)]))]
+        return xclbin.build(*ids, vbnv=SAMPLE_PLATFORM, sections=sections)
+    _invalid('format must be one of %s, got %r'
+             % (', '.join(WRITABLE_FORMATS), fmt))
+
+
+def _invalid(reason):
+    raise exception.Invalid(reason=reason)
+
+
+def _uuid(value, field):
+    compact = normalise_id(value, field)
+    if not _HEX32.match(compact or ''):
+        _invalid('%s must be a UUID (32 hex digits, dashes allowed), got %r'
+                 % (field, value))
+    return compact

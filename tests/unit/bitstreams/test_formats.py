@@ -359,3 +359,28 @@ def test_xclbin_writer_matches_xrt_layout():
     assert (kind, name.rstrip(b'\x00'), size) == (0, b'bit',
                                                   len(b.PAYLOAD))
     assert data[offset:offset + size] == b.PAYLOAD
+
+
+# --- writing -----------------------------------------------------------------
+
+@pytest.mark.parametrize('fmt', formats.WRITABLE_FORMATS)
+def test_build_writes_what_parse_reads(fmt):
+    data = formats.build(fmt, b.INTERFACE_UUID, b.AFU_UUID.upper(), 'nlb',
+                         b'PR')
+    header = _parse(data)
+    assert (header.format, header.region_type, header.function_id,
+            header.function_name) == (fmt, b.hex32(b.INTERFACE_UUID),
+                                      b.hex32(b.AFU_UUID), 'nlb')
+
+
+@pytest.mark.parametrize('args, match', [
+    (('gbs', 'nope', b.AFU_UUID, 'n'), 'region_type must be a UUID'),
+    (('gbs', b.INTERFACE_UUID, 'x' * 32, 'n'), 'function_id must be a UUID'),
+    (('gbs', b.INTERFACE_UUID, b.AFU_UUID, ''), 'must not be empty'),
+    (('gbs', b.INTERFACE_UUID, b.AFU_UUID, 'a\x00'), 'control character'),
+    (('xclbin', b.INTERFACE_UUID, b.AFU_UUID, 'k' * 31), 'too long'),
+    (('rbf', b.INTERFACE_UUID, b.AFU_UUID, 'n'), 'format must be one of'),
+])
+def test_build_refuses_what_it_cannot_write(args, match):
+    with pytest.raises(exception.Invalid, match=match):
+        formats.build(*args, payload=b'PR')
