@@ -4,12 +4,11 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 
 from tests import servers
+from tests.functional import console
 
-SCRIPT = os.path.join(os.path.dirname(sys.executable),
-                      'cyborg-lite-all-in-one')
+SCRIPT = console.path('cyborg-lite-all-in-one')
 PLACEMENT_MODULE = 'cyborg_lite.common.placement_server'
 
 
