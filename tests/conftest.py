@@ -1,4 +1,5 @@
-"""Shared fixtures: configuration reset, databases on SQLite and PostgreSQL."""
+"""Shared fixtures: configuration reset, databases on SQLite, PostgreSQL
+and MariaDB."""
 import os
 import uuid
 
@@ -38,15 +39,28 @@ def pg_server():
     server.stop()
 
 
+@pytest.fixture(scope='session')
+def mariadb_server():
+    server = servers.MariaDBServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+_SERVER_FIXTURES = {'postgresql': 'pg_server', 'mysql': 'mariadb_server'}
+
+
 def _make_db_url(kind, request, tmp_path):
     if kind == 'sqlite':
         return 'sqlite:///%s' % os.path.join(str(tmp_path), 'test.sqlite')
-    pg = request.getfixturevalue('pg_server')
-    return pg.create_database('t_' + uuid.uuid4().hex[:16])
+    server = request.getfixturevalue(_SERVER_FIXTURES[kind])
+    return server.create_database('t_' + uuid.uuid4().hex[:16])
 
 
-@pytest.fixture(params=['sqlite', pytest.param('postgresql',
-                                               marks=pytest.mark.postgresql)])
+@pytest.fixture(params=[
+    'sqlite',
+    pytest.param('postgresql', marks=pytest.mark.postgresql),
+    pytest.param('mysql', marks=pytest.mark.mariadb)])
 def db_url(request, tmp_path):
     """An empty database on each backend, disposed after the test."""
     url = _make_db_url(request.param, request, tmp_path)

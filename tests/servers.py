@@ -141,6 +141,142 @@ class PostgresServer:
         return self.url(dbname)
 
 
+class MariaDBServer:
+    """A private MariaDB server: mariadb-install-db in a temp dir, loopback.
+
+    Strict SQL mode and utf8mb4, as a production server should be set up;
+    the server keeps MariaDB's default REPEATABLE READ so that the READ
+    COMMITTED our engines ask for is what the tests see. As root the
+    server runs as the mysql (else nobody) account, as PostgresServer
+    does. Clients log in as ``cyborg``/``cyborg`` over TCP.
+    """
+
+    SBIN_GLOBS = ('/usr/sbin/%s', '/usr/libexec/%s')
+    USER = 'cyborg'
+    PASSWORD = 'cyborg'
+
+    def __init__(self):
+        self.mariadbd = find_binary('mariadbd', [g % 'mariadbd' for g in
+                                                self.SBIN_GLOBS])
+        if self.mariadbd is None:
+            self.mariadbd = require_binary(
+                'mysqld', 'mariadb-server',
+                [g % 'mysqld' for g in self.SBIN_GLOBS])
+        self.install_db = find_binary('mariadb-install-db') or \
+            require_binary('mysql_install_db', 'mariadb-server')
+        self.basedir = tempfile.mkdtemp(prefix='cyborg-lite-mariadb-')
+        self.datadir = os.path.join(self.basedir, 'data')
+        self.socket = os.path.join(self.basedir, 'mysqld.sock')
+        self.port = free_port()
+        self._proc = None
+        self._run_as = None
+        if os.geteuid() == 0:
+            for name in ('mysql', 'nobody'):
+                try:
+                    self._run_as = pwd.getpwnam(name)
+                    break
+                except KeyError:
+                    continue
+
+    def _path(self, name):
+        return os.path.join(self.basedir, name)
+
+    def _install(self):
+        args = [self.install_db, '--no-defaults', '--datadir=' +
+                self.datadir, '--skip-test-db',
+                '--auth-root-authentication-method=normal']
+        if self._run_as is not None:
+            args.append('--user=' + self._run_as.pw_name)
+            os.chown(self.basedir, self._run_as.pw_uid, self._run_as.pw_gid)
+            os.chmod(self.basedir, 0o700)
+        _run(args, cwd=self.basedir)
+
+    def _create_user(self):
+        # NOTE: the install-time root has no password and may log in only
+        # on the socket; tests log in as a password user over TCP.
+        import pymysql
+        conn = pymysql.connect(unix_socket=self.socket, user='root')
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("CREATE USER '%s'@'127.0.0.1' IDENTIFIED BY "
+                               "'%s'" % (self.USER, self.PASSWORD))
+                cursor.execute("GRANT ALL PRIVILEGES ON *.* TO "
+                               "'%s'@'127.0.0.1'" % self.USER)
+        finally:
+            conn.close()
+
+    def _server_args(self):
+        args = [self.mariadbd, '--no-defaults', '--datadir=' + self.datadir,
+                '--socket=' + self.socket,
+                '--pid-file=' + self._path('mysqld.pid'),
+                '--log-error=' + self._path('error.log'),
+                '--port=%d' % self.port, '--bind-address=127.0.0.1',
+                '--skip-name-resolve', '--skip-log-bin',
+                '--sql-mode=TRADITIONAL',
+                '--character-set-server=utf8mb4',
+                '--collation-server=utf8mb4_bin',
+                '--max-connections=300',
+                # A throwaway server on a shared machine: small and no fsync.
+                '--innodb-buffer-pool-size=64M',
+                '--innodb-log-file-size=32M',
+                '--innodb-flush-log-at-trx-commit=0',
+                '--innodb-doublewrite=0', '--skip-innodb-adaptive-hash-index']
+        if self._run_as is not None:
+            args.append('--user=' + self._run_as.pw_name)
+        return args
+
+    def start(self, timeout=60.0):
+        self._install()
+        out = open(self._path('server.out'), 'ab')
+        try:
+            self._proc = subprocess.Popen(
+                self._server_args(), cwd=self.basedir, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            out.close()
+        try:
+            wait_for_port(self.port, timeout, proc=self._proc)
+            self._create_user()
+        except Exception as exc:
+            log = self.read_log()
+            self.stop()
+            raise RuntimeError('MariaDB did not start (%s):\n%s'
+                               % (exc, log))
+        return self
+
+    def stop(self):
+        if self._proc is not None:
+            RabbitMQServer._stop_group(self._proc, 30)
+            self._proc = None
+        shutil.rmtree(self.basedir, ignore_errors=True)
+
+    def read_log(self, chars=4000):
+        text = ''
+        for name in ('error.log', 'server.out'):
+            try:
+                with open(self._path(name), errors='replace') as f:
+                    text += '==> %s\n%s\n' % (name, f.read()[-chars:])
+            except OSError:
+                pass
+        return text
+
+    def url(self, dbname=''):
+        return 'mysql+pymysql://%s:%s@127.0.0.1:%d/%s?charset=utf8mb4' % (
+            self.USER, self.PASSWORD, self.port, dbname)
+
+    def create_database(self, dbname):
+        import pymysql
+        conn = pymysql.connect(host='127.0.0.1', port=self.port,
+                               user=self.USER, password=self.PASSWORD)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute('CREATE DATABASE `%s` CHARACTER SET utf8mb4 '
+                               'COLLATE utf8mb4_bin' % dbname)
+        finally:
+            conn.close()
+        return self.url(dbname)
+
+
 class RabbitMQServer:
     """A private RabbitMQ node from the system rabbitmq-server, on loopback.
 

@@ -73,8 +73,11 @@ class CyborgLiteApp(app.App):
         super().configure_logging()
         if self.options.verbose_level < 2 and not self.options.debug:
             # keystoneauth warns on stderr before failing (e.g. version
-            # discovery); the failure itself is our one line.
+            # discovery); the failure itself is our one line. oslo.service
+            # logs its backend choice when a command loads the option
+            # registry (bitstream sample).
             logging.getLogger('keystoneauth').setLevel(logging.ERROR)
+            logging.getLogger('oslo_service').setLevel(logging.WARNING)
 
     def initialize_app(self, argv):
         self.client_manager = ClientManager(self.options)

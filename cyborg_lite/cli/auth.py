@@ -9,17 +9,31 @@ Two modes, chosen from the command line and the environment:
   (``password`` unless told otherwise); the endpoint comes from the
   catalog (service type ``accelerator``), or from ``--os-endpoint`` when
   both are given.
+
+keystoneauth (and requests under it) is imported only when a command
+needs it: ``cyborg-lite --help`` and ``cyborg-lite help ...`` talk to
+nobody, and importing it was most of their start-up time
+(docs/benchmarks.md, "CLI start-up").
 """
 import argparse
 import os
 
-from keystoneauth1 import exceptions as ksa_exc
-from keystoneauth1 import loading
-from keystoneauth1 import noauth
-
 from cyborg_lite.cli import client as cl_client
 
 NOAUTH_TYPES = ('none', 'noauth')
+HELP_ARGS = ('-h', '--help')
+# Our own --os-* options; any other one is keystoneauth's.
+OWN_OPTIONS = ('--os-endpoint', '--os-accelerator-api-version',
+               '--os-interface', '--os-region-name', '--os-auth-type',
+               '--os-auth-plugin')
+KEYSTONE_HELP = (
+    'keystoneauth options: --os-auth-type (default password with no '
+    '--os-endpoint), --os-auth-url, --os-username, --os-password, '
+    '--os-project-name, --os-user-domain-name, --os-project-domain-name '
+    'and the rest of the chosen plugin, and the session options '
+    '--insecure, --os-cacert, --os-cert, --os-key, --timeout; each also '
+    'from its OS_* variable. `cyborg-lite --os-auth-type <type> --help` '
+    'lists a plugin\'s options.')
 
 
 def _pre_parse(argv):
@@ -45,6 +59,16 @@ def _default_auth_type(pre):
     return pre.os_auth_type or 'password'
 
 
+def only_help(argv):
+    """Whether ``argv`` asks for help and nothing else: no command runs,
+    so no keystoneauth option is needed to parse it."""
+    words = [a for a in argv if not a.startswith('-')]
+    asked = bool(set(argv) & set(HELP_ARGS)) or words[:1] == ['help']
+    keystone = [a for a in argv if a.startswith('--os-') and
+                a.split('=', 1)[0] not in OWN_OPTIONS]
+    return asked and not keystone and not _pre_parse(argv).os_auth_type
+
+
 def register_options(parser, argv):
     """Add endpoint, version, session and auth options to ``parser``."""
     parser.add_argument(
@@ -65,8 +89,15 @@ def register_options(parser, argv):
     parser.add_argument('--os-region-name', metavar='<region>',
                         default=os.environ.get('OS_REGION_NAME'),
                         help='Catalog region (Env: OS_REGION_NAME)')
-    loading.register_session_argparse_arguments(parser)
     pre = _pre_parse(argv)
+    if only_help(argv):
+        parser.add_argument('--os-auth-type', '--os-auth-plugin',
+                            metavar='<name>', default=pre.os_auth_type,
+                            help='Authentication type (Env: OS_AUTH_TYPE)')
+        parser.add_argument_group('Keystone authentication', KEYSTONE_HELP)
+        return
+    from keystoneauth1 import loading
+    loading.register_session_argparse_arguments(parser)
     if _default_auth_type(pre) is None:
         # keystoneauth's "none" plugin would add its own --os-endpoint and
         # clash with ours; noauth needs no more options anyway.
@@ -79,6 +110,8 @@ def register_options(parser, argv):
 
 
 def _noauth_session(options):
+    from keystoneauth1 import loading
+    from keystoneauth1 import noauth
     if not options.os_endpoint:
         raise cl_client.ClientError(
             'No API endpoint: give --os-endpoint or set CYBORG_LITE_URL')
@@ -87,6 +120,8 @@ def _noauth_session(options):
 
 
 def _keystone_session(options):
+    from keystoneauth1 import exceptions as ksa_exc
+    from keystoneauth1 import loading
     try:
         auth = loading.load_auth_from_argparse_arguments(options)
     except ksa_exc.ClientException as exc:
@@ -97,6 +132,7 @@ def _keystone_session(options):
 
 
 def _catalog_endpoint(sess, options):
+    from keystoneauth1 import exceptions as ksa_exc
     try:
         endpoint = sess.get_endpoint(service_type=cl_client.SERVICE_TYPE,
                                      interface=options.os_interface,

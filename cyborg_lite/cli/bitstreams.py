@@ -9,8 +9,6 @@ import contextlib
 import os
 import sys
 
-import requests
-
 from cyborg_lite.cli import client as cl_client
 from cyborg_lite.cli import progress
 from cyborg_lite.cli import transfer
@@ -176,6 +174,7 @@ class DownloadBitstream(versioned.Command):
                                      size)
 
     def take_action(self, parsed_args):
+        import requests  # only a download needs it: keeps --help quick
         response = self.api.request(
             'GET', bitstream_path(parsed_args.bitstream, '/file'),
             stream=True, headers={'Accept': OCTETS})

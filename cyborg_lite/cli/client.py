@@ -11,9 +11,6 @@ fault string, so the command line can print it without a traceback.
 import json
 import urllib.parse
 
-from keystoneauth1 import adapter
-from keystoneauth1 import exceptions as ksa_exc
-
 SERVICE_TYPE = 'accelerator'
 # 2.3 is Cyborg's current maximum and what python-cyborgclient sends; the
 # bitstream/program round may raise it if those APIs need a newer version.
@@ -90,6 +87,9 @@ class Client:
     """Thin JSON client: paths are relative to the v2 endpoint."""
 
     def __init__(self, session, endpoint, api_version=DEFAULT_API_VERSION):
+        # NOTE: imported here, not at the top: commands import this module
+        # and `cyborg-lite --help` should not pay for keystoneauth.
+        from keystoneauth1 import adapter
         self.endpoint = normalize_endpoint(endpoint)
         self.api_version = api_version
         self._adapter = adapter.Adapter(
@@ -104,6 +104,7 @@ class Client:
 
         ``kwargs`` go to keystoneauth (json, params, data, stream, headers).
         """
+        from keystoneauth1 import exceptions as ksa_exc
         try:
             response = self._adapter.request(path, method, raise_exc=False,
                                              **kwargs)

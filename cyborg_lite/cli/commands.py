@@ -15,6 +15,7 @@ from cyborg_lite.cli import device_profiles
 from cyborg_lite.cli import devices
 from cyborg_lite.cli import programs
 from cyborg_lite.cli import provider_trees
+from cyborg_lite.cli import samples
 
 # Names as `openstack accelerator <name>`: resources of API 2.4 that
 # neither python-openstackclient nor python-cyborgclient has.
@@ -46,5 +47,7 @@ COMMANDS = {
     'arq bind': arqs.BindArq,
     'arq unbind': arqs.UnbindArq,
     'arq delete': arqs.DeleteArq,
+    # Writes a local file, talks to no API: standalone only.
+    'bitstream sample': samples.SampleBitstream,
 }
 COMMANDS.update(OSC_COMMANDS)

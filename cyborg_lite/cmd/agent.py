@@ -17,7 +17,7 @@ def main(argv=None):
     prog = 'cyborg-lite-agent'
     argv = sys.argv[1:] if argv is None else argv
     try:
-        service_cmd.load_config(argv, ['agent'])
+        service_cmd.load_config(argv)
         agent = manager.AgentManager(CONF)
     except exception.CyborgLiteException as exc:
         return service_cmd.fail(prog, exc)

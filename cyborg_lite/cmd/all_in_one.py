@@ -9,6 +9,11 @@ conductor and one agent with the fake FPGA driver in this process over
 ``fake://`` messaging. Everything lives under the state directory, so a
 restart finds the same devices, profiles and programmed functions.
 Ctrl-C (or SIGTERM) stops everything.
+
+Anything that keeps it from starting (a bad argument or option, a state
+directory it cannot create, a port in use, Placement failing) is one line
+on stderr and exit status 1, with nothing left running; Placement also
+exits when this process is killed outright (see placement_server).
 """
 import argparse
 import os
@@ -33,26 +38,59 @@ DEFAULT_PLACEMENT_PORT = 8778    # Placement's port
 REGION_MEMORY_MB = 4096
 
 
+PROG = 'cyborg-lite-all-in-one'
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 1, like
+    every other start-up error of this command."""
+
+    def error(self, message):
+        self.exit(1, '%s: error: %s\n' % (self.prog, message))
+
+
+def _bounded_int(low, high):
+    def convert(text):
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError('%r is not an integer' % text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                '%d is not between %d and %d' % (value, low, high))
+        return value
+    return convert
+
+
 def _parse_cli(argv):
-    parser = argparse.ArgumentParser(prog='cyborg-lite-all-in-one',
-                                     description=__doc__.split('\n')[0])
+    parser = _Parser(prog=PROG, description=__doc__.split('\n')[0])
+    port = _bounded_int(1, 65535)
     parser.add_argument('--state-dir', default=os.path.abspath('state'))
-    parser.add_argument('--api-port', type=int, default=DEFAULT_API_PORT)
-    parser.add_argument('--placement-port', type=int,
+    parser.add_argument('--api-port', type=port, default=DEFAULT_API_PORT)
+    parser.add_argument('--placement-port', type=port,
                         default=DEFAULT_PLACEMENT_PORT)
-    parser.add_argument('--cards', type=int, default=2)
-    parser.add_argument('--regions', type=int, default=2)
+    # The bounds of [fake_driver] num_cards and regions_per_card.
+    parser.add_argument('--cards', type=_bounded_int(0, 64), default=2)
+    parser.add_argument('--regions', type=_bounded_int(1, 16), default=2)
     parser.add_argument('--host', default='aio-host',
                         help='host name the agent reports under')
     parser.add_argument('--config-file', action='append', default=[],
                         help='extra oslo.config files, read last')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.api_port == args.placement_port:
+        parser.error('--api-port and --placement-port are both %d'
+                     % args.api_port)
+    args.state_dir = os.path.abspath(args.state_dir)
+    return args
 
 
 def _configure(args, placement_url):
     argv = []
     for path in args.config_file:
         argv += ['--config-file', path]
+    # A default, not an override: [api] auth_strategy = keystone in a
+    # --config-file puts the API behind Keystone (docs/deployment.md).
+    CONF.set_default('auth_strategy', 'noauth', group='api')
     config.parse_args(argv, default_config_files=[])
     state = args.state_dir
     overrides = {
@@ -60,8 +98,7 @@ def _configure(args, placement_url):
                'transport_url': 'fake://'},
         'database': {'connection': 'sqlite:///%s'
                      % os.path.join(state, 'cyborg_lite.sqlite')},
-        'api': {'host': '127.0.0.1', 'port': args.api_port,
-                'auth_strategy': 'noauth'},
+        'api': {'host': '127.0.0.1', 'port': args.api_port},
         'agent': {'enabled_drivers': ['fake']},
         'fake_driver': {'num_cards': args.cards,
                         'regions_per_card': args.regions,
@@ -97,10 +134,11 @@ class AllInOne:
         self._stack = []
 
     def start(self):
+        # Configuration first: a bad value stops us before any child runs.
+        _configure(self.args, self.placement.endpoint)
         os.makedirs(self.placement.basedir, exist_ok=True)
         self.placement.start()
         self._stack.append(self.placement.stop)
-        _configure(self.args, self.placement.endpoint)
         migration.upgrade()
         self._start_conductor()
         self._start_api()
@@ -138,31 +176,55 @@ class AllInOne:
 
 
 def _banner(aio):
-    return '\n'.join([
+    lines = [
         'cyborg_lite all-in-one is running (Ctrl-C stops it).',
         '  API:        %s/v2' % aio.api_url,
+        '  Auth:       %s' % CONF.api.auth_strategy,
         '  Placement:  %s  (X-Auth-Token: %s)'
         % (aio.placement.endpoint, placement_server.TOKEN),
         '  State:      %s' % aio.args.state_dir,
         'Try:',
-        '  export CYBORG_LITE_URL=%s' % aio.api_url,
-        '  .venv/bin/cyborg-lite device list',
-        '  .venv/bin/cyborg-lite deployable list --long',
-    ])
+    ]
+    if CONF.api.auth_strategy == 'noauth':
+        lines.append('  export CYBORG_LITE_URL=%s' % aio.api_url)
+        cli = '.venv/bin/cyborg-lite'
+    else:
+        lines.append('  source your openrc (OS_AUTH_URL, OS_USERNAME...)')
+        cli = ('.venv/bin/cyborg-lite --os-auth-type password '
+               '--os-endpoint %s' % aio.api_url)
+    return '\n'.join(lines + ['  %s device list' % cli,
+                              '  %s deployable list --long' % cli])
+
+
+def _make_state_dir(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise exception.ConfigError(
+            reason='cannot create the state directory %s: %s'
+                   % (path, exc.strerror or exc))
+
+
+def _one_line(exc):
+    if isinstance(exc, (exception.CyborgLiteException,
+                        placement_server.PlacementStartError)):
+        text = str(exc)
+    else:
+        text = '%s: %s' % (type(exc).__name__, exc)
+    return ' '.join(text.split())
 
 
 def main(argv=None):
     args = _parse_cli(sys.argv[1:] if argv is None else argv)
-    args.state_dir = os.path.abspath(args.state_dir)
-    os.makedirs(args.state_dir, exist_ok=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     aio = AllInOne(args)
     try:
+        _make_state_dir(args.state_dir)
         aio.start()
-    except (exception.CyborgLiteException, RuntimeError, OSError) as exc:
-        print('cyborg-lite-all-in-one: error: %s' % exc, file=sys.stderr)
+    except Exception as exc:  # whatever it is: one line, nothing left
+        print('%s: error: %s' % (PROG, _one_line(exc)), file=sys.stderr)
         aio.stop()
         return 1
     print(_banner(aio), flush=True)

@@ -14,6 +14,7 @@ from gunicorn.app import base as gunicorn_base
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import session
 
 
 class _Server(gunicorn_base.BaseApplication):
@@ -46,9 +47,12 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         config.parse_args(argv)
+        # NOTE: workers connect on first request; a bad URL would be a
+        # 500 on each of them instead of this one line.
+        session.validate_url(CONF.database.connection)
     except exception.ConfigError as exc:
-        print('cyborg-lite-api: %s' % exc, file=sys.stderr)
-        return 2
+        print('cyborg-lite-api: error: %s' % exc, file=sys.stderr)
+        return 1
     # gunicorn parses sys.argv itself; it must not see ours.
     sys.argv = sys.argv[:1]
     _Server(argv).run()

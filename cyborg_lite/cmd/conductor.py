@@ -27,14 +27,12 @@ LOG = logging.getLogger(__name__)
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def load_config(argv, groups):
-    """Parse argv and read every option of ``groups`` now, so a bad value
-    fails at start as a ConfigError instead of later in a thread."""
+def load_config(argv):
+    """Parse argv (every option is checked then, see config.parse_args)
+    and build the transport now, so a bad transport_url fails at start as
+    a ConfigError instead of later in a thread."""
     config.parse_args(argv)
     try:
-        for group in groups:
-            for name in CONF[group]:
-                getattr(CONF[group], name)
         rpc.get_transport()
     except (cfg.Error, ValueError, messaging.MessagingException) as exc:
         raise exception.ConfigError(reason='%s: %s'
@@ -105,7 +103,7 @@ def main(argv=None):
     prog = 'cyborg-lite-conductor'
     argv = sys.argv[1:] if argv is None else argv
     try:
-        load_config(argv, ['conductor', 'placement'])
+        load_config(argv)
         _check_database()
     except exception.CyborgLiteException as exc:
         return fail(prog, exc)

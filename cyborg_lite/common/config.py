@@ -1,5 +1,13 @@
-"""Parsing the command line and configuration files for every process."""
+"""Parsing the command line and configuration files for every process.
+
+Every console script calls ``parse_args``, which also reads every
+registered option once, so a bad value in any group stops the process at
+start-up with one line naming the option and the file, instead of
+failing later (oslo.config converts a value only when it is read: a bad
+``[api] max_limit`` used to be a 500 on every list request).
+"""
 import os
+import re
 
 from oslo_config import cfg
 from oslo_log import log
@@ -38,8 +46,39 @@ def parse_args(argv, conf=CONF, default_config_files=None,
                    % ', '.join(exc.config_files))
     except (cfg.Error, ValueError) as exc:
         raise exception.ConfigError(reason=str(exc))
+    check_values(conf)
     if setup_logging:
         log.setup(conf, 'cyborg_lite')
+
+
+# oslo.config's message names the option and where its value came from,
+# in a form meant for developers: LocationInfo(..., detail='<file>').
+_BAD_VALUE = re.compile(r"detail='(?P<where>[^']*)'.*? is not valid: "
+                        r"(?P<why>.*)$", re.S)
+
+
+def _bad_value(group, name, exc):
+    match = _BAD_VALUE.search(str(exc))
+    where, why = ((' in %s' % match['where'] if match['where'] else '',
+                   match['why']) if match else ('', str(exc)))
+    return exception.ConfigError(reason='[%s] %s%s is not valid: %s' % (
+        group or 'DEFAULT', name, where, ' '.join(why.split())))
+
+
+def _read(where, group, name):
+    try:
+        return getattr(where, name)
+    except (cfg.Error, ValueError) as exc:
+        raise _bad_value(group, name, exc)
+
+
+def check_values(conf=CONF):
+    """Read every registered option; ConfigError for the first bad one."""
+    for name in sorted(conf):
+        value = _read(conf, None, name)
+        if isinstance(value, cfg.ConfigOpts.GroupAttr):
+            for opt_name in sorted(value):
+                _read(value, name, opt_name)
 
 
 def _named_config_files(argv):

@@ -7,6 +7,12 @@ DB_PATH``) with its own SQLite file and ``auth_strategy = noauth2``:
 any request with ``X-Auth-Token: admin`` is an admin. ``stop()`` and
 ``start()`` again reuse the port and the database file, which is how the
 outage tests take Placement away and bring it back with its data.
+
+The child never outlives its parent, even one killed with SIGKILL: its
+stdin is a pipe whose only writer is the parent, and it exits when that
+pipe reaches end of file (the kernel closes it with the parent). A pipe,
+not prctl(PR_SET_PDEATHSIG): that fires when the *thread* that started
+the child ends, which need not be the parent's end.
 """
 import os
 import shutil
@@ -15,12 +21,26 @@ import socketserver
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from wsgiref import simple_server
 
 TOKEN = 'admin'
+
+
+class PlacementStartError(RuntimeError):
+    """Placement did not answer; the message is one line, ``log`` the
+    end of its log."""
+
+    def __init__(self, server, reason):
+        self.log = server.read_log()
+        last = [line for line in self.log.splitlines() if line.strip()]
+        super().__init__('Placement did not start on port %d (%s)%s; log: '
+                         '%s' % (server.port, reason,
+                                 ': %s' % last[-1].strip() if last else '',
+                                 server.log_path))
 
 
 def free_port():
@@ -45,17 +65,21 @@ class PlacementServer:
         if self._proc is not None:
             return self
         log = open(self.log_path, 'ab')
-        self._proc = subprocess.Popen(
-            [sys.executable, '-m', 'cyborg_lite.common.placement_server',
-             str(self.port), self.db_path], cwd=self.basedir, stdout=log,
-            stderr=subprocess.STDOUT)
-        log.close()
+        try:
+            # stdin: the pipe whose end tells the child we are gone.
+            self._proc = subprocess.Popen(
+                [sys.executable, '-m', 'cyborg_lite.common.placement_server',
+                 str(self.port), self.db_path], cwd=self.basedir,
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+        finally:
+            log.close()
         try:
             self._wait_ready(timeout)
-        except Exception:
+        except BaseException as exc:
             self.stop()
-            raise RuntimeError('Placement did not start; log:\n%s'
-                               % self.read_log())
+            if isinstance(exc, Exception):
+                raise PlacementStartError(self, exc) from exc
+            raise
         return self
 
     def _wait_ready(self, timeout):
@@ -83,6 +107,7 @@ class PlacementServer:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        self._proc.stdin.close()
         self._proc = None
 
     def restart(self):
@@ -133,8 +158,18 @@ def build_app(db_path):
     return deploy.loadapp(conf)
 
 
+def _exit_with_parent(pipe):
+    """Exit once ``pipe`` (stdin, written by no one but the parent) ends."""
+    def watch():
+        while pipe.read(4096):
+            pass
+        os._exit(0)
+    threading.Thread(target=watch, name='parent-watch', daemon=True).start()
+
+
 def main(argv):
     port, db_path = int(argv[1]), argv[2]
+    _exit_with_parent(sys.stdin.buffer)
     app = build_app(db_path)
     server = simple_server.make_server(
         '127.0.0.1', port, app, server_class=_ThreadingWSGIServer,

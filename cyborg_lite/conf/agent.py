@@ -20,6 +20,7 @@ GROUP = cfg.OptGroup('agent', title='Agent options',
 OPTS = [
     cfg.ListOpt('enabled_drivers',
                 default=['fake'],
+                item_type=cfg.types.String(regex=r'^[A-Za-z0-9_.-]+$'),
                 help='Drivers to load, by entry-point name in the '
                      'cyborg_lite.drivers group (fake, fpga_sysfs, pci, '
                      'nvidia, xilinx). A driver that fails to load or to '
@@ -28,12 +29,14 @@ OPTS = [
     cfg.IntOpt('report_interval',
                default=60,
                min=1,
+               max=86400,
                help='Seconds between two discovery scans. After a scan '
                     'the agent reports only the drivers whose result '
                     'changed since the conductor last acknowledged them.'),
     cfg.IntOpt('full_report_every',
                default=10,
                min=1,
+               max=10000,
                help='Send a full report (every driver, changed or not) '
                     'every this many scans, besides the one at start. '
                     'It repairs a conductor database that lost or missed '
@@ -42,6 +45,7 @@ OPTS = [
     cfg.IntOpt('rpc_timeout',
                default=60,
                min=1,
+               max=3600,
                help='Seconds the agent waits for the conductor to '
                     'acknowledge a report. An unacknowledged report is '
                     'sent again after the next scan.'),

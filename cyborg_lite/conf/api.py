@@ -17,6 +17,7 @@ OPTS = [
     cfg.IntOpt('workers',
                default=2,
                min=1,
+               max=256,
                help='Number of gunicorn worker processes of '
                     'cyborg-lite-api. Each worker is a separate process '
                     'with its own database pool and RPC client.'),
@@ -33,26 +34,31 @@ OPTS = [
                help='How API callers are authenticated.'),
     cfg.ListOpt('noauth_default_roles',
                 default=['admin'],
+                item_type=cfg.types.String(regex=r'^[^\s,]+$'),
                 help='Roles of a request without an X-Roles header when '
                      'auth_strategy = noauth. Send an empty X-Roles header '
                      'to act as an anonymous caller.'),
     cfg.StrOpt('noauth_default_project_id',
+               regex=r'^[^\s]{1,64}$',
                help='Project of a request without an X-Project-Id header '
                     'when auth_strategy = noauth. Unset: no project, so '
                     'device profiles an admin creates are public.'),
     cfg.IntOpt('max_request_body_size',
                default=114688,
                min=1,
+               max=64 * 1024 * 1024,
                help='Largest request body accepted, in bytes; a larger one '
                     'is refused with 413 before it is read. The default is '
                     "oslo.middleware's."),
     cfg.IntOpt('max_limit',
                default=1000,
                min=1,
+               max=100000,
                help='Most items one list request returns. A request asking '
                     'for more (limit=N) or not saying gets at most this '
                     'many; page on with marker=<last uuid>.'),
     cfg.URIOpt('public_endpoint',
+               schemes=['http', 'https'],
                help='Base URL clients use to reach this API, e.g. '
                     'https://cloud.example.com/accelerator. Used in the '
                     'links of responses and the version documents. Unset: '

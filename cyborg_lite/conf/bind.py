@@ -21,6 +21,7 @@ ARQ_OPTS = [
     cfg.IntOpt('bind_timeout',
                default=300,
                min=1,
+               max=86400,
                help='Seconds an accelerator request may stay BindStarted '
                     'before the reaper moves it to BindFailed. A bind '
                     'normally ends within a second; one left behind means '
@@ -31,10 +32,12 @@ ARQ_OPTS = [
     cfg.IntOpt('reap_interval',
                default=60,
                min=1,
+               max=3600,
                help='Seconds between two runs of the stale-bind reaper in '
                     'each conductor. Any conductor may reap any ARQ.'),
     cfg.StrOpt('notifier',
                default='log',
+               regex=r'^(log|nova|[A-Za-z_][\w.]*:[A-Za-z_]\w*)$',
                help='Who is told when an accelerator request becomes Bound '
                     'or BindFailed: "log" only logs it; "nova" sends the '
                     'accelerator-request-bound external event to the '

@@ -14,11 +14,13 @@ BITSTREAM_OPTS = [
     cfg.IntOpt('max_size_mb',
                default=1024,
                min=1,
+               max=1024 * 1024,
                help='Largest bitstream accepted by an upload, in MiB. An '
                     'upload stops being read as soon as it passes this.'),
     cfg.IntOpt('chunk_size',
                default=1024 * 1024,
                min=4096,
+               max=64 * 1024 * 1024,
                help='Bytes read and hashed at a time while streaming an '
                     'image into or out of the store.'),
 ]
@@ -27,24 +29,28 @@ PROGRAMMING_OPTS = [
     cfg.IntOpt('job_timeout',
                default=1800,
                min=1,
+               max=7 * 86400,
                help='Seconds after which an active programming job is '
                     'considered abandoned whatever its heartbeats say, and '
                     'is failed or retried.'),
     cfg.IntOpt('heartbeat_timeout',
                default=120,
                min=1,
+               max=86400,
                help='Seconds without a heartbeat or progress report after '
                     'which an active programming job is considered '
                     'abandoned (its agent died) and is failed or retried.'),
     cfg.IntOpt('heartbeat_interval',
                default=20,
                min=1,
+               max=3600,
                help='Seconds between the heartbeats an agent sends while it '
                     'runs a programming job. Keep it well below '
                     'heartbeat_timeout.'),
     cfg.IntOpt('max_attempts',
                default=2,
                min=1,
+               max=100,
                help='Default number of tries of a programming job, counting '
                     'the first. A try abandoned by a dead agent is retried '
                     'while tries remain; a try that reported an error is '
@@ -52,6 +58,7 @@ PROGRAMMING_OPTS = [
     cfg.IntOpt('reap_interval',
                default=30,
                min=1,
+               max=3600,
                help='Seconds between two runs of the stale-job reaper in '
                     'each conductor: it fails or requeues jobs whose agent '
                     'went silent, and sends requeued ones to their host '
@@ -59,6 +66,7 @@ PROGRAMMING_OPTS = [
     cfg.IntOpt('bind_wait_timeout',
                default=240,
                min=1,
+               max=86400,
                help='Seconds a bind waits for the programming job it '
                     'started (the profile asked for a bitstream or function '
                     'the region lacks) to end. On timeout the bind fails; '
@@ -68,6 +76,7 @@ PROGRAMMING_OPTS = [
     cfg.FloatOpt('bind_poll_interval',
                  default=0.5,
                  min=0.01,
+                 max=60,
                  help='Seconds between two reads of the job\'s state while '
                       'a bind waits for it (any conductor may receive the '
                       'agent\'s reports, so the database is what is '

@@ -9,6 +9,7 @@ OPTS = [
     cfg.IntOpt('workers',
                default=1,
                min=1,
+               max=256,
                help='Conductor processes started by cyborg-lite-conductor. '
                     'They share the RPC topic, so reports are spread over '
                     'them; the database keeps them consistent. Ignored '
@@ -17,12 +18,14 @@ OPTS = [
     cfg.IntOpt('periodic_interval',
                default=10,
                min=1,
+               max=3600,
                help='Default seconds between two runs of a periodic task '
                     '(reapers, retries) that does not choose its own '
                     'interval.'),
     cfg.IntOpt('report_retries',
                default=5,
                min=1,
+               max=100,
                help='How many times the conductor tries to apply one '
                     'agent report when another writer changed the same '
                     'rows at the same time (a unique-key clash or a stale '

@@ -17,6 +17,7 @@ OPTS = [
     cfg.IntOpt('pool_size',
                default=10,
                min=1,
+               max=1000,
                help='Connections kept open per process (not SQLite).'),
     cfg.StrOpt('sqlite_journal_mode',
                default='wal',
@@ -31,6 +32,7 @@ OPTS = [
     cfg.IntOpt('sqlite_busy_timeout_ms',
                default=30000,
                min=0,
+               max=3600 * 1000,
                help='How long a SQLite writer waits for the lock before '
                     'failing, in milliseconds.'),
 ]

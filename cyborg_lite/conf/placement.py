@@ -31,16 +31,19 @@ OPTS = [
     cfg.FloatOpt('sync_retry_initial_interval',
                  default=1.0,
                  min=0.0,
+                 max=3600.0,
                  help='Seconds before the first retry of a host whose '
                       'Placement sync failed; doubled after each failure.'),
     cfg.FloatOpt('sync_retry_max_interval',
                  default=300.0,
                  min=0.0,
+                 max=86400.0,
                  help='Upper bound, in seconds, of the wait between '
                       'retries of a failed Placement sync.'),
     cfg.IntOpt('sync_conflict_retries',
                default=5,
                min=0,
+               max=100,
                help='How many times one sync re-reads the provider tree '
                     'and retries after Placement answers 409 (another '
                     'writer changed a provider generation).'),

@@ -10,6 +10,7 @@ failed operation leaves stored state untouched.
 """
 import contextlib
 import os
+import re
 import threading
 
 import sqlalchemy as sa
@@ -28,18 +29,20 @@ _sqlite_writer_locks = {}
 
 
 def validate_url(url):
-    """Return a SQLAlchemy URL or raise DatabaseURLError naming the URL."""
+    """Return a SQLAlchemy URL or raise DatabaseURLError naming the URL
+    (its password masked: the error goes to logs and terminals)."""
     try:
         parsed = sa.engine.make_url(url)
     except sa_exc.ArgumentError as exc:
         raise exception.DatabaseURLError(url=url, reason=str(exc))
+    shown = parsed.render_as_string(hide_password=True)
     if parsed.get_backend_name() not in SUPPORTED_BACKENDS:
         raise exception.DatabaseURLError(
-            url=url, reason='unknown scheme %r' % parsed.drivername)
+            url=shown, reason='unknown scheme %r' % parsed.drivername)
     try:
         parsed.get_dialect()
     except sa_exc.NoSuchModuleError as exc:
-        raise exception.DatabaseURLError(url=url, reason=str(exc))
+        raise exception.DatabaseURLError(url=shown, reason=str(exc))
     return parsed
 
 
@@ -60,6 +63,69 @@ def _sqlite_begin(conn):
     # it; BEGIN IMMEDIATE serialises writers as PostgreSQL's row locks do.
     writer = conn.get_execution_options().get('cyborg_lite_writer')
     conn.exec_driver_sql('BEGIN IMMEDIATE' if writer else 'BEGIN')
+
+
+# MySQL/MariaDB error codes of a CHECK constraint refusing a row (MariaDB
+# ER_CONSTRAINT_FAILED, MySQL 8 ER_CHECK_CONSTRAINT_VIOLATED): the drivers
+# report them as OperationalError, the other backends as IntegrityError.
+_MYSQL_CHECK_FAILED = (4025, 3819)
+# What a MySQL session is set to on connect: the strict mode oslo.db uses
+# (a too-long string or a bad value fails instead of being truncated).
+MYSQL_SQL_MODE = 'TRADITIONAL'
+# PostgreSQL's default; the conditional updates and row locks are written
+# for it. MySQL's REPEATABLE READ would make a locking read see rows its
+# plain reads did not (see docs/deployment.md).
+MYSQL_ISOLATION_LEVEL = 'READ COMMITTED'
+
+
+# SELECT ... FOR UPDATE SKIP LOCKED (handle claims, reapers) exists from
+# MariaDB 10.6 and MySQL 8.0 on; older servers would fail every claim.
+MIN_SERVER_VERSIONS = {'MariaDB': (10, 6), 'MySQL': (8, 0)}
+
+
+def check_mysql_version(version):
+    """Raise ConfigError for a server too old for our queries.
+
+    ``version`` is what SELECT VERSION() says, e.g. 10.11.6-MariaDB-0+deb12u1.
+    """
+    kind = 'MariaDB' if 'mariadb' in version.lower() else 'MySQL'
+    found = tuple(int(n) for n in
+                  re.match(r'(\d+)\.(\d+)', version).groups())
+    wanted = MIN_SERVER_VERSIONS[kind]
+    if found < wanted:
+        raise exception.ConfigError(
+            reason='%s %s is too old: cyborg_lite needs %s >= %d.%d (for '
+                   'SELECT ... FOR UPDATE SKIP LOCKED)'
+                   % (kind, version, kind, wanted[0], wanted[1]))
+
+
+def _mysql_session(dbapi_conn, _record):
+    cursor = dbapi_conn.cursor()
+    try:
+        cursor.execute('SELECT VERSION()')
+        check_mysql_version(cursor.fetchone()[0])
+        cursor.execute("SET SESSION sql_mode = '%s'" % MYSQL_SQL_MODE)
+    finally:
+        cursor.close()
+
+
+def _mysql_check_is_integrity(context):
+    orig = context.original_exception
+    if (isinstance(context.sqlalchemy_exception, sa_exc.OperationalError)
+            and getattr(orig, 'args', None)
+            and orig.args[0] in _MYSQL_CHECK_FAILED):
+        raise sa_exc.IntegrityError(context.statement, context.parameters,
+                                    orig) from orig
+
+
+def _create_mysql_engine(parsed, kwargs):
+    if 'charset' not in parsed.query:
+        parsed = parsed.update_query_dict({'charset': 'utf8mb4'})
+    engine = sa.create_engine(parsed, isolation_level=MYSQL_ISOLATION_LEVEL,
+                              **kwargs)
+    sa.event.listen(engine, 'connect', _mysql_session)
+    sa.event.listen(engine, 'handle_error', _mysql_check_is_integrity)
+    return engine
 
 
 def create_engine(url):
@@ -83,6 +149,8 @@ def create_engine(url):
         sa.event.listen(engine, 'begin', _sqlite_begin)
         return engine
     kwargs.update(pool_size=CONF.database.pool_size, pool_pre_ping=True)
+    if parsed.get_backend_name() == 'mysql':
+        return _create_mysql_engine(parsed, kwargs)
     return sa.create_engine(parsed, **kwargs)
 
 

@@ -7,6 +7,12 @@ with the metadata a user declared and refuses, naming the field, a file
 whose header contradicts it: the hardware may not stop a bad image, so
 software must.
 
+Whatever the bytes, ``parse`` either returns a header or raises
+exception.InvalidBitstream (a 400 at the API) naming the problem: no
+other exception, however deep, long or malformed the header (a fuzz test
+holds it to that). Header text is refused, not cleaned, when it could
+not be stored as it is (labels.py).
+
 Identifiers (region type = PR interface id, function id = AFU /
 accelerator-type id) are compared in one canonical form: lowercase hex with
 no dashes, as the DFL sysfs files ``compat_id`` and ``afu_id`` show them.
@@ -18,6 +24,7 @@ import re
 
 from cyborg_lite.common import exception
 from cyborg_lite.common.bitstream_formats import gbs
+from cyborg_lite.common.bitstream_formats import labels
 from cyborg_lite.common.bitstream_formats import xclbin
 
 FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
@@ -43,6 +50,9 @@ class BitstreamHeader:
     # The bytes the hardware takes: [payload_offset, +payload_length).
     payload_offset: int
     payload_length: int
+    # Whose format it is, as a PCI vendor id like devices report (GBS:
+    # Intel 0x8086, xclbin: Xilinx 0x10ee); None for a headerless image.
+    vendor: str | None = None
     # Format-specific facts (GBS JSON metadata, xclbin sections...).
     extra: dict = dataclasses.field(default_factory=dict, compare=False)
 
@@ -135,20 +145,21 @@ def _check_id(field, from_header, declared):
 def cross_check(header, declared):
     """Declared metadata (a dict) filled in and checked against a header.
 
-    Returns a new dict where ``format``, ``region_type``, ``function_id``
-    and ``function_name`` come from the header when the declaration left
-    them out. A declared format, region type or function id that the
-    header contradicts raises exception.BitstreamHeaderMismatch naming the
-    field. Names are labels, not identities: a declared function_name is
-    kept as given.
+    Returns a new dict where ``format``, ``region_type``, ``function_id``,
+    ``function_name`` and ``vendor`` come from the header when the
+    declaration left them out. A declared format, region type or function
+    id that the header contradicts raises exception.BitstreamHeaderMismatch
+    naming the field. Names are labels, not identities: a declared
+    function_name or vendor is kept as given.
     """
     result = dict(declared)
     result['format'] = _check_format(header, declared.get('format'))
     for field in ('region_type', 'function_id'):
         result[field] = _check_id(field, getattr(header, field),
                                   declared.get(field))
-    if not declared.get('function_name'):
-        result['function_name'] = header.function_name
+    for label in ('function_name', 'vendor'):
+        if not declared.get(label):
+            result[label] = getattr(header, label)
     return result
 
 
@@ -175,3 +186,49 @@ def iter_payload(path, chunk_size=1024 * 1024):
 def strip_header(path):
     """The payload as bytes (what DFL_FPGA_FME_PORT_PR takes in memory)."""
     return b''.join(iter_payload(path))
+
+
+# --- writing ------------------------------------------------------------------
+
+WRITABLE_FORMATS = tuple(_PARSERS)
+SAMPLE_PLATFORM = 'cyborg_lite_sample'
+
+
+def build(fmt, region_type, function_id, function_name, payload):
+    """A valid ``fmt`` (gbs or xclbin) image that loads ``function_id``
+    (and names it ``function_name``) into regions of ``region_type``,
+    around ``payload``; ``parse`` reads those fields back. Ids may be
+    dashed or 32 hex digits."""
+    name = labels.check(function_name, 'function_name', _invalid)
+    if not name:
+        _invalid('function_name must not be empty')
+    ids = [_uuid(region_type, 'region_type'),
+           _uuid(function_id, 'function_id')]
+    if fmt == 'gbs':
+        return gbs.build(gbs.afu_metadata(*ids, name=name,
+                                          platform=SAMPLE_PLATFORM), payload)
+    if fmt == 'xclbin':
+        # XRT names kernel instances "kernel:instance".
+        instance = '%s:%s_1' % (name, name)
+        if len(instance.encode('utf-8')) >= 64:
+            _invalid('function_name is too long for an xclbin kernel name '
+                     '(at most 30 bytes)')
+        sections = [
+            (xclbin.KIND_BITSTREAM, 'bitstream', payload),
+            (xclbin.KIND_IP_LAYOUT, 'ip_layout',
+             xclbin.ip_layout([(xclbin.IP_KERNEL, instance)]))]
+        return xclbin.build(*ids, vbnv=SAMPLE_PLATFORM, sections=sections)
+    _invalid('format must be one of %s, got %r'
+             % (', '.join(WRITABLE_FORMATS), fmt))
+
+
+def _invalid(reason):
+    raise exception.Invalid(reason=reason)
+
+
+def _uuid(value, field):
+    compact = normalise_id(value, field)
+    if not _HEX32.match(compact or ''):
+        _invalid('%s must be a UUID (32 hex digits, dashes allowed), got %r'
+                 % (field, value))
+    return compact

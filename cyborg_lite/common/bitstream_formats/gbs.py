@@ -22,11 +22,17 @@ JSON (metadata "version" 1; OPAE also takes 640 and 650, which some BBS
 ``magic-no`` must be 488605312 (0x1d1f8680), as OPAE's metadatav1.c
 checks. The DFL port exposes one afu_id, so the first accelerator cluster
 is the function the image loads.
+
+The metadata names no vendor (OPAE's schema has interface, clocks, power
+and clusters): GBS is Intel's format, so its vendor is Intel's PCI
+vendor id, as devices report theirs. ``build`` writes a GBS with the same
+layout, for tools and tests (``cyborg-lite bitstream sample``).
 """
 import json
 import struct
 import uuid
 
+from cyborg_lite.common.bitstream_formats import labels
 from cyborg_lite.common import exception
 
 MAGIC = b'XeonFPGA\xb7GBSv001'
@@ -34,9 +40,13 @@ _LEN = struct.Struct('<I')
 HEADER_LEN = len(MAGIC) + _LEN.size
 AFU_MAGIC_NO = 0x1d1f8680
 METADATA_VERSIONS = (1, 640, 650)
+VENDOR = '0x8086'
 # Real metadata is a few hundred bytes; a bigger length is a corrupt or
 # hostile file, and refusing it bounds the memory a parse may take.
 MAX_METADATA_LEN = 1024 * 1024
+# Real metadata nests 4 levels (metadata, afu-image, clusters, cluster);
+# deeper is hostile (100,000 levels overflowed the JSON decoder's stack).
+MAX_DEPTH = 32
 
 
 def _fail(reason):
@@ -65,6 +75,18 @@ def _read_header(f, size):
     return length
 
 
+def _depth(data):
+    """Nesting depth of decoded JSON, without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, depth)
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def _decode_json(raw):
     try:
         text = raw.decode('utf-8')
@@ -72,8 +94,12 @@ def _decode_json(raw):
         _fail('metadata is not UTF-8 (byte %d)' % exc.start)
     try:
         data = json.loads(text)
+    except RecursionError:
+        _fail('metadata nests deeper than %d levels' % MAX_DEPTH)
     except ValueError as exc:
         _fail('metadata is not JSON: %s' % exc)
+    if _depth(data) > MAX_DEPTH:
+        _fail('metadata nests deeper than %d levels' % MAX_DEPTH)
     if not isinstance(data, dict):
         _fail('metadata must be a JSON object')
     return data
@@ -92,7 +118,12 @@ def _uuid_hex(obj, key, where):
     try:
         return uuid.UUID(value).hex
     except ValueError:
-        _fail('metadata %s"%s" is not a UUID: %r' % (where, key, value))
+        _fail('metadata %s"%s" is not a UUID: %r'
+              % (where, key, value[:80]))
+
+
+def _label(value, field):
+    return labels.check(value, 'metadata ' + field, _fail)
 
 
 def _afu_fields(data):
@@ -109,14 +140,15 @@ def _afu_fields(data):
     if not clusters or not isinstance(clusters[0], dict):
         _fail('afu-image.accelerator-clusters must list at least one object')
     first = clusters[0]
+    cluster = where + 'accelerator-clusters[0].'
     platform = data.get('platform-name')
     return {
         'region_type': _uuid_hex(image, 'interface-uuid', where),
-        'function_id': _uuid_hex(first, 'accelerator-type-uuid',
-                                 where + 'accelerator-clusters[0].'),
-        'function_name': _get(first, 'name', str,
-                              where + 'accelerator-clusters[0].'),
-        'platform': platform if isinstance(platform, str) else None,
+        'function_id': _uuid_hex(first, 'accelerator-type-uuid', cluster),
+        'function_name': _label(_get(first, 'name', str, cluster),
+                                cluster + '"name"'),
+        'platform': (_label(platform, '"platform-name"')
+                     if isinstance(platform, str) else None),
     }
 
 
@@ -127,5 +159,38 @@ def parse(f, size):
     fields = _afu_fields(data)
     fields.update(payload_offset=HEADER_LEN + length,
                   payload_length=size - HEADER_LEN - length,
-                  extra={'metadata': data})
+                  vendor=VENDOR, extra={'metadata': data})
     return fields
+
+
+# --- writing ------------------------------------------------------------------
+
+def afu_metadata(interface_uuid, accelerator_uuid, name,
+                 platform='cyborg_lite', version=1):
+    """The JSON metadata of an image, in the shape OPAE's packager writes
+    (one accelerator cluster; user clocks as numbers, which the packager
+    requires in a GBS)."""
+    return {
+        'version': version, 'platform-name': platform,
+        'afu-image': {
+            'magic-no': AFU_MAGIC_NO,
+            'interface-uuid': str(uuid.UUID(interface_uuid)),
+            'clock-frequency-high': 312, 'clock-frequency-low': 156,
+            'power': 0,
+            'accelerator-clusters': [{
+                'name': name, 'total-contexts': 1,
+                'accelerator-type-uuid': str(uuid.UUID(accelerator_uuid))}]}}
+
+
+def pack(raw_metadata, payload, magic=MAGIC, metadata_len=None):
+    """The bytes of a GBS: magic, metadata length (``metadata_len`` if
+    given, else the true one), metadata, PR bitstream. It writes what it is
+    given: a caller may build a malformed file on purpose (tests)."""
+    if metadata_len is None:
+        metadata_len = len(raw_metadata)
+    return magic + _LEN.pack(metadata_len) + raw_metadata + payload
+
+
+def build(metadata, payload):
+    """A GBS of ``metadata`` (a dict, see afu_metadata) and ``payload``."""
+    return pack(json.dumps(metadata).encode('utf-8'), payload)

@@ -22,12 +22,19 @@ is what XRT reports as loaded. XCLBIN_MAX_NUM_SECTION is 0x10000.
 Discrepancy with research/drivers/xclbin.md: ``ip_layout`` and
 ``mem_topology`` start with an int32 count but their arrays hold uint64
 fields, so the array begins at offset 8 (4 bytes of padding), not 4.
+
+xclbin is Xilinx's (AMD's) format: its vendor is Xilinx's PCI vendor id,
+as Alveo devices report it. ``build`` writes an xclbin with this layout,
+for tools and tests (``cyborg-lite bitstream sample``).
 """
 import struct
+import uuid
 
+from cyborg_lite.common.bitstream_formats import labels
 from cyborg_lite.common import exception
 
 MAGIC = b'xclbin2\x00'
+VENDOR = '0x10ee'
 FIXED_LEN = 456
 _HEADER_AT = 304
 _HEADER = struct.Struct('<QQQHBBHH16s64s16s16sI')
@@ -49,7 +56,7 @@ def _fail(reason):
 def _cstring(raw, field):
     text = raw.split(b'\x00', 1)[0]
     try:
-        return text.decode('utf-8')
+        return labels.check(text.decode('utf-8'), field, _fail)
     except UnicodeDecodeError:
         _fail('%s is not UTF-8 text' % field)
 
@@ -130,6 +137,54 @@ def parse(f, size):
         'platform': _cstring(vbnv, 'm_platformVBNV') or None,
         'payload_offset': 0,
         'payload_length': length,
+        'vendor': VENDOR,
         'extra': {'mode': mode, 'version': '%d.%d' % (major, minor),
                   'sections': sections},
     }
+
+
+# --- writing ------------------------------------------------------------------
+
+_PREAMBLE = struct.Struct('<8si28s256sQ')  # magic .. m_uniqueId
+SIGNATURE_NONE = -1
+
+
+def ip_layout(kernels):
+    """An IP_LAYOUT section: int32 count, 4 bytes padding, then
+    ``(ip_type, name)`` entries (IP_KERNEL names are "kernel:instance")."""
+    body = struct.pack('<i4x', len(kernels))
+    for index, (ip_type, name) in enumerate(kernels):
+        body += _IP_DATA.pack(ip_type, 0, 0x1000 * index, name.encode())
+    return body
+
+
+def _uuid_bytes(value):
+    return uuid.UUID(value).bytes if value else bytes(16)
+
+
+def build(interface_uuid, xclbin_uuid, vbnv, sections, magic=MAGIC,
+          length=None, num_sections=None, section_overrides=None):
+    """The bytes of an xclbin: the fixed header, one section header per
+    ``(kind, name, data)`` of ``sections`` and their data after it. An
+    empty ``interface_uuid`` writes zeros (a flat shell). ``length``,
+    ``num_sections`` and ``section_overrides`` ({index: (offset, size)})
+    replace the true values: it writes what it is given, so a caller may
+    build a malformed file on purpose (tests)."""
+    count = len(sections) if num_sections is None else num_sections
+    data_at = FIXED_LEN + _SECTION.size * len(sections)
+    table, blob = b'', b''
+    for index, (kind, name, data) in enumerate(sections):
+        offset, size = data_at + len(blob), len(data)
+        if section_overrides and index in section_overrides:
+            offset, size = section_overrides[index]
+        table += _SECTION.pack(kind, name.encode(), offset, size)
+        blob += data
+    total = data_at + len(blob)
+    head = _PREAMBLE.pack(magic, SIGNATURE_NONE, b'\xff' * 28, bytes(256),
+                          42)
+    head += _HEADER.pack(
+        total if length is None else length, 1700000000, 0, 0, 2, 1, 1, 0,
+        _uuid_bytes(interface_uuid),
+        vbnv if isinstance(vbnv, bytes) else vbnv.encode(),
+        _uuid_bytes(xclbin_uuid), b'', count) + bytes(4)
+    return head + table + blob

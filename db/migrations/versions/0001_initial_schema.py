@@ -226,46 +226,14 @@ def upgrade():
 
 
 def downgrade():
-    with op.batch_alter_table('programming_jobs', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_programming_jobs_project_id'))
-        batch_op.drop_index(batch_op.f('ix_programming_jobs_deployable_id'))
-        batch_op.drop_index(batch_op.f('ix_programming_jobs_bitstream_id'))
-
+    # NOTE: a table takes its indexes with it; MySQL refuses to drop an
+    # index a foreign key still needs, so none is dropped on its own.
     op.drop_table('programming_jobs')
-    with op.batch_alter_table('accelerator_requests', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_accelerator_requests_project_id'))
-        batch_op.drop_index(batch_op.f('ix_accelerator_requests_instance_uuid'))
-        batch_op.drop_index(batch_op.f('ix_accelerator_requests_device_profile_id'))
-
     op.drop_table('accelerator_requests')
-    with op.batch_alter_table('attributes', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_attributes_deployable_id'))
-
     op.drop_table('attributes')
-    with op.batch_alter_table('attach_handles', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_attach_handles_deployable_id'))
-
     op.drop_table('attach_handles')
-    with op.batch_alter_table('deployables', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_deployables_device_id'))
-
     op.drop_table('deployables')
-    with op.batch_alter_table('controlpath_ids', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_controlpath_ids_device_id'))
-
     op.drop_table('controlpath_ids')
-    with op.batch_alter_table('devices', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_devices_hostname'))
-
     op.drop_table('devices')
-    with op.batch_alter_table('device_profiles', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_device_profiles_project_id'))
-
     op.drop_table('device_profiles')
-    with op.batch_alter_table('bitstreams', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_bitstreams_sha256'))
-        batch_op.drop_index(batch_op.f('ix_bitstreams_region_type'))
-        batch_op.drop_index(batch_op.f('ix_bitstreams_project_id'))
-        batch_op.drop_index(batch_op.f('ix_bitstreams_function_id'))
-
     op.drop_table('bitstreams')

@@ -45,5 +45,5 @@ def test_bad_config_file_is_a_clear_error(tmp_path):
     proc = subprocess.run([script, '--config-file',
                            str(tmp_path / 'missing.conf')],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
+    assert proc.returncode == 1
     assert 'missing.conf' in proc.stderr

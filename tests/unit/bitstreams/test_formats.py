@@ -6,6 +6,7 @@ import struct
 import pytest
 
 from cyborg_lite.common import bitstream_formats as formats
+from cyborg_lite.common.bitstream_formats import gbs
 from cyborg_lite.common import exception
 from tests.unit.bitstreams import builders as b
 
@@ -118,6 +119,49 @@ def test_gbs_bad_metadata_content(mutate, match):
     _refused(b.build_gbs(metadata), match)
 
 
+def _nested(depth):
+    return '[' * depth + ']' * depth
+
+
+@pytest.mark.parametrize('depth', [100000, 1000, gbs.MAX_DEPTH])
+def test_gbs_deeply_nested_metadata(depth):
+    # 100,000 levels overflowed the JSON decoder's stack: a 500 before.
+    raw = ('{"version": 1, "x": %s}' % _nested(depth)).encode()
+    _refused(b.build_gbs(raw_metadata=raw),
+             'metadata nests deeper than %d levels' % gbs.MAX_DEPTH)
+
+
+def test_gbs_nesting_within_the_limit_is_read():
+    metadata = b.gbs_metadata()
+    metadata['deep'] = json.loads(_nested(gbs.MAX_DEPTH - 1))
+    assert _parse(b.build_gbs(metadata)).function_name == 'nlb_400'
+
+
+@pytest.mark.parametrize('name, match', [
+    ('nlb\x00400', r'"name" holds a control character \(U\+0000 at '
+                   r'character 3\)'),
+    ('nlb\n400', r'a control character \(U\+000A'),
+    ('nlb\x1b[31m', r'a control character \(U\+001B'),
+    ('nlb\x85', r'a control character \(U\+0085'),
+    ('nlb\ud800', r'a lone surrogate \(U\+D800'),
+    ('n' * 256, '"name" is 256 characters long, more than the 255'),
+])
+def test_gbs_function_name_that_cannot_be_stored(name, match):
+    metadata = b.gbs_metadata(name=name)
+    _refused(b.build_gbs(metadata), match)
+
+
+def test_gbs_platform_name_with_a_nul():
+    metadata = b.gbs_metadata()
+    metadata['platform-name'] = 'D\x00CP'
+    _refused(b.build_gbs(metadata), '"platform-name" holds a control')
+
+
+def test_gbs_unicode_names_are_kept():
+    header = _parse(b.build_gbs(b.gbs_metadata(name='nlb — 加速')))
+    assert header.function_name == 'nlb — 加速'
+
+
 # --- xclbin ----------------------------------------------------------------
 
 def test_xclbin_header_fields():
@@ -180,6 +224,18 @@ def test_xclbin_non_utf8_vbnv():
     _refused(b.build_xclbin(vbnv=b'\xff\xfe'), 'm_platformVBNV is not UTF-8')
 
 
+@pytest.mark.parametrize('kernel', ['va\x01dd:vadd_1', 'vadd\t:1'])
+def test_xclbin_kernel_name_with_control_characters(kernel):
+    sections = [(8, 'ip', b.ip_layout([(1, kernel)]))]
+    _refused(b.build_xclbin(sections=sections),
+             'IP_LAYOUT name holds a control character')
+
+
+def test_xclbin_vbnv_with_a_newline():
+    _refused(b.build_xclbin(vbnv='shell\nX'),
+             r'm_platformVBNV holds a control character \(U\+000A')
+
+
 def test_xclbin_zero_uuid():
     _refused(b.build_xclbin(xclbin_uuid='00000000-0000-0000-0000-'
                             '000000000000'), 'xclbin uuid is all zero')
@@ -206,7 +262,22 @@ def test_cross_check_fills_missing_metadata():
     assert filled == {'name': 'n', 'format': 'gbs',
                       'region_type': b.hex32(b.INTERFACE_UUID),
                       'function_id': b.hex32(b.AFU_UUID),
-                      'function_name': 'nlb_400'}
+                      'function_name': 'nlb_400', 'vendor': '0x8086'}
+
+
+@pytest.mark.parametrize('data, vendor', [
+    (b.build_gbs(), '0x8086'), (b.build_xclbin(), '0x10ee'),
+    (b'plain bytes', None)])
+def test_the_format_names_the_vendor(data, vendor):
+    header = _parse(data)
+    assert header.vendor == vendor
+    assert formats.cross_check(header, {})['vendor'] == vendor
+
+
+def test_a_declared_vendor_is_kept():
+    header = _parse(b.build_gbs())
+    assert formats.cross_check(header, {'vendor': 'acme'})['vendor'] == \
+        'acme'
 
 
 def test_cross_check_accepts_dashed_uppercase_ids():
@@ -270,3 +341,46 @@ def test_xclbin_payload_is_the_whole_axlf(tmp_path):
     path.write_bytes(data)
     assert formats.payload_range(str(path)) == (0, len(data))
     assert formats.strip_header(str(path)) == data
+
+
+def test_xclbin_writer_matches_xrt_layout():
+    # Offsets from XRT's xclbin.h: struct axlf's header at 304, m_length
+    # first, m_interface_uuid at +32, m_platformVBNV at +48, uuid at +112,
+    # m_numSections at +144, the section headers at 456, 40 bytes each:
+    # u32 kind, char name[16], 4 bytes padding, u64 offset, u64 size.
+    data = b.build_xclbin()
+    assert data[:8] == b'xclbin2\x00'
+    assert struct.unpack_from('<Q', data, 304)[0] == len(data)
+    assert data[336:352] == bytes.fromhex(b.hex32(b.INTERFACE_UUID))
+    assert data[352:352 + len(b.VBNV)] == b.VBNV.encode()
+    assert data[416:432] == bytes.fromhex(b.hex32(b.XCLBIN_UUID))
+    assert struct.unpack_from('<I', data, 448)[0] == 2
+    kind, name, offset, size = struct.unpack_from('<I16s4xQQ', data, 456)
+    assert (kind, name.rstrip(b'\x00'), size) == (0, b'bit',
+                                                  len(b.PAYLOAD))
+    assert data[offset:offset + size] == b.PAYLOAD
+
+
+# --- writing -----------------------------------------------------------------
+
+@pytest.mark.parametrize('fmt', formats.WRITABLE_FORMATS)
+def test_build_writes_what_parse_reads(fmt):
+    data = formats.build(fmt, b.INTERFACE_UUID, b.AFU_UUID.upper(), 'nlb',
+                         b'PR')
+    header = _parse(data)
+    assert (header.format, header.region_type, header.function_id,
+            header.function_name) == (fmt, b.hex32(b.INTERFACE_UUID),
+                                      b.hex32(b.AFU_UUID), 'nlb')
+
+
+@pytest.mark.parametrize('args, match', [
+    (('gbs', 'nope', b.AFU_UUID, 'n'), 'region_type must be a UUID'),
+    (('gbs', b.INTERFACE_UUID, 'x' * 32, 'n'), 'function_id must be a UUID'),
+    (('gbs', b.INTERFACE_UUID, b.AFU_UUID, ''), 'must not be empty'),
+    (('gbs', b.INTERFACE_UUID, b.AFU_UUID, 'a\x00'), 'control character'),
+    (('xclbin', b.INTERFACE_UUID, b.AFU_UUID, 'k' * 31), 'too long'),
+    (('rbf', b.INTERFACE_UUID, b.AFU_UUID, 'n'), 'format must be one of'),
+])
+def test_build_refuses_what_it_cannot_write(args, match):
+    with pytest.raises(exception.Invalid, match=match):
+        formats.build(*args, payload=b'PR')

@@ -24,14 +24,15 @@ def test_missing_config_file_is_a_config_error(tmp_path):
                           setup_logging=False)
 
 
-def test_bad_value_in_file_is_a_config_error(tmp_path):
+def test_bad_value_in_file_is_a_config_error_at_parse(tmp_path):
     path = tmp_path / 'bad.conf'
     path.write_text('[database]\npool_size = many\n')
-    conf = _fresh_conf()
-    config.parse_args(['--config-file', str(path)], conf=conf,
-                      setup_logging=False)
-    with pytest.raises((cfg.Error, ValueError)):
-        conf.database.pool_size
+    with pytest.raises(exception.ConfigError) as info:
+        config.parse_args(['--config-file', str(path)], conf=_fresh_conf(),
+                          setup_logging=False)
+    assert str(info.value) == (
+        "Configuration error: [database] pool_size in %s is not valid: "
+        "invalid literal for int() with base 10: 'many'" % path)
 
 
 def test_values_from_file_are_read(tmp_path):

@@ -1,4 +1,4 @@
-"""The migrated schema equals the models, on SQLite and PostgreSQL."""
+"""The migrated schema equals the models, on SQLite, PostgreSQL and MariaDB."""
 import pytest
 import sqlalchemy as sa
 from alembic import autogenerate

@@ -3,6 +3,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import inventory
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 
@@ -12,6 +13,13 @@ def test_unknown_db_url_is_a_clear_error(url):
     with pytest.raises(exception.DatabaseURLError) as info:
         session.validate_url(url)
     assert url in str(info.value)
+
+
+def test_a_bad_db_url_error_hides_the_password():
+    with pytest.raises(exception.DatabaseURLError) as info:
+        session.validate_url('oracle://cyborg:s3cret@db/cyborg')
+    assert 's3cret' not in str(info.value)
+    assert 'oracle://cyborg:***@db/cyborg' in str(info.value)
 
 
 def test_sqlite_in_missing_directory_is_a_clear_error(tmp_path, conf):
@@ -97,3 +105,100 @@ def test_writers_of_one_process_queue_on_a_lock(db, conf):
     assert errors == []
     with session.reader() as s:
         assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 20
+
+
+# --- MySQL / MariaDB -------------------------------------------------------
+
+@pytest.mark.mariadb
+def test_mysql_sessions_are_read_committed_strict_and_utf8mb4(
+        mariadb_server, conf):
+    # The server itself is left at REPEATABLE READ and a loose sql_mode
+    # would be allowed: the engine sets what our queries are written for.
+    url = mariadb_server.create_database('t_session_opts')
+    try:
+        with session.get_engine(url).connect() as conn:
+            level, mode, charset = conn.exec_driver_sql(
+                'SELECT @@tx_isolation, @@sql_mode, '
+                '@@character_set_connection').one()
+        assert level == 'READ-COMMITTED'
+        assert {'STRICT_ALL_TABLES', 'STRICT_TRANS_TABLES'} <= set(
+            mode.split(','))
+        assert charset == 'utf8mb4'
+    finally:
+        session.dispose_all()
+
+
+@pytest.mark.mariadb
+def test_a_too_old_mysql_server_is_refused_at_connect(mariadb_server, conf,
+                                                      monkeypatch):
+    monkeypatch.setitem(session.MIN_SERVER_VERSIONS, 'MariaDB', (99, 0))
+    url = mariadb_server.create_database('t_session_old')
+    try:
+        with pytest.raises(exception.ConfigError, match='MariaDB >= 99.0'):
+            session.get_engine(url).connect()
+    finally:
+        session.dispose_all()
+
+
+@pytest.mark.parametrize('version, ok', [
+    ('10.5.23-MariaDB-1:10.5.23+maria~ubu2004', False),
+    ('10.6.0-MariaDB', True), ('10.11.6-MariaDB-0+deb12u1', True),
+    ('5.7.44-log', False), ('8.0.36', True), ('11.4.2-MariaDB', True)])
+def test_mysql_server_versions(version, ok):
+    if ok:
+        session.check_mysql_version(version)
+    else:
+        with pytest.raises(exception.ConfigError, match='too old'):
+            session.check_mysql_version(version)
+
+
+def test_mysql_url_gets_utf8mb4_unless_told(conf):
+    engine = session.create_engine('mysql+pymysql://u:p@127.0.0.1:1/d')
+    assert engine.url.query['charset'] == 'utf8mb4'
+    engine = session.create_engine(
+        'mysql+pymysql://u:p@127.0.0.1:1/d?charset=latin1')
+    assert engine.url.query['charset'] == 'latin1'
+
+
+def _deadlock(url):
+    """Two transactions that wait for each other's row: the server kills
+    one of them. Returns the error that one got."""
+    import threading
+    engine = session.get_engine(url)
+    with session.writer(url) as s:
+        s.add_all([_device('d1'), _device('d2')])
+    barrier = threading.Barrier(2, timeout=30)
+    errors = []
+
+    def lock(first, second):
+        try:
+            with engine.connect() as conn, conn.begin():
+                for uuid in (first, second):
+                    conn.execute(sa.select(models.Device.id).where(
+                        models.Device.uuid == uuid).with_for_update())
+                    if uuid == first:
+                        barrier.wait()
+        except sa.exc.DBAPIError as exc:
+            errors.append(exc)
+    threads = [threading.Thread(target=lock, args=pair)
+               for pair in (('d1', 'd2'), ('d2', 'd1'))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(errors) == 1, errors
+    return errors[0]
+
+
+# SQLite has one writer at a time: it cannot deadlock.
+@pytest.mark.parametrize('db_url', [
+    pytest.param('postgresql', marks=pytest.mark.postgresql),
+    pytest.param('mysql', marks=pytest.mark.mariadb)], indirect=True)
+def test_a_deadlock_is_a_conflict_the_report_retry_handles(db):
+    # Galera reports a write-set conflict between nodes as this same
+    # deadlock error (MySQL 1213), and PostgreSQL a deadlock as 40P01:
+    # applying a report must start over, not fail.
+    error = _deadlock(db)
+    code = getattr(error.orig, 'pgcode', None) or error.orig.args[0]
+    assert code in ('40P01', 1213)
+    assert isinstance(error, inventory._RETRYABLE)

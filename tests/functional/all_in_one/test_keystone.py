@@ -1,0 +1,70 @@
+"""cyborg-lite-all-in-one behind Keystone, from [api] auth_strategy in a
+--config-file (noauth stays the default without one)."""
+import pytest
+import requests
+
+from tests.functional.all_in_one import keystone_standin
+from tests.functional.all_in_one import process
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('all_in_one')]
+
+HEADERS = {'OpenStack-API-Version': 'accelerator 2.3'}
+
+
+def _config(path, keystone):
+    path.write_text('\n'.join([
+        '[api]', 'auth_strategy = keystone',
+        '[keystone_authtoken]',
+        'www_authenticate_uri = %s/v3' % keystone.url,
+        'auth_url = %s/v3' % keystone.url,
+        'auth_type = password', 'username = cyborg', 'password = secret',
+        'project_name = service', 'user_domain_name = Default',
+        'project_domain_name = Default', '']))
+    return str(path)
+
+
+@pytest.fixture
+def keystone():
+    standin = keystone_standin.KeystoneStandIn(
+        users={'admin-token': ['admin', 'member', 'reader']}).start()
+    yield standin
+    standin.stop()
+
+
+def test_all_in_one_honours_auth_strategy_keystone(tmp_path, keystone):
+    aio = process.AllInOneProcess(
+        tmp_path / 'state', '--config-file',
+        _config(tmp_path / 'keystone.conf', keystone))
+    aio.start()
+    try:
+        aio.wait_api()
+        devices = aio.api + '/v2/devices'
+        resp = requests.get(devices, headers=HEADERS, timeout=30)
+        assert resp.status_code == 401
+        assert keystone.url in resp.headers['WWW-Authenticate']
+        resp = requests.get(devices, timeout=30, headers=dict(
+            HEADERS, **{'X-Auth-Token': 'forged'}))
+        assert resp.status_code == 401
+        resp = requests.get(devices, timeout=30, headers=dict(
+            HEADERS, **{'X-Auth-Token': 'admin-token'}))
+        assert resp.status_code == 200, resp.text
+        assert ('GET', '/v3/auth/tokens', 'forged') in keystone.requests
+    finally:
+        assert aio.stop() == 0
+        process.kill_leftovers(aio.placement_port)
+
+
+def test_all_in_one_defaults_to_noauth(tmp_path):
+    conf = tmp_path / 'empty.conf'
+    conf.write_text('[api]\nmax_limit = 10\n')
+    aio = process.AllInOneProcess(tmp_path / 'state', '--config-file',
+                                  str(conf))
+    aio.start()
+    try:
+        aio.wait_api()
+        resp = requests.get(aio.api + '/v2/devices', headers=HEADERS,
+                            timeout=30)
+        assert resp.status_code == 200, resp.text
+    finally:
+        assert aio.stop() == 0
+        process.kill_leftovers(aio.placement_port)
