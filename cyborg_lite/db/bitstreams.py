@@ -18,7 +18,8 @@ CREATE_FIELDS = ('name', 'version', 'vendor', 'format', 'region_type',
                  'function_id', 'function_name', 'local_memory_mb',
                  'sha256', 'size', 'project_id', 'visibility')
 # Columns an upload may fill from the image header once it is stored.
-UPLOAD_FIELDS = ('format', 'region_type', 'function_id', 'function_name')
+UPLOAD_FIELDS = ('format', 'region_type', 'function_id', 'function_name',
+                 'vendor')
 UPLOADABLE_STATUSES = ('queued', 'saving')
 # What the API lists by and sorts on (sort keys must be NOT NULL).
 FILTERS = ('region_type', 'function_id', 'vendor', 'format', 'visibility',

@@ -107,7 +107,8 @@ def _checked_fields(path, bitstream):
     declared = {'format': bitstream.format,
                 'region_type': bitstream.region_type,
                 'function_id': bitstream.function_id,
-                'function_name': bitstream.function_name}
+                'function_name': bitstream.function_name,
+                'vendor': bitstream.vendor}
     checked = bitstream_formats.cross_check(bitstream_formats.parse(path),
                                             declared)
     return {key: checked[key] for key in db.UPLOAD_FIELDS}

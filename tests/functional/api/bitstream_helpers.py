@@ -25,7 +25,8 @@ def metadata(**values):
     body = {'name': 'nlb', 'format': 'gbs', 'vendor': 'intel',
             'version': '1.0'}
     body.update(values)
-    return body
+    # None leaves a field out (to see what an upload fills in).
+    return {key: value for key, value in body.items() if value is not None}
 
 
 def create(app, caller, status=201, **values):

@@ -34,12 +34,14 @@ def _refused_and_untouched(uuid, store_dir, status='queued'):
 
 def test_gbs_upload_fills_metadata_and_downloads_the_same_bytes(app):
     data = builders.build_gbs()
-    made = bh.create_active(app, MEMBER_A, data)
+    made = bh.create_active(app, MEMBER_A, data, vendor=None)
     assert (made['status'], made['size'], made['sha256']) == (
         'active', len(data), bh.sha256(data))
     assert (made['region_type'], made['function_id'],
             made['function_name']) == (bh.REGION_TYPE, bh.FUNCTION_ID,
                                        'nlb_400')
+    # The GBS format is Intel's: the vendor the header names is stored.
+    assert made['vendor'] == '0x8086'
     resp = app.get('/v2/bitstreams/%s/file' % made['uuid'],
                    headers=bh.h(MEMBER_A), status=200)
     assert resp.body == data
@@ -52,11 +54,18 @@ def test_gbs_upload_fills_metadata_and_downloads_the_same_bytes(app):
 def test_xclbin_upload_fills_region_type_from_interface_uuid(app):
     data = builders.build_xclbin()
     made = bh.create_active(app, MEMBER_A, data, format='xclbin',
-                            region_type=builders.INTERFACE_UUID)
+                            region_type=builders.INTERFACE_UUID, vendor=None)
     assert (made['format'], made['region_type'], made['function_id']) == (
         'xclbin', bh.REGION_TYPE, builders.hex32(builders.XCLBIN_UUID))
+    assert made['vendor'] == '0x10ee'
     assert app.get('/v2/bitstreams/%s/file' % made['uuid'],
                    headers=bh.h(MEMBER_A)).body == data
+
+
+def test_declared_vendor_is_kept_on_upload(app):
+    made = bh.create_active(app, MEMBER_A, builders.build_gbs(),
+                            vendor='acme')
+    assert made['vendor'] == 'acme'
 
 
 @pytest.mark.parametrize('declared,field', [
