@@ -51,7 +51,7 @@ class ConductorManager:
 
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        return bind.bind_arqs(ctxt, bindings)
+        return bind.bind_arqs(ctxt, bindings, conductor=self.host)
 
     def unbind_arqs(self, ctxt, arq_uuids):
         return bind.unbind_arqs(ctxt, arq_uuids)

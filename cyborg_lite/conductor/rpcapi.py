@@ -17,10 +17,29 @@ Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
 and the endpoint method with the same name on ConductorManager.
 """
+import time
+
 import oslo_messaging as messaging
+from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
+
+LOG = logging.getLogger(__name__)
+
+# A cast is published "mandatory": one that no conductor queue would
+# receive (for a moment after a RabbitMQ restart, before the conductors
+# declared their queues again) comes back to us as MessageUndeliverable
+# instead of being dropped by the broker without a word. RabbitMQ's
+# publisher confirms are always on in oslo.messaging's rabbit driver, so a
+# cast that returns was taken by the broker.
+_MANDATORY = messaging.TransportOptions(at_least_once=True)
+# Seconds to wait before each new try of an undeliverable cast.
+CAST_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)
+# Reconnections a cast may wait for while the broker is down; then it
+# gives up (oslo.messaging's default is to wait forever, which would hang
+# an API request for as long as the outage lasts).
+CAST_CONNECT_RETRIES = 3
 
 # NOTE: exceptions that may cross RPC as themselves: every domain
 # exception. oslo.messaging hands the caller a RemoteError unless the
@@ -57,14 +76,38 @@ class ConductorAPI:
         bindings: {arq_uuid: {'hostname', 'device_rp_uuid',
         'instance_uuid', 'project_id' (optional)}}. The outcome is the
         ARQs' state (Bound or BindFailed) and the bind notifier's event.
+        Returns whether the broker took the cast for a conductor (see
+        ``_cast``); one it did not is sent again by the bind reaper.
         """
-        cctxt = self.client.prepare(version='1.1')
-        cctxt.cast(ctxt, 'bind_arqs', bindings=bindings)
+        return self._cast(ctxt, '1.1', 'bind_arqs', bindings=bindings)
 
     def unbind_arqs(self, ctxt, arq_uuids):
-        """Start unbinding ARQs, freeing their attach handles; a cast."""
-        cctxt = self.client.prepare(version='1.1')
-        cctxt.cast(ctxt, 'unbind_arqs', arq_uuids=list(arq_uuids))
+        """Start unbinding ARQs, freeing their attach handles; a cast.
+        Returns whether the broker took it for a conductor."""
+        return self._cast(ctxt, '1.1', 'unbind_arqs',
+                          arq_uuids=list(arq_uuids))
+
+    def _cast(self, ctxt, version, method, **kwargs):
+        """Cast ``method``; True once the broker queued it for a conductor,
+        False (logged) when it could not, after the retries above."""
+        cctxt = self.client.prepare(version=version,
+                                    retry=CAST_CONNECT_RETRIES,
+                                    transport_options=_MANDATORY)
+        for delay in CAST_RETRY_DELAYS + (None,):
+            try:
+                cctxt.cast(ctxt, method, **kwargs)
+                return True
+            except messaging.MessageUndeliverable:
+                if delay is None:
+                    break
+                time.sleep(delay)
+            except messaging.MessageDeliveryFailure as exc:
+                LOG.warning('Cast %s not sent, the broker is unreachable: '
+                            '%s', method, exc)
+                return False
+        LOG.warning('Cast %s not delivered: no conductor queue is bound '
+                    '(conductors down or reconnecting)', method)
+        return False
 
 
     # --- programming jobs (1.2) ----------------------------------------
