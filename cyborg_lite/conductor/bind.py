@@ -217,20 +217,18 @@ def cast_binds(ctxt, bindings):
 
 
 def resend_untaken_binds(after=None, cast=None, batch=100):
-    """Cast again the binds no conductor took within ``after`` seconds of
-    their last cast ([arq]bind_resend_interval by default), one cast per
-    instance; returns the ARQ uuids sent."""
+    """Cast again, in one cast, the binds no conductor took within
+    ``after`` seconds of their last cast ([arq]bind_resend_interval by
+    default); returns the ARQ uuids sent."""
     after = CONF.arq.bind_resend_interval if after is None else after
-    due = arqs_db.resend_untaken_binds(after, batch)
-    by_instance = collections.defaultdict(dict)
-    for arq_uuid, binding in due:
-        by_instance[binding['instance_uuid']][arq_uuid] = binding
-    ctxt = cl_context.get_admin_context()
-    for bindings in by_instance.values():
-        LOG.warning('Bind of ARQs %s was taken by no conductor; sending it '
-                    'again', sorted(bindings))
-        (cast or cast_binds)(ctxt, bindings)
-    return [arq_uuid for arq_uuid, _ in due]
+    bindings = dict(arqs_db.resend_untaken_binds(after, batch))
+    if bindings:
+        LOG.warning('Binds of ARQs %s were taken by no conductor; sending '
+                    'them again', sorted(bindings))
+        # NOTE: a cast that fails now (broker down) is logged by the
+        # client; the binds are due again after another interval.
+        (cast or cast_binds)(cl_context.get_admin_context(), bindings)
+    return sorted(bindings)
 
 
 def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None):

@@ -10,11 +10,17 @@ scripts, on loopback and in one temp dir:
 * ``cyborg-lite-api`` (gunicorn), N ``cyborg-lite-conductor`` with distinct
   ``[DEFAULT]host`` and M ``cyborg-lite-agent``, each agent with its own
   host name, state path and fake FPGA tree (``[fake_driver]state_dir``).
+  Agents download bitstream images from the API (``[agent] image_source
+  = http``), as on hosts that do not share the API's bitstream store:
+  their own ``store_dir`` is empty.
 
 One config file per service (``<name>.conf`` in the temp dir), as on real
 hosts. Each process is started in its own session and stopped by its PID
 (SIGTERM to its process group, SIGKILL after a grace period); ``kill9``
-sends SIGKILL to one process, as a crash or a pulled plug would.
+sends SIGKILL to one process, as a crash or a pulled plug would;
+``pause``/``resume`` SIGSTOP/SIGCONT one (a process that hangs).
+PostgreSQL and RabbitMQ can be stopped and started again on the same
+port with their data (``stop_database``, ``restart_rabbitmq``).
 """
 import collections
 import configparser
@@ -42,8 +48,11 @@ PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
              'Content-Type': 'application/json'}
 RESOLVED = ('Bound', 'BindFailed')
 
-# Short intervals so faults resolve in seconds, not minutes.
-BIND_TIMEOUT = 8
+# Short intervals so faults resolve in seconds, not minutes. A bind no
+# conductor took is sent again after BIND_RESEND s, well before the
+# BIND_TIMEOUT that fails a bind a conductor took and left.
+BIND_TIMEOUT = 20
+BIND_RESEND = 2
 REAP_INTERVAL = 1
 REPORT_INTERVAL = 1
 
@@ -73,6 +82,25 @@ class Service:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        """SIGSTOP the process group: it hangs, holding its connections."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def log_size(self):
+        """Where the log ends now (``read_log_since`` reads from there)."""
+        try:
+            return os.path.getsize(self.log_path)
+        except OSError:
+            return 0
+
+    def read_log_since(self, offset):
+        with open(self.log_path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode('utf-8', 'replace')
 
     def kill9(self):
         """SIGKILL this process only (not its children), then reap it."""
@@ -219,6 +247,7 @@ class Cluster:
             'bitstreams': {'store_dir': os.path.join(self.basedir,
                                                      'bitstreams')},
             'arq': {'bind_timeout': BIND_TIMEOUT,
+                    'bind_resend_interval': BIND_RESEND,
                     'reap_interval': REAP_INTERVAL},
             'programming': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
                             'reap_interval': 1, 'max_attempts': 2,
@@ -244,7 +273,12 @@ class Cluster:
         for host in self.agent_hosts:
             sections = self._common(host)
             sections['agent'] = {'enabled_drivers': 'fake',
-                                 'rpc_timeout': 5}
+                                 'rpc_timeout': 5, 'image_source': 'http'}
+            # docs/deployment.md's agent on another host (noauth API).
+            sections['image_api'] = {
+                'endpoint_override': 'http://127.0.0.1:%d' % self.api_port}
+            sections['bitstreams'] = {'store_dir': os.path.join(
+                self.basedir, host, 'no-shared-store')}
             if self.report_interval is not None:
                 sections['agent']['report_interval'] = self.report_interval
             if self.full_report_every is not None:
@@ -287,6 +321,23 @@ class Cluster:
 
     def restart_rabbitmq(self, down_for=0.0):
         self.rabbit.restart(down_for=down_for)
+
+    def stop_database(self):
+        """Stop PostgreSQL (fast shutdown: clients are disconnected), keep
+        its data for ``start_database``."""
+        self.pg.stop_server()
+
+    def start_database(self):
+        self.pg.start_server()
+
+    def log_offsets(self, *names):
+        return {n: self.services[n].log_size()
+                for n in names or self.services}
+
+    def logs_since(self, offsets):
+        """{service: what it logged since ``log_offsets`` was taken}."""
+        return {n: self.services[n].read_log_since(offset)
+                for n, offset in offsets.items()}
 
     # --- reading state ---------------------------------------------------
 
