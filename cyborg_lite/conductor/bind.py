@@ -91,6 +91,10 @@ def _bind_started(ctxt, started, program):
         # NOTE: an unbind or the reaper moved it first; theirs stands.
         LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
         return arqs_db.state_of(started.uuid)
+    except exception.DatabaseUnavailable:
+        # NOTE: nothing can be written now; the ARQ stays BindStarted,
+        # taken by this conductor, and the reaper fails it later.
+        raise
     except Exception as exc:
         LOG.exception('Bind of ARQ %s failed unexpectedly', started.uuid)
         return _fail_bind(started, 'internal error: %s' % exc)

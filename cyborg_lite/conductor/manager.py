@@ -15,10 +15,13 @@ from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
 
+# A database outage is sent back to the caller without a traceback in
+# the conductor's log: db/session.py's outage log has said it, once.
+_OUTAGE = (exception.DatabaseUnavailable,)
 # What a programming call may refuse with; sent back as the caller's error
 # without a traceback in the conductor's log.
 _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
-                     exception.Conflict, exception.Forbidden)
+                     exception.Conflict, exception.Forbidden) + _OUTAGE
 
 
 class ConductorManager:
@@ -38,7 +41,7 @@ class ConductorManager:
             after_success=after_report)
 
     @messaging.expected_exceptions(exception.InvalidReport,
-                                   exception.ReportConflict)
+                                   exception.ReportConflict, *_OUTAGE)
     def report(self, ctxt, hostname, driver_reports):
         ack = report.handle_report(hostname, driver_reports)
         if ack['changed'] and self.after_report is not None:
@@ -49,10 +52,12 @@ class ConductorManager:
                               hostname)
         return ack
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
         return bind.bind_arqs(ctxt, bindings, conductor=self.host)
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):
         return bind.unbind_arqs(ctxt, arq_uuids)
 
@@ -78,5 +83,6 @@ class ConductorManager:
     def job_heartbeat(self, ctxt, job_uuid, hostname):
         return self.programming.heartbeat(job_uuid, hostname)
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def agent_started(self, ctxt, hostname):
         return self.programming.agent_started(hostname)

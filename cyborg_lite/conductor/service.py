@@ -10,13 +10,15 @@ Other workflows register their background work (reapers, retries) with
     service.stop()      # stops RPC, lets a running task finish, joins
 
 A periodic task is called with no arguments; an exception it raises is
-logged and the task runs again at its next time.
+logged and the task runs again at its next time (a database outage is
+logged by db/session.py's outage log instead, once, not by every task).
 """
 import threading
 import time
 
 from oslo_log import log as logging
 
+from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
@@ -122,6 +124,8 @@ class ConductorService(rpc_loop.RpcLoop):
     def _run(task):
         try:
             task.func()
+        except exception.DatabaseUnavailable:
+            pass
         except Exception:
             LOG.exception('Periodic task %s failed', task.name)
         # NOTE: scheduled from the end of the run, so a slow task is never
