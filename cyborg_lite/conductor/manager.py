@@ -27,7 +27,7 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
     def __init__(self, host, after_report=None, programming=None):
         self.host = host
@@ -74,14 +74,15 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_progress(self, ctxt, job_uuid, state, error=None,
-                     function_id=None, function_name=None):
+                     function_id=None, function_name=None, try_number=None):
         return self.programming.progress(job_uuid, state, error=error,
                                          function_id=function_id,
-                                         function_name=function_name)
+                                         function_name=function_name,
+                                         try_number=try_number)
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
-    def job_heartbeat(self, ctxt, job_uuid, hostname):
-        return self.programming.heartbeat(job_uuid, hostname)
+    def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):
+        return self.programming.heartbeat(job_uuid, hostname, try_number)
 
     @messaging.expected_exceptions(*_OUTAGE)
     def agent_started(self, ctxt, hostname):

@@ -12,6 +12,9 @@ API version history:
         function_id, function_name), job_heartbeat(job_uuid, hostname),
         agent_started(hostname): calls; the programming jobs of
         cyborg_lite/conductor/programming.py.
+* 1.3 - job_progress and job_heartbeat take try_number: the try of the
+        job the agent runs (the job dict's 'try'); a report or beat of an
+        earlier try is refused.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -52,7 +55,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.3'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -136,18 +139,20 @@ class ConductorAPI:
         return self._call(ctxt, 'cancel_program', job_uuid=job_uuid)
 
     def job_progress(self, ctxt, job_uuid, state, error=None,
-                     function_id=None, function_name=None):
-        """An agent's step of a job; Conflict when the job was cancelled or
-        reaped meanwhile (the agent then stops)."""
+                     function_id=None, function_name=None, try_number=None):
+        """An agent's step of try ``try_number`` of a job; Conflict when the
+        job was cancelled or reaped meanwhile, or runs another try (the
+        agent then stops)."""
         return self._call(ctxt, 'job_progress', job_uuid=job_uuid,
                           state=state, error=error, function_id=function_id,
-                          function_name=function_name)
+                          function_name=function_name,
+                          **_try_kwargs(try_number))
 
-    def job_heartbeat(self, ctxt, job_uuid, hostname):
+    def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):
         """The agent still runs the job; Conflict if it is no longer
-        active on that host."""
+        active on that host (in that try)."""
         return self._call(ctxt, 'job_heartbeat', job_uuid=job_uuid,
-                          hostname=hostname)
+                          hostname=hostname, **_try_kwargs(try_number))
 
     def agent_started(self, ctxt, hostname):
         """An agent (re)started: its unfinished jobs are failed or
@@ -155,9 +160,16 @@ class ConductorAPI:
         return self._call(ctxt, 'agent_started', hostname=hostname)
 
     def _call(self, ctxt, method, **kwargs):
-        cctxt = self.client.prepare(version='1.2')
+        # NOTE: 1.3 only when its argument is sent, so an agent's job
+        # without a try number still reaches a 1.2 conductor.
+        version = '1.3' if 'try_number' in kwargs else '1.2'
+        cctxt = self.client.prepare(version=version)
         with _translate():
             return cctxt.call(ctxt, method, **kwargs)
+
+
+def _try_kwargs(try_number):
+    return {} if try_number is None else {'try_number': try_number}
 
 
 class _translate:
