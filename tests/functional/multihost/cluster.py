@@ -43,6 +43,7 @@ REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
 REGION_MEMORY_MB = 4096
 ACCEL = {'OpenStack-API-Version': 'accelerator 2.3',
          'Content-Type': 'application/json'}
+V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
 PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
              'OpenStack-API-Version': 'placement 1.39',
              'Content-Type': 'application/json'}
@@ -402,9 +403,10 @@ class Cluster:
 
     # --- API helpers -----------------------------------------------------
 
-    def call(self, method, path, expect=None, **kwargs):
+    def call(self, method, path, expect=None, headers=None, **kwargs):
         kwargs.setdefault('timeout', 30)
-        resp = self.session.request(method, self.api + path, headers=ACCEL,
+        resp = self.session.request(method, self.api + path,
+                                    headers=dict(ACCEL, **(headers or {})),
                                     **kwargs)
         if expect is not None and resp.status_code != expect:
             raise AssertionError('%s %s -> %s %s' % (
@@ -444,6 +446,28 @@ class Cluster:
             raise AssertionError('bind %s -> %s %s' % (
                 arq_uuid, resp.status_code, resp.text))
         return instance
+
+    def upload_bitstream(self, name, afu_uuid, visibility='private'):
+        """An active GBS bitstream whose image loads ``afu_uuid``."""
+        from tests.unit.bitstreams import builders
+        image = builders.build_gbs(builders.gbs_metadata(
+            interface_uuid=builders.INTERFACE_UUID, afu_uuid=afu_uuid))
+        resp = self.session.post(
+            self.api + '/bitstreams', headers=V24, timeout=30,
+            json={'name': name, 'format': 'gbs', 'vendor': 'intel',
+                  'version': '1', 'visibility': visibility})
+        assert resp.status_code == 201, resp.text
+        bs_uuid = resp.json()['uuid']
+        resp = self.session.put(
+            self.api + '/bitstreams/%s/file' % bs_uuid, data=image,
+            headers=dict(V24, **{'Content-Type':
+                                 'application/octet-stream'}), timeout=30)
+        assert resp.status_code == 204, resp.text
+        return bs_uuid
+
+    def job(self, job_uuid):
+        return self.call('GET', '/programs/' + job_uuid, 200,
+                         headers=V24).json()
 
     def arq(self, arq_uuid):
         return self.call('GET', '/accelerator_requests/' + arq_uuid,

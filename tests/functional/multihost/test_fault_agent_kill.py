@@ -10,41 +10,17 @@ succeeded; DB and Placement then say what the (simulated) hardware holds.
 """
 import pytest
 
+from tests.functional.multihost import cluster as cl
 from tests.unit.bitstreams import builders
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql,
               pytest.mark.rabbitmq, pytest.mark.xdist_group('multihost')]
 
-V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
 NEW_AFU = '7a1e3c2a-1b2c-4d5e-8f90-a1b2c3d4e5f6'
 ACTIVE = ('queued', 'downloading', 'programming', 'verifying')
 # What ends the dead agent's try, whichever comes first.
 ABANDONED_BY = ('the agent on host-0 restarted during the job',
                 'no progress from the agent within 4 s')
-
-
-def upload_bitstream(cluster, name, afu_uuid):
-    image = builders.build_gbs(builders.gbs_metadata(
-        interface_uuid=builders.INTERFACE_UUID, afu_uuid=afu_uuid))
-    s = cluster.session
-    resp = s.post(cluster.api + '/bitstreams', headers=V24, timeout=30,
-                  json={'name': name, 'format': 'gbs', 'vendor': 'intel',
-                        'version': '1'})
-    assert resp.status_code == 201, resp.text
-    bs_uuid = resp.json()['uuid']
-    resp = s.put(cluster.api + '/bitstreams/%s/file' % bs_uuid, data=image,
-                 headers=dict(V24, **{'Content-Type':
-                                      'application/octet-stream'}),
-                 timeout=30)
-    assert resp.status_code == 204, resp.text
-    return bs_uuid
-
-
-def _job(cluster, job_uuid):
-    resp = cluster.session.get(cluster.api + '/programs/' + job_uuid,
-                               headers=V24, timeout=30)
-    assert resp.status_code == 200, resp.text
-    return resp.json()
 
 
 def _hardware_function(cluster, region):
@@ -60,22 +36,20 @@ def test_kill9_agent_mid_programming_then_retried_on_restart(cluster):
     dep_uuid = cluster.call('GET', '/deployables', 200,
                             params={'rp_uuid': region.rp_uuid}
                             ).json()['deployables'][0]['uuid']
-    bs_uuid = upload_bitstream(cluster, 'mh-nlb', NEW_AFU)
-    resp = cluster.session.post(
-        cluster.api + '/programs', headers=V24, timeout=30,
-        json={'deployable_uuid': dep_uuid, 'bitstream_uuid': bs_uuid})
-    assert resp.status_code == 202, resp.text
-    job_uuid = resp.json()['uuid']
+    bs_uuid = cluster.upload_bitstream('mh-nlb', NEW_AFU)
+    job_uuid = cluster.call('POST', '/programs', 202, headers=cl.V24, json={
+        'deployable_uuid': dep_uuid, 'bitstream_uuid': bs_uuid}).json()[
+            'uuid']
 
     # Downloaded over HTTP, checked, now writing: kill it there.
-    cluster.wait_for(lambda: _job(cluster, job_uuid)['state'] ==
+    cluster.wait_for(lambda: cluster.job(job_uuid)['state'] ==
                      'programming', 30, 'the job programming', 0.05)
     agent = cluster.services['host-0']
     try:
         assert cluster.kill9('host-0') == -9
         # The fault happened mid-write, in try 1: the job is still
         # programming (nobody is left to report), the region untouched.
-        killed = _job(cluster, job_uuid)
+        killed = cluster.job(job_uuid)
         assert (killed['state'], killed['attempts']) == ('programming', 1)
         assert [(t['number'], t['hostname'], t['outcome'])
                 for t in killed['tries']] == [(1, 'host-0', 'running')]
@@ -86,7 +60,7 @@ def test_kill9_agent_mid_programming_then_retried_on_restart(cluster):
 
     job = cluster.wait_for(
         lambda: (lambda j: j if j['state'] not in ACTIVE else None)(
-            _job(cluster, job_uuid)), 90, 'the job ending')
+            cluster.job(job_uuid)), 90, 'the job ending')
     # Exactly: retried once on the restarted agent, succeeded.
     assert (job['state'], job['attempts'], job['error']) == (
         'succeeded', 2, None), job
