@@ -15,7 +15,11 @@ while the outage lasts, and one line when the next success ends it::
     DB.succeeded()
 
 One per process and dependency; thread-safe. ``succeeded`` is a flag
-check unless an outage is on, so it may follow every operation.
+check unless an outage is on, so it may follow every operation. A
+success less than ``settle`` seconds after the last failure does not end
+the outage: while a server shuts down or starts, successes and failures
+alternate (a pooled connection still answers while new ones are
+refused), and that is one outage, not several.
 """
 import threading
 import time
@@ -23,15 +27,18 @@ import time
 
 class OutageLog:
 
-    def __init__(self, what, logger, interval=60.0, clock=time.monotonic):
+    def __init__(self, what, logger, interval=60.0, settle=2.0,
+                 clock=time.monotonic):
         self.what = what
         self.log = logger
         self.interval = interval
+        self.settle = settle
         self.clock = clock
         self._lock = threading.Lock()
         self._since = None
         self._failures = 0
         self._logged_at = None
+        self._failed_at = None
 
     @property
     def down(self):
@@ -41,7 +48,7 @@ class OutageLog:
         """One failure: logged if it starts an outage or ``interval``
         seconds passed since the last line about it."""
         with self._lock:
-            now = self.clock()
+            now = self._failed_at = self.clock()
             if self._since is None:
                 self._since, self._failures, self._logged_at = now, 1, now
                 self.log.error('%s unreachable: %s (logged again at most '
@@ -57,15 +64,16 @@ class OutageLog:
                            now - self._since, self._failures, detail)
 
     def succeeded(self):
-        """A success: ends the outage, if one is on, with one line."""
+        """A success: ends the outage, if one is on and its last failure
+        is ``settle`` seconds old, with one line."""
         if self._since is None:
             return
         with self._lock:
-            if self._since is None:
+            now = self.clock()
+            if self._since is None or now - self._failed_at < self.settle:
                 return
             self.log.warning('%s reachable again: the outage ended after '
                              '%.1f s, %d operations failed during it',
-                             self.what, self.clock() - self._since,
-                             self._failures)
+                             self.what, now - self._since, self._failures)
             self._since = None
             self._failures = 0

@@ -214,6 +214,9 @@ class Cluster:
         statuses = {}
         for name in reversed(list(self.services)):
             statuses[name] = self.services[name].stop()
+        # Kept for the report of a service that did not stop cleanly.
+        self.final_logs = {n: self.services[n].read_log(20000)
+                           for n, status in statuses.items() if status}
         if self._engine is not None:
             self._engine.dispose()
         self.session.close()
@@ -352,7 +355,9 @@ class Cluster:
         connection, for checks the API does not expose)."""
         if self._engine is None:
             import sqlalchemy as sa
-            self._engine = sa.create_engine(self.db_url, pool_size=2)
+            # pre_ping: the database may have been restarted by a test.
+            self._engine = sa.create_engine(self.db_url, pool_size=2,
+                                            pool_pre_ping=True)
         return self._engine
 
     def query(self, sql, **params):

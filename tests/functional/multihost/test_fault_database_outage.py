@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from tests.functional.multihost import cluster as cl
+from tests import waiting
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql,
               pytest.mark.rabbitmq, pytest.mark.xdist_group('multihost')]
@@ -61,6 +62,22 @@ class Load:
             t.join(60)
 
 
+def _without(cluster, offsets, names, line):
+    """The services among ``names`` that have not logged ``line``."""
+    logged = cluster.logs_since(offsets)
+    return [n for n in names if line not in logged[n]]
+
+
+def _until_all_logged(cluster, offsets, names, line, what):
+    missing = []
+
+    def done():
+        missing[:] = _without(cluster, offsets, names, line)
+        return not missing
+    if not waiting.until(done, 60, 0.5):
+        raise AssertionError('%s: not logged by %s' % (what, missing))
+
+
 def _errors(text):
     return [line for line in text.splitlines() if ' ERROR ' in line]
 
@@ -78,15 +95,17 @@ def test_database_outage_is_503_logged_once_and_survived(cluster,
             # 100 refused API reads, each conductor and the API logging it.
             cluster.wait_for(lambda: len(load.unavailable) >= 100, 60,
                              '100 reads refused')
-            cluster.wait_for(lambda: all(
-                DOWN in text for name, text in
-                cluster.logs_since(logged_from).items() if name in watched),
-                30, 'every service logging the outage')
+            _until_all_logged(cluster, logged_from, watched, DOWN,
+                              'the outage')
             refused = len(load.unavailable)
         finally:
             cluster.start_database()
         cluster.wait_for(lambda: load.statuses[-1] == 200, 60,
                          'API reads working again')
+        # The end is logged once by every service, at its first success
+        # 2 s after its last failure (the load keeps the API busy).
+        _until_all_logged(cluster, logged_from, watched, BACK,
+                          'the end of the outage')
 
     # 503 in the API's JSON error form, with Retry-After; never a 500.
     assert 500 not in load.statuses
@@ -97,11 +116,6 @@ def test_database_outage_is_503_logged_once_and_survived(cluster,
                                         'again later.')
         assert fault['faultcode'] == 'Server'
 
-    # The end is logged once by every service that met the outage.
-    cluster.wait_for(lambda: all(
-        BACK in text for name, text in
-        cluster.logs_since(logged_from).items() if name in watched),
-        60, 'every service logging the end of the outage')
     logs = cluster.logs_since(logged_from)
     for name in watched:
         text = logs[name]

@@ -228,9 +228,11 @@ def test_unreachable_database_is_unavailable_and_logged_once(conf, caplog):
         session.dispose_all()
 
 
-def test_connection_lost_under_a_statement_is_unavailable(pg_server, conf):
+def test_connection_lost_under_a_statement_is_unavailable(pg_server, conf,
+                                                         monkeypatch):
     url = pg_server.create_database('t_lost')
     conf.set_override('connection', url, group='database')
+    monkeypatch.setattr(session.OUTAGE, 'settle', 0)
     try:
         with pytest.raises(exception.DatabaseUnavailable):
             with session.reader() as s:
