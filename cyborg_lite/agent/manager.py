@@ -16,10 +16,12 @@ sent only when they differ from the last one the conductor acknowledged
 sends every driver. An unacknowledged entry is simply sent again next
 time. The message format is in cyborg_lite/conductor/report.py.
 
-Programming jobs come in by ``program_region`` and run in the background
-(agent/programming.py). Once per start the agent tells the conductor
-(``agent_started``) so that jobs its previous life left half done are
-failed or requeued, never left running.
+Programming jobs come in by ``program_region`` and cleaning tries (the
+wipe of a deployable between tenants) by ``clean_region``; both run in
+the background (agent/programming.py, agent/cleaning.py). Once per start
+the agent tells the conductor (``agent_started``) so that jobs and
+cleans its previous life left half done are failed, requeued or started
+again, never left running.
 """
 import hashlib
 import os
@@ -28,6 +30,7 @@ import threading
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from cyborg_lite.agent import cleaning
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
@@ -77,7 +80,7 @@ class AgentManager(rpc_loop.RpcLoop):
     """Discovery loop and the RPC endpoint the conductor calls."""
 
     # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
                  conductor_api=None, fetch_image=None):
@@ -103,6 +106,11 @@ class AgentManager(rpc_loop.RpcLoop):
             fetch_image or image_fetch.make_fetcher(conf),
             tmp_dir=os.path.join(conf.state_path, 'programming'),
             after_job=self._after_job)
+        self.cleaner = cleaning.CleaningRunner(
+            self.host, self.drivers, self.conductor,
+            conf.cleaning.heartbeat_interval,
+            region_busy=lambda key: key in self.jobs.running(),
+            after_clean=self._after_job)
 
     # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
 
@@ -117,6 +125,13 @@ class AgentManager(rpc_loop.RpcLoop):
         LOG.info('Programming job %s for %s %s received', job['uuid'],
                  job['identity'], job['region_name'])
         self.jobs.submit(job)
+
+    def clean_region(self, ctxt, request):
+        """Wipe a deployable between tenants in the background (a cast)."""
+        LOG.info('Cleaning try %s for %s %s received',
+                 request['cleaning_uuid'], request['identity'],
+                 request['deployable_name'])
+        self.cleaner.submit(request)
 
     def _after_job(self, driver):
         # NOTE: a full scan's diff: only the drivers whose hardware
@@ -141,6 +156,7 @@ class AgentManager(rpc_loop.RpcLoop):
         # Only now: the conductor has ended the tries of our past life,
         # and none of this life's can be mistaken for one of them.
         self.jobs.open()
+        self.cleaner.open()
         return True
 
     # --- discovery and reports ------------------------------------------
@@ -198,13 +214,15 @@ class AgentManager(rpc_loop.RpcLoop):
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
     def stop(self, drain_jobs=True):
-        """Stop RPC and discovery; wait for running programming jobs.
+        """Stop RPC and discovery; wait for running programming jobs and
+        cleaning tries.
 
         ``drain_jobs=False`` leaves them as a killed agent would: cut off
-        from the conductor (see agent/programming.py).
+        from the conductor (see agent/programming.py, agent/cleaning.py).
         """
         self._stop_rpc_loop()
         self.jobs.stop(drain=drain_jobs)
+        self.cleaner.stop(drain=drain_jobs)
         LOG.info('Agent on %s stopped', self.host)
 
     def _loop(self):

@@ -2,7 +2,7 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py), so this class stays a table
+(report.py, bind.py, programming.py, cleaning.py), so this class stays a table
 of contents.
 """
 import oslo_messaging as messaging
@@ -10,13 +10,14 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
 
-# What a programming call may refuse with; sent back as the caller's error
-# without a traceback in the conductor's log.
+# What a programming or cleaning call may refuse with; sent back as the
+# caller's error without a traceback in the conductor's log.
 _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
                      exception.Conflict, exception.Forbidden)
 
@@ -24,9 +25,10 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
-    def __init__(self, host, after_report=None, programming=None):
+    def __init__(self, host, after_report=None, programming=None,
+                 cleaning=None):
         self.host = host
         # Called with the hostname after a report changed stored rows
         # (publishing to the inventory sinks). Its failure never fails the
@@ -36,6 +38,9 @@ class ConductorManager:
         # The same hook follows a succeeded programming job.
         self.programming = programming or programming_mod.ProgrammingFlow(
             after_success=after_report)
+        # And every cleaning move that changes what a host offers.
+        self.cleaning = cleaning or cleaning_mod.CleaningFlow(
+            after_change=after_report)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict)
@@ -54,7 +59,11 @@ class ConductorManager:
         return bind.bind_arqs(ctxt, bindings)
 
     def unbind_arqs(self, ctxt, arq_uuids):
-        return bind.unbind_arqs(ctxt, arq_uuids)
+        # NOTE: read first: the unbind clears which region each ARQ held.
+        hosts = self.cleaning.hosts_of(arq_uuids)
+        results = bind.unbind_arqs(ctxt, arq_uuids)
+        self.cleaning.start(hosts)
+        return results
 
     # --- programming jobs (1.2), see programming.py ---------------
 
@@ -79,4 +88,17 @@ class ConductorManager:
         return self.programming.heartbeat(job_uuid, hostname)
 
     def agent_started(self, ctxt, hostname):
-        return self.programming.agent_started(hostname)
+        result = self.programming.agent_started(hostname)
+        result['cleaning'] = self.cleaning.agent_started(hostname)
+        return result
+
+    # --- secure cleanup between tenants (1.3), see cleaning.py ----------
+
+    def start_cleaning(self, ctxt, hostnames):
+        return self.cleaning.start(hostnames)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
+                                      error=error)

@@ -12,6 +12,10 @@ API version history:
         function_id, function_name), job_heartbeat(job_uuid, hostname),
         agent_started(hostname): calls; the programming jobs of
         cyborg_lite/conductor/programming.py.
+* 1.3 - start_cleaning(hostnames): cast; cleaning_progress(
+        deployable_uuid, cleaning_uuid, state, error): call; the secure
+        cleanup between tenants of cyborg_lite/conductor/cleaning.py.
+        agent_started(hostname) also resumes the host's cleaning.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -33,7 +37,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.3'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -108,11 +112,31 @@ class ConductorAPI:
 
     def agent_started(self, ctxt, hostname):
         """An agent (re)started: its unfinished jobs are failed or
-        requeued and its queued jobs sent to it again."""
+        requeued and its queued jobs sent to it again; its cleaning tries
+        are started again."""
         return self._call(ctxt, 'agent_started', hostname=hostname)
 
-    def _call(self, ctxt, method, **kwargs):
-        cctxt = self.client.prepare(version='1.2')
+    # --- secure cleanup between tenants (1.3) -----------------------------
+
+    def start_cleaning(self, ctxt, hostnames):
+        """Regions of these hosts were released (an ARQ deleted) or an
+        operator asked for a clean: send what waits to the agents and
+        publish the hosts; a cast."""
+        cctxt = self.client.prepare(version='1.3')
+        cctxt.cast(ctxt, 'start_cleaning', hostnames=sorted(hostnames))
+
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        """An agent's report of a cleaning try: 'cleaning' (a heartbeat),
+        'available' or 'error'. CleaningConflict when the try is no longer
+        current (the agent then stops)."""
+        return self._call(ctxt, 'cleaning_progress', version='1.3',
+                          deployable_uuid=deployable_uuid,
+                          cleaning_uuid=cleaning_uuid, state=state,
+                          error=error)
+
+    def _call(self, ctxt, method, version='1.2', **kwargs):
+        cctxt = self.client.prepare(version=version)
         with _translate():
             return cctxt.call(ctxt, method, **kwargs)
 

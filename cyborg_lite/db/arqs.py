@@ -27,6 +27,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.db import attach_handles
+from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
@@ -110,10 +111,15 @@ def instance_has_arqs(instance_uuid):
 
 
 def _delete(s, arqs):
+    """Delete the rows; the hosts of the regions released for cleaning."""
+    hosts = set()
     for arq in arqs:
         if arq.attach_handle_id:
             attach_handles.free(s, arq.attach_handle_id)
+            hosts.add(cleaning.release(s, arq.attach_handle_id))
         s.delete(arq)
+    hosts.discard(None)
+    return hosts
 
 
 def _conflict_on_stale(func):
@@ -135,6 +141,7 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 
     Refuses (409) an ARQ whose bind is in flight; ``may_delete(arq)`` is
     the caller's policy check, run on each row before anything changes.
+    Returns the hosts whose regions now wait for their clean.
     """
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -151,16 +158,17 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
                     % ', '.join(states.ARQ_BUSY))
             if may_delete is not None:
                 may_delete(arq)
-        _delete(s, list(rows.values()))
+        return _delete(s, list(rows.values()))
 
 
 @_conflict_on_stale
 def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
-    this again on every teardown retry)."""
+    this again on every teardown retry). Returns the hosts whose regions
+    now wait for their clean."""
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
-        _delete(s, list(s.scalars(stmt.where(
+        return _delete(s, list(s.scalars(stmt.where(
             ARQ.instance_uuid == instance_uuid))))
 
 
@@ -228,9 +236,12 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
     version = _update_state(s, arq, target, **values)
     if version is None:
         raise _state_conflict(arq_uuid, changed, target)
-    if release and not attach_handles.free(s, handle_id):
-        LOG.warning('Attach handle %s of ARQ %s was already free',
-                    handle_id, arq_uuid)
+    if release:
+        if not attach_handles.free(s, handle_id):
+            LOG.warning('Attach handle %s of ARQ %s was already free',
+                        handle_id, arq_uuid)
+        # A tenant had it: wiped before the next one (db/cleaning.py).
+        cleaning.release(s, handle_id)
     return version
 
 
@@ -342,7 +353,8 @@ def finish_bind(started, deployable_id, deployable_uuid):
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
-    when an active programming job holds the region or no handle is free.
+    when the region is not cleaned since its last tenant, an active
+    programming job holds it or no handle is free.
     """
     try:
         with session.writer() as s:
@@ -352,6 +364,10 @@ def finish_bind(started, deployable_id, deployable_uuid):
                 raise _state_conflict(started.uuid, 'no longer BindStarted',
                                      'Bound')
             deployables.lock_region(s, deployable_id)
+            refusal = cleaning.bind_refusal(s, deployable_id,
+                                            deployable_uuid)
+            if refusal is not None:
+                raise _bind_failed(started.uuid, refusal)
             job = deployables.active_job_on(s, deployable_id,
                                             except_arq_id=arq.id)
             if job is not None:
@@ -362,6 +378,7 @@ def finish_bind(started, deployable_id, deployable_uuid):
             if handle is None:
                 raise _bind_failed(started.uuid, 'no free attach handle on '
                                    'deployable %s' % deployable_uuid)
+            cleaning.mark_allocated(s, deployable_id)
             _transition(s, started.uuid, 'Bound', started.version,
                         attach_handle_id=handle.id,
                         deployable_id=deployable_id, error=None)

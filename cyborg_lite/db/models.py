@@ -29,6 +29,7 @@ BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
 BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
 JOB_STATES = states.JOB.states
+DEVICE_STATES = states.DEVICE.states
 
 NAMING_CONVENTION = {
     'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
@@ -141,6 +142,30 @@ class Deployable(IdMixin, VersionedMixin, Base):
     function_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     local_memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer,
                                                          default=0)
+    # Secure cleanup between tenants: common/states.DEVICE (Cyborg 17 keeps
+    # its device_state on devices; a region is what one tenant holds).
+    # Only db/cleaning.py's conditional UPDATEs write these, on the state
+    # they decided on and without bumping ``version``, so an agent report
+    # flushing the same row never conflicts with a clean.
+    device_state: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_STATES, 'device_state'), default='available',
+        server_default='available', index=True)
+    # The database's time of the last move, or of the cleaning agent's
+    # last heartbeat (what the reaper compares with).
+    device_state_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # The current cleaning try; an agent's report names it, and a report
+    # of an older try is refused.
+    cleaning_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # When the agent began that try (its first heartbeat); None while the
+    # try has not reached a live agent, which then never counts as a try.
+    cleaning_started_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # Tries abandoned (their agent died) since the region was released.
+    cleaning_attempts: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default='0')
+    # Why the last clean failed, for the operator.
+    cleaning_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class Attribute(IdMixin, Base):

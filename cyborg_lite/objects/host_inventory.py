@@ -11,6 +11,7 @@ consumer: the Placement sink builds a provider tree from it
 import dataclasses
 import json
 
+from cyborg_lite.common import states
 from cyborg_lite.db import devices as devices_db
 
 
@@ -37,6 +38,16 @@ class DeployableView:
     bitstream_id: str | None = None
     attributes: tuple = ()  # (key, value) pairs other than rc and traits
     attach_handles: tuple = ()
+    device_state: str = 'available'   # common/states.DEVICE
+
+    @property
+    def cleaning_reason(self):
+        """'pending_cleaning', 'cleaning' or 'error' while the wipe after
+        its last tenant keeps it from schedulers (the reason's text is
+        states.DEVICE_UNSCHEDULABLE_WHY); None when cleaning does not."""
+        if self.device_state in states.DEVICE_SCHEDULABLE:
+            return None
+        return self.device_state
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +68,22 @@ class DeviceView:
     def schedulable(self):
         # 'degraded' still works; only a broken or disabled card is hidden.
         return self.health != 'unhealthy' and self.status != 'maintaining'
+
+
+def unschedulable_reasons(device, deployable):
+    """Why ``deployable`` of ``device`` may not be offered to a scheduler
+    now, as reason names; empty when it may.
+
+    Cleaning's reasons are the deployable's device_state; the device's own
+    (unhealthy, maintaining) hide every deployable of it.
+    """
+    reasons = []
+    if not device.schedulable:
+        reasons.append('unhealthy' if device.health == 'unhealthy'
+                       else 'maintaining')
+    if deployable.cleaning_reason is not None:
+        reasons.append(deployable.cleaning_reason)
+    return tuple(reasons)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +116,8 @@ def _deployable_view(dep, attrs, handles):
         bitstream_id=dep.bitstream_id,
         attributes=tuple((k, v) for k, v in sorted(attrs.items())
                          if k != 'rc' and not _is_trait_key(k)),
-        attach_handles=tuple(_handle_view(h) for h in handles))
+        attach_handles=tuple(_handle_view(h) for h in handles),
+        device_state=dep.device_state)
 
 
 def _device_view(dev, deployables):
