@@ -50,6 +50,9 @@ OPERATIONS = {
                                     errors=(400, 403)),
     ('/v2/deployables/{uuid}', 'GET'): _op('Show a deployable.',
                                            errors=(403, 404)),
+    ('/v2/deployables/{uuid}/clean', 'POST'): _op(
+        'Ask for a clean of a deployable in error or available (admin, '
+        '2.5).', ok=202, errors=(400, 403, 404, 409), empty=False),
     ('/v2/attributes', 'GET'): _op('List attributes.',
                                    query=attr_s.LIST_QUERY,
                                    errors=(400, 403)),

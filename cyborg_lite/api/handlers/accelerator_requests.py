@@ -7,6 +7,7 @@ request over RPC and answers 202; the ARQs move on asynchronously.
 """
 import json
 
+from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
@@ -106,10 +107,14 @@ def delete_arqs(req):
                                   'instance=<uuid>')
     params = utils.query(req, schemas.DELETE_QUERY)
     if 'instance' in params:
-        db.delete_by_instance(utils.visible_to(req), params['instance'])
+        released = db.delete_by_instance(utils.visible_to(req),
+                                         params['instance'])
     else:
-        db.delete_by_uuids(utils.visible_to(req),
-                           params['arqs'].split(','), _may_delete(req))
+        released = db.delete_by_uuids(utils.visible_to(req),
+                                      params['arqs'].split(','),
+                                      _may_delete(req))
+    # A deleted bound ARQ leaves its region to be wiped.
+    deployables.start_cleaning(req, released)
     return utils.response(status=204)
 
 
@@ -125,7 +130,9 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    db.delete_by_uuids(utils.visible_to(req), [uuid], _may_delete(req))
+    released = db.delete_by_uuids(utils.visible_to(req), [uuid],
+                                  _may_delete(req))
+    deployables.start_cleaning(req, released)
     return utils.response(status=204)
 
 
