@@ -117,10 +117,9 @@ DEVICE = StateMachine('device', (
                   'pending_cleaning'),
     # Unbind or delete: the next tenant must not see the last one's data.
     'allocated': ('pending_cleaning',),
-    'pending_cleaning': ('cleaning',
-                        # Its driver has no CleaningInterface: there is
-                        # nothing to run, the conductor says so at once.
-                        'available'),
+    # Its driver has no CleaningInterface: nothing to run, the conductor
+    # makes it available at once.
+    'pending_cleaning': ('cleaning', 'available'),
     'cleaning': ('available', 'error',
                  # The agent died while cleaning: clean again from scratch.
                  'pending_cleaning'),

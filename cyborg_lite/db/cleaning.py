@@ -235,11 +235,9 @@ def finish(deployable_uuid, try_uuid, error=None):
         if region.device_state == target and \
                 region.cleaning_uuid == try_uuid:
             return region
-        values = {'cleaning_error': error}
-        if error is None:
-            values['cleaning_attempts'] = 0
+        # NOTE: cleaning_attempts stays: how many tries this clean took.
         if not _move(s, region.id, ('cleaning',), target,
-                     DEP.cleaning_uuid == try_uuid, **values):
+                     DEP.cleaning_uuid == try_uuid, cleaning_error=error):
             raise _not_current(s, deployable_uuid, try_uuid,
                                'ending it as %s' % target)
         return _region(s, id=region.id)
