@@ -98,29 +98,35 @@ class CleaningFlow:
 
     def start(self, hostnames=None):
         """Clean what waits: each pending_cleaning region of these hosts
-        (None: of every host) that nothing holds any more is sent to its
-        agent, or made available when its driver cleans nothing. Then the
-        hosts named, and those of the regions moved, are published.
+        (None: of every host) that nothing holds any more is made
+        available when its driver cleans nothing, else sent to its agent.
+        The hosts named and those of these regions are published between
+        the two: reserved in the schedulers before any wipe begins.
         Returns the uuids of the regions moved."""
         if hostnames is not None:
             hostnames = sorted(set(hostnames))
             if not hostnames:
                 return []
-        moved, touched = [], set(hostnames or ())
-        for region in cleaning_db.ready(hostnames):
-            if self._dispatch(region):
-                moved.append(region.uuid)
-                touched.add(region.hostname)
-        self._publish(touched)
+        ready = cleaning_db.ready(hostnames)
+        to_clean = [r for r in ready
+                    if driver_cleans(r.driver_name) is not False]
+        moved = [r.uuid for r in ready
+                 if r not in to_clean and self._skip(r)]
+        self._publish(set(hostnames or ()) |
+                      {r.hostname for r in ready if r.uuid in moved} |
+                      {r.hostname for r in to_clean})
+        moved += [r.uuid for r in to_clean if self._dispatch(r)]
         return moved
 
+    @staticmethod
+    def _skip(region):
+        if not cleaning_db.skip(region.id):
+            return False
+        LOG.info('Deployable %s: driver %s cleans nothing; available again',
+                 region.uuid, region.driver_name)
+        return True
+
     def _dispatch(self, region):
-        if driver_cleans(region.driver_name) is False:
-            if not cleaning_db.skip(region.id):
-                return False
-            LOG.info('Deployable %s: driver %s cleans nothing; available '
-                     'again', region.uuid, region.driver_name)
-            return True
         started = cleaning_db.begin(region.id)
         if started is None:
             return False   # another conductor began it first

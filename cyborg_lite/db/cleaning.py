@@ -68,6 +68,12 @@ def _region(s, **where):
     return Region(*row) if row is not None else None
 
 
+# A clean from scratch: no try, none abandoned, no error. (The try's
+# start is set only while an agent runs it.)
+_NEW_CLEAN = {'cleaning_uuid': None, 'cleaning_started_at': None,
+              'cleaning_attempts': 0, 'cleaning_error': None}
+
+
 def _move(s, deployable_id, from_states, to_state, *conditions, **values):
     """The conditional UPDATE of one region's state; True if it won."""
     for state in from_states:
@@ -116,7 +122,7 @@ def release(s, handle_id):
     if deployable_id is None:
         return None
     if _move(s, deployable_id, states.DEVICE_RELEASABLE, 'pending_cleaning',
-             cleaning_uuid=None, cleaning_attempts=0, cleaning_error=None):
+             **_NEW_CLEAN):
         LOG.info('Deployable id=%s released: pending_cleaning',
                  deployable_id)
     region = _region(s, id=deployable_id)
@@ -191,8 +197,7 @@ def skip(deployable_id):
     there is nothing to run. True if this call moved it."""
     with session.writer() as s:
         return _move(s, deployable_id, ('pending_cleaning',), 'available',
-                     cleaning_uuid=None, cleaning_attempts=0,
-                     cleaning_error=None)
+                     **_NEW_CLEAN)
 
 
 def _not_current(s, deployable_uuid, try_uuid, action):
@@ -237,7 +242,8 @@ def finish(deployable_uuid, try_uuid, error=None):
             return region
         # NOTE: cleaning_attempts stays: how many tries this clean took.
         if not _move(s, region.id, ('cleaning',), target,
-                     DEP.cleaning_uuid == try_uuid, cleaning_error=error):
+                     DEP.cleaning_uuid == try_uuid, cleaning_error=error,
+                     cleaning_started_at=None):
             raise _not_current(s, deployable_uuid, try_uuid,
                                'ending it as %s' % target)
         return _region(s, id=region.id)
@@ -309,8 +315,7 @@ def reclean(deployable_uuid):
         if region is None:
             raise exception.DeployableNotFound(uuid=deployable_uuid)
         if not _move(s, region.id, states.DEVICE_RECLEANABLE,
-                     'pending_cleaning', cleaning_uuid=None,
-                     cleaning_attempts=0, cleaning_error=None):
+                     'pending_cleaning', **_NEW_CLEAN):
             why = ('it is in use by a bound accelerator request'
                    if region.device_state == 'allocated' else
                    'a clean is already due or running')

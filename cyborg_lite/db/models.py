@@ -157,8 +157,8 @@ class Deployable(IdMixin, VersionedMixin, Base):
     # The current cleaning try; an agent's report names it, and a report
     # of an older try is refused.
     cleaning_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
-    # When the agent began that try (its first heartbeat); None while the
-    # try has not reached a live agent, which then never counts as a try.
+    # When the agent began that try (its first heartbeat); None while no
+    # live agent runs it: such a try never counts as one.
     cleaning_started_at: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(sa.DateTime)
     # Tries abandoned (their agent died) since the region was released.

@@ -23,8 +23,10 @@ def cluster():
 
 @pytest.fixture
 def arq_cleanup(cluster):
-    """ARQs a test adds here are deleted after it, freeing their handles."""
+    """ARQs a test adds here are deleted after it, freeing their handles;
+    the regions they held are wiped before the next test."""
     created = []
     yield created
     if created:
         cluster.delete_arqs([a for a in created])
+        cluster.wait_cleaned()

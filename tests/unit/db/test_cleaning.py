@@ -212,6 +212,21 @@ def test_abandoned_tries_count_only_once_an_agent_began_them(db):
     assert cleaning_db.abandon('x', 2, hostname='host9') == []
 
 
+def test_the_start_of_a_past_clean_never_counts_for_the_next(db):
+    region = _released()
+    done = cleaning_db.begin(region['deployable_id'])
+    cleaning_db.beat(done.uuid, done.cleaning_uuid)
+    cleaning_db.finish(done.uuid, done.cleaning_uuid)
+    arq_uuid, _state_ = _bind(region)
+    arqs_db.unbind(arq_uuid)
+    assert _region(region).cleaning_started_at is None
+    # The next try dies before any agent began it: not counted.
+    cleaning_db.begin(region['deployable_id'])
+    cleaning_db.abandon('gone', 2, hostname='host1')
+    assert (_state(region), _region(region).cleaning_attempts) == \
+        ('pending_cleaning', 0)
+
+
 def test_silence_is_measured_with_the_database_clock(db):
     region = _released()
     started = cleaning_db.begin(region['deployable_id'])
