@@ -155,14 +155,21 @@ def test_a_clean_waits_for_the_programming_job_on_its_region(setup):
     driver = CleaningDriver()
     job_running = threading.Event()
     job_running.set()
-    worker = runner(driver, region_busy=lambda key: job_running.is_set(),
-                    busy_poll=0.05)
+    asked = []
+
+    def region_busy(key):
+        asked.append(key)
+        return job_running.is_set()
+    worker = runner(driver, region_busy=region_busy, busy_poll=0.05)
     worker.open()
     region, request = release()
 
     worker.submit(request)
-    assert waiting.until(lambda: _state(region).cleaning_started_at)
+    # It keeps asking while the job's thread works on the region.
+    assert waiting.until(lambda: len(asked) >= 3)
     assert driver.cleaned == []
+    assert set(asked) == {(request['identity'], request['deployable_name'])}
+    assert _state(region).device_state == 'cleaning'
 
     job_running.clear()
     _wait(region, 'available')
