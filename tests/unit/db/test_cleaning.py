@@ -54,8 +54,8 @@ def test_bind_allocates_and_unbind_releases_in_its_transaction(db):
     assert not h.handles_of(region)[0].in_use
 
 
-def test_release_fails_with_the_unbind_that_frees_the_handle(db,
-                                                            monkeypatch):
+def test_release_fails_with_the_unbind_that_frees_the_handle(
+        db, monkeypatch):
     region = h.make_region()
     arq_uuid, _state_ = _bind(region)
 
