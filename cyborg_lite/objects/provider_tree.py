@@ -7,7 +7,7 @@ shared objects so that the API can show the same desired tree
 
 ``build_tree(hostname, root_uuid, devices)`` turns the devices of a
 ``HostInventory`` (objects/host_inventory.py) into ``Provider`` objects,
-parents first, following DESIGN.md's Placement model::
+parents first, following the Placement model of docs/architecture.md::
 
     compute node RP (root_uuid, owned by Nova or created by us)
      └─ device RP <host>_<pci address>       PGPU here for a GPU
