@@ -7,6 +7,7 @@ request over RPC and answers 202; the ARQs move on asynchronously.
 """
 import json
 
+from cyborg_lite.api.handlers import device_profiles as profile_handlers
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
@@ -29,10 +30,11 @@ def view(req, item):
         'hostname': arq.hostname,
         'device_rp_uuid': arq.device_rp_uuid,
         'instance_uuid': arq.instance_uuid,
-        'attach_handle_type': handle.attach_type if handle else None,
+        # Unbound: '' and {} as Cyborg shows them, not null.
+        'attach_handle_type': handle.attach_type if handle else '',
         'attach_handle_uuid': handle.uuid if handle else None,
         'attach_handle_info': json.loads(handle.attach_info)
-        if handle else None,
+        if handle else {},
         # cyborg_lite's own: why the last bind failed.
         'error': arq.error,
         'links': utils.link(req, 'accelerator_requests', arq.uuid),
@@ -51,8 +53,7 @@ def create_arqs(req):
             field='body.image_uuid',
             reason='not supported; name the bitstream in the device '
                    'profile (accel:bitstream_id)')
-    profile = db_profiles.get_profile(utils.visible_to(req),
-                                      name=body['device_profile_name'])
+    profile = profile_handlers.find_by_name(req, body['device_profile_name'])
     groups = db_profiles.groups_of(profile)
     group_ids = range(len(groups))
     if body.get('device_profile_group_id') is not None:

@@ -108,6 +108,14 @@ def _ident(uuid_or_name):
     raise exception.DeviceProfileNotFound(ident=uuid_or_name)
 
 
+def find_by_name(req, name):
+    """The profile called ``name`` that the caller may see; 404 for any
+    other string (a name no profile can have is not looked up)."""
+    if not (_NAME_RE.fullmatch(name) and len(name) <= 255):
+        raise exception.DeviceProfileNotFound(ident=name)
+    return db.get_profile(utils.visible_to(req), name=name)
+
+
 def show_profile(req, uuid_or_name):
     utils.authorize(req, policies.GET_ONE)
     ident = _ident(uuid_or_name)
