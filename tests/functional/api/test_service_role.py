@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 import webtest
-from keystoneauth1 import loading as ks_loading
 
 from cyborg_lite.api import deploy
 from cyborg_lite.common import policy
@@ -130,18 +129,7 @@ def keystone():
 
 @pytest.fixture
 def keystone_app(sqlite_db, api_conf, conductor, keystone):
-    api_conf.set_override('auth_strategy', 'keystone', group='api')
-    group = 'keystone_authtoken'
-    api_conf.register_opts(
-        ks_loading.get_auth_plugin_conf_options('password'), group=group)
-    for name, value in (('www_authenticate_uri', keystone.url + '/v3'),
-                        ('auth_url', keystone.url + '/v3'),
-                        ('auth_type', 'password'), ('username', 'cyborg'),
-                        ('password', 'secret'),
-                        ('project_name', 'service'),
-                        ('user_domain_name', 'Default'),
-                        ('project_domain_name', 'Default')):
-        api_conf.set_override(name, value, group=group)
+    fx.configure_keystone(api_conf, keystone.url)
     return webtest.TestApp(deploy.loadapp(
         api_conf, conductor_factory=lambda: conductor))
 
