@@ -19,6 +19,7 @@ from oslo_log import log
 
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import provider_trees as policies
+from cyborg_lite.api.schemas import provider_trees as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.common import service_clients
@@ -28,10 +29,7 @@ from cyborg_lite.objects import provider_tree as tree_mod
 
 LOG = log.getLogger(__name__)
 MIN_VERSION = '2.4'
-FOUND = 'found'
-NOT_CREATED = 'not yet created'
-UNREACHABLE = 'unreachable'
-NOT_CONFIGURED = 'not configured'
+FOUND, NOT_CREATED, UNREACHABLE, NOT_CONFIGURED = schemas.PLACEMENT_ANSWERS
 
 
 def provider_view(provider):

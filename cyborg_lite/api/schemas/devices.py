@@ -15,3 +15,13 @@ LIST_QUERY = common.list_query(db_devices.SORT_KEYS, {
     'vendor': _TEXT, 'hostname': _TEXT,
     'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
 })
+
+
+# What GET shows of a device; ``status`` from 2.3.
+VIEW = common.view({
+    'uuid': common.STRING, 'type': common.STRING, 'vendor': common.STRING,
+    'model': common.STRING, 'std_board_info': common.NULLABLE_STRING,
+    'vendor_board_info': common.NULLABLE_STRING, 'hostname': common.STRING,
+    'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
+}, optional=['status'])
+LIST = common.collection('devices', VIEW)
