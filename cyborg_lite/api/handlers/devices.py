@@ -48,7 +48,8 @@ def list_devices(req):
     params = utils.query(req, schemas.LIST_QUERY)
     filters = {k: params[k] for k in FILTERS if k in params}
     page = utils.page(params)
-    devices = db.list_devices(filters, **page)
+    known_type = filters.get('type', schemas.TYPES[0]) in schemas.TYPES
+    devices = db.list_devices(filters, **page) if known_type else []
     view_one = viewer(req)
     return utils.response(utils.collection(
         'devices', [view_one(d) for d in devices], req, 'devices',
