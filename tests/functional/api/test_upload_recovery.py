@@ -120,7 +120,11 @@ class ApiProcess:
 
     def signal(self, signum):
         os.killpg(self.proc.pid, signum)
-        return self.proc.wait(timeout=30)
+        returncode = self.proc.wait(timeout=30)
+        # NOTE: the worker may outlive the master for a moment, still
+        # listening; a restart probed through its socket would be reset.
+        servers.wait_for_port_closed(self.port)
+        return returncode
 
     def bitstream(self, uuid):
         return requests.get('%s/v2/bitstreams/%s' % (self.url, uuid),
@@ -172,3 +176,5 @@ def test_kill_9_mid_upload_then_restart(tmp_path, sqlite_db):
         if api.proc.poll() is None:
             api.signal(signal.SIGTERM)
         api.log.close()
+        # What the API said is the first thing to read when this fails.
+        print((tmp_path / 'api.log').read_text(errors='replace')[-4000:])
