@@ -31,6 +31,7 @@ from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_profiles
+from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
@@ -336,13 +337,23 @@ def _bind_failed(arq_uuid, reason):
     return exception.ArqBindFailed(uuid=arq_uuid, reason=reason)
 
 
-def finish_bind(started, deployable_id, deployable_uuid):
+def _refused(s, refusal, device, region):
+    if refusal is None:
+        return None
+    return refusal(devices.region_rows(s, device, region))
+
+
+def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
     """Claim a handle of the region and make the ARQ Bound, in one
     transaction.
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
-    when an active programming job holds the region or no handle is free.
+    when an active programming job holds the region, when
+    ``refusal(rows)`` (rows: db/devices.region_rows, read under the device
+    and region locks) says why the region may not be bound now, or when no
+    handle is free. Claiming a function sibling handles share requests a
+    publish of the host: their regions are no longer available.
     """
     try:
         with session.writer() as s:
@@ -351,20 +362,32 @@ def finish_bind(started, deployable_id, deployable_uuid):
                                         started.version):
                 raise _state_conflict(started.uuid, 'no longer BindStarted',
                                      'Bound')
-            deployables.lock_region(s, deployable_id)
+            locked = deployables.lock_for_bind(s, deployable_id)
+            if locked is None:
+                raise _bind_failed(started.uuid, 'deployable %s is gone'
+                                   % deployable_uuid)
+            device, region = locked
             job = deployables.active_job_on(s, deployable_id,
                                             except_arq_id=arq.id)
             if job is not None:
                 raise _bind_failed(started.uuid, 'region %s is being '
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
+            why = _refused(s, refusal, device, region)
+            if why:
+                raise _bind_failed(started.uuid, why)
             handle = attach_handles.claim_free(s, deployable_id)
             if handle is None:
-                raise _bind_failed(started.uuid, 'no free attach handle on '
-                                   'deployable %s' % deployable_uuid)
+                # NOTE: asked again: a racing bind of a sibling region may
+                # have taken the shared function since.
+                raise _bind_failed(started.uuid, _refused(
+                    s, refusal, device, region) or 'no free attach handle '
+                    'on deployable %s' % deployable_uuid)
             _transition(s, started.uuid, 'Bound', started.version,
                         attach_handle_id=handle.id,
                         deployable_id=deployable_id, error=None)
+            attach_handles.request_publish_if_shared(
+                s, handle.id, 'attach handle claimed')
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.
