@@ -1,7 +1,6 @@
 """Agent heartbeats, hosts marked down after a silence and back with the
 next heartbeat (issue 18.2), and the publish requests that carry those
 changes to the inventory sinks; the database's clock is faked."""
-import datetime
 import logging
 import threading
 
