@@ -34,6 +34,7 @@ from cyborg_lite.db import device_profiles
 from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -136,6 +137,8 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 
     Refuses (409) an ARQ whose bind is in flight; ``may_delete(arq)`` is
     the caller's policy check, run on each row before anything changes.
+    Returns the hostnames whose publish this requested (a freed function
+    sibling handles share).
     """
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -153,16 +156,19 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
             if may_delete is not None:
                 may_delete(arq)
         _delete(s, list(rows.values()))
+        return publish_requests.requested_in(s)
 
 
 @_conflict_on_stale
 def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
-    this again on every teardown retry)."""
+    this again on every teardown retry). Returns the hostnames whose
+    publish this requested, as delete_by_uuids."""
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
         _delete(s, list(s.scalars(stmt.where(
             ARQ.instance_uuid == instance_uuid))))
+        return publish_requests.requested_in(s)
 
 
 # --- Binding (the conductor's bind workflow, and the API's start_binds) -----

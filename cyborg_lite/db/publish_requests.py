@@ -18,9 +18,19 @@ REQUEST = models.PublishRequest
 MAX_REASON = 255
 
 
+_INFO_KEY = 'publish_requested_for'
+
+
 def add(s, hostname, reason):
     """Request a publish of ``hostname`` in the caller's transaction."""
     s.add(REQUEST(hostname=hostname, reason=reason[:MAX_REASON]))
+    s.info.setdefault(_INFO_KEY, set()).add(hostname)
+
+
+def requested_in(s):
+    """The hostnames the transaction of session ``s`` requested so far (so
+    its caller can ask a conductor to publish them now)."""
+    return set(s.info.get(_INFO_KEY, ()))
 
 
 def pending(limit=1000):

@@ -106,10 +106,14 @@ def delete_arqs(req):
                                   'instance=<uuid>')
     params = utils.query(req, schemas.DELETE_QUERY)
     if 'instance' in params:
-        db.delete_by_instance(utils.visible_to(req), params['instance'])
+        requested = db.delete_by_instance(utils.visible_to(req),
+                                          params['instance'])
     else:
-        db.delete_by_uuids(utils.visible_to(req),
-                           params['arqs'].split(','), _may_delete(req))
+        requested = db.delete_by_uuids(utils.visible_to(req),
+                                       params['arqs'].split(','),
+                                       _may_delete(req))
+    # A freed function its siblings share: offer them again now.
+    utils.request_publish(req, requested)
     return utils.response(status=204)
 
 
@@ -125,7 +129,8 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    db.delete_by_uuids(utils.visible_to(req), [uuid], _may_delete(req))
+    utils.request_publish(req, db.delete_by_uuids(
+        utils.visible_to(req), [uuid], _may_delete(req)))
     return utils.response(status=204)
 
 

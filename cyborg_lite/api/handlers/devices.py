@@ -91,13 +91,7 @@ def _set_status(req, uuid, rule, status):
     hostname, changed = db.set_status(uuid, status)
     if changed:
         LOG.info('Device %s on %s is now %s', uuid, hostname, status)
-        try:
-            # The conductors' periodic task publishes it anyway; this only
-            # saves the wait.
-            utils.conductor(req).publish_requested(utils.context(req))
-        except Exception as exc:
-            LOG.warning('Could not ask a conductor to publish %s now (%s); '
-                        'its periodic task will', hostname, exc)
+        utils.request_publish(req, {hostname})
     return utils.response(status=200)
 
 

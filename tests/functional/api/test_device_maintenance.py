@@ -61,6 +61,23 @@ def test_disable_and_enable(app, conductor):
     assert len(conductor.calls) == 2
 
 
+def test_deleting_the_holder_of_a_shared_function_asks_a_publish(
+        app, conductor):
+    from cyborg_lite.conductor import bind
+    from tests.unit.conductor import bind_helpers as h
+    region0, _ = h.make_card(sriov=False)
+    shared = h.make_arq()
+    bind.bind_arqs(None, {shared: h.binding(region0)},
+                   notifier=h.RecordingNotifier())
+    app.delete('/v2/accelerator_requests/%s' % shared, headers=ADMIN,
+               status=204)
+    assert conductor.calls == [('publish_requested', 'admin-project')]
+    # An ARQ that held nothing shared: nobody is bothered.
+    app.delete('/v2/accelerator_requests/%s' % h.make_arq(),
+               headers=ADMIN, status=204)
+    assert len(conductor.calls) == 1
+
+
 def test_only_an_admin_may_disable_or_enable(app):
     device = fx.add_device()
     for action in ('disable', 'enable'):

@@ -23,8 +23,12 @@ def cluster():
 
 @pytest.fixture
 def arq_cleanup(cluster):
-    """ARQs a test adds here are deleted after it, freeing their handles."""
+    """ARQs a test adds here are deleted after it, freeing their handles;
+    the next test starts once Placement offers every region again (a
+    freed PF makes its sibling regions available a moment later)."""
     created = []
     yield created
     if created:
         cluster.delete_arqs([a for a in created])
+        cluster.wait_for(lambda: not cluster.reserved_regions(), 30,
+                         'every region offered again')

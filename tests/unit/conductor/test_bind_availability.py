@@ -72,10 +72,17 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
     # Nova's teardown deletes ARQs without unbinding them first.
     region0, region1 = h.make_card(sriov=False)
     first, _ = _bind(region0, instance='8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f')
-    arqs_db.delete_by_instance(arqs_db.ALL,
-                               '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f')
+    assert arqs_db.delete_by_instance(
+        arqs_db.ALL, '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f') == {'host1'}
     assert _publish_requests()[-1] == ('host1', 'attach handle freed')
     assert _bind(region1)[1] == 'Bound'
+
+
+def test_deleting_an_arq_on_its_own_vf_requests_nothing(db):
+    region0, _region1 = h.make_card(sriov=True)
+    first, _ = _bind(region0)
+    assert arqs_db.delete_by_uuids(arqs_db.ALL, [first]) == set()
+    assert _publish_requests() == []
 
 
 def test_a_two_group_profile_on_one_card_without_sriov(db):
