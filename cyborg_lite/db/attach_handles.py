@@ -115,23 +115,26 @@ def claim_free(s, deployable_id):
 
 
 def _shared_by_siblings(s, handle_id):
-    """The hostname when another handle of the host names the same
+    """The hostname when another handle of the same device names the same
     function (so its deployable's availability follows this one's), else
     None."""
-    row = s.execute(sa.select(HANDLE.attach_info, DEVICE.hostname)
+    row = s.execute(sa.select(HANDLE.attach_info, DEVICE.hostname, DEVICE.id)
                     .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
                     .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
                     .where(HANDLE.id == handle_id)).first()
     if row is None:
         return None
-    info, hostname = row
-    sibling = s.scalar(
-        sa.select(HANDLE.id)
+    info, hostname, device_id = row
+    key = function_key(hostname, info)
+    # NOTE: compared by key, as claims are, whatever the JSON spelling; a
+    # device has a handful of handles.
+    others = s.scalars(
+        sa.select(HANDLE.attach_info)
         .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
-        .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
-        .where(DEVICE.hostname == hostname, HANDLE.id != handle_id,
-               HANDLE.attach_info == info).limit(1))
-    return hostname if sibling is not None else None
+        .where(DEPLOYABLE.device_id == device_id, HANDLE.id != handle_id))
+    if any(function_key(hostname, other) == key for other in others):
+        return hostname
+    return None
 
 
 def request_publish_if_shared(s, handle_id, why):

@@ -343,6 +343,10 @@ class Cluster:
                                       % r.rp_uuid)['inventories']['FPGA'][
                     'reserved']]
 
+    def wait_for_free_regions(self, timeout):
+        return waiting.until(lambda: not self.reserved_regions(), timeout,
+                             0.5)
+
     def expected_regions(self):
         return len(self.agent_hosts) * self.cards * self.regions
 

@@ -30,5 +30,8 @@ def arq_cleanup(cluster):
     yield created
     if created:
         cluster.delete_arqs([a for a in created])
-        cluster.wait_for(lambda: not cluster.reserved_regions(), 30,
-                         'every region offered again')
+        if not cluster.wait_for_free_regions(30):
+            raise AssertionError('regions still reserved: %s\nagents: %s\n'
+                                 '%s' % (cluster.reserved_regions(),
+                                         cluster.query('SELECT * FROM agents'),
+                                         cluster.logs(*cluster.conductor_names)))
