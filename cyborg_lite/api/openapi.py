@@ -50,6 +50,13 @@ OPERATIONS = {
     ('/v2/devices', 'GET'): _op('List devices.', query=dev_s.LIST_QUERY,
                                 errors=(400, 403)),
     ('/v2/devices/{uuid}', 'GET'): _op('Show a device.', errors=(403, 404)),
+    ('/v2/devices/{uuid}/disable', 'POST'): _op(
+        'Disable a device for maintenance: status maintaining, every '
+        'provider reserved, binds refused (admin; no body).', empty=True,
+        errors=(400, 403, 404)),
+    ('/v2/devices/{uuid}/enable', 'POST'): _op(
+        'Enable a device after maintenance (admin; no body).', empty=True,
+        errors=(400, 403, 404)),
     ('/v2/deployables', 'GET'): _op('List deployables.',
                                     query=dep_s.LIST_QUERY,
                                     errors=(400, 403)),

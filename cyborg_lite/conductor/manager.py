@@ -10,7 +10,9 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
+from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
@@ -24,10 +26,15 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
-    def __init__(self, host, after_report=None, programming=None):
+    def __init__(self, host, after_report=None, programming=None,
+                 publisher=None):
         self.host = host
+        # Serves db/publish_requests: hosts whose offer changed outside a
+        # report (a shared function bound or freed, a device disabled, an
+        # agent down or back). No sinks: it only clears them.
+        self.publisher = publisher or publishing.Publisher([])
         # Called with the hostname after a report changed stored rows
         # (publishing to the inventory sinks). Its failure never fails the
         # report: the rows are committed and its own retry takes it from
@@ -51,10 +58,34 @@ class ConductorManager:
 
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        return bind.bind_arqs(ctxt, bindings)
+        results = bind.bind_arqs(ctxt, bindings)
+        # A bind on a function sibling regions share hides them.
+        self._publish_requested()
+        return results
 
     def unbind_arqs(self, ctxt, arq_uuids):
-        return bind.unbind_arqs(ctxt, arq_uuids)
+        results = bind.unbind_arqs(ctxt, arq_uuids)
+        self._publish_requested()
+        return results
+
+    def _publish_requested(self):
+        # NOTE: the binds are committed whatever this does; requests left
+        # are served by the periodic task.
+        try:
+            self.publisher.publish_requested()
+        except Exception:
+            LOG.exception('Publishing requested hosts failed')
+
+    # --- availability (1.3), see liveness.py and db/publish_requests.py -
+
+    @messaging.expected_exceptions(exception.Invalid)
+    def agent_heartbeat(self, ctxt, hostname):
+        return liveness.heartbeat(hostname, self.publisher)
+
+    def publish_requested(self, ctxt):
+        """The API changed what a host offers (a device disabled or
+        enabled): publish now rather than at the next periodic run."""
+        self._publish_requested()
 
     # --- programming jobs (1.2), see programming.py ---------------
 

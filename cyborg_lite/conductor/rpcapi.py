@@ -12,6 +12,9 @@ API version history:
         function_id, function_name), job_heartbeat(job_uuid, hostname),
         agent_started(hostname): calls; the programming jobs of
         cyborg_lite/conductor/programming.py.
+* 1.3 - agent_heartbeat(hostname): a call, an agent is alive
+        (cyborg_lite/conductor/liveness.py); publish_requested(): a cast,
+        publish the hosts db/publish_requests holds now.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -33,7 +36,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.3'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -110,6 +113,23 @@ class ConductorAPI:
         """An agent (re)started: its unfinished jobs are failed or
         requeued and its queued jobs sent to it again."""
         return self._call(ctxt, 'agent_started', hostname=hostname)
+
+    # --- availability (1.3) -------------------------------------------
+
+    def agent_heartbeat(self, ctxt, hostname, timeout=None):
+        """The agent of ``hostname`` is alive; returns {'hostname',
+        'came_back'}. ``timeout``: seconds to wait for a conductor (a
+        heartbeat older than the next one is worth nothing)."""
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.3', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'agent_heartbeat', hostname=hostname)
+
+    def publish_requested(self, ctxt):
+        """Ask a conductor to publish the requested hosts now (a cast; the
+        conductors' periodic task does it anyway)."""
+        cctxt = self.client.prepare(version='1.3')
+        cctxt.cast(ctxt, 'publish_requested')
 
     def _call(self, ctxt, method, **kwargs):
         cctxt = self.client.prepare(version='1.2')

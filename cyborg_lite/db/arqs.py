@@ -31,8 +31,10 @@ from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_profiles
+from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -135,6 +137,8 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 
     Refuses (409) an ARQ whose bind is in flight; ``may_delete(arq)`` is
     the caller's policy check, run on each row before anything changes.
+    Returns the hostnames whose publish this requested (a freed function
+    sibling handles share).
     """
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -152,16 +156,19 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
             if may_delete is not None:
                 may_delete(arq)
         _delete(s, list(rows.values()))
+        return publish_requests.requested_in(s)
 
 
 @_conflict_on_stale
 def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
-    this again on every teardown retry)."""
+    this again on every teardown retry). Returns the hostnames whose
+    publish this requested, as delete_by_uuids."""
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
         _delete(s, list(s.scalars(stmt.where(
             ARQ.instance_uuid == instance_uuid))))
+        return publish_requests.requested_in(s)
 
 
 # --- Binding (the conductor's bind workflow, and the API's start_binds) -----
@@ -336,13 +343,23 @@ def _bind_failed(arq_uuid, reason):
     return exception.ArqBindFailed(uuid=arq_uuid, reason=reason)
 
 
-def finish_bind(started, deployable_id, deployable_uuid):
+def _refused(s, refusal, device, region):
+    if refusal is None:
+        return None
+    return refusal(devices.region_rows(s, device, region))
+
+
+def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
     """Claim a handle of the region and make the ARQ Bound, in one
     transaction.
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
-    when an active programming job holds the region or no handle is free.
+    when an active programming job holds the region, when
+    ``refusal(rows)`` (rows: db/devices.region_rows, read under the device
+    and region locks) says why the region may not be bound now, or when no
+    handle is free. Claiming a function sibling handles share requests a
+    publish of the host: their regions are no longer available.
     """
     try:
         with session.writer() as s:
@@ -351,20 +368,32 @@ def finish_bind(started, deployable_id, deployable_uuid):
                                         started.version):
                 raise _state_conflict(started.uuid, 'no longer BindStarted',
                                      'Bound')
-            deployables.lock_region(s, deployable_id)
+            locked = deployables.lock_for_bind(s, deployable_id)
+            if locked is None:
+                raise _bind_failed(started.uuid, 'deployable %s is gone'
+                                   % deployable_uuid)
+            device, region = locked
             job = deployables.active_job_on(s, deployable_id,
                                             except_arq_id=arq.id)
             if job is not None:
                 raise _bind_failed(started.uuid, 'region %s is being '
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
+            why = _refused(s, refusal, device, region)
+            if why:
+                raise _bind_failed(started.uuid, why)
             handle = attach_handles.claim_free(s, deployable_id)
             if handle is None:
-                raise _bind_failed(started.uuid, 'no free attach handle on '
-                                   'deployable %s' % deployable_uuid)
+                # NOTE: asked again: a racing bind of a sibling region may
+                # have taken the shared function since.
+                raise _bind_failed(started.uuid, _refused(
+                    s, refusal, device, region) or 'no free attach handle '
+                    'on deployable %s' % deployable_uuid)
             _transition(s, started.uuid, 'Bound', started.version,
                         attach_handle_id=handle.id,
                         deployable_id=deployable_id, error=None)
+            attach_handles.request_publish_if_shared(
+                s, handle.id, 'attach handle claimed')
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.

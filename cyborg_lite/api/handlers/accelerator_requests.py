@@ -120,10 +120,12 @@ def delete_arqs(req):
     params = utils.query(req, schemas.DELETE_QUERY)
     scope = _scope(req, policies.DELETE)
     if 'instance' in params:
-        db.delete_by_instance(scope, params['instance'])
+        requested = db.delete_by_instance(scope, params['instance'])
     else:
-        db.delete_by_uuids(scope, params['arqs'].split(','),
-                           _may_delete(req))
+        requested = db.delete_by_uuids(scope, params['arqs'].split(','),
+                                       _may_delete(req))
+    # A freed function its siblings share: offer them again now.
+    utils.request_publish(req, requested)
     return utils.response(status=204)
 
 
@@ -139,8 +141,8 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    db.delete_by_uuids(_scope(req, policies.DELETE), [uuid],
-                       _may_delete(req))
+    utils.request_publish(req, db.delete_by_uuids(
+        _scope(req, policies.DELETE), [uuid], _may_delete(req)))
     return utils.response(status=204)
 
 

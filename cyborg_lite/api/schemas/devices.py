@@ -17,11 +17,13 @@ LIST_QUERY = common.list_query(db_devices.SORT_KEYS, {
 })
 
 
-# What GET shows of a device; ``status`` from 2.3.
+# What GET shows of a device; ``status`` from 2.3, ``unavailable_reasons``
+# from 2.5.
 VIEW = common.view({
     'uuid': common.STRING, 'type': common.STRING, 'vendor': common.STRING,
     'model': common.STRING, 'std_board_info': common.NULLABLE_STRING,
     'vendor_board_info': common.NULLABLE_STRING, 'hostname': common.STRING,
     'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
-}, optional=['status'])
+    'unavailable_reasons': {'type': 'array', 'items': common.STRING},
+}, optional=['status', 'unavailable_reasons'])
 LIST = common.collection('devices', VIEW)

@@ -39,6 +39,9 @@ class RecordingConductor:
     def unbind_arqs(self, ctxt, arq_uuids):
         self.calls.append(('unbind_arqs', ctxt.project_id, arq_uuids))
 
+    def publish_requested(self, ctxt):
+        self.calls.append(('publish_requested', ctxt.project_id))
+
 
 def error_of(resp):
     """The faultstring of a Cyborg error body (after checking its form)."""

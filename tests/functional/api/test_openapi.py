@@ -197,6 +197,9 @@ def test_every_operation_answers_as_documented(app, conf):
     _walk_cyborg_routes(walk, dep, handle)
     walk('GET', '/v2/resource_provider_trees/{hostname}', 200,
          hostname=device.hostname)
+    walk('POST', '/v2/devices/{uuid}/disable', 200, uuid=device.uuid)
+    walk('POST', '/v2/devices/{uuid}/enable', 200, uuid=device.uuid)
+    walk('POST', '/v2/devices/{uuid}/enable', 404, uuid=UUID)
 
     data = builders.build_gbs()
     bitstream = walk('POST', '/v2/bitstreams', 201, body={
