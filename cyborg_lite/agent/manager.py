@@ -16,6 +16,11 @@ sent only when they differ from the last one the conductor acknowledged
 sends every driver. An unacknowledged entry is simply sent again next
 time. The message format is in cyborg_lite/conductor/report.py.
 
+A thread of its own sends a heartbeat every ``[agent]heartbeat_interval``
+seconds (conductor/liveness.py), whatever a slow scan or report does: a
+host whose agent falls silent is marked down by the conductors, and comes
+back with its next heartbeat.
+
 Programming jobs come in by ``program_region`` and cleaning tries (the
 wipe of a deployable between tenants) by ``clean_region``; both run in
 the background (agent/programming.py, agent/cleaning.py). Once per start
@@ -101,6 +106,8 @@ class AgentManager(rpc_loop.RpcLoop):
         self._report_lock = threading.Lock()
         self._init_rpc_loop()
         self._announced = False
+        self._heartbeat_thread = None
+        self._heartbeat_ok = None   # unknown until the first one
         self.jobs = programming.JobRunner(
             self.host, self.drivers, self.conductor,
             fetch_image or image_fetch.make_fetcher(conf),
@@ -159,6 +166,35 @@ class AgentManager(rpc_loop.RpcLoop):
         self.cleaner.open()
         return True
 
+    # --- heartbeat ------------------------------------------------------
+
+    def heartbeat_once(self):
+        """Tell the conductor we are alive; True when one heard it."""
+        try:
+            # NOTE: waits one interval at most: the next heartbeat is due.
+            self.conductor.agent_heartbeat(
+                context.get_admin_context(), self.host,
+                timeout=self.conf.agent.heartbeat_interval)
+        except Exception as exc:
+            if self._heartbeat_ok is not False:
+                LOG.warning('Heartbeat not acknowledged (%s: %s); trying '
+                            'again every %ss', type(exc).__name__, exc,
+                            self.conf.agent.heartbeat_interval)
+            self._heartbeat_ok = False
+            return False
+        if self._heartbeat_ok is False:
+            LOG.info('Heartbeats acknowledged again')
+        self._heartbeat_ok = True
+        return True
+
+    def _heartbeat_loop(self):
+        while not self._stopping.is_set():
+            try:
+                self.heartbeat_once()
+            except Exception:
+                LOG.exception('Heartbeat failed')
+            self._stopping.wait(self.conf.agent.heartbeat_interval)
+
     # --- discovery and reports ------------------------------------------
 
     def scan(self):
@@ -210,6 +246,10 @@ class AgentManager(rpc_loop.RpcLoop):
 
     def start(self):
         self._start_rpc_loop(rpc.AGENT_TOPIC, [self], 'agent-discovery')
+        self._heartbeat_thread = threading.Thread(
+            target=self._heartbeat_loop, name='agent-heartbeat',
+            daemon=True)
+        self._heartbeat_thread.start()
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
@@ -221,6 +261,9 @@ class AgentManager(rpc_loop.RpcLoop):
         from the conductor (see agent/programming.py, agent/cleaning.py).
         """
         self._stop_rpc_loop()
+        if self._heartbeat_thread is not None:
+            self._heartbeat_thread.join()
+            self._heartbeat_thread = None
         self.jobs.stop(drain=drain_jobs)
         self.cleaner.stop(drain=drain_jobs)
         LOG.info('Agent on %s stopped', self.host)

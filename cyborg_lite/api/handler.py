@@ -32,6 +32,8 @@ ROUTE_DECLARATIONS = {
     '/v2': {'GET': root.show_version},
     '/v2/devices': {'GET': devices.list_devices},
     '/v2/devices/{uuid}': {'GET': devices.show_device},
+    '/v2/devices/{uuid}/disable': {'POST': devices.disable_device},
+    '/v2/devices/{uuid}/enable': {'POST': devices.enable_device},
     '/v2/deployables': {'GET': deployables.list_deployables},
     '/v2/deployables/{uuid}': {'GET': deployables.show_deployable},
     # From microversion 2.5.

@@ -11,7 +11,9 @@ from oslo_log import log as logging
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning as cleaning_mod
+from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
+from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
@@ -25,11 +27,15 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.4')
 
     def __init__(self, host, after_report=None, programming=None,
-                 cleaning=None):
+                 publisher=None, cleaning=None):
         self.host = host
+        # Serves db/publish_requests: hosts whose offer changed outside a
+        # report (a shared function bound or freed, a device disabled, an
+        # agent down or back). No sinks: it only clears them.
+        self.publisher = publisher or publishing.Publisher([])
         # Called with the hostname after a report changed stored rows
         # (publishing to the inventory sinks). Its failure never fails the
         # report: the rows are committed and its own retry takes it from
@@ -56,14 +62,37 @@ class ConductorManager:
 
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        return bind.bind_arqs(ctxt, bindings)
+        results = bind.bind_arqs(ctxt, bindings)
+        # A bind on a function sibling regions share hides them.
+        self._publish_requested()
+        return results
 
     def unbind_arqs(self, ctxt, arq_uuids):
         # NOTE: read first: the unbind clears which region each ARQ held.
         hosts = self.cleaning.hosts_of(arq_uuids)
         results = bind.unbind_arqs(ctxt, arq_uuids)
         self.cleaning.start(hosts)
+        self._publish_requested()
         return results
+
+    def _publish_requested(self):
+        # NOTE: the binds are committed whatever this does; requests left
+        # are served by the periodic task.
+        try:
+            self.publisher.publish_requested()
+        except Exception:
+            LOG.exception('Publishing requested hosts failed')
+
+    # --- availability (1.3), see liveness.py and db/publish_requests.py -
+
+    @messaging.expected_exceptions(exception.Invalid)
+    def agent_heartbeat(self, ctxt, hostname):
+        return liveness.heartbeat(hostname, self.publisher)
+
+    def publish_requested(self, ctxt):
+        """The API changed what a host offers (a device disabled or
+        enabled): publish now rather than at the next periodic run."""
+        self._publish_requested()
 
     # --- programming jobs (1.2), see programming.py ---------------
 
@@ -92,7 +121,7 @@ class ConductorManager:
         result['cleaning'] = self.cleaning.agent_started(hostname)
         return result
 
-    # --- secure cleanup between tenants (1.3), see cleaning.py ----------
+    # --- secure cleanup between tenants (1.4), see cleaning.py ----------
 
     def start_cleaning(self, ctxt, hostnames):
         return self.cleaning.start(hostnames)

@@ -7,7 +7,7 @@ shared objects so that the API can show the same desired tree
 
 ``build_tree(hostname, root_uuid, devices)`` turns the devices of a
 ``HostInventory`` (objects/host_inventory.py) into ``Provider`` objects,
-parents first, following DESIGN.md's Placement model::
+parents first, following the Placement model of docs/architecture.md::
 
     compute node RP (root_uuid, owned by Nova or created by us)
      └─ device RP <host>_<pci address>       PGPU here for a GPU
@@ -112,9 +112,9 @@ def deployable_rc(device, deployable):
 
 
 def _deployable_inventories(device, dep, rc):
-    # NOTE: reserved = total hides it from schedulers and keeps the
-    # allocations it still has.
-    hidden = bool(host_inventory.unschedulable_reasons(device, dep))
+    # NOTE: hidden, not removed: reserved = total keeps the provider and
+    # any allocation on it, and makes Placement offer none of it.
+    hidden = bool(host_inventory.unavailable_reasons(device, dep))
     inv = {}
     if dep.num_accelerators > 0:
         inv[rc] = _inventory(dep.num_accelerators, hidden)

@@ -13,7 +13,7 @@ from alembic import op
 import sqlalchemy as sa
 
 revision = '0004'
-down_revision = '0002'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 

@@ -46,6 +46,9 @@ RESOLVED = ('Bound', 'BindFailed')
 BIND_TIMEOUT = 8
 REAP_INTERVAL = 1
 REPORT_INTERVAL = 1
+HEARTBEAT_INTERVAL = 1
+# Above a broker restart's gap (test_fault_rabbitmq_restart).
+AGENT_DOWN_TIME = 6
 
 Region = collections.namedtuple('Region', ['host', 'rp_uuid', 'name'])
 
@@ -230,7 +233,8 @@ class Cluster:
     def _write_configs(self):
         for name in self.conductor_names:
             sections = self._common(name)
-            sections['conductor'] = {'workers': 1, 'periodic_interval': 1}
+            sections['conductor'] = {'workers': 1, 'periodic_interval': 1,
+                                     'agent_down_time': AGENT_DOWN_TIME}
             sections['placement'] = {
                 'auth_type': 'admin_token', 'token': placement_server.TOKEN,
                 'endpoint_override': self.placement.endpoint,
@@ -252,7 +256,8 @@ class Cluster:
         """The agent's config file, with [fake_driver] ``fake_driver``
         overriding the cluster's (read at the agent's next start)."""
         sections = self._common(host)
-        sections['agent'] = {'enabled_drivers': 'fake', 'rpc_timeout': 5}
+        sections['agent'] = {'enabled_drivers': 'fake', 'rpc_timeout': 5,
+                             'heartbeat_interval': HEARTBEAT_INTERVAL}
         if self.report_interval is not None:
             sections['agent']['report_interval'] = self.report_interval
         if self.full_report_every is not None:
@@ -336,6 +341,17 @@ class Cluster:
                 found.append(Region(hosts.get(rp['root_provider_uuid']),
                                     rp['uuid'], by_uuid[rp['uuid']]['name']))
         return sorted(found, key=lambda r: (r.host, r.name))
+
+    def reserved_regions(self):
+        """[Region] whose FPGA Placement holds back (reserved > 0)."""
+        return [r for r in self.region_rps()
+                if self.placement_get('/resource_providers/%s/inventories'
+                                      % r.rp_uuid)['inventories']['FPGA'][
+                    'reserved']]
+
+    def wait_for_free_regions(self, timeout):
+        return waiting.until(lambda: not self.reserved_regions(), timeout,
+                             0.5)
 
     def expected_regions(self):
         return len(self.agent_hosts) * self.cards * self.regions

@@ -55,7 +55,7 @@ def test_region_is_reserved_while_wiped_and_offered_after(
     # A bind now is refused, and says why.
     refused = ce.try_bind(env)
     assert refused.state == 'BindFailed'
-    assert 'is cleaning: being wiped after its last tenant' in refused.error
+    assert '[cleaning]: being wiped after its last tenant' in refused.error
     assert ce.memory(env) == ce.TENANT_DATA
 
     env.gated.go.set()

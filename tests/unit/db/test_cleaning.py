@@ -75,11 +75,12 @@ def test_delete_releases_and_names_the_host(db):
     idle = h.make_arq()
     arq_uuid, _state_ = _bind(region, 'host7')
 
-    assert arqs_db.delete_by_uuids(arqs_db.ALL, [arq_uuid, idle]) == \
-        {'host7'}
+    assert arqs_db.delete_by_uuids(
+        arqs_db.ALL, [arq_uuid, idle]).clean_hosts == {'host7'}
     assert _state(region) == 'pending_cleaning'
     # An ARQ that held no region releases none.
-    assert arqs_db.delete_by_uuids(arqs_db.ALL, [h.make_arq()]) == set()
+    assert arqs_db.delete_by_uuids(
+        arqs_db.ALL, [h.make_arq()]).clean_hosts == set()
 
 
 @pytest.mark.parametrize('state,why', [
@@ -99,8 +100,10 @@ def test_bind_is_refused_until_the_region_is_wiped(db, state, why):
     arq_uuid, result = _bind(region)
 
     assert result == 'BindFailed'
-    assert 'deployable %s is %s: %s' % (region['deployable_uuid'], state,
-                                        why) in h.get_arq(arq_uuid).error
+    reason = 'cleaning_failed' if state == 'error' else state
+    error = h.get_arq(arq_uuid).error
+    assert 'deployable %s (' % region['deployable_uuid'] in error
+    assert 'is unavailable [%s]: %s' % (reason, why) in error
     assert not any(handle.in_use for handle in h.handles_of(region))
     assert _state(region) == state
 
