@@ -39,6 +39,22 @@ def wait_for_port(port, timeout=30.0, host='127.0.0.1', proc=None):
                        % (host, port, timeout))
 
 
+def wait_for_port_closed(port, timeout=30.0, host='127.0.0.1'):
+    """Until nothing accepts connections on ``port``: a killed leader's
+    children (gunicorn workers) hold its listening socket until they are
+    gone themselves, and a new server must not be probed through it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                pass
+        except OSError:
+            return
+        time.sleep(0.05)
+    raise TimeoutError('%s:%s still accepts connections after %ss'
+                       % (host, port, timeout))
+
+
 def find_binary(name, extra_globs=()):
     path = shutil.which(name)
     if path:

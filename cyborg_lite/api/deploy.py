@@ -16,12 +16,16 @@ From the outside in, each layer seeing the request before the next:
    context and the conductor client on the request around each handler
    and turns the errors handlers raise into JSON.
 """
+from oslo_log import log
 from oslo_middleware import request_id
 
 from cyborg_lite.api import fault
 from cyborg_lite.api import handler
+from cyborg_lite.api.handlers import bitstream_file
 from cyborg_lite.api import middleware
 from cyborg_lite.conf import CONF
+
+LOG = log.getLogger(__name__)
 
 
 def _auth(app, conf):
@@ -39,3 +43,17 @@ def loadapp(conf=CONF, conductor_factory=None):
     app = middleware.BodySizeLimit(app, conf.api.max_request_body_size)
     app = fault.FaultWrapper(app)
     return request_id.RequestId(app)
+
+
+def loadapp_serving(conf=CONF):
+    """loadapp for a process about to serve requests (gunicorn's workers,
+    the WSGI entry point, the all-in-one): first it clears the uploads
+    that died with an earlier process (bitstream_file, safe in every
+    worker at once). A failure there (the database not up yet) is logged,
+    not fatal: the next PUT or DELETE of such a bitstream clears it."""
+    try:
+        bitstream_file.recover_abandoned_uploads()
+    except Exception as exc:
+        LOG.warning('Abandoned bitstream uploads not checked at start: %s',
+                    exc)
+    return loadapp(conf)

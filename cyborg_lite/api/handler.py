@@ -32,8 +32,12 @@ ROUTE_DECLARATIONS = {
     '/v2': {'GET': root.show_version},
     '/v2/devices': {'GET': devices.list_devices},
     '/v2/devices/{uuid}': {'GET': devices.show_device},
+    '/v2/devices/{uuid}/disable': {'POST': devices.disable_device},
+    '/v2/devices/{uuid}/enable': {'POST': devices.enable_device},
     '/v2/deployables': {'GET': deployables.list_deployables},
     '/v2/deployables/{uuid}': {'GET': deployables.show_deployable},
+    # From microversion 2.5.
+    '/v2/deployables/{uuid}/clean': {'POST': deployables.clean_deployable},
     '/v2/attributes': {'GET': attributes.list_attributes,
                        'POST': attributes.create_attribute},
     '/v2/attributes/{uuid}': {'GET': attributes.show_attribute,

@@ -1,11 +1,14 @@
 """The OpenAPI 3.1 description of the API, built from the route table and
-the request schemas (so the two cannot drift), written to
+the request and response schemas (so the two cannot drift), written to
 docs/api/openapi.yaml by::
 
     python -m cyborg_lite.api.openapi > docs/api/openapi.yaml
 
 tests/functional/api/test_openapi.py checks that the file is what this
-builds, and that it names exactly the routes the app serves.
+builds, that it names exactly the routes the app serves, and, fuzzing
+every operation, that every answer has a documented status, content type
+and body; test_cyborg_api_ref.py compares its fields with Cyborg's API
+reference.
 """
 import collections
 import sys
@@ -21,6 +24,8 @@ from cyborg_lite.api.schemas import deployables as dep_s
 from cyborg_lite.api.schemas import device_profiles as dp_s
 from cyborg_lite.api.schemas import devices as dev_s
 from cyborg_lite.api.schemas import programs as prog_s
+from cyborg_lite.api.schemas import provider_trees as tree_s
+from cyborg_lite.api.schemas import versions as versions_s
 
 Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors',
                                    'media', 'empty'])
@@ -45,11 +50,21 @@ OPERATIONS = {
     ('/v2/devices', 'GET'): _op('List devices.', query=dev_s.LIST_QUERY,
                                 errors=(400, 403)),
     ('/v2/devices/{uuid}', 'GET'): _op('Show a device.', errors=(403, 404)),
+    ('/v2/devices/{uuid}/disable', 'POST'): _op(
+        'Disable a device for maintenance: status maintaining, every '
+        'provider reserved, binds refused (admin; no body).', empty=True,
+        errors=(400, 403, 404)),
+    ('/v2/devices/{uuid}/enable', 'POST'): _op(
+        'Enable a device after maintenance (admin; no body).', empty=True,
+        errors=(400, 403, 404)),
     ('/v2/deployables', 'GET'): _op('List deployables.',
                                     query=dep_s.LIST_QUERY,
                                     errors=(400, 403)),
     ('/v2/deployables/{uuid}', 'GET'): _op('Show a deployable.',
                                            errors=(403, 404)),
+    ('/v2/deployables/{uuid}/clean', 'POST'): _op(
+        'Ask for a clean of a deployable in error or available (admin, '
+        '2.5).', ok=202, errors=(400, 403, 404, 409), empty=False),
     ('/v2/attributes', 'GET'): _op('List attributes.',
                                    query=attr_s.LIST_QUERY,
                                    errors=(400, 403)),
@@ -126,6 +141,34 @@ OPERATIONS = {
         '(admin, 2.4).', errors=(400, 403, 404)),
 }
 
+# The success body of each operation that has a JSON one.
+RESPONSES = {
+    ('/', 'GET'): versions_s.INDEX,
+    ('/v2', 'GET'): versions_s.VERSION,
+    ('/v2/devices', 'GET'): dev_s.LIST,
+    ('/v2/devices/{uuid}', 'GET'): dev_s.VIEW,
+    ('/v2/deployables', 'GET'): dep_s.LIST,
+    ('/v2/deployables/{uuid}', 'GET'): dep_s.VIEW,
+    ('/v2/deployables/{uuid}/clean', 'POST'): dep_s.VIEW,
+    ('/v2/attributes', 'GET'): attr_s.LIST,
+    ('/v2/attributes', 'POST'): attr_s.VIEW,
+    ('/v2/attributes/{uuid}', 'GET'): attr_s.VIEW,
+    ('/v2/device_profiles', 'GET'): dp_s.LIST,
+    ('/v2/device_profiles', 'POST'): dp_s.VIEW,
+    ('/v2/device_profiles/{uuid_or_name}', 'GET'): dp_s.SHOW,
+    ('/v2/accelerator_requests', 'GET'): arq_s.LIST,
+    ('/v2/accelerator_requests', 'POST'): arq_s.LIST,
+    ('/v2/accelerator_requests/{uuid}', 'GET'): arq_s.VIEW,
+    ('/v2/bitstreams', 'GET'): bs_s.LIST,
+    ('/v2/bitstreams', 'POST'): bs_s.VIEW,
+    ('/v2/bitstreams/{uuid}', 'GET'): bs_s.VIEW,
+    ('/v2/programs', 'GET'): prog_s.LIST,
+    ('/v2/programs', 'POST'): prog_s.VIEW,
+    ('/v2/programs/{uuid}', 'GET'): prog_s.VIEW,
+    ('/v2/programs/{uuid}/cancel', 'POST'): prog_s.VIEW,
+    ('/v2/resource_provider_trees/{hostname}', 'GET'): tree_s.TREE,
+}
+
 _ERROR = {'description': "Cyborg's error body: error_message is a JSON "
                          'string of {faultcode, faultstring, debuginfo}.',
           'content': {'application/json': {'schema': {
@@ -150,14 +193,21 @@ def _parameters(path, query):
     return params
 
 
-def _operation(path, op):
+def _success_schema(path, method, op):
+    if op.media != JSON:
+        return {'type': 'string', 'format': 'binary'}
+    if (path, method) not in RESPONSES:
+        raise KeyError('%s %s answers JSON: describe its body in '
+                       'openapi.RESPONSES' % (method, path))
+    return RESPONSES[(path, method)]
+
+
+def _operation(path, method, op):
     body = {'summary': op.summary, 'parameters': _parameters(path, op.query),
             'responses': {str(op.ok): {'description': 'Success.'}}}
     if not op.empty:
-        schema = {'type': 'object'} if op.media == JSON else {
-            'type': 'string', 'format': 'binary'}
         body['responses'][str(op.ok)]['content'] = {
-            op.media: {'schema': schema}}
+            op.media: {'schema': _success_schema(path, method, op)}}
     errors = op.errors + (406, 413)
     if op.body is not None and op.media == JSON:
         # A body declared as anything but application/json.
@@ -173,7 +223,8 @@ def _operation(path, op):
 def build():
     paths = {}
     for (path, method), op in sorted(OPERATIONS.items()):
-        paths.setdefault(path, {})[method.lower()] = _operation(path, op)
+        paths.setdefault(path, {})[method.lower()] = _operation(path,
+                                                                method, op)
     return {
         'openapi': '3.1.0',
         'info': {'title': 'cyborg_lite accelerator API (Cyborg v2)',

@@ -5,6 +5,7 @@ import re
 import urllib.parse
 
 from jsonschema import exceptions as js_exc
+from oslo_log import log as logging
 import webob
 import webob.exc
 
@@ -13,6 +14,8 @@ from cyborg_lite.api.schemas import validator
 from cyborg_lite.common import exception
 from cyborg_lite.common import policy
 from cyborg_lite.conf import CONF
+
+LOG = logging.getLogger(__name__)
 
 CONTEXT_KEY = 'cyborg_lite.context'
 CONDUCTOR_KEY = 'cyborg_lite.conductor_api'
@@ -26,6 +29,20 @@ def context(req):
 def conductor(req):
     """The conductor's RPC client (made on first use)."""
     return req.environ[CONDUCTOR_KEY]()
+
+
+def request_publish(req, hostnames):
+    """Ask a conductor to publish ``hostnames`` now: their offer changed
+    and db/publish_requests holds them. Best effort (a cast): the
+    conductors' periodic task publishes them anyway."""
+    if not hostnames:
+        return
+    try:
+        conductor(req).publish_requested(context(req))
+    except Exception as exc:
+        LOG.warning('Could not ask a conductor to publish %s now (%s); '
+                    'its periodic task will', ', '.join(sorted(hostnames)),
+                    exc)
 
 
 def authorize(req, rule, target=None):

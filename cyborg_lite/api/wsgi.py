@@ -18,4 +18,4 @@ def init_application(argv=None):
         path = os.environ.get('CYBORG_LITE_CONFIG_FILE')
         argv = ['--config-file', path] if path else []
     config.parse_args(argv)
-    return deploy.loadapp(CONF)
+    return deploy.loadapp_serving(CONF)

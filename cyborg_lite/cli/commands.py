@@ -35,6 +35,8 @@ OSC_COMMANDS = {
 COMMANDS = {
     'device list': devices.ListDevice,
     'device show': devices.ShowDevice,
+    'device disable': devices.DisableDevice,
+    'device enable': devices.EnableDevice,
     'deployable list': deployables.ListDeployable,
     'deployable show': deployables.ShowDeployable,
     'device profile create': device_profiles.CreateDeviceProfile,

@@ -1,11 +1,41 @@
-"""``device list`` and ``device show``: the physical cards per host."""
+"""``device list|show|enable|disable``: the physical cards per host.
+
+From API 2.5 a device says why it is not offered or bound now
+(``unavailable_reasons``: maintaining, unhealthy, agent_down, ...), so
+list and show ask for 2.5 (or the version given, if newer); an API that
+refuses 2.5 with 406 (a stock Cyborg) is asked again at the version given.
+"""
+import urllib.parse
+
 from cyborg_lite.cli import base
+from cyborg_lite.cli import client as cl_client
+from cyborg_lite.cli import versioned
+
+REASONS_API_VERSION = '2.5'
 
 
-class ListDevice(base.ListCommand):
+def device_path(uuid, suffix=''):
+    return '/devices/%s%s' % (urllib.parse.quote(uuid, safe=''), suffix)
+
+
+class _WithReasons(versioned.Mixin):
+    min_api_version = REASONS_API_VERSION
+
+    def fetch_any_version(self, call):
+        """``call(api)`` at 2.5, or at the given version after a 406."""
+        try:
+            return call(self.api)
+        except cl_client.ApiError as exc:
+            if exc.status != 406:
+                raise
+            return call(self.app.client_manager.cyborg_lite)
+
+
+class ListDevice(_WithReasons, base.ListCommand):
     """List devices (physical accelerator cards)."""
 
-    columns = ('uuid', 'type', 'vendor', 'model', 'hostname', 'status')
+    columns = ('uuid', 'type', 'vendor', 'model', 'hostname', 'status',
+               'unavailable_reasons')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -20,10 +50,11 @@ class ListDevice(base.ListCommand):
         params = {k: getattr(parsed_args, k)
                   for k in ('type', 'vendor', 'hostname')
                   if getattr(parsed_args, k)}
-        return self.api.get_all('/devices', 'devices', params)
+        return self.fetch_any_version(
+            lambda api: api.get_all('/devices', 'devices', params))
 
 
-class ShowDevice(base.ShowCommand):
+class ShowDevice(_WithReasons, base.ShowCommand):
     """Show one device."""
 
     def get_parser(self, prog_name):
@@ -32,4 +63,31 @@ class ShowDevice(base.ShowCommand):
         return parser
 
     def fetch(self, parsed_args):
-        return self.api.get('/devices/%s' % parsed_args.device)
+        return self.fetch_any_version(
+            lambda api: api.get(device_path(parsed_args.device)))
+
+
+class _SetStatus(base.Command):
+    action = None
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('device', metavar='<uuid>', help='Device UUID')
+        return parser
+
+    def take_action(self, parsed_args):
+        self.api.post(device_path(parsed_args.device, '/' + self.action),
+                      None)
+
+
+class DisableDevice(_SetStatus):
+    """Disable a device for maintenance (status maintaining): it is no
+    longer offered to schedulers nor bound; what is bound stays."""
+
+    action = 'disable'
+
+
+class EnableDevice(_SetStatus):
+    """Enable a device after maintenance (status enabled)."""
+
+    action = 'enable'

@@ -2,7 +2,9 @@
 conductor sees it (API 2.4, admin).
 
 The API gives the providers flat, parents first, each with its
-``parent_uuid``; the root is the compute node (uuid null when unknown).
+``parent_uuid``; the root is the compute node, with Placement's uuid, or
+null and in ``placement`` why ("not yet created": Placement has no
+provider of the host's name yet).
 A table shows them depth first, names indented under their parent;
 json/yaml/value/csv give each provider's plain fields.
 """
@@ -67,9 +69,19 @@ def row(provider, depth):
             Traits(provider['traits']))
 
 
+def root_uuid_text(root):
+    """The compute node's uuid, or why there is none to show."""
+    if root.get('uuid'):
+        return root['uuid']
+    placement = root.get('placement')
+    if placement == 'not yet created':
+        return 'not yet created'
+    return 'unknown (Placement %s)' % (placement or 'not asked')
+
+
 def tree_rows(body):
     root = dict(body['root'], parent_uuid=None, inventories={}, traits=[])
-    yield row(root, 0)
+    yield row(dict(root, uuid=root_uuid_text(root)), 0)
     for provider, depth in depth_first(root['uuid'],
                                        body['resource_providers']):
         yield row(provider, depth)

@@ -160,7 +160,7 @@ class AllInOne:
     def _start_api(self):
         from cyborg_lite.api import deploy
         from cyborg_lite.api import server
-        api = server.Server(deploy.loadapp(CONF), '127.0.0.1',
+        api = server.Server(deploy.loadapp_serving(CONF), '127.0.0.1',
                             self.args.api_port).start()
         self._stack.append(api.stop)
 

@@ -40,7 +40,7 @@ class _Server(gunicorn_base.BaseApplication):
         # NOTE: loaded in each worker after fork, so no database
         # connection or RPC transport is shared between processes.
         from cyborg_lite.api import deploy
-        return deploy.loadapp(CONF)
+        return deploy.loadapp_serving(CONF)
 
 
 def main(argv=None):

@@ -1,7 +1,7 @@
 """Names and uuids of resource providers, shared by the conductor's report,
 its Placement sync and the bind workflow so all three agree.
 
-DESIGN.md's Placement model: the device RP is ``<host>_<pci address>``
+the Placement model of docs/architecture.md: the device RP is ``<host>_<pci address>``
 (``<host>_<identity>`` for non-PCI devices) and each region RP is
 ``<device rp name>_<deployable name>``. A whole-GPU deployable (resource
 class PGPU) is the device RP itself. RP uuids are uuid3(NAMESPACE_DNS, name)

@@ -30,6 +30,7 @@ from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.objects import host_inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -171,8 +172,11 @@ def _ensure_programmed(ctxt, started, target, program):
 
 def _finish_bind(started, target):
     """Claim a handle and make the ARQ Bound, in one transaction."""
+    # NOTE: the region's availability is decided again under the locks
+    # of the claim, by the predicate every inventory sink uses.
     arqs_db.finish_bind(started, target.deployable_id,
-                        target.deployable_uuid)
+                        target.deployable_uuid,
+                        refusal=host_inventory.region_refusal)
     LOG.info('ARQ %s bound to deployable %s', started.uuid,
              target.deployable_uuid)
     return 'Bound'

@@ -2,7 +2,7 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py), so this class stays a table
+(report.py, bind.py, programming.py, cleaning.py), so this class stays a table
 of contents.
 """
 import oslo_messaging as messaging
@@ -10,7 +10,10 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import cleaning as cleaning_mod
+from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
+from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
@@ -18,8 +21,8 @@ LOG = logging.getLogger(__name__)
 # A database outage is sent back to the caller without a traceback in
 # the conductor's log: db/session.py's outage log has said it, once.
 _OUTAGE = (exception.DatabaseUnavailable,)
-# What a programming call may refuse with; sent back as the caller's error
-# without a traceback in the conductor's log.
+# What a programming or cleaning call may refuse with; sent back as the
+# caller's error without a traceback in the conductor's log.
 _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
                      exception.Conflict, exception.Forbidden) + _OUTAGE
 
@@ -27,10 +30,15 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.5')
 
-    def __init__(self, host, after_report=None, programming=None):
+    def __init__(self, host, after_report=None, programming=None,
+                 publisher=None, cleaning=None):
         self.host = host
+        # Serves db/publish_requests: hosts whose offer changed outside a
+        # report (a shared function bound or freed, a device disabled, an
+        # agent down or back). No sinks: it only clears them.
+        self.publisher = publisher or publishing.Publisher([])
         # Called with the hostname after a report changed stored rows
         # (publishing to the inventory sinks). Its failure never fails the
         # report: the rows are committed and its own retry takes it from
@@ -39,6 +47,9 @@ class ConductorManager:
         # The same hook follows a succeeded programming job.
         self.programming = programming or programming_mod.ProgrammingFlow(
             after_success=after_report)
+        # And every cleaning move that changes what a host offers.
+        self.cleaning = cleaning or cleaning_mod.CleaningFlow(
+            after_change=after_report)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict, *_OUTAGE)
@@ -55,11 +66,38 @@ class ConductorManager:
     @messaging.expected_exceptions(*_OUTAGE)
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        return bind.bind_arqs(ctxt, bindings, conductor=self.host)
+        results = bind.bind_arqs(ctxt, bindings, conductor=self.host)
+        # A bind on a function sibling regions share hides them.
+        self._publish_requested()
+        return results
 
     @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):
-        return bind.unbind_arqs(ctxt, arq_uuids)
+        # NOTE: read first: the unbind clears which region each ARQ held.
+        hosts = self.cleaning.hosts_of(arq_uuids)
+        results = bind.unbind_arqs(ctxt, arq_uuids)
+        self.cleaning.start(hosts)
+        self._publish_requested()
+        return results
+
+    def _publish_requested(self):
+        # NOTE: the binds are committed whatever this does; requests left
+        # are served by the periodic task.
+        try:
+            self.publisher.publish_requested()
+        except Exception:
+            LOG.exception('Publishing requested hosts failed')
+
+    # --- availability (1.3), see liveness.py and db/publish_requests.py -
+
+    @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
+    def agent_heartbeat(self, ctxt, hostname):
+        return liveness.heartbeat(hostname, self.publisher)
+
+    def publish_requested(self, ctxt):
+        """The API changed what a host offers (a device disabled or
+        enabled): publish now rather than at the next periodic run."""
+        self._publish_requested()
 
     # --- programming jobs (1.2), see programming.py ---------------
 
@@ -86,4 +124,17 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_OUTAGE)
     def agent_started(self, ctxt, hostname):
-        return self.programming.agent_started(hostname)
+        result = self.programming.agent_started(hostname)
+        result['cleaning'] = self.cleaning.agent_started(hostname)
+        return result
+
+    # --- secure cleanup between tenants (1.4), see cleaning.py ----------
+
+    def start_cleaning(self, ctxt, hostnames):
+        return self.cleaning.start(hostnames)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
+                                      error=error)

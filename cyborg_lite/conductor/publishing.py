@@ -7,16 +7,20 @@ objects/inventory_sink.py for the interface)::
     publisher = Publisher.from_conf(CONF)
     publisher.publish('node1')     # after a report or job changed the host
     publisher.retry_pending()      # periodic
+    publisher.publish_requested()  # hosts db/publish_requests holds
 
 A sink that is named but not configured (Placement without [placement])
 is left out with a warning; a name with no entry point stops the
 conductor at start with a ConfigError.
 """
+import threading
+
 from oslo_log import log as logging
 from stevedore import driver as stevedore_driver
 from stevedore import exception as stevedore_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import publish_requests
 from cyborg_lite.objects import inventory_sink
 
 LOG = logging.getLogger(__name__)
@@ -37,6 +41,9 @@ class Publisher:
 
     def __init__(self, sinks):
         self.sinks = list(sinks)
+        self._requests_lock = threading.Lock()
+        self._serving = False
+        self._asked_again = False
 
     @classmethod
     def from_conf(cls, conf):
@@ -57,6 +64,46 @@ class Publisher:
         for sink in self.sinks:
             results.extend(self._safely(sink, sink.retry_pending) or [])
         return results
+
+    def publish_requested(self):
+        """Publish every host with publish requests (db/publish_requests)
+        and delete the requests each sink then has; the hosts served.
+
+        A host whose publish failed keeps its requests for the next call.
+        Called from several threads (periodic task, RPC workers) at once,
+        one serves and the others ask it to look again, so a request added
+        while it runs is never missed and no host is published twice at
+        once by this conductor.
+        """
+        with self._requests_lock:
+            self._asked_again = True
+            if self._serving:
+                return []
+            self._serving = True
+        served = []
+        try:
+            while True:
+                with self._requests_lock:
+                    if not self._asked_again:
+                        # NOTE: decided under the lock, so a caller that
+                        # asks after this line serves itself.
+                        self._serving = False
+                        return served
+                    self._asked_again = False
+                served.extend(self._serve_requests())
+        except BaseException:
+            with self._requests_lock:
+                self._serving = False
+            raise
+
+    def _serve_requests(self):
+        served = []
+        for hostname, last_id in publish_requests.pending().items():
+            results = self.publish(hostname)
+            if all(r is not None and r.ok for r in results):
+                publish_requests.served(hostname, last_id)
+                served.append(hostname)
+        return served
 
     @staticmethod
     def _safely(sink, method, *args):

@@ -12,7 +12,14 @@ API version history:
         function_id, function_name), job_heartbeat(job_uuid, hostname),
         agent_started(hostname): calls; the programming jobs of
         cyborg_lite/conductor/programming.py.
-* 1.3 - job_progress and job_heartbeat take try_number: the try of the
+* 1.3 - agent_heartbeat(hostname): a call, an agent is alive
+        (cyborg_lite/conductor/liveness.py); publish_requested(): a cast,
+        publish the hosts db/publish_requests holds now.
+* 1.4 - start_cleaning(hostnames): cast; cleaning_progress(
+        deployable_uuid, cleaning_uuid, state, error): call; the secure
+        cleanup between tenants of cyborg_lite/conductor/cleaning.py.
+        agent_started(hostname) also resumes the host's cleaning.
+* 1.5 - job_progress and job_heartbeat take try_number: the try of the
         job the agent runs (the job dict's 'try'); a report or beat of an
         earlier try is refused.
 
@@ -55,7 +62,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.3'
+    RPC_API_VERSION = '1.5'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -156,13 +163,51 @@ class ConductorAPI:
 
     def agent_started(self, ctxt, hostname):
         """An agent (re)started: its unfinished jobs are failed or
-        requeued and its queued jobs sent to it again."""
+        requeued and its queued jobs sent to it again; its cleaning tries
+        are started again."""
         return self._call(ctxt, 'agent_started', hostname=hostname)
 
-    def _call(self, ctxt, method, **kwargs):
-        # NOTE: 1.3 only when its argument is sent, so an agent's job
-        # without a try number still reaches a 1.2 conductor.
-        version = '1.3' if 'try_number' in kwargs else '1.2'
+    # --- availability (1.3) -------------------------------------------
+
+    def agent_heartbeat(self, ctxt, hostname, timeout=None):
+        """The agent of ``hostname`` is alive; returns {'hostname',
+        'came_back'}. ``timeout``: seconds to wait for a conductor (a
+        heartbeat older than the next one is worth nothing)."""
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.3', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'agent_heartbeat', hostname=hostname)
+
+    def publish_requested(self, ctxt):
+        """Ask a conductor to publish the requested hosts now (a cast; the
+        conductors' periodic task does it anyway)."""
+        cctxt = self.client.prepare(version='1.3')
+        cctxt.cast(ctxt, 'publish_requested')
+
+    # --- secure cleanup between tenants (1.4) -----------------------------
+
+    def start_cleaning(self, ctxt, hostnames):
+        """Regions of these hosts were released (an ARQ deleted) or an
+        operator asked for a clean: send what waits to the agents and
+        publish the hosts; a cast."""
+        cctxt = self.client.prepare(version='1.4')
+        cctxt.cast(ctxt, 'start_cleaning', hostnames=sorted(hostnames))
+
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        """An agent's report of a cleaning try: 'cleaning' (a heartbeat),
+        'available' or 'error'. CleaningConflict when the try is no longer
+        current (the agent then stops)."""
+        return self._call(ctxt, 'cleaning_progress', version='1.4',
+                          deployable_uuid=deployable_uuid,
+                          cleaning_uuid=cleaning_uuid, state=state,
+                          error=error)
+
+    def _call(self, ctxt, method, version='1.2', **kwargs):
+        # NOTE: 1.5 only when its argument is sent, so an agent's job
+        # without a try number still reaches an older conductor.
+        if 'try_number' in kwargs:
+            version = '1.5'
         cctxt = self.client.prepare(version=version)
         with _translate():
             return cctxt.call(ctxt, method, **kwargs)

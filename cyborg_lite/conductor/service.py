@@ -22,6 +22,8 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import cleaning
+from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import programming
 from cyborg_lite.conductor import publishing
@@ -52,27 +54,41 @@ class ConductorService(rpc_loop.RpcLoop):
         self.add_periodic(bind.reap_stale_binds,
                           interval=conf.arq.reap_interval)
         if manager is None:
-            publish = self._publish_hook()
+            publisher = self._publisher()
+            publish = publisher.publish if publisher else None
             manager = conductor_manager.ConductorManager(
                 self.host, after_report=publish,
                 programming=programming.ProgrammingFlow(
-                    after_success=publish))
+                    after_success=publish),
+                publisher=publisher,
+                cleaning=cleaning.CleaningFlow(after_change=publish,
+                                               conf=conf))
         self.manager = manager
+        # Hosts whose offer changed outside a report, left by a conductor
+        # that died before publishing them or by the API.
+        self.add_periodic(manager.publisher.publish_requested)
+        # Hosts whose agent went silent are marked down (by one of us).
+        self.add_periodic(self._mark_silent_agents_down)
         # Jobs whose agent went silent are failed or sent again.
         self.add_periodic(manager.programming.reap_and_redispatch,
                           interval=conf.programming.reap_interval)
+        # Cleaning tries likewise, and releases whose cast was lost.
+        self.add_periodic(manager.cleaning.reap_and_redispatch,
+                          interval=conf.cleaning.reap_interval)
         self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
 
-    def _publish_hook(self):
-        """Publish a host's inventory to the configured sinks after each
-        report that changed rows, and retry failed publishes
-        periodically; nothing when no sink is configured."""
+    def _mark_silent_agents_down(self):
+        return liveness.mark_silent_down(self.manager.publisher,
+                                         self.conf.conductor.agent_down_time)
+
+    def _publisher(self):
+        """The configured sinks; failed publishes are retried
+        periodically. Empty (false) when no sink is configured."""
         publisher = publishing.Publisher.from_conf(self.conf)
-        if not publisher:
-            return None
-        self.add_periodic(publisher.retry_pending)
-        return publisher.publish
+        if publisher:
+            self.add_periodic(publisher.retry_pending)
+        return publisher
 
     def add_periodic(self, func, interval=None, run_immediately=False):
         """Run ``func()`` every ``interval`` seconds (default

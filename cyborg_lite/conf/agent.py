@@ -33,6 +33,17 @@ OPTS = [
                help='Seconds between two discovery scans. After a scan '
                     'the agent reports only the drivers whose result '
                     'changed since the conductor last acknowledged them.'),
+    cfg.IntOpt('heartbeat_interval',
+               default=10,
+               min=1,
+               max=3600,
+               help='Seconds between two heartbeats of the agent to the '
+                    'conductor, sent by a thread of their own whatever '
+                    'the discovery scans do (Nova\'s report_interval). A '
+                    'host whose agent is silent for [conductor] '
+                    'agent_down_time seconds is marked down: its devices '
+                    'are no longer offered or bound until it beats '
+                    'again. Keep it well below that time.'),
     cfg.IntOpt('full_report_every',
                default=10,
                min=1,

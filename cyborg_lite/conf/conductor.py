@@ -31,6 +31,20 @@ OPTS = [
                     'rows at the same time (a unique-key clash or a stale '
                     'row version) before it gives up and the agent '
                     'resends.'),
+    cfg.IntOpt('agent_down_time',
+               default=60,
+               min=2,
+               max=86400,
+               help='Seconds without a heartbeat after which a host\'s '
+                    'agent is considered down (Nova\'s service_down_time; '
+                    'make it several [agent]heartbeat_interval). Checked '
+                    'every periodic_interval seconds by every conductor; '
+                    'one of them marks the host down and publishes it '
+                    'again: its devices are then reserved in Placement '
+                    'and binds to them are refused with the reason. '
+                    'Nothing is deleted, bound accelerators stay bound, '
+                    'and the host is offered again with its next '
+                    'heartbeat.'),
     cfg.ListOpt('inventory_sinks',
                 default=['placement'],
                 help='Where the conductor publishes each host\'s inventory '

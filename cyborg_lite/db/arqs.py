@@ -27,12 +27,15 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.db import attach_handles
+from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_profiles
+from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -109,11 +112,21 @@ def instance_has_arqs(instance_uuid):
                              .where(ARQ.instance_uuid == instance_uuid)))
 
 
-def _delete(s, arqs):
+# What deleting ARQs left for a conductor: hosts whose released regions
+# wait for their clean, hosts whose publish it requested.
+Deleted = collections.namedtuple('Deleted', ['clean_hosts', 'publish_hosts'])
+
+
+def _deleted(s, arqs):
+    """Delete the rows; what a conductor must be told (Deleted)."""
+    hosts = set()
     for arq in arqs:
         if arq.attach_handle_id:
             attach_handles.free(s, arq.attach_handle_id)
+            hosts.add(cleaning.release(s, arq.attach_handle_id))
         s.delete(arq)
+    hosts.discard(None)
+    return Deleted(hosts, publish_requests.requested_in(s))
 
 
 def _conflict_on_stale(func):
@@ -135,6 +148,9 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 
     Refuses (409) an ARQ whose bind is in flight; ``may_delete(arq)`` is
     the caller's policy check, run on each row before anything changes.
+    Returns Deleted: the hosts whose regions now wait for their clean,
+    and those whose publish this requested (a freed function sibling
+    handles share).
     """
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -151,16 +167,17 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
                     % ', '.join(states.ARQ_BUSY))
             if may_delete is not None:
                 may_delete(arq)
-        _delete(s, list(rows.values()))
+        return _deleted(s, list(rows.values()))
 
 
 @_conflict_on_stale
 def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
-    this again on every teardown retry)."""
+    this again on every teardown retry). Returns Deleted, as
+    delete_by_uuids."""
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
-        _delete(s, list(s.scalars(stmt.where(
+        return _deleted(s, list(s.scalars(stmt.where(
             ARQ.instance_uuid == instance_uuid))))
 
 
@@ -228,9 +245,12 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
     version = _update_state(s, arq, target, **values)
     if version is None:
         raise _state_conflict(arq_uuid, changed, target)
-    if release and not attach_handles.free(s, handle_id):
-        LOG.warning('Attach handle %s of ARQ %s was already free',
-                    handle_id, arq_uuid)
+    if release:
+        if not attach_handles.free(s, handle_id):
+            LOG.warning('Attach handle %s of ARQ %s was already free',
+                        handle_id, arq_uuid)
+        # A tenant had it: wiped before the next one (db/cleaning.py).
+        cleaning.release(s, handle_id)
     return version
 
 
@@ -361,13 +381,24 @@ def _bind_failed(arq_uuid, reason):
     return exception.ArqBindFailed(uuid=arq_uuid, reason=reason)
 
 
-def finish_bind(started, deployable_id, deployable_uuid):
+def _refused(s, refusal, device, region):
+    if refusal is None:
+        return None
+    return refusal(devices.region_rows(s, device, region))
+
+
+def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
     """Claim a handle of the region and make the ARQ Bound, in one
     transaction.
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
-    when an active programming job holds the region or no handle is free.
+    when an active programming job holds the region, when
+    ``refusal(rows)`` (rows: db/devices.region_rows, read under the device
+    and region locks) says why the region may not be bound now (its
+    cleaning among the reasons), or when no handle is free. Claiming a
+    function sibling handles share requests a publish of the host: their
+    regions are no longer available.
     """
     try:
         with session.writer() as s:
@@ -376,20 +407,33 @@ def finish_bind(started, deployable_id, deployable_uuid):
                                         started.version):
                 raise _state_conflict(started.uuid, 'no longer BindStarted',
                                      'Bound')
-            deployables.lock_region(s, deployable_id)
+            locked = deployables.lock_for_bind(s, deployable_id)
+            if locked is None:
+                raise _bind_failed(started.uuid, 'deployable %s is gone'
+                                   % deployable_uuid)
+            device, region = locked
             job = deployables.active_job_on(s, deployable_id,
                                             except_arq_id=arq.id)
             if job is not None:
                 raise _bind_failed(started.uuid, 'region %s is being '
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
+            why = _refused(s, refusal, device, region)
+            if why:
+                raise _bind_failed(started.uuid, why)
             handle = attach_handles.claim_free(s, deployable_id)
             if handle is None:
-                raise _bind_failed(started.uuid, 'no free attach handle on '
-                                   'deployable %s' % deployable_uuid)
+                # NOTE: asked again: a racing bind of a sibling region may
+                # have taken the shared function since.
+                raise _bind_failed(started.uuid, _refused(
+                    s, refusal, device, region) or 'no free attach handle '
+                    'on deployable %s' % deployable_uuid)
+            cleaning.mark_allocated(s, deployable_id)
             _transition(s, started.uuid, 'Bound', started.version,
                         attach_handle_id=handle.id,
                         deployable_id=deployable_id, error=None)
+            attach_handles.request_publish_if_shared(
+                s, handle.id, 'attach handle claimed')
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.

@@ -3,24 +3,101 @@
 A handle (a PCI function, an mdev) is on at most one ARQ: ``in_use`` is
 set and cleared only by the conditional UPDATEs here, and the UNIQUE
 accelerator_requests.attach_handle_id refuses a second ARQ whatever else
-goes wrong. The agent report's sync of handles is db/inventory.py's.
+goes wrong. Sibling handles may name the same function (the regions of a
+card without SR-IOV are all reached through its PF); a claim writes the
+function's key (``function_key``) into the UNIQUE ``in_use_function``, so
+the database refuses the same function on a second ARQ through another
+handle too, even when two binds race on two regions. The agent report's
+sync of handles is db/inventory.py's.
 """
-import sqlalchemy as sa
+import collections
+import hashlib
+import json
 
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from cyborg_lite.common import canonical_json
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
+from cyborg_lite.db import publish_requests
 
 HANDLE = models.AttachHandle
+DEPLOYABLE = models.Deployable
+DEVICE = models.Device
+
+
+def function_key(hostname, attach_info):
+    """The key of the function a handle names: the same PCI function or
+    mdev on the same host has the same key, whatever the JSON spelling."""
+    try:
+        info = canonical_json.dumps(json.loads(attach_info))
+    except ValueError:
+        info = attach_info
+    return hashlib.sha256(('%s\n%s' % (hostname, info)).encode()).hexdigest()
+
+
+Holder = collections.namedtuple('Holder', ['arq_uuid', 'deployable_name'])
+
+
+def holders(s, keys):
+    """{key: Holder} of those ``keys`` whose function a handle holds now
+    (arq_uuid None: in use with no ARQ pointing at it, as left by an
+    interrupted unbind of an older release)."""
+    keys = set(keys)
+    if not keys:
+        return {}
+    arq = models.AcceleratorRequest
+    rows = s.execute(
+        sa.select(HANDLE.in_use_function, arq.uuid, DEPLOYABLE.name)
+        .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
+        .outerjoin(arq, arq.attach_handle_id == HANDLE.id)
+        .where(HANDLE.in_use_function.in_(keys)))
+    return {key: Holder(arq_uuid, name) for key, arq_uuid, name in rows}
+
+
+def blocked(s, handles, hostname):
+    """{handle id: Holder} of the free ``handles`` whose function another
+    handle holds."""
+    keys = {h.id: function_key(hostname, h.attach_info)
+            for h in handles if not h.in_use}
+    held = holders(s, keys.values())
+    return {handle_id: held[key] for handle_id, key in keys.items()
+            if key in held}
+
+
+def _claim(s, handle_id, version, key):
+    """Mark the handle in use with its function's key; False when another
+    transaction claimed the handle or the function first."""
+    try:
+        # NOTE: a savepoint, so the UNIQUE in_use_function refusing a
+        # racing bind's function undoes this UPDATE only, and the next
+        # candidate can be tried in the same transaction.
+        with s.begin_nested():
+            return bool(conditional.update(
+                s, HANDLE, HANDLE.id == handle_id,
+                {'in_use': True, 'in_use_function': key},
+                HANDLE.version == version, HANDLE.in_use.is_(False)))
+    except sa_exc.IntegrityError:
+        return False
+
+
+def _hostname_of(s, deployable_id):
+    return s.scalar(sa.select(DEVICE.hostname)
+                    .join(DEPLOYABLE, DEPLOYABLE.device_id == DEVICE.id)
+                    .where(DEPLOYABLE.id == deployable_id))
 
 
 def claim_free(s, deployable_id):
     """Mark one free attach handle of the deployable in use; return it.
 
-    Returns None when no handle is free. A conditional UPDATE on
-    (in_use=false, version) decides: a handle that another transaction
-    claimed meanwhile no longer matches, and the next candidate is tried.
+    Returns None when no handle is free, or when every free one names a
+    function another handle holds. A conditional UPDATE on (in_use=false,
+    version) decides between two binds of the region, the UNIQUE
+    in_use_function between two binds of sibling regions.
     """
-    query = (sa.select(HANDLE.id, HANDLE.version)
+    hostname = _hostname_of(s, deployable_id)
+    query = (sa.select(HANDLE.id, HANDLE.version, HANDLE.attach_info)
              .where(HANDLE.deployable_id == deployable_id,
                     HANDLE.in_use.is_(False))
              .order_by(HANDLE.id))
@@ -28,16 +105,52 @@ def claim_free(s, deployable_id):
         # NOTE: concurrent binds to one region then skip each other's
         # handle instead of queueing behind it.
         query = query.with_for_update(skip_locked=True)
-    for handle_id, version in s.execute(query).all():
-        if conditional.update(s, HANDLE, HANDLE.id == handle_id,
-                              {'in_use': True}, HANDLE.version == version,
-                              HANDLE.in_use.is_(False)):
+    candidates = [(handle_id, version, function_key(hostname, info))
+                  for handle_id, version, info in s.execute(query)]
+    taken = holders(s, [key for _, _, key in candidates])
+    for handle_id, version, key in candidates:
+        if key not in taken and _claim(s, handle_id, version, key):
             return s.get(HANDLE, handle_id, populate_existing=True)
     return None
 
 
+def _shared_by_siblings(s, handle_id):
+    """The hostname when another handle of the same device names the same
+    function (so its deployable's availability follows this one's), else
+    None."""
+    row = s.execute(sa.select(HANDLE.attach_info, DEVICE.hostname, DEVICE.id)
+                    .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
+                    .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
+                    .where(HANDLE.id == handle_id)).first()
+    if row is None:
+        return None
+    info, hostname, device_id = row
+    key = function_key(hostname, info)
+    # NOTE: compared by key, as claims are, whatever the JSON spelling; a
+    # device has a handful of handles.
+    others = s.scalars(
+        sa.select(HANDLE.attach_info)
+        .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
+        .where(DEPLOYABLE.device_id == device_id, HANDLE.id != handle_id))
+    if any(function_key(hostname, other) == key for other in others):
+        return hostname
+    return None
+
+
+def request_publish_if_shared(s, handle_id, why):
+    """Ask for the host to be published again when claiming or freeing
+    this handle changed what its sibling handles' deployables offer."""
+    hostname = _shared_by_siblings(s, handle_id)
+    if hostname is not None:
+        publish_requests.add(s, hostname, why)
+
+
 def free(s, handle_id):
     """Mark the handle free; False if it was not in use (already freed)."""
-    return bool(conditional.update(s, HANDLE, HANDLE.id == handle_id,
-                                   {'in_use': False},
-                                   HANDLE.in_use.is_(True)))
+    freed = bool(conditional.update(s, HANDLE, HANDLE.id == handle_id,
+                                    {'in_use': False,
+                                     'in_use_function': None},
+                                    HANDLE.in_use.is_(True)))
+    if freed:
+        request_publish_if_shared(s, handle_id, 'attach handle freed')
+    return freed

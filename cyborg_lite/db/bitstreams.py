@@ -154,6 +154,24 @@ def _update_if_status(s, row, from_statuses, values):
             % (row.uuid, row.status, ', '.join(from_statuses)))
 
 
+def begin_upload(bitstream_uuid):
+    """'queued' or 'saving' -> 'saving'; Conflict once it is 'active'.
+
+    The caller holds the upload's staging lock (common/image_staging), so
+    a bitstream already 'saving' is one whose uploader died: taking it
+    over is the recovery.
+    """
+    return set_status(bitstream_uuid, UPLOADABLE_STATUSES, 'saving')
+
+
+def uuids_saving():
+    """Uuids of the bitstreams whose upload is (or was, until its process
+    died) in progress."""
+    with session.reader() as s:
+        return list(s.scalars(sa.select(models.Bitstream.uuid).where(
+            models.Bitstream.status == 'saving')))
+
+
 def set_uploaded(bitstream_uuid, sha256, size, **header_fields):
     """Record stored bytes and make the bitstream 'active'.
 

@@ -55,8 +55,10 @@ def get_deployable(uuid):
 # A region (a deployable) is held by at most one of: a Bound ARQ, an active
 # programming job. A bind and a job creation both lock the region's row
 # first (lock_region), then look for the other kind of holder, so neither
-# can slip past the other's check. Locks are taken ARQ, then region, then
-# attach handle, by every writer, so PostgreSQL never deadlocks on them.
+# can slip past the other's check. Locks are taken ARQ, then device, then
+# region, then attach handle, by every writer (a report locks devices
+# before it writes their regions and handles), so PostgreSQL never
+# deadlocks on them.
 
 def lock_region(s, deployable_id):
     """Lock the region's row until the transaction ends (SQLite: the
@@ -64,6 +66,25 @@ def lock_region(s, deployable_id):
     s.execute(sa.select(models.Deployable.id)
               .where(models.Deployable.id == deployable_id)
               .with_for_update())
+
+
+def lock_for_bind(s, deployable_id):
+    """(device, deployable) of a region, locked for a bind: the device row
+    shared (sibling regions bind side by side, but a maintenance switch or
+    a report waits for the bind, and the bind reads their committed
+    result), then the region's row. None when the region is gone."""
+    device_id = s.scalar(sa.select(models.Deployable.device_id)
+                         .where(models.Deployable.id == deployable_id))
+    # NOTE: the device alone, by id: a shared lock taken through a join
+    # would cover the region's row too on MariaDB (no FOR SHARE OF), and
+    # two binds of one region upgrading it would deadlock.
+    device = s.scalars(sa.select(models.Device)
+                       .where(models.Device.id == device_id)
+                       .with_for_update(read=True)).first()
+    if device is None:
+        return None
+    lock_region(s, deployable_id)
+    return device, s.get(models.Deployable, deployable_id)
 
 
 def active_job_on(s, deployable_id, except_arq_id=None):

@@ -1,18 +1,34 @@
 """Reads of devices: the API's, and everything one host offers (for
-objects/host_inventory.py). The conductor's report writes devices
-(db/inventory.py)."""
+objects/host_inventory.py); an operator's maintenance switch
+(``set_status``). The conductor's report writes the rest of a device
+(db/inventory.py), never its status."""
 import collections
 
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import agents
+from cyborg_lite.db import attach_handles
+from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 FILTERS = ('type', 'vendor', 'hostname', 'status')
 SORT_KEYS = ('created_at', 'uuid', 'type', 'vendor', 'hostname', 'status')
+DEVICE = models.Device
+
+
+def _with_agent_state():
+    """Every column of devices, plus ``agent_state``: the stored state of
+    the host's agent ('up', 'down', or None without a heartbeat yet)."""
+    return (sa.select(DEVICE.__table__,
+                      models.Agent.state.label('agent_state'))
+            .select_from(DEVICE.__table__.outerjoin(
+                models.Agent.__table__,
+                models.Agent.hostname == DEVICE.hostname)))
 
 
 def list_devices(filters=None, **page):
@@ -20,48 +36,86 @@ def list_devices(filters=None, **page):
 
     ``page`` is sort_key, sort_dir, limit and marker for
     pagination.paginate. The devices are read-only rows with the columns
-    as attributes (not ORM objects: building 10,000 of those cost twice
-    the query itself).
+    (and ``agent_state``) as attributes (not ORM objects: building 10,000
+    of those cost twice the query itself).
     """
-    stmt = sa.select(models.Device.__table__)
-    stmt = pagination.apply_filters(stmt, models.Device, FILTERS, filters)
+    stmt = pagination.apply_filters(_with_agent_state(), DEVICE, FILTERS,
+                                    filters)
     with session.reader() as s:
-        return pagination.paginate(s, stmt, models.Device, **page)
+        return pagination.paginate(s, stmt, DEVICE, **page)
 
 
 def get_device(uuid):
+    """The device as a read-only row (with ``agent_state``)."""
     with session.reader() as s:
-        device = s.scalars(sa.select(models.Device)
-                           .where(models.Device.uuid == uuid)).first()
+        device = s.execute(_with_agent_state()
+                           .where(DEVICE.uuid == uuid)).first()
     if device is None:
         raise exception.DeviceNotFound(uuid=uuid)
     return device
 
 
+def set_status(uuid, status):
+    """An operator's maintenance switch: status 'maintaining' (disabled)
+    or 'enabled'. Requests a publish of the host when the status changed;
+    returns (hostname, changed)."""
+    if status not in models.DEVICE_STATUSES:
+        raise exception.Invalid(reason='device status must be one of %s'
+                                % ', '.join(models.DEVICE_STATUSES))
+    with session.writer() as s:
+        row = s.execute(sa.select(DEVICE.id, DEVICE.hostname)
+                        .where(DEVICE.uuid == uuid)).first()
+        if row is None:
+            raise exception.DeviceNotFound(uuid=uuid)
+        changed = bool(conditional.update(s, DEVICE, DEVICE.id == row.id,
+                                          {'status': status},
+                                          DEVICE.status != status))
+        if changed:
+            publish_requests.add(s, row.hostname,
+                                 'device %s %s' % (uuid, status))
+        return row.hostname, changed
+
+
 HostRows = collections.namedtuple(
-    'HostRows', ['devices', 'deployables', 'attributes', 'handles'])
+    'HostRows', ['devices', 'deployables', 'attributes', 'handles',
+                 'blocked_handles', 'agent_state'])
+
+
+def _rows_of(s, devices, deps, hostname):
+    dep_ids = [d.id for d in deps]
+    attributes = {dep_id: dict(pairs) for dep_id, pairs in
+                  deployables.attributes_of(s, dep_ids).items()}
+    handles = collections.defaultdict(list)
+    if dep_ids:
+        for handle in s.scalars(
+                sa.select(models.AttachHandle)
+                .where(models.AttachHandle.deployable_id.in_(dep_ids))
+                .order_by(models.AttachHandle.id)):
+            handles[handle.deployable_id].append(handle)
+    blocked = attach_handles.blocked(
+        s, [h for hs in handles.values() for h in hs], hostname)
+    return HostRows(list(devices), list(deps), attributes, dict(handles),
+                    blocked, agents.state_of(s, hostname))
 
 
 def host_rows(hostname, url=None):
     """Everything one host offers, read in one transaction: its devices
     and deployables in id order, {deployable id: {key: value}} of their
-    attributes and {deployable id: [attach handle]} in id order."""
+    attributes, {deployable id: [attach handle]} in id order, the ids of
+    the free handles whose function another handle holds, and the state
+    of the host's agent (None when it never sent a heartbeat)."""
     with session.reader(url) as s:
-        devices = s.scalars(sa.select(models.Device)
-                            .where(models.Device.hostname == hostname)
-                            .order_by(models.Device.id)).all()
+        devices = s.scalars(sa.select(DEVICE)
+                            .where(DEVICE.hostname == hostname)
+                            .order_by(DEVICE.id)).all()
         deps = s.scalars(sa.select(models.Deployable)
                          .where(models.Deployable.device_id.in_(
                              [d.id for d in devices]))
                          .order_by(models.Deployable.id)).all()
-        dep_ids = [d.id for d in deps]
-        attributes = {dep_id: dict(pairs) for dep_id, pairs in
-                      deployables.attributes_of(s, dep_ids).items()}
-        handles = collections.defaultdict(list)
-        if dep_ids:
-            for handle in s.scalars(
-                    sa.select(models.AttachHandle)
-                    .where(models.AttachHandle.deployable_id.in_(dep_ids))
-                    .order_by(models.AttachHandle.id)):
-                handles[handle.deployable_id].append(handle)
-        return HostRows(list(devices), list(deps), attributes, dict(handles))
+        return _rows_of(s, devices, deps, hostname)
+
+
+def region_rows(s, device, deployable):
+    """The HostRows of one region of ``device``, read in the caller's
+    transaction (a bind deciding under its locks)."""
+    return _rows_of(s, [device], [deployable], device.hostname)

@@ -30,6 +30,8 @@ BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
 JOB_STATES = states.JOB.states
 JOB_TRY_OUTCOMES = states.JOB_TRY_OUTCOMES
+DEVICE_STATES = states.DEVICE.states
+AGENT_STATES = ('up', 'down')
 
 NAMING_CONVENTION = {
     'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
@@ -142,6 +144,30 @@ class Deployable(IdMixin, VersionedMixin, Base):
     function_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     local_memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer,
                                                          default=0)
+    # Secure cleanup between tenants: common/states.DEVICE (Cyborg 17 keeps
+    # its device_state on devices; a region is what one tenant holds).
+    # Only db/cleaning.py's conditional UPDATEs write these, on the state
+    # they decided on and without bumping ``version``, so an agent report
+    # flushing the same row never conflicts with a clean.
+    device_state: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_STATES, 'device_state'), default='available',
+        server_default='available', index=True)
+    # The database's time of the last move, or of the cleaning agent's
+    # last heartbeat (what the reaper compares with).
+    device_state_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # The current cleaning try; an agent's report names it, and a report
+    # of an older try is refused.
+    cleaning_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # When the agent began that try (its first heartbeat); None while no
+    # live agent runs it: such a try never counts as one.
+    cleaning_started_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # Tries abandoned (their agent died) since the region was released.
+    cleaning_attempts: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default='0')
+    # Why the last clean failed, for the operator.
+    cleaning_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class Attribute(IdMixin, Base):
@@ -168,6 +194,13 @@ class AttachHandle(IdMixin, VersionedMixin, Base):
                                                            'attach_type'))
     # JSON, e.g. {"domain":"0000","bus":"5e","device":"00","function":"1"}
     attach_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    # The key of the function (host and attach_info, hashed) while the
+    # handle is in use, NULL while it is free. Sibling handles may name one
+    # function (regions of a card reached through its PF): the UNIQUE
+    # constraint is the database's "one ARQ per PCI function or mdev"
+    # across all of them (portable, unlike partial indexes).
+    in_use_function: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64), unique=True)
 
 
 class DeviceProfile(IdMixin, Base):
@@ -303,3 +336,37 @@ class ProgrammingJobTry(Base):
         sa.DateTime, nullable=False)
     ended_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+
+
+class Agent(TimestampMixin, Base):
+    """One host's agent: when it last said it was alive, and whether the
+    conductors consider it up (see db/agents.py)."""
+    __tablename__ = 'agents'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  unique=True)
+    state: orm.Mapped[str] = orm.mapped_column(_enum(AGENT_STATES,
+                                                     'agent_state'),
+                                               default='up')
+    # The database's clock (db/clock.py), as every cross-host timestamp.
+    heartbeat_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+
+
+class PublishRequest(Base):
+    """A host whose offer changed outside an agent report (a bind on a
+    shared function, a device disabled, an agent down): written in the
+    transaction of the change, deleted once every inventory sink has the
+    host again (see db/publish_requests.py). Insert-only, so writers never
+    contend on it."""
+    __tablename__ = 'publish_requests'
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  index=True)
+    reason: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, default=utcnow)

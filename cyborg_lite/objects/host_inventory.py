@@ -7,10 +7,17 @@ from its attributes, as in Cyborg: key ``rc`` is the resource class, keys
 ``trait0``..``traitN`` are trait names. Nothing here is specific to one
 consumer: the Placement sink builds a provider tree from it
 (objects/provider_tree.py), a Kubernetes sink ResourceSlices.
+
+Whether a device or a deployable may be offered and bound now is decided
+in one place, ``unavailable_reasons(device, deployable=None)``: a tuple of
+reason names from REASONS, empty when it may. Every sink hides what has a
+reason (Placement: reserved = total) and the bind path refuses it under
+its locks (``region_refusal``, given to db/arqs.finish_bind).
 """
 import dataclasses
 import json
 
+from cyborg_lite.common import states
 from cyborg_lite.db import devices as devices_db
 
 
@@ -20,6 +27,9 @@ class AttachHandleView:
     attach_type: str
     attach_info: dict
     in_use: bool = False
+    # Free, but its function is attached through a sibling handle: the
+    # ARQ uuid (None if unknown) and deployable name holding it.
+    held_by: tuple | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +47,7 @@ class DeployableView:
     bitstream_id: str | None = None
     attributes: tuple = ()  # (key, value) pairs other than rc and traits
     attach_handles: tuple = ()
+    device_state: str = 'available'   # common/states.DEVICE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +63,13 @@ class DeviceView:
     deployables: tuple = ()
     model: str = ''
     driver_name: str | None = None
+    # The host's agent stopped heartbeating (db/agents.py).
+    agent_down: bool = False
 
     @property
     def schedulable(self):
-        # 'degraded' still works; only a broken or disabled card is hidden.
-        return self.health != 'unhealthy' and self.status != 'maintaining'
+        """Whether the device as a whole may be offered."""
+        return not unavailable_reasons(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,17 +78,75 @@ class HostInventory:
     devices: tuple = ()
 
 
+def _shared_function_in_use(deployable):
+    """Every free handle of the deployable names a function a sibling
+    holds (a deployable whose handles are all its own and in use is
+    simply allocated, which its consumer already knows)."""
+    free = [h for h in deployable.attach_handles if not h.in_use]
+    return bool(free) and all(h.held_by is not None for h in free)
+
+
+# A device_state that keeps a deployable from schedulers, named as a
+# reason where the state's own name would be unclear.
+_CLEANING_REASON = {'error': 'cleaning_failed'}
+
+# The reasons, in the order they are reported: (name, what it means,
+# test(device, deployable or None)). A deployable-level test is given
+# deployable None when the device as a whole is asked about. Add a
+# reason with one line here.
+_RULES = (
+    ('maintaining', 'the device is disabled for maintenance',
+     lambda dev, dep: dev.status == 'maintaining'),
+    ('unhealthy', 'the device is unhealthy',
+     lambda dev, dep: dev.health == 'unhealthy'),
+    ('agent_down', 'the agent of its host stopped sending heartbeats',
+     lambda dev, dep: dev.agent_down),
+    ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
+     'through a sibling deployable that shares it',
+     lambda dev, dep: dep is not None and _shared_function_in_use(dep)),
+) + tuple(
+    # The wipe after its last tenant (common/states.DEVICE): waiting,
+    # running, or failed until an operator cleans it again.
+    (_CLEANING_REASON.get(state, state), why,
+     lambda dev, dep, state=state: dep is not None and
+     dep.device_state == state)
+    for state, why in states.DEVICE_UNSCHEDULABLE_WHY.items())
+REASONS = {name: meaning for name, meaning, _test in _RULES}
+
+
+def unavailable_reasons(device, deployable=None):
+    """Why ``deployable`` of ``device`` (or the device as a whole, when
+    ``deployable`` is None) may not be offered or bound now: a tuple of
+    REASONS names, empty when it may."""
+    return tuple(name for name, _meaning, test in _RULES
+                 if test(device, deployable))
+
+
+def describe(reasons, device, deployable=None):
+    """One sentence for people: what the reasons mean, with who holds a
+    shared function."""
+    parts = [REASONS[r] for r in reasons]
+    if 'handle_shared_in_use' in reasons:
+        holders = sorted({h.held_by for h in deployable.attach_handles
+                          if h.held_by is not None}, key=str)
+        parts.append('held by %s' % ', '.join(
+            'ARQ %s on %s' % (arq or '(none)', dep) for arq, dep in holders))
+    return '; '.join(parts)
+
+
 def _is_trait_key(key):
     return key.startswith('trait')
 
 
-def _handle_view(handle):
+def _handle_view(handle, blocked):
+    holder = blocked.get(handle.id)
     return AttachHandleView(uuid=handle.uuid, attach_type=handle.attach_type,
                             attach_info=json.loads(handle.attach_info),
-                            in_use=bool(handle.in_use))
+                            in_use=bool(handle.in_use),
+                            held_by=tuple(holder) if holder else None)
 
 
-def _deployable_view(dep, attrs, handles):
+def _deployable_view(dep, attrs, handles, blocked):
     # Sorted by key so trait order (and so the tree) is deterministic.
     traits = tuple(v for k, v in sorted(attrs.items())
                    if _is_trait_key(k) and v)
@@ -89,25 +160,45 @@ def _deployable_view(dep, attrs, handles):
         bitstream_id=dep.bitstream_id,
         attributes=tuple((k, v) for k, v in sorted(attrs.items())
                          if k != 'rc' and not _is_trait_key(k)),
-        attach_handles=tuple(_handle_view(h) for h in handles))
+        attach_handles=tuple(_handle_view(h, blocked) for h in handles),
+        device_state=dep.device_state)
 
 
-def _device_view(dev, deployables):
+def device_view(dev, deployables=(), agent_state=None):
+    """The DeviceView of a devices row (an ORM object or a plain row);
+    ``agent_state`` as db/agents stores it."""
     return DeviceView(
         uuid=dev.uuid, type=dev.type, vendor=dev.vendor,
         identity=dev.identity, pci_address=dev.pci_address,
         health=dev.health, status=dev.status, rp_uuid=dev.rp_uuid,
         deployables=tuple(deployables), model=dev.model or '',
-        driver_name=dev.driver_name)
+        driver_name=dev.driver_name, agent_down=agent_state == 'down')
 
 
-def load(hostname, url=None):
-    """The HostInventory of ``hostname`` as the database has it now."""
-    rows = devices_db.host_rows(hostname, url)
+def _views(rows):
     by_device = {d.id: [] for d in rows.devices}
     for dep in rows.deployables:
         by_device[dep.device_id].append(_deployable_view(
             dep, rows.attributes.get(dep.id, {}),
-            rows.handles.get(dep.id, [])))
-    return HostInventory(hostname, tuple(
-        _device_view(d, by_device[d.id]) for d in rows.devices))
+            rows.handles.get(dep.id, []), rows.blocked_handles))
+    return tuple(device_view(d, by_device[d.id], rows.agent_state)
+                 for d in rows.devices)
+
+
+def load(hostname, url=None):
+    """The HostInventory of ``hostname`` as the database has it now."""
+    return HostInventory(hostname, _views(devices_db.host_rows(hostname,
+                                                               url)))
+
+
+def region_refusal(rows):
+    """Why the one region in ``rows`` (db/devices.region_rows) may not be
+    bound now, as a sentence; None when it may."""
+    [device] = _views(rows)
+    [deployable] = device.deployables
+    reasons = unavailable_reasons(device, deployable)
+    if not reasons:
+        return None
+    return 'deployable %s (%s) is unavailable [%s]: %s' % (
+        deployable.uuid, deployable.name, ', '.join(reasons),
+        describe(reasons, device, deployable))

@@ -7,7 +7,7 @@ shared objects so that the API can show the same desired tree
 
 ``build_tree(hostname, root_uuid, devices)`` turns the devices of a
 ``HostInventory`` (objects/host_inventory.py) into ``Provider`` objects,
-parents first, following DESIGN.md's Placement model::
+parents first, following the Placement model of docs/architecture.md::
 
     compute node RP (root_uuid, owned by Nova or created by us)
      └─ device RP <host>_<pci address>       PGPU here for a GPU
@@ -26,6 +26,7 @@ import os_resource_classes as orc
 import os_traits
 
 from cyborg_lite.common import naming
+from cyborg_lite.objects import host_inventory
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
 PROGRAMMABLE_TRAIT = 'CUSTOM_PROGRAMMABLE'
@@ -111,7 +112,9 @@ def deployable_rc(device, deployable):
 
 
 def _deployable_inventories(device, dep, rc):
-    hidden = not device.schedulable
+    # NOTE: hidden, not removed: reserved = total keeps the provider and
+    # any allocation on it, and makes Placement offer none of it.
+    hidden = bool(host_inventory.unavailable_reasons(device, dep))
     inv = {}
     if dep.num_accelerators > 0:
         inv[rc] = _inventory(dep.num_accelerators, hidden)

@@ -65,6 +65,9 @@ class SyncReport:
     deleted: list = dataclasses.field(default_factory=list)
     held: list = dataclasses.field(default_factory=list)
     attempts: int = 1
+    # The host changed in the database while this was written (set by
+    # the sink, which reads it again after writing).
+    stale: bool = False
 
 
 def _q(value):

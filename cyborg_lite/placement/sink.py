@@ -36,6 +36,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import inventory as inventory_db
 from cyborg_lite.objects import host_inventory
 from cyborg_lite.objects import inventory_sink
+from cyborg_lite.objects import provider_tree as tree_mod
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import reporter as reporter_mod
 
@@ -53,6 +54,7 @@ class SyncResult(inventory_sink.PublishResult):
 
 
 class PlacementSink(inventory_sink.InventorySink):
+    FRESHNESS_ROUNDS = 3
     def __init__(self, client, conf, clock=time.monotonic, db_url=None,
                  cache_providers=False):
         self.client = client
@@ -82,14 +84,16 @@ class PlacementSink(inventory_sink.InventorySink):
     def publish(self, hostname):
         """Push the DB's view of ``hostname`` to Placement; a SyncResult."""
         try:
-            inventory = host_inventory.load(hostname, self.db_url)
-            report = self.reporter.sync(
-                hostname, inventory.devices,
-                create_root=self.conf.placement.create_compute_node_rp)
+            inventory, report = self._sync_current(hostname)
         except exception.PlacementError as exc:
             self._failed(hostname, exc)
             return SyncResult(hostname, ok=False, error=str(exc))
         self._store_rp_uuids(inventory.devices, report.tree)
+        if report.stale:
+            self._failed(hostname, 'the host kept changing while it was '
+                         'published')
+            return SyncResult(hostname, ok=False, report=report,
+                              error='the host kept changing')
         result = SyncResult(hostname, ok=True, report=report)
         if result.converged:
             self._pending.clear(hostname)
@@ -97,6 +101,31 @@ class PlacementSink(inventory_sink.InventorySink):
             self._failed(hostname, 'providers still allocated: %s'
                          % ', '.join(report.held))
         return result
+
+    def _sync_current(self, hostname):
+        """Sync until what was written is still what the database says.
+
+        Another conductor may publish the same host at the same time, from
+        a newer read (a bind committed in between): written after its
+        write, ours would leave Placement stale with nobody left to fix
+        it. So after writing, the host is read again, and written again if
+        its tree changed meanwhile (rounds bounded: a host that never stops
+        changing is retried later).
+        """
+        inventory = host_inventory.load(hostname, self.db_url)
+        for _round in range(self.FRESHNESS_ROUNDS):
+            report = self.reporter.sync(
+                hostname, inventory.devices,
+                create_root=self.conf.placement.create_compute_node_rp)
+            now = host_inventory.load(hostname, self.db_url)
+            report.stale = tree_mod.build_tree(
+                hostname, report.root_uuid, now.devices) != report.tree
+            if not report.stale:
+                return now, report
+            LOG.info('Host %s changed while it was published; again',
+                     hostname)
+            inventory = now
+        return inventory, report
 
     def retry_pending(self):
         """Sync every pending host whose backoff has passed; the results."""

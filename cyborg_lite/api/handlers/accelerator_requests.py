@@ -7,11 +7,14 @@ request over RPC and answers 202; the ARQs move on asynchronously.
 """
 import json
 
+from cyborg_lite.api.handlers import deployables
+from cyborg_lite.api.handlers import device_profiles as profile_handlers
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
+from cyborg_lite.common import policy
 from cyborg_lite.common import states
 from cyborg_lite.db import arqs as db
 from cyborg_lite.db import device_profiles as db_profiles
@@ -29,10 +32,11 @@ def view(req, item):
         'hostname': arq.hostname,
         'device_rp_uuid': arq.device_rp_uuid,
         'instance_uuid': arq.instance_uuid,
-        'attach_handle_type': handle.attach_type if handle else None,
+        # Unbound: '' and {} as Cyborg shows them, not null.
+        'attach_handle_type': handle.attach_type if handle else '',
         'attach_handle_uuid': handle.uuid if handle else None,
         'attach_handle_info': json.loads(handle.attach_info)
-        if handle else None,
+        if handle else {},
         # cyborg_lite's own: why the last bind failed.
         'error': arq.error,
         'links': utils.link(req, 'accelerator_requests', arq.uuid),
@@ -43,6 +47,17 @@ def view(req, item):
     return body
 
 
+def _scope(req, rule):
+    """Whose ARQs the caller looks up for ``rule``: every project's when
+    the policy lets it act on an ARQ of any project (a target naming no
+    project passes only rules without project_id: an admin, or a service
+    such as Nova under the default rules), else its own project's. What
+    is found is still checked against ``rule`` ARQ by ARQ."""
+    if policy.check(utils.context(req), rule, {}):
+        return db.ALL
+    return utils.visible_to(req)
+
+
 def create_arqs(req):
     utils.authorize(req, policies.CREATE)
     body = utils.json_body(req, schemas.CREATE)
@@ -51,8 +66,7 @@ def create_arqs(req):
             field='body.image_uuid',
             reason='not supported; name the bitstream in the device '
                    'profile (accel:bitstream_id)')
-    profile = db_profiles.get_profile(utils.visible_to(req),
-                                      name=body['device_profile_name'])
+    profile = profile_handlers.find_by_name(req, body['device_profile_name'])
     groups = db_profiles.groups_of(profile)
     group_ids = range(len(groups))
     if body.get('device_profile_group_id') is not None:
@@ -77,15 +91,15 @@ def list_arqs(req):
     if params.get('bind_state') == 'resolved' and instance:
         # Cyborg: 423 while any ARQ of the instance is still binding.
         pending = [i.arq.uuid for i in db.list_arqs(
-            utils.visible_to(req), instance_uuid=instance)
+            _scope(req, policies.GET_ALL), instance_uuid=instance)
             if i.arq.state not in states.ARQ_RESOLVED]
         if pending:
             raise exception.Locked(
                 reason='ARQs %s of instance %s are not resolved yet.'
                        % (', '.join(pending), instance))
     resolved = states.ARQ_RESOLVED if 'bind_state' in params else None
-    items = db.list_arqs(utils.visible_to(req), instance_uuid=instance,
-                         states=resolved, **page)
+    items = db.list_arqs(_scope(req, policies.GET_ALL),
+                         instance_uuid=instance, states=resolved, **page)
     return utils.response(utils.collection(
         'arqs', [view(req, i) for i in items], req, 'accelerator_requests',
         page['limit']))
@@ -93,7 +107,7 @@ def list_arqs(req):
 
 def show_arq(req, uuid):
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    item = db.get_arqs(utils.visible_to(req), [uuid])[0]
+    item = db.get_arqs(_scope(req, policies.GET_ONE), [uuid])[0]
     utils.authorize(req, policies.GET_ONE, {'project_id': item.arq.project_id})
     return utils.response(view(req, item))
 
@@ -105,12 +119,21 @@ def delete_arqs(req):
             field='query', reason='give either arqs=<uuid>[,<uuid>...] or '
                                   'instance=<uuid>')
     params = utils.query(req, schemas.DELETE_QUERY)
+    scope = _scope(req, policies.DELETE)
     if 'instance' in params:
-        db.delete_by_instance(utils.visible_to(req), params['instance'])
+        deleted = db.delete_by_instance(scope, params['instance'])
     else:
-        db.delete_by_uuids(utils.visible_to(req),
-                           params['arqs'].split(','), _may_delete(req))
+        deleted = db.delete_by_uuids(scope, params['arqs'].split(','),
+                                     _may_delete(req))
+    _after_delete(req, deleted)
     return utils.response(status=204)
+
+
+def _after_delete(req, deleted):
+    """Tell a conductor what deleting left: released regions to wipe,
+    shared functions freed for their siblings (db/arqs.Deleted)."""
+    deployables.start_cleaning(req, deleted.clean_hosts)
+    utils.request_publish(req, deleted.publish_hosts)
 
 
 def _may_delete(req):
@@ -125,7 +148,8 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    db.delete_by_uuids(utils.visible_to(req), [uuid], _may_delete(req))
+    _after_delete(req, db.delete_by_uuids(
+        _scope(req, policies.DELETE), [uuid], _may_delete(req)))
     return utils.response(status=204)
 
 
@@ -203,7 +227,7 @@ def _apply_patch(req, body):
         raise exception.InvalidField(
             field='body', reason='bind and unbind in one request')
     kind = kinds.pop()
-    items = db.get_arqs(utils.visible_to(req), list(parsed))
+    items = db.get_arqs(_scope(req, policies.UPDATE), list(parsed))
     for item in items:
         utils.authorize(req, policies.UPDATE,
                         {'project_id': item.arq.project_id})

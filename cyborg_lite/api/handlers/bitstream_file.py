@@ -1,12 +1,21 @@
 """/v2/bitstreams/{uuid}/file: the bytes of a bitstream (from 2.4).
 
-PUT streams the request body from wsgi.input, a chunk at a time, into a
-private staging directory inside the store ([bitstreams]store_dir),
+PUT streams the request body from wsgi.input, a chunk at a time, into the
+bitstream's staging directory inside the store ([bitstreams]store_dir),
 hashing as it writes. Only a file that is complete, within
 [bitstreams]max_size_mb, equal to the declared sha256, and whose header
 agrees with the declared metadata is moved into the content-addressed
 store; anything else is refused and leaves no file and the bitstream
 ``queued`` (the upload may be retried). GET streams the stored file back.
+
+The upload holds the staging area's lock (common/image_staging) from
+before the bitstream becomes ``saving`` until it is ``active`` or
+``queued`` again: a second upload meanwhile is a 409. A process killed
+mid-upload leaves the bitstream ``saving`` and its staging directory, but
+its lock dies with it: the next PUT or DELETE of that bitstream takes the
+lock, and so learns the upload is abandoned, and clears it; and every API
+process clears all abandoned uploads when it starts
+(``recover_abandoned_uploads``).
 
 deploy.py's BodySizeLimit lets this one route through (see
 middleware.STREAMED_UPLOADS): its limit is the image limit, enforced here.
@@ -14,8 +23,6 @@ middleware.STREAMED_UPLOADS): its limit is the image limit, enforced here.
 import base64
 import contextlib
 import os
-import shutil
-import tempfile
 
 from oslo_log import log
 import webob
@@ -26,13 +33,13 @@ from cyborg_lite.api.policies import bitstreams as policies
 from cyborg_lite.api import utils
 from cyborg_lite.common import bitstream_formats
 from cyborg_lite.common import exception
+from cyborg_lite.common import image_staging
 from cyborg_lite.common import image_store
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as db
 
 LOG = log.getLogger(__name__)
 CONTENT_TYPE = 'application/octet-stream'
-_STAGING_PREFIX = '.staging-'
 
 
 def _max_size():
@@ -114,34 +121,32 @@ def _checked_fields(path, bitstream):
     return {key: checked[key] for key in db.UPLOAD_FIELDS}
 
 
-def stage_and_store(store, source, bitstream):
-    """Stream ``source`` into the store; (sha256, size, header fields).
+def stage_and_store(store, staging, source, bitstream):
+    """Stream ``source`` into the directory ``staging``, then into the
+    store; (sha256, size, header fields).
 
-    Staged in a directory of its own inside the store (same filesystem,
-    so moving it in is one atomic rename): the file is parsed and checked
-    before it is at its content address, where another bitstream with the
-    same bytes might be reading it.
+    Staged inside the store (same filesystem, so moving it in is one
+    atomic rename): the file is parsed and checked before it is at its
+    content address, where another bitstream with the same bytes might be
+    reading it.
     """
-    os.makedirs(store.directory, exist_ok=True)
-    staging = tempfile.mkdtemp(dir=store.directory, prefix=_STAGING_PREFIX)
-    try:
-        staged = image_store.ImageStore(staging, store.chunk_size)
-        sha256, size = staged.save_stream(source, _max_size(),
-                                          bitstream.sha256)
-        fields = _checked_fields(staged.path(sha256), bitstream)
-        final = store.path(sha256)
-        os.makedirs(os.path.dirname(final), exist_ok=True)
-        os.replace(staged.path(sha256), final)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    staged = image_store.ImageStore(staging, store.chunk_size)
+    sha256, size = staged.save_stream(source, _max_size(), bitstream.sha256)
+    fields = _checked_fields(staged.path(sha256), bitstream)
+    final = store.path(sha256)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    os.replace(staged.path(sha256), final)
     return sha256, size, fields
 
 
 def _back_to_queued(uuid):
+    """saving -> queued; False when it was not saving (any more)."""
     # NOTE: never hide the upload's own error behind this one (the row
     # may have been deleted meanwhile).
     with contextlib.suppress(exception.CyborgLiteException):
         db.set_status(uuid, ('saving',), 'queued')
+        return True
+    return False
 
 
 def _record(store, uuid, sha256, size, fields):
@@ -163,16 +168,46 @@ def upload_image(req, uuid):
                     {'project_id': bitstream.project_id})
     store = image_store.ImageStore()
     source = body_source(req, _max_size(), store.chunk_size)
-    # queued -> saving is conditional: of two uploads one gets 409.
-    db.set_status(uuid, ('queued',), 'saving')
+    claim = metadata.claim_staging(uuid)
     try:
-        sha256, size, fields = stage_and_store(store, source, bitstream)
-    except BaseException:
-        _back_to_queued(uuid)
-        raise
-    _record(store, uuid, sha256, size, fields)
+        if bitstream.status == 'saving':
+            LOG.warning('Bitstream %s: taking over an upload whose process '
+                        'died', uuid)
+        db.begin_upload(uuid)
+        try:
+            sha256, size, fields = stage_and_store(
+                store, claim.fresh_dir(), source, bitstream)
+        except BaseException:
+            _back_to_queued(uuid)
+            raise
+        _record(store, uuid, sha256, size, fields)
+    finally:
+        claim.release()
     LOG.info('Bitstream %s: stored %d bytes, sha256 %s', uuid, size, sha256)
     return utils.response(status=204)
+
+
+def recover_abandoned_uploads(store_dir=None):
+    """Uploads whose process died: their bitstream back to ``queued``,
+    their staging area removed; live ones (lock held) are left alone.
+    Any number of processes may run this at once. Returns the uuids of
+    the bitstreams it moved back to ``queued``."""
+    directory = store_dir or CONF.bitstreams.store_dir
+    saving = set(db.uuids_saving())
+    recovered = []
+    for key in sorted(saving | image_staging.leftover_keys(directory)):
+        claim = image_staging.claim(directory, key)
+        if claim is None:
+            continue
+        try:
+            if key in saving and _back_to_queued(key):
+                recovered.append(key)
+        finally:
+            claim.release()
+    if recovered:
+        LOG.warning('Uploads of bitstreams %s died with their process: '
+                    'queued again, upload them anew', ', '.join(recovered))
+    return recovered
 
 
 class FileChunks:

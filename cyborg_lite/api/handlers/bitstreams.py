@@ -12,7 +12,9 @@ from cyborg_lite.api.schemas import bitstreams as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import bitstream_formats
 from cyborg_lite.common import exception
+from cyborg_lite.common import image_staging
 from cyborg_lite.common import image_store
+from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as db
 
 MIN_VERSION = '2.4'
@@ -42,6 +44,17 @@ def find_visible(req, uuid):
     project's private bitstream is not shown to exist)."""
     utils.require_uuid(uuid, exception.BitstreamNotFound(uuid=uuid))
     return db.get_visible(utils.visible_to(req), uuid)
+
+
+def claim_staging(uuid):
+    """The bitstream's upload staging area (common/image_staging), held
+    until released; 409 while an upload of it is running."""
+    claim = image_staging.claim(CONF.bitstreams.store_dir, uuid)
+    if claim is None:
+        raise exception.Conflict(
+            reason='an upload of bitstream %s is in progress; retry once '
+                   'it has ended' % uuid)
+    return claim
 
 
 def _normalised(body):
@@ -97,8 +110,10 @@ def show_bitstream(req, uuid):
 
 
 def delete_bitstream(req, uuid):
-    """204; 409 while programming jobs refer to it. The stored bytes go
-    too unless another bitstream has the same sha256 (same content)."""
+    """204; 409 while programming jobs refer to it or an upload of it
+    runs. The stored bytes go too unless another bitstream has the same
+    sha256 (same content), and so does what an upload that died left in
+    its staging area."""
     require_version(req)
     utils.authorize(req, policies.DELETE)
     bitstream = find_visible(req, uuid)
@@ -106,7 +121,11 @@ def delete_bitstream(req, uuid):
     # but delete only its own project's.
     utils.authorize(req, policies.DELETE,
                     {'project_id': bitstream.project_id})
-    deleted = db.delete(uuid)
+    claim = claim_staging(uuid)
+    try:
+        deleted = db.delete(uuid)
+    finally:
+        claim.release()
     if deleted.sha256 and not db.sha256_in_use(deleted.sha256):
         image_store.ImageStore().delete(deleted.sha256)
     return utils.response(status=204)

@@ -1,7 +1,11 @@
 """/v2/device_profiles: named lists of request groups.
 
 Plain database writes: a profile involves no host. A member's profile
-belongs to its project; an admin's is public (no project).
+belongs to its project; an admin's is public (no project). A bitstream a
+group names (``accel:bitstream_id``) must be one every user of the
+profile may load: the project's own or a public one for a member's
+profile, a public one for an admin's; any other is refused as missing
+(404), at creation rather than at the first bind.
 """
 import re
 
@@ -11,6 +15,7 @@ from cyborg_lite.api.schemas import device_profiles as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.common import resources
+from cyborg_lite.db import bitstreams as db_bitstreams
 from cyborg_lite.db import device_profiles as db
 
 _NAME_RE = re.compile('[a-zA-Z0-9-_]+')
@@ -42,6 +47,10 @@ def _normalize_group(group):
                 key = prefix + key[len(prefix):].strip(' ')
         if key.startswith('resources:') and isinstance(value, str):
             value = value.strip(' ')
+        if key == 'accel:bitstream_id' and isinstance(value, str):
+            # Bitstream uuids are stored lower case; the bind looks the
+            # bitstream up by this value.
+            value = value.lower()
         result[key] = value
     return result
 
@@ -77,14 +86,26 @@ def _check_groups(groups):
     return [{k: str(v) for k, v in group.items()} for group in groups]
 
 
+def _check_bitstreams(groups, project_id):
+    """BitstreamNotFound unless every named bitstream is visible to the
+    profile's users: ``project_id``'s and public ones (public ones only
+    for a public profile, ``project_id`` None)."""
+    for group in groups:
+        if 'accel:bitstream_id' in group:
+            db_bitstreams.get_visible(project_id, group['accel:bitstream_id'])
+
+
 def create_profile(req):
     utils.authorize(req, policies.CREATE)
     body = utils.json_body(req, schemas.CREATE, normalize=_normalize)[0]
     ctx = utils.context(req)
+    project_id = None if ctx.is_admin else ctx.project_id
+    groups = _check_groups(body['groups'])
+    _check_bitstreams(groups, project_id)
     profile = db.create_profile(
-        body['name'], _check_groups(body['groups']),
+        body['name'], groups,
         description=body.get('description'), uuid=body.get('uuid'),
-        project_id=None if ctx.is_admin else ctx.project_id)
+        project_id=project_id)
     return utils.response(view(req, profile), status=201)
 
 
@@ -106,6 +127,14 @@ def _ident(uuid_or_name):
     if _NAME_RE.fullmatch(uuid_or_name) and len(uuid_or_name) <= 255:
         return {'name': uuid_or_name}
     raise exception.DeviceProfileNotFound(ident=uuid_or_name)
+
+
+def find_by_name(req, name):
+    """The profile called ``name`` that the caller may see; 404 for any
+    other string (a name no profile can have is not looked up)."""
+    if not (_NAME_RE.fullmatch(name) and len(name) <= 255):
+        raise exception.DeviceProfileNotFound(ident=name)
+    return db.get_profile(utils.visible_to(req), name=name)
 
 
 def show_profile(req, uuid_or_name):

@@ -1,12 +1,23 @@
-"""/v2/devices: the device inventory (read only; the conductor writes it)."""
+"""/v2/devices: the device inventory (the conductor writes it) and an
+operator's maintenance switch (POST .../disable and .../enable, Cyborg
+2.3's: status 'maintaining' or 'enabled')."""
+from oslo_log import log as logging
+
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import devices as policies
 from cyborg_lite.api.schemas import devices as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.db import devices as db
+from cyborg_lite.objects import host_inventory
 
+LOG = logging.getLogger(__name__)
 FILTERS = ('type', 'vendor', 'hostname', 'status')
+
+
+def _unavailable_reasons(device):
+    view = host_inventory.device_view(device, agent_state=device.agent_state)
+    return list(host_inventory.unavailable_reasons(view))
 
 
 def viewer(req):
@@ -17,7 +28,9 @@ def viewer(req):
     per-device work was half of the request's time.
     """
     prefix = '%s/v2/devices/' % utils.base_url(req)
-    with_status = microversion.of(req).matches('2.3')
+    version = microversion.of(req)
+    with_status = version.matches('2.3')
+    with_reasons = version.matches('2.5')
     timestamp = utils.timestamp
 
     def view_one(device):
@@ -33,6 +46,8 @@ def viewer(req):
         }
         if with_status:
             body['status'] = device.status
+        if with_reasons:
+            body['unavailable_reasons'] = _unavailable_reasons(device)
         body['created_at'] = timestamp(device.created_at)
         body['updated_at'] = timestamp(device.updated_at)
         return body
@@ -48,7 +63,8 @@ def list_devices(req):
     params = utils.query(req, schemas.LIST_QUERY)
     filters = {k: params[k] for k in FILTERS if k in params}
     page = utils.page(params)
-    devices = db.list_devices(filters, **page)
+    known_type = filters.get('type', schemas.TYPES[0]) in schemas.TYPES
+    devices = db.list_devices(filters, **page) if known_type else []
     view_one = viewer(req)
     return utils.response(utils.collection(
         'devices', [view_one(d) for d in devices], req, 'devices',
@@ -59,3 +75,34 @@ def show_device(req, uuid):
     utils.authorize(req, policies.GET_ONE)
     utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
     return utils.response(view(req, db.get_device(uuid)))
+
+
+def _require_no_body(req):
+    # NOTE: Cyborg's actions take no body; clients send none (openstacksdk)
+    # and an empty JSON object is tolerated.
+    if req.body and req.body.strip() not in (b'{}',):
+        raise exception.InvalidField(field='body',
+                                     reason='this action takes no body')
+
+
+def _set_status(req, uuid, rule, status):
+    utils.authorize(req, rule)
+    utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
+    _require_no_body(req)
+    hostname, changed = db.set_status(uuid, status)
+    if changed:
+        LOG.info('Device %s on %s is now %s', uuid, hostname, status)
+        utils.request_publish(req, {hostname})
+    return utils.response(status=200)
+
+
+def disable_device(req, uuid):
+    """Cyborg 2.3: status 'maintaining'; every provider of the device gets
+    reserved = total and binds to it are refused. Repeating it is
+    harmless."""
+    return _set_status(req, uuid, policies.DISABLE, 'maintaining')
+
+
+def enable_device(req, uuid):
+    """Cyborg 2.3: status 'enabled' again."""
+    return _set_status(req, uuid, policies.ENABLE, 'enabled')

@@ -6,19 +6,30 @@ computed from the database by the same pure code
 (objects.host_inventory.load + objects.provider_tree.build_tree), not read
 from Placement, so it shows what cyborg_lite wants even while Placement
 is down or behind. The compute node provider (the root) belongs to Nova
-and its uuid is not in our database: it is named, with ``uuid`` null,
-and the device providers under it have ``parent_uuid`` null.
+and its uuid is not in our database: it is asked of Placement (one GET by
+name, when the API has [placement] credentials). ``root.placement`` says
+what came of that: ``found`` (``uuid`` is Placement's, and the device
+providers under it have it as ``parent_uuid``), ``not yet created``
+(Placement has no provider of that name yet), ``unreachable`` or ``not
+configured``; in the last three ``uuid`` is null, as are the parents of
+the device providers under it.
 """
+from keystoneauth1 import exceptions as ks_exc
+from oslo_log import log
+
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import provider_trees as policies
+from cyborg_lite.api.schemas import provider_trees as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
+from cyborg_lite.common import service_clients
+from cyborg_lite.conf import CONF
 from cyborg_lite.objects import host_inventory
 from cyborg_lite.objects import provider_tree as tree_mod
 
+LOG = log.getLogger(__name__)
 MIN_VERSION = '2.4'
-# The root's uuid: Placement's, which the database does not record.
-UNKNOWN_ROOT = None
+FOUND, NOT_CREATED, UNREACHABLE, NOT_CONFIGURED = schemas.PLACEMENT_ANSWERS
 
 
 def provider_view(provider):
@@ -28,10 +39,30 @@ def provider_view(provider):
             'traits': sorted(provider.traits)}
 
 
-def tree_view(hostname, devices):
-    tree = tree_mod.build_tree(hostname, UNKNOWN_ROOT, devices)
+def compute_node_in_placement(hostname):
+    """(uuid or None, one of FOUND, NOT_CREATED, UNREACHABLE,
+    NOT_CONFIGURED): the provider Placement has under the host's name."""
+    if CONF.placement.auth_type is None:
+        return None, NOT_CONFIGURED
+    try:
+        resp = service_clients.adapter_from_conf(CONF, 'placement').get(
+            '/resource_providers', params={'name': hostname},
+            raise_exc=False, headers={'Accept': 'application/json'})
+        if resp.status_code != 200:
+            raise ks_exc.ClientException('HTTP %d' % resp.status_code)
+        found = resp.json()['resource_providers']
+    except (ks_exc.ClientException, ValueError, KeyError) as exc:
+        LOG.warning('Placement did not say which provider is %s: %s',
+                    hostname, exc)
+        return None, UNREACHABLE
+    return (found[0]['uuid'], FOUND) if found else (None, NOT_CREATED)
+
+
+def tree_view(hostname, devices, root_uuid=None, placement=NOT_CONFIGURED):
+    tree = tree_mod.build_tree(hostname, root_uuid, devices)
     return {'hostname': hostname,
-            'root': {'name': hostname, 'uuid': UNKNOWN_ROOT},
+            'root': {'name': hostname, 'uuid': root_uuid,
+                     'placement': placement},
             'resource_providers': [provider_view(p)
                                    for p in tree.providers]}
 
@@ -46,4 +77,6 @@ def show_tree(req, hostname):
         raise exception.NotFound(
             message='No device of host %s is known: it has no resource '
                     'providers of ours.' % hostname)
-    return utils.response(tree_view(hostname, devices))
+    root_uuid, placement = compute_node_in_placement(hostname)
+    return utils.response(tree_view(hostname, devices, root_uuid,
+                                    placement))

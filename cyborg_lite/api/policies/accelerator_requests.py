@@ -1,5 +1,7 @@
 """Accelerator request (ARQ) policies: the owning project (or Nova with a
-service role, or an admin) acts on an ARQ; the target is the ARQ itself.
+service role, or an admin) sees and acts on an ARQ; the target is the ARQ
+itself. A caller that passes a rule whatever the project (service, admin)
+finds the ARQs of every project.
 
 Cyborg 17 also demands a service token for bind, unbind and delete by
 instance; here that is policy: set ``cyborg:arq:update`` to
@@ -17,10 +19,11 @@ UPDATE = 'cyborg:arq:update'
 
 _PATH = '/v2/accelerator_requests'
 RULES = [
-    base.rule(GET_ALL, base.PROJECT_READER_OR_ADMIN,
-              'List the caller\'s project\'s ARQs (all for admins).',
+    base.rule(GET_ALL, base.PROJECT_READER_OR_SERVICE_OR_ADMIN,
+              'List the caller\'s project\'s ARQs (all for a service or '
+              'an admin).',
               _PATH, 'GET'),
-    base.rule(GET_ONE, base.PROJECT_READER_OR_ADMIN,
+    base.rule(GET_ONE, base.PROJECT_READER_OR_SERVICE_OR_ADMIN,
               'Show one ARQ.',
               _PATH + '/{arq_uuid}', 'GET'),
     base.rule(CREATE, base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,

@@ -14,6 +14,7 @@ PROJECT_READER_OR_ADMIN = 'rule:project_reader_or_admin'
 PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
 PROJECT_MANAGER_OR_ADMIN = 'rule:project_manager_or_admin'
 PROJECT_MEMBER_OR_SERVICE_OR_ADMIN = 'rule:project_member_or_service_or_admin'
+PROJECT_READER_OR_SERVICE_OR_ADMIN = 'rule:project_reader_or_service_or_admin'
 
 
 def rule(name, check_str, description, path, method):
@@ -63,6 +64,10 @@ RULES = [
         'project_manager_or_admin',
         'rule:project_manager_api or rule:admin_api',
         description='Project manager or admin.'),
+    policy.RuleDefault(
+        'project_reader_or_service_or_admin',
+        'rule:project_reader_api or rule:service_api or rule:admin_api',
+        description='Project reader, a service (Nova), or admin.'),
     policy.RuleDefault(
         'project_member_or_service_or_admin',
         'rule:project_member_api or rule:service_api or rule:admin_api',

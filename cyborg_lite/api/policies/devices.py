@@ -5,6 +5,8 @@ from cyborg_lite.api.policies import base
 
 GET_ALL = 'cyborg:device:get_all'
 GET_ONE = 'cyborg:device:get_one'
+DISABLE = 'cyborg:device:disable'
+ENABLE = 'cyborg:device:enable'
 
 RULES = [
     base.rule(GET_ALL, base.PROJECT_MANAGER_OR_ADMIN,
@@ -13,6 +15,13 @@ RULES = [
     base.rule(GET_ONE, base.PROJECT_MANAGER_OR_ADMIN,
               'Show one device.',
               '/v2/devices/{device_uuid}', 'GET'),
+    base.rule(DISABLE, base.ADMIN,
+              'Disable a device for maintenance: it is no longer offered '
+              'to schedulers nor bound.',
+              '/v2/devices/{device_uuid}/disable', 'POST'),
+    base.rule(ENABLE, base.ADMIN,
+              'Enable a device again after maintenance.',
+              '/v2/devices/{device_uuid}/enable', 'POST'),
 ]
 
 

@@ -1,12 +1,14 @@
 """Bodies and query strings of /v2/accelerator_requests."""
 from cyborg_lite.api.schemas import common
+from cyborg_lite.common import states
 from cyborg_lite.db import arqs as db_arqs
 
 CREATE = {
     'type': 'object',
     'properties': {
-        'device_profile_name': {'type': 'string', 'minLength': 1,
-                                'maxLength': 255},
+        # Any string: one that names no profile ('' included) is a 404,
+        # as Cyborg answers (cyborg-tempest-plugin checks it).
+        'device_profile_name': {'type': 'string', 'maxLength': 4096},
         # python-cyborgclient always sends these two, null when unset.
         'device_profile_group_id': {'type': ['integer', 'null'],
                                     'minimum': 0, 'maximum': 63},
@@ -57,3 +59,23 @@ PATCH = {
     'additionalProperties': {'type': 'array', 'minItems': 1, 'maxItems': 4,
                              'items': _OP},
 }
+
+
+# An ARQ; ``project_id`` from 2.1. Unbound, attach_handle_type is '' and
+# attach_handle_info {}, as in Cyborg.
+VIEW = common.view({
+    'uuid': common.STRING,
+    'state': {'type': 'string', 'enum': list(states.ARQ.states)},
+    'device_profile_name': common.STRING,
+    'device_profile_group_id': common.INTEGER,
+    'hostname': common.NULLABLE_STRING,
+    'device_rp_uuid': common.NULLABLE_STRING,
+    'instance_uuid': common.NULLABLE_STRING,
+    'attach_handle_type': common.STRING,
+    'attach_handle_uuid': common.NULLABLE_STRING,
+    'attach_handle_info': {'type': 'object',
+                           'additionalProperties': common.STRING},
+    'error': common.NULLABLE_STRING,
+    'project_id': common.NULLABLE_STRING,
+}, optional=['project_id'])
+LIST = common.collection('arqs', VIEW)

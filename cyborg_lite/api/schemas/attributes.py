@@ -19,3 +19,10 @@ CREATE = {
     'required': ['deployable_id', 'key', 'value'],
     'additionalProperties': False,
 }
+
+
+VIEW = common.view({
+    'uuid': common.STRING, 'deployable_id': common.INTEGER,
+    'key': common.STRING, 'value': common.STRING,
+})
+LIST = common.collection('attributes', VIEW)

@@ -49,3 +49,17 @@ LIST_QUERY = common.list_query(db_bitstreams.SORT_KEYS, {
 # The image itself, in the OpenAPI description of the upload. The bound
 # keeps fuzzing fast; the real limit is [bitstreams]max_size_mb.
 IMAGE = {'type': 'string', 'format': 'binary', 'maxLength': 4096}
+
+
+VIEW = common.view({
+    'uuid': common.STRING, 'name': common.STRING,
+    'version': common.NULLABLE_STRING, 'vendor': common.NULLABLE_STRING,
+    'format': FORMAT, 'region_type': common.NULLABLE_STRING,
+    'function_id': common.NULLABLE_STRING,
+    'function_name': common.NULLABLE_STRING,
+    'local_memory_mb': common.INTEGER, 'sha256': common.NULLABLE_STRING,
+    'size': common.NULLABLE_INTEGER,
+    'status': {'type': 'string', 'enum': list(models.BITSTREAM_STATUSES)},
+    'visibility': VISIBILITY, 'project_id': common.NULLABLE_STRING,
+})
+LIST = common.collection('bitstreams', VIEW)

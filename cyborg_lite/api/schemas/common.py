@@ -19,3 +19,34 @@ def list_query(sort_keys, filters=None):
     properties.update(filters or {})
     return {'type': 'object', 'properties': properties,
             'additionalProperties': False}
+
+
+# --- responses (docs/api/openapi.yaml; the tests validate every answer) ---
+
+STRING = {'type': 'string'}
+NULLABLE_STRING = {'type': ['string', 'null']}
+INTEGER = {'type': 'integer'}
+NULLABLE_INTEGER = {'type': ['integer', 'null']}
+LINKS = {'type': 'array', 'items': {
+    'type': 'object', 'required': ['href', 'rel'],
+    'properties': {'href': STRING, 'rel': STRING},
+    'additionalProperties': False}}
+TIMESTAMPS = {'created_at': STRING, 'updated_at': NULLABLE_STRING}
+
+
+def view(properties, optional=()):
+    """One object as the API shows it: exactly these fields, all present
+    but the ``optional`` ones (shown from some microversion on)."""
+    properties = dict(properties, links=LINKS, **TIMESTAMPS)
+    return {'type': 'object', 'properties': properties,
+            'required': sorted(set(properties) - set(optional)),
+            'additionalProperties': False}
+
+
+def collection(key, item):
+    """A list body: ``{key: [item, ...]}``, with ``<key>_links`` (next)
+    when the page is full."""
+    return {'type': 'object',
+            'properties': {key: {'type': 'array', 'items': item},
+                           key + '_links': LINKS},
+            'required': [key], 'additionalProperties': False}

@@ -76,3 +76,17 @@ _NAMES = {'type': 'string', 'pattern': '^[a-zA-Z0-9-_]+(,[a-zA-Z0-9-_]+)*$',
 LIST_QUERY = common.list_query(db_profiles.SORT_KEYS, {'name': _NAMES})
 DELETE_QUERY = {'type': 'object', 'properties': {'value': _NAMES},
                 'additionalProperties': False}
+
+
+VIEW = common.view({
+    'uuid': common.STRING, 'name': common.STRING,
+    'description': common.NULLABLE_STRING,
+    # Stored normalised: every value a string.
+    'groups': {'type': 'array', 'items': {
+        'type': 'object', 'additionalProperties': common.STRING}},
+    'project_id': common.NULLABLE_STRING,
+})
+LIST = common.collection('device_profiles', VIEW)
+# GET one, and only it, is wrapped in a key, as in Cyborg.
+SHOW = {'type': 'object', 'properties': {'device_profile': VIEW},
+        'required': ['device_profile'], 'additionalProperties': False}

@@ -5,10 +5,25 @@ from cyborg_lite.db import models
 
 _TEXT = {'type': 'string', 'maxLength': 255}
 
+# Any type may be asked for, as in Cyborg: one that is none of these
+# matches no device (the handler does not ask the database, which refuses
+# to even compare an enumerated column with another value).
+TYPES = models.DEVICE_TYPES
+
 LIST_QUERY = common.list_query(db_devices.SORT_KEYS, {
-    # Enumerations: the database refuses to even compare with another
-    # value of an enumerated column.
-    'type': {'type': 'string', 'enum': list(models.DEVICE_TYPES)},
+    'type': _TEXT,
     'vendor': _TEXT, 'hostname': _TEXT,
     'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
 })
+
+
+# What GET shows of a device; ``status`` from 2.3, ``unavailable_reasons``
+# from 2.5.
+VIEW = common.view({
+    'uuid': common.STRING, 'type': common.STRING, 'vendor': common.STRING,
+    'model': common.STRING, 'std_board_info': common.NULLABLE_STRING,
+    'vendor_board_info': common.NULLABLE_STRING, 'hostname': common.STRING,
+    'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
+    'unavailable_reasons': {'type': 'array', 'items': common.STRING},
+}, optional=['status', 'unavailable_reasons'])
+LIST = common.collection('devices', VIEW)

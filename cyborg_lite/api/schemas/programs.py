@@ -20,3 +20,16 @@ LIST_QUERY = common.list_query(db_programs.SORT_KEYS, {
     'state': {'type': 'string', 'enum': list(models.JOB_STATES)},
     'hostname': {'type': 'string', 'maxLength': 255},
 })
+
+
+VIEW = common.view({
+    'uuid': common.STRING,
+    'state': {'type': 'string', 'enum': list(models.JOB_STATES)},
+    'hostname': common.NULLABLE_STRING, 'attempts': common.INTEGER,
+    'max_attempts': common.INTEGER, 'error': common.NULLABLE_STRING,
+    'force': {'type': 'boolean'}, 'project_id': common.NULLABLE_STRING,
+    'started_at': common.NULLABLE_STRING,
+    'finished_at': common.NULLABLE_STRING,
+    'deployable_uuid': common.STRING, 'bitstream_uuid': common.STRING,
+})
+LIST = common.collection('programs', VIEW)

@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 import webtest
+from keystoneauth1 import loading as ks_loading
 
 from cyborg_lite.api import deploy
 from cyborg_lite.common import policy
@@ -38,6 +39,12 @@ class RecordingConductor:
     def unbind_arqs(self, ctxt, arq_uuids):
         self.calls.append(('unbind_arqs', ctxt.project_id, arq_uuids))
 
+    def start_cleaning(self, ctxt, hostnames):
+        self.calls.append(('start_cleaning', ctxt.project_id, hostnames))
+
+    def publish_requested(self, ctxt):
+        self.calls.append(('publish_requested', ctxt.project_id))
+
 
 def error_of(resp):
     """The faultstring of a Cyborg error body (after checking its form)."""
@@ -56,6 +63,24 @@ def api_conf(conf):
     policy.reset()
     yield conf
     policy.reset()
+
+
+def configure_keystone(conf, keystone_url):
+    """[api] auth_strategy keystone, keystonemiddleware's service user
+    against the Keystone at ``keystone_url`` (a KeystoneStandIn)."""
+    group = 'keystone_authtoken'
+    conf.set_override('auth_strategy', 'keystone', group='api')
+    # NOTE: keystoneauth registers a plugin's options only when it loads
+    # the plugin; register them first so they can be set.
+    conf.register_opts(ks_loading.get_auth_plugin_conf_options('password'),
+                       group=group)
+    for name, value in (('www_authenticate_uri', keystone_url + '/v3'),
+                        ('auth_url', keystone_url + '/v3'),
+                        ('auth_type', 'password'), ('username', 'cyborg'),
+                        ('password', 'secret'), ('project_name', 'service'),
+                        ('user_domain_name', 'Default'),
+                        ('project_domain_name', 'Default')):
+        conf.set_override(name, value, group=group)
 
 
 @pytest.fixture

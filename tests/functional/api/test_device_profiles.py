@@ -1,8 +1,11 @@
 """/v2/device_profiles: create, validation, show, list, delete."""
 import pytest
 
+from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
+from tests.functional.api.conftest import MEMBER_A
+from tests.functional.api.conftest import MEMBER_B
 from tests.functional.api.conftest import error_of
 
 V22 = dict(ADMIN, **{'OpenStack-API-Version': 'accelerator 2.2'})
@@ -141,3 +144,44 @@ def test_profile_in_use_cannot_be_deleted(pg_app):
     resp = pg_app.delete('/v2/device_profiles/dp1', headers=ADMIN,
                          status=409)
     assert 'accelerator request' in error_of(resp)
+
+
+# --- accel:bitstream_id: a bitstream the profile's users may load --------
+
+def _bitstream_group(bitstream_uuid):
+    return {'resources:FPGA': '1', 'accel:bitstream_id': bitstream_uuid}
+
+
+def test_a_bitstream_the_profiles_project_cannot_see_is_refused_as_missing(
+        app):
+    private_a = bh.create(app, MEMBER_A).json['uuid']
+    missing = '5d6a8f0e-6a47-4b5b-9c50-1a2b3c4d5e6f'
+    answers = []
+    for bitstream in (private_a, missing):
+        resp = fx.create_profile(app, MEMBER_B, name='b',
+                                 groups=[_bitstream_group(bitstream)],
+                                 status=404)
+        answers.append(error_of(resp).replace(bitstream, '<uuid>'))
+    assert answers[0] == answers[1] == 'Bitstream <uuid> could not be found.'
+    # An admin's profile is public: every project uses it, so it may name
+    # only a public bitstream.
+    fx.create_profile(app, ADMIN, name='pub',
+                      groups=[_bitstream_group(private_a)], status=404)
+    assert app.get('/v2/device_profiles', headers=ADMIN).json[
+        'device_profiles'] == []
+
+
+def test_own_and_public_bitstreams_may_be_named(app):
+    private_a = bh.create(app, MEMBER_A).json['uuid']
+    public = bh.create(app, ADMIN, visibility='public').json['uuid']
+    fx.create_profile(app, MEMBER_A, name='own',
+                      groups=[_bitstream_group(private_a.upper())])
+    fx.create_profile(app, MEMBER_B, name='pub_b',
+                      groups=[_bitstream_group(public)])
+    created = fx.create_profile(app, ADMIN, name='pub',
+                                groups=[_bitstream_group(public)]).json
+    assert created['groups'][0]['accel:bitstream_id'] == public
+    own = app.get('/v2/device_profiles?name=own', headers=MEMBER_A).json
+    # Stored as the bind looks it up: lower case.
+    assert own['device_profiles'][0]['groups'][0][
+        'accel:bitstream_id'] == private_a

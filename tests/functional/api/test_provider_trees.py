@@ -2,11 +2,16 @@
 conductor wants for a host, computed from the database."""
 import uuid
 
+import requests
+
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import MANAGER_A
 from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import error_of
+from tests.functional.placement.conftest import configure_placement
+from tests.functional.placement.conftest import placement  # noqa: F401
+from tests import servers
 
 V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
 V23 = {'OpenStack-API-Version': 'accelerator 2.3'}
@@ -48,7 +53,8 @@ def test_fpga_card_with_two_regions(app):
     _fpga()
     body = _get(app, 'node1').json
     assert (body['hostname'], body['root']) == (
-        'node1', {'name': 'node1', 'uuid': None})
+        'node1', {'name': 'node1', 'uuid': None,
+                  'placement': 'not configured'})
     rps = {rp['name']: rp for rp in body['resource_providers']}
     assert list(rps) == [CARD, CARD + '_region0', CARD + '_region1']
     card = rps[CARD]
@@ -111,3 +117,44 @@ def test_odd_hostnames_are_client_errors(app):
         resp = _get(app, quoted, status='*')
         assert resp.status_int in (400, 404), (quoted, resp.text)
         assert error_of(resp)
+
+
+# --- the compute node's uuid, from a real Placement ------------------------
+
+def _create_compute_node(server, name):
+    resp = requests.post(
+        server.endpoint + '/resource_providers', json={'name': name},
+        headers={'X-Auth-Token': 'admin', 'OpenStack-API-Version':
+                 'placement 1.20'}, timeout=30)
+    assert resp.status_code == 200, resp.text
+    return resp.json()['uuid']
+
+
+def test_root_uuid_is_placements_compute_node(app, api_conf,
+                                               placement):  # noqa: F811
+    hostname = 'node-%s' % uuid.uuid4().hex[:8]
+    _fpga(hostname=hostname)
+    configure_placement(api_conf, placement.endpoint)
+    body = _get(app, hostname).json
+    assert body['root'] == {'name': hostname, 'uuid': None,
+                            'placement': 'not yet created'}
+
+    root = _create_compute_node(placement, hostname)
+    body = _get(app, hostname).json
+    assert body['root'] == {'name': hostname, 'uuid': root,
+                            'placement': 'found'}
+    parents = {rp['name']: rp['parent_uuid']
+               for rp in body['resource_providers']}
+    card = '%s_%s' % (hostname, PCI)
+    assert parents == {card: root, card + '_region0': _rp_uuid(card),
+                       card + '_region1': _rp_uuid(card)}
+
+
+def test_placement_down_still_shows_the_tree(app, api_conf):
+    _fpga()
+    configure_placement(api_conf,
+                        'http://127.0.0.1:%d' % servers.free_port())
+    body = _get(app, 'node1').json
+    assert body['root'] == {'name': 'node1', 'uuid': None,
+                            'placement': 'unreachable'}
+    assert len(body['resource_providers']) == 3

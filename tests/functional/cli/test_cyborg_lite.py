@@ -20,7 +20,8 @@ def test_device_list_filter_and_show(cli):
     assert {r['uuid']: (r['type'], r['hostname']) for r in rows} == {
         fpga: ('FPGA', 'host1'), gpu: ('GPU', 'host2')}
     assert set(rows[0]) == {'uuid', 'type', 'vendor', 'model', 'hostname',
-                            'status'}
+                            'status', 'unavailable_reasons'}
+    assert rows[0]['unavailable_reasons'] == []
 
     rows = cli('device', 'list', '--hostname', 'host2', '-f', 'json').json
     assert [r['uuid'] for r in rows] == [gpu]

@@ -1,7 +1,12 @@
 """2.4 resources' commands send at least 2.4; the tree is shown depth
 first."""
+import argparse
+import types
+
 import pytest
 
+from cyborg_lite.cli import client as cl_client
+from cyborg_lite.cli import devices
 from cyborg_lite.cli import provider_trees
 from cyborg_lite.cli import versioned
 
@@ -71,3 +76,31 @@ def test_table_cells_indent_and_summarise():
     assert [r[0].machine_readable() for r in rows] == ['h', 'h_card']
     assert rows[1][3].human_readable() == 'FPGA=2 (2 reserved)'
     assert rows[1][4].human_readable() == 'T1\nT2'
+
+
+class StockCyborg(RecordingClient):
+    """An API whose newest version is 2.3: 406 for anything newer."""
+    _json = cl_client.Client._json
+    get = cl_client.Client.get
+    get_all = cl_client.Client.get_all
+
+    def request(self, method, path, **kwargs):
+        version = kwargs.get('microversion', self.api_version)
+        self.calls.append((method, path, version))
+        if version != '2.3':
+            raise cl_client.ApiError(406, 'Version %s is not supported'
+                                     % version)
+        return Response({'devices': [{'uuid': 'd1', 'status': 'enabled'}]})
+
+
+def test_device_list_asks_for_reasons_and_falls_back_on_406():
+    api = StockCyborg([])
+    app = types.SimpleNamespace(
+        client_manager=types.SimpleNamespace(cyborg_lite=api))
+    command = devices.ListDevice(app, None)
+    args = argparse.Namespace(type=None, vendor=None, hostname='h1',
+                              long=False)
+    columns, rows = command.take_action(args)
+    assert [c[2] for c in api.calls] == ['2.5', '2.3']
+    assert columns[-1] == 'unavailable_reasons'
+    assert list(rows) == [('d1', None, None, None, None, 'enabled', None)]

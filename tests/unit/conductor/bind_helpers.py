@@ -1,5 +1,6 @@
 """Rows the bind tests need, written with the models as the conductor's
 report would write them, and small readers of the outcome."""
+import datetime
 import itertools
 import json
 import threading
@@ -7,7 +8,10 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
+from cyborg_lite.common import canonical_json
 from cyborg_lite.common import naming
+from cyborg_lite.db import cleaning as cleaning_db
+from cyborg_lite.db import clock
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 
@@ -56,6 +60,56 @@ def make_region(hostname='host1', handles=1, function_id=None,
                                         'device': '00', 'function': str(i)})))
         return {'rp_uuid': dep_rp, 'deployable_uuid': dep.uuid,
                 'deployable_id': dep.id, 'device_rp_uuid': dev_rp}
+
+
+def clean(region):
+    """Wipe a released region, as a cleaning try that succeeded ends it
+    (conductor/cleaning.py); it is bindable again."""
+    started = cleaning_db.begin(region['deployable_id'])
+    cleaning_db.finish(started.uuid, started.cleaning_uuid)
+
+
+def pci_info(bus, function):
+    """attach_info as the report stores it (canonical JSON)."""
+    return canonical_json.dumps({'domain': '0000', 'bus': '%02x' % bus,
+                                 'device': '00', 'function': str(function)})
+
+
+def make_card(hostname='host1', regions=2, sriov=False, rc='FPGA'):
+    """A device with ``regions`` deployables of one attach handle each:
+    with ``sriov`` each region's own VF (functions 1..N), else the card's
+    PF (function 0) for all of them, as the fake driver reports without
+    [fake_driver] sriov. Returns a list of dicts as make_region does."""
+    n = next(_counter)
+    identity = '0000:%02x:00.0' % (n % 256)
+    dev_rp = naming.rp_uuid(naming.device_rp_name(hostname, identity))
+    made = []
+    with session.writer() as s:
+        device = models.Device(
+            uuid=_uuid(), type='FPGA', vendor='8086', model='m',
+            hostname=hostname, driver_name='fake', identity=identity,
+            pci_address=identity, rp_uuid=dev_rp)
+        s.add(device)
+        s.flush()
+        for i in range(regions):
+            name = 'region%d' % i
+            dep_rp = naming.rp_uuid(naming.deployable_rp_name(
+                hostname, identity, name, rc))
+            dep = models.Deployable(
+                uuid=_uuid(), device_id=device.id, rp_uuid=dep_rp,
+                name=naming.deployable_db_name(hostname, identity, name),
+                driver_name='fake')
+            s.add(dep)
+            s.flush()
+            s.add(models.Attribute(uuid=_uuid(), deployable_id=dep.id,
+                                   key='rc', value=rc))
+            s.add(models.AttachHandle(
+                uuid=_uuid(), deployable_id=dep.id, attach_type='PCI',
+                attach_info=pci_info(n % 256, i + 1 if sriov else 0)))
+            made.append({'rp_uuid': dep_rp, 'deployable_uuid': dep.uuid,
+                         'deployable_id': dep.id, 'device_rp_uuid': dev_rp,
+                         'device_uuid': device.uuid})
+    return made
 
 
 def make_profile(groups=None):
@@ -126,6 +180,20 @@ def states(arq_uuids):
                                    models.AcceleratorRequest.state).where(
             models.AcceleratorRequest.uuid.in_(arq_uuids))).all()
     return dict(rows)
+
+
+class FakeDbClock:
+    """Moves the database's clock as the conductors' checks read it
+    (db/clock.now), ``advance(seconds)`` at a time."""
+
+    def __init__(self, monkeypatch):
+        self.offset = 0
+        real_now = clock.now
+        monkeypatch.setattr(clock, 'now', lambda s: real_now(s) +
+                            datetime.timedelta(seconds=self.offset))
+
+    def advance(self, seconds):
+        self.offset += seconds
 
 
 class RecordingNotifier:

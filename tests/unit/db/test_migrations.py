@@ -4,6 +4,7 @@ import sqlalchemy as sa
 from alembic import autogenerate
 from alembic import migration as alembic_migration
 
+from cyborg_lite.db import attach_handles
 from cyborg_lite.db import migration
 from cyborg_lite.db import models
 from cyborg_lite.db import session
@@ -81,3 +82,42 @@ def test_each_revision_downgrades_to_the_one_before(db_url, conf):
     assert 'ix_deployables_rp_uuid' not in indexes
     migration.upgrade(url=db_url)
     assert _diff(db_url) == []
+
+
+def test_0003_gives_each_function_in_use_one_key(db_url, conf, caplog):
+    # Before 0003 two regions of one card could both hold its PF; the
+    # upgrade keys the first and names the second in a warning.
+    migration.upgrade('0002', url=db_url)
+    rows = [
+        "INSERT INTO devices (id, uuid, type, vendor, model, hostname,"
+        " driver_name, identity, status, health, version, created_at)"
+        " VALUES (1, 'd1', 'FPGA', 'v', 'm', 'h1', 'fake', 'i', 'enabled',"
+        " 'healthy', 1, CURRENT_TIMESTAMP)"]
+    for dep_id in (1, 2, 3):
+        rows.append(
+            "INSERT INTO deployables (id, uuid, device_id, name,"
+            " num_accelerators, driver_name, local_memory_mb, version,"
+            " created_at) VALUES (%d, 'r%d', 1, 'h1_r%d', 1, 'fake', 0, 1,"
+            " CURRENT_TIMESTAMP)" % (dep_id, dep_id, dep_id))
+    handles = [(1, True, '{"bus":"5e","function":"0"}'),
+               (2, True, '{"function": "0", "bus": "5e"}'),
+               (3, False, '{"bus":"5e","function":"0"}')]
+    for handle_id, in_use, info in handles:
+        rows.append(
+            "INSERT INTO attach_handles (id, uuid, deployable_id, in_use,"
+            " attach_type, attach_info, version, created_at) VALUES"
+            " (%d, 'a%d', %d, %s, 'PCI', '%s', 1, CURRENT_TIMESTAMP)"
+            % (handle_id, handle_id, handle_id,
+               'TRUE' if in_use else 'FALSE', info))
+    with session.get_engine(db_url).begin() as conn:
+        for row in rows:
+            conn.execute(sa.text(row))
+
+    migration.upgrade(url=db_url)
+
+    with session.get_engine(db_url).connect() as conn:
+        keys = dict(conn.execute(sa.text(
+            'SELECT id, in_use_function FROM attach_handles')).all())
+    assert keys == {1: attach_handles.function_key('h1', handles[0][2]),
+                    2: None, 3: None}
+    assert 'Attach handle id=2' in caplog.text

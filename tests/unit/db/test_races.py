@@ -188,3 +188,81 @@ def test_job_cancel_vs_reap(pg_db, monkeypatch):
         assert isinstance(reaped, exception.StaleObject)
         assert after.state == 'cancelled'
     assert after.active_deployable_id is None
+
+
+# --- availability: one PCI function per ARQ, agents up and down ------------
+
+def _bind_sibling(region):
+    """A started bind of ``region`` and its finish, as the conductor's
+    bind workflow runs it (the availability predicate as refusal)."""
+    from cyborg_lite.objects import host_inventory
+    arq_uuid = h.make_arq()
+    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    assert not refused
+    return started, lambda: arqs_db.finish_bind(
+        started, region['deployable_id'], region['deployable_uuid'],
+        refusal=host_inventory.region_refusal)
+
+
+def test_binds_of_two_regions_sharing_one_function(pg_db, monkeypatch):
+    # Two regions of a card without SR-IOV, one PCI function (the PF):
+    # both binds pass their region locks and the availability check, and
+    # claim their own handle at the same moment. The UNIQUE
+    # in_use_function decides; without it both would be Bound.
+    region0, region1 = h.make_card(sriov=False)
+    (started0, finish0), (started1, finish1) = (_bind_sibling(region0),
+                                                _bind_sibling(region1))
+    results = race(monkeypatch, 'attach_handles', finish0, finish1)
+    assert sorted(map(_failed, results)) == [False, True]
+    loser = [r for r in results if _failed(r)][0]
+    assert isinstance(loser, exception.ArqBindFailed)
+    assert 'handle_shared_in_use' in str(loser)
+    bound = [s for s, r in zip((started0, started1), results)
+             if not _failed(r)][0]
+    assert str(bound.uuid) in str(loser)   # the holder is named
+    held = h.check_no_handle_double_use()
+    assert len(held) == 1
+    with session.reader() as s:
+        assert s.scalar(sa.select(sa.func.count()).where(
+            models.AttachHandle.in_use_function.is_not(None))) == 1
+
+
+def _age_heartbeat(hostname, seconds):
+    with session.writer() as s:
+        s.execute(sa.update(models.Agent.__table__)
+                  .where(models.Agent.hostname == hostname)
+                  .values(heartbeat_at=models.utcnow() -
+                          datetime.timedelta(seconds=seconds)))
+
+
+def test_two_conductors_mark_one_silent_agent_down(pg_db, monkeypatch):
+    from cyborg_lite.db import agents as agents_db
+    agents_db.heartbeat('host1')
+    _age_heartbeat('host1', 120)
+    first, second = race(monkeypatch, 'agents',
+                         lambda: agents_db.mark_silent_down(60),
+                         lambda: agents_db.mark_silent_down(60))
+    assert sorted([first, second]) == [[], ['host1']]
+    assert agents_db.get('host1').state == 'down'
+    with session.reader() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(
+            models.PublishRequest)) == 1
+
+
+def test_heartbeat_vs_mark_down(pg_db, monkeypatch):
+    from cyborg_lite.db import agents as agents_db
+    agents_db.heartbeat('host1')
+    _age_heartbeat('host1', 120)
+    came_back, moved = race(monkeypatch, 'agents',
+                            lambda: agents_db.heartbeat('host1'),
+                            lambda: agents_db.mark_silent_down(60))
+    # Whichever won, the host ends up, and it was announced down (and
+    # published) exactly when the heartbeat found it down.
+    assert not _failed(came_back) and not _failed(moved)
+    assert came_back == (moved == ['host1'])
+    assert agents_db.get('host1').state == 'up'
+    with session.reader() as s:
+        reasons = list(s.scalars(sa.select(models.PublishRequest.reason)
+                                 .order_by(models.PublishRequest.id)))
+    assert reasons == (['agent down', 'agent up again'] if came_back
+                       else [])

@@ -1,8 +1,6 @@
 """sriov_nic driver: SmartNIC VFs with the fields Nova's port path reads."""
 import json
-import os
 import shutil
-import subprocess
 
 import pytest
 from oslo_config import cfg
@@ -12,6 +10,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.conf import drivers as conf_drivers
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sriov_nic
+from tests import nova
 from tests.unit.drivers.conftest import fixture_path
 
 PF0 = '0000:1b:00.0'     # XL710 of an N3000, two VFs enabled
@@ -192,12 +191,6 @@ def test_an_fpga_region_handle_is_what_nova_cannot_plug_a_port_into(
         nova_port_binding_profile(_arq(handle))
 
 
-NOVA_PYTHON = os.environ.get('CYBORG_LITE_NOVA_PYTHON')
-
-
-@pytest.mark.skipif(not NOVA_PYTHON, reason='set CYBORG_LITE_NOVA_PYTHON '
-                    'to a Python with nova installed (pip install nova) to '
-                    'run Nova\'s own function; CI runs the copy above')
 def test_novas_own_function_reads_our_handles(conf, nic_host):
     pf0 = _by_identity(_driver(conf, nic_host).discover())[PF0]
     arqs = [_arq(h) for h in pf0.deployables[0].attach_handles]
@@ -206,8 +199,5 @@ def test_novas_own_function_reads_our_handles(conf, nic_host):
               'arqs = json.load(sys.stdin)\n'
               'print(json.dumps([cyborg.get_arq_pci_device_profile(a) '
               'for a in arqs]))\n')
-    result = subprocess.run([NOVA_PYTHON, '-W', 'ignore', '-c', script],
-                            input=json.dumps(arqs), capture_output=True,
-                            text=True, timeout=300, check=True)
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == \
+    assert nova.run(script, arqs) == \
         [nova_port_binding_profile(a) for a in arqs]

@@ -67,3 +67,68 @@ def test_unhealthy_or_maintained_devices_are_not_schedulable():
     assert make('d', 'FPGA', 'v', 'i', health='degraded').schedulable
     assert not make('d', 'FPGA', 'v', 'i', health='unhealthy').schedulable
     assert not make('d', 'FPGA', 'v', 'i', status='maintaining').schedulable
+
+
+PF = {'domain': '0000', 'bus': '5e', 'device': '00', 'function': '0'}
+
+
+def _dep(*handles):
+    return host_inventory.DeployableView(uuid='r', name='n_r1',
+                                         attach_handles=handles)
+
+
+def _handle(in_use=False, held_by=None, function='0'):
+    return host_inventory.AttachHandleView(
+        uuid='h' + function, attach_type='PCI',
+        attach_info=dict(PF, function=function), in_use=in_use,
+        held_by=held_by)
+
+
+def test_each_reason_is_named_by_the_one_predicate():
+    make = host_inventory.DeviceView
+    reasons = host_inventory.unavailable_reasons
+    assert reasons(make('d', 'FPGA', 'v', 'i')) == ()
+    assert reasons(make('d', 'FPGA', 'v', 'i', status='maintaining',
+                        health='unhealthy', agent_down=True)) == (
+        'maintaining', 'unhealthy', 'agent_down')
+    assert set(host_inventory.REASONS) == {
+        'maintaining', 'unhealthy', 'agent_down', 'handle_shared_in_use'}
+
+
+def test_a_deployable_whose_only_free_function_a_sibling_holds():
+    device = host_inventory.DeviceView('d', 'FPGA', 'v', 'i')
+    reasons = host_inventory.unavailable_reasons
+    blocked = _handle(held_by=('arq-1', 'n_r0'))
+    assert reasons(device, _dep(blocked)) == ('handle_shared_in_use',)
+    # Asked about as a whole, the device has no such reason.
+    assert reasons(device) == ()
+    # Its own function in use is an allocation, not a reason...
+    assert reasons(device, _dep(_handle(in_use=True))) == ()
+    # ...and one free unshared handle left still offers something.
+    assert reasons(device, _dep(blocked, _handle(function='3'))) == ()
+    assert 'ARQ arq-1 on n_r0' in host_inventory.describe(
+        ('handle_shared_in_use',), device, _dep(blocked))
+
+
+def test_load_sees_the_held_function_and_the_agent_state(db):
+    from cyborg_lite.conductor import bind
+    from cyborg_lite.db import agents
+    from tests.unit.conductor import bind_helpers as h
+    region0, _region1 = h.make_card(hostname='node1', sriov=False)
+    arq_uuid = h.make_arq()
+    bind.bind_arqs(None, {arq_uuid: h.binding(region0, hostname='node1')},
+                   notifier=h.RecordingNotifier())
+    agents.heartbeat('node1')
+    with session.writer() as s:
+        s.query(models.Agent).update({'state': 'down'})
+
+    [device] = host_inventory.load('node1').devices
+
+    first, second = device.deployables
+    assert first.attach_handles[0].in_use
+    assert first.attach_handles[0].held_by is None
+    held_by = second.attach_handles[0].held_by
+    assert held_by == (arq_uuid, first.name)
+    assert device.agent_down and not device.schedulable
+    assert host_inventory.unavailable_reasons(device, second) == (
+        'agent_down', 'handle_shared_in_use')

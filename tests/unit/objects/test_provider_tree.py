@@ -1,4 +1,5 @@
 """The desired provider tree, built from plain views (no Placement)."""
+import dataclasses
 import uuid
 
 from cyborg_lite.objects import host_inventory as views
@@ -138,3 +139,35 @@ def test_vendor_trait_uses_the_vendor_name_for_known_pci_ids():
                           ('0x1234', 'CUSTOM_FPGA_0X1234')):
         device = views.DeviceView(**{**intel.__dict__, 'vendor': vendor})
         assert tree.vendor_trait(device) == trait
+
+
+def test_a_host_whose_agent_is_down_reserves_everything():
+    providers = tree.build_tree('n', ROOT, [_fpga(agent_down=True)]).providers
+    invs = [inv for p in providers for inv in p.inventories.values()]
+    assert invs and all(i['reserved'] == i['total'] for i in invs)
+    gpu = views.DeviceView(uuid='g', type='GPU', vendor='nvidia',
+                           identity='0000:3b:00.0', agent_down=True)
+    [gpu_rp] = tree.build_tree('n', ROOT, [gpu]).providers
+    assert gpu_rp.inventories['PGPU']['reserved'] == 1
+
+
+def test_a_region_whose_shared_function_is_held_is_reserved_alone():
+    pf = {'domain': '0000', 'bus': '5e', 'device': '00', 'function': '0'}
+    held = views.AttachHandleView(uuid='h0', attach_type='PCI',
+                                  attach_info=pf, in_use=True)
+    blocked = views.AttachHandleView(uuid='h1', attach_type='PCI',
+                                     attach_info=pf,
+                                     held_by=('arq-1', 'region0'))
+    dev = _fpga()
+    regions = (dataclasses.replace(dev.deployables[0],
+                                   attach_handles=(held,)),
+               dataclasses.replace(dev.deployables[1],
+                                   attach_handles=(blocked,)))
+    dev = dataclasses.replace(dev, deployables=regions)
+    _dev_rp, region0, region1 = tree.build_tree('n', ROOT, [dev]).providers
+    # region0 holds the function: its allocation shows it. Its sibling
+    # can offer nothing until the function is free again.
+    assert region0.inventories['FPGA']['reserved'] == 0
+    assert region1.inventories['FPGA']['reserved'] == 1
+    assert region1.inventories['CUSTOM_FPGA_LOCAL_MEMORY_MB']['reserved'] \
+        == 2048

@@ -1,0 +1,90 @@
+"""Agents: one row per host, its last heartbeat and whether it is up.
+
+Nova's service heartbeat, for cyborg_lite agents: every agent calls
+``heartbeat`` each [agent]heartbeat_interval seconds (one small UPDATE per
+host per interval, stamped with the database's clock), and a periodic
+task of every conductor calls ``mark_silent_down`` with
+[conductor]agent_down_time. A host with no row (its agent never sent a
+heartbeat, e.g. one older than this table) counts as up.
+
+Going down or coming back changes what the host offers: the transaction
+that moves the state also adds a publish request (db/publish_requests.py).
+Each move is a conditional UPDATE, so with several conductors exactly one
+moves a row and requests its publish. Nothing else changes: devices,
+deployables and bound ARQs stay as they are.
+"""
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from cyborg_lite.db import clock
+from cyborg_lite.db import conditional
+from cyborg_lite.db import models
+from cyborg_lite.db import publish_requests
+from cyborg_lite.db import session
+
+AGENT = models.Agent
+
+
+def heartbeat(hostname):
+    """Record that the agent of ``hostname`` is alive; True when this
+    brought the host back up (it was down)."""
+    for _attempt in range(2):
+        try:
+            with session.writer() as s:
+                return _heartbeat(s, hostname)
+        except sa_exc.IntegrityError:
+            # NOTE: two heartbeats of a new host inserted at once; the
+            # second try finds the row.
+            continue
+    raise AssertionError('unreachable: the agents row exists by now')
+
+
+def _heartbeat(s, hostname):
+    now = clock.utc_now()
+    if conditional.update(s, AGENT, AGENT.hostname == hostname,
+                          {'heartbeat_at': now}, AGENT.state == 'up'):
+        return False
+    if conditional.update(s, AGENT, AGENT.hostname == hostname,
+                          {'heartbeat_at': now, 'state': 'up'},
+                          AGENT.state == 'down'):
+        publish_requests.add(s, hostname, 'agent up again')
+        return True
+    s.add(AGENT(hostname=hostname, state='up', heartbeat_at=clock.now(s)))
+    s.flush()
+    return False
+
+
+def mark_silent_down(down_time, batch=100):
+    """Hosts up whose last heartbeat is ``down_time`` seconds old or more
+    (by the database's clock) -> down. Returns the hostnames this call
+    moved."""
+    moved = []
+    with session.writer() as s:
+        cutoff = clock.now(s) - datetime.timedelta(seconds=down_time)
+        silent = list(s.scalars(
+            sa.select(AGENT.hostname)
+            .where(AGENT.state == 'up', AGENT.heartbeat_at <= cutoff)
+            .order_by(AGENT.heartbeat_at).limit(batch)))
+        for hostname in silent:
+            # NOTE: the conditions again: a heartbeat or another conductor
+            # may have changed the row since the SELECT.
+            if conditional.update(s, AGENT, AGENT.hostname == hostname,
+                                  {'state': 'down'}, AGENT.state == 'up',
+                                  AGENT.heartbeat_at <= cutoff):
+                publish_requests.add(s, hostname, 'agent down')
+                moved.append(hostname)
+    return moved
+
+
+def state_of(s, hostname):
+    """'up' or 'down' as stored, or None when the host has no row."""
+    return s.scalar(sa.select(AGENT.state).where(AGENT.hostname == hostname))
+
+
+def get(hostname):
+    """The Agent row of ``hostname``, or None."""
+    with session.reader() as s:
+        return s.scalars(sa.select(AGENT)
+                         .where(AGENT.hostname == hostname)).first()

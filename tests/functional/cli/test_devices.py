@@ -1,0 +1,47 @@
+"""``cyborg-lite device disable|enable`` and why devices are unavailable
+(API 2.5), with the real entry point against the real API."""
+import sqlalchemy as sa
+
+from cyborg_lite.db import agents as agents_db
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+from tests.functional.cli import conftest as c
+
+
+def _reasons(cli):
+    rows = cli('device', 'list', '-f', 'json').json
+    return {r['hostname']: (r['status'], r['unavailable_reasons'])
+            for r in rows}
+
+
+def test_disable_enable_and_the_reasons_column(cli):
+    dev, _ = c.add_device('host1')
+    c.add_device('host2', pci='0000:3b:00.0')
+    assert _reasons(cli) == {'host1': ('enabled', []),
+                             'host2': ('enabled', [])}
+
+    result = cli('device', 'disable', dev)
+    assert (result.rc, result.stdout) == (0, '')
+    assert _reasons(cli)['host1'] == ('maintaining', ['maintaining'])
+    shown = cli('device', 'show', dev, '-f', 'json').json
+    assert shown['unavailable_reasons'] == ['maintaining']
+
+    assert cli('device', 'enable', dev).rc == 0
+    assert _reasons(cli)['host1'] == ('enabled', [])
+
+
+def test_a_host_whose_agent_is_down_shows_it(cli):
+    c.add_device('host1')
+    agents_db.heartbeat('host1')
+    with session.writer() as s:
+        s.execute(sa.update(models.Agent.__table__).values(state='down'))
+    table = cli('device', 'list').stdout
+    assert 'agent_down' in table
+    assert _reasons(cli)['host1'] == ('enabled', ['agent_down'])
+
+
+def test_an_unknown_device_is_one_line(cli):
+    result = cli('device', 'disable', '5d6a8f0e-6a47-4b5b-9c50-1a2b3c4d5e6f')
+    assert result.rc == 1 and 'Traceback' not in result.stderr
+    assert '(HTTP 404)' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

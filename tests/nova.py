@@ -1,0 +1,39 @@
+"""Nova's own code, run in a Python that has nova installed.
+
+CYBORG_LITE_NOVA_PYTHON names that Python (.ci/run makes a venv with
+``pip install nova==34.*`` and sets it). Without it a test is skipped on a
+developer's machine, and fails under CI=true: CI must run Nova's code,
+not only the copies of it in the tests.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests import servers
+
+ENV = 'CYBORG_LITE_NOVA_PYTHON'
+
+
+def python():
+    """The path of a Python with nova, or skip (fail under CI)."""
+    path = os.environ.get(ENV)
+    if path:
+        return path
+    reason = ('set %s to a Python with nova installed (python3 -m venv V '
+              '&& V/bin/pip install "nova==34.*"; .ci/run does) to run '
+              "Nova's own code" % ENV)
+    if servers.under_ci():
+        pytest.fail('CI=true: ' + reason)
+    pytest.skip(reason)
+
+
+def run(script, payload):
+    """Run ``script`` in Nova's Python with ``payload`` as JSON on stdin;
+    the JSON its last line of output holds."""
+    result = subprocess.run([python(), '-W', 'ignore', '-c', script],
+                            input=json.dumps(payload), capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
