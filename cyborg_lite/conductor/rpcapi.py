@@ -46,10 +46,6 @@ LOG = logging.getLogger(__name__)
 _MANDATORY = messaging.TransportOptions(at_least_once=True)
 # Seconds to wait before each new try of an undeliverable cast.
 CAST_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)
-# Reconnections a cast may wait for while the broker is down; then it
-# gives up (oslo.messaging's default is to wait forever, which would hang
-# an API request for as long as the outage lasts).
-CAST_CONNECT_RETRIES = 3
 
 # NOTE: exceptions that may cross RPC as themselves: every domain
 # exception. oslo.messaging hands the caller a RemoteError unless the
@@ -101,7 +97,7 @@ class ConductorAPI:
         """Cast ``method``; True once the broker queued it for a conductor,
         False (logged) when it could not, after the retries above."""
         cctxt = self.client.prepare(version=version,
-                                    retry=CAST_CONNECT_RETRIES,
+                                    retry=rpc.CAST_CONNECT_RETRIES,
                                     transport_options=_MANDATORY)
         for delay in CAST_RETRY_DELAYS + (None,):
             try:
@@ -111,7 +107,7 @@ class ConductorAPI:
                 if delay is None:
                     break
                 time.sleep(delay)
-            except messaging.MessageDeliveryFailure as exc:
+            except rpc.CAST_FAILURES as exc:
                 LOG.warning('Cast %s not sent, the broker is unreachable: '
                             '%s', method, exc)
                 return False
@@ -181,8 +177,7 @@ class ConductorAPI:
     def publish_requested(self, ctxt):
         """Ask a conductor to publish the requested hosts now (a cast; the
         conductors' periodic task does it anyway)."""
-        cctxt = self.client.prepare(version='1.3')
-        cctxt.cast(ctxt, 'publish_requested')
+        return self._cast(ctxt, '1.3', 'publish_requested')
 
     # --- secure cleanup between tenants (1.4) -----------------------------
 
@@ -190,8 +185,8 @@ class ConductorAPI:
         """Regions of these hosts were released (an ARQ deleted) or an
         operator asked for a clean: send what waits to the agents and
         publish the hosts; a cast."""
-        cctxt = self.client.prepare(version='1.4')
-        cctxt.cast(ctxt, 'start_cleaning', hostnames=sorted(hostnames))
+        return self._cast(ctxt, '1.4', 'start_cleaning',
+                          hostnames=sorted(hostnames))
 
     def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
                           error=None):
