@@ -52,7 +52,8 @@ def test_failed_clean_is_an_error_until_repaired_and_retried(conf, make_env):
     # Not bindable, with the reason.
     arq = ce.try_bind(env)
     assert arq.state == 'BindFailed'
-    assert 'is error: its wipe after the last tenant failed' in arq.error
+    assert '[cleaning_failed]: its wipe after the last tenant failed' in \
+        arq.error
 
     # The operator repairs the card (no more failure) and retries.
     env.agent.stop()
