@@ -68,7 +68,10 @@ class ConductorService(rpc_loop.RpcLoop):
         # that died before publishing them or by the API.
         self.add_periodic(manager.publisher.publish_requested)
         # Hosts whose agent went silent are marked down (by one of us).
-        self.add_periodic(self._mark_silent_agents_down)
+        self._silence = liveness.SilenceWatch(
+            manager.publisher, conf.conductor.agent_down_time,
+            conf.conductor.periodic_interval)
+        self.add_periodic(self._silence.run)
         # Jobs whose agent went silent are failed or sent again.
         self.add_periodic(manager.programming.reap_and_redispatch,
                           interval=conf.programming.reap_interval)
@@ -77,10 +80,6 @@ class ConductorService(rpc_loop.RpcLoop):
                           interval=conf.cleaning.reap_interval)
         self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
-
-    def _mark_silent_agents_down(self):
-        return liveness.mark_silent_down(self.manager.publisher,
-                                         self.conf.conductor.agent_down_time)
 
     def _publisher(self):
         """The configured sinks; failed publishes are retried

@@ -400,6 +400,14 @@ class Cluster:
                                     rp['uuid'], by_uuid[rp['uuid']]['name']))
         return sorted(found, key=lambda r: (r.host, r.name))
 
+    def region_per_card(self):
+        """[Region] one per card (its region0): regions that never share a
+        PCI function, so binds to them do not exclude each other."""
+        regions = [r for r in self.region_rps()
+                   if r.name.endswith('_region0')]
+        assert len(regions) == len(self.agent_hosts) * self.cards
+        return regions
+
     def reserved_regions(self):
         """[Region] whose FPGA Placement holds back (reserved > 0)."""
         return [r for r in self.region_rps()

@@ -40,7 +40,7 @@ def _waiting(cluster, log_from):
 
 def test_kill9_conductor_holding_binds(cluster, arq_cleanup):
     bitstream = cluster.upload_bitstream('mh-kill-cond', AFU, 'public')
-    regions = cluster.region_rps()[:6]
+    regions = cluster.region_per_card()
     cluster.create_profile('mh-kill-cond',
                            extra={'accel:bitstream_id': bitstream})
     arqs = cluster.create_arqs('mh-kill-cond', count=len(regions))

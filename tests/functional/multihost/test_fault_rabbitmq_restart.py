@@ -49,8 +49,10 @@ def test_services_reconnect_after_broker_restart(cluster, arq_cleanup):
 
 
 def _aimed(cluster, profile, count):
-    """``count`` new ARQs, each aimed at its own free region."""
-    regions = cluster.region_rps()[:count]
+    """``count`` new ARQs, each aimed at its own free region (one per
+    card: sibling regions share the card's PF)."""
+    regions = cluster.region_per_card()[:count]
+    assert len(regions) == count
     cluster.create_profile(profile)
     arqs = cluster.create_arqs(profile, count=count)
     return {a['uuid']: r for a, r in zip(arqs, regions)}
@@ -133,7 +135,7 @@ def test_bind_burst_across_a_broker_restart_ends_all_bound(cluster,
                                                            arq_cleanup):
     """Binds keep coming while RabbitMQ stops and starts again: none is
     lost, none is failed, each region is bound once."""
-    aimed = _aimed(cluster, 'mh-rabbit-burst', 10)
+    aimed = _aimed(cluster, 'mh-rabbit-burst', 6)
     arq_cleanup.extend(aimed)
     gate = threading.Semaphore(0)
     threads, errors = _bind_all(cluster, aimed, before_each=gate.acquire)

@@ -197,7 +197,8 @@ def _bind_sibling(region):
     bind workflow runs it (the availability predicate as refusal)."""
     from cyborg_lite.objects import host_inventory
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+                                             'cond-test')
     assert not refused
     return started, lambda: arqs_db.finish_bind(
         started, region['deployable_id'], region['deployable_uuid'],
