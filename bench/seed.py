@@ -107,6 +107,42 @@ def seed_ours(url, n):
             'created_at': now} for i, r in zip(ids, data)])
 
 
+def seed_ours_arqs(url, n, project_id):
+    """``n`` ARQs of one profile in ``project_id`` over the cards of
+    ``seed_ours(url, n)``: the even ones Bound to card i's attach handle
+    (marked in use), the odd ones Initial, so that a list shows both
+    forms of the handle fields."""
+    import sqlalchemy as sa
+
+    from cyborg_lite.db import models
+    from cyborg_lite.db import session
+    now = models.utcnow()
+    with session.writer(url) as s:
+        profile = s.execute(sa.insert(models.DeviceProfile).values(
+            uuid=_uuid('profile', 0), name='bench-list', created_at=now,
+            profile_json=json.dumps([{'resources:FPGA': '1'}]))
+            .returning(models.DeviceProfile.id)).scalar_one()
+        arqs = []
+        for i, r in enumerate(rows(n)):
+            arq = {'uuid': _uuid('arq', i), 'project_id': project_id,
+                   'device_profile_id': profile, 'device_profile_group_id': 0,
+                   'state': 'Initial', 'hostname': None,
+                   'device_rp_uuid': None, 'instance_uuid': None,
+                   'attach_handle_id': None, 'deployable_id': None,
+                   'version': 1, 'created_at': now}
+            if i % 2 == 0:
+                arq.update(state='Bound', hostname=r['hostname'],
+                           device_rp_uuid=r['rp_uuid'],
+                           instance_uuid=_uuid('instance', i),
+                           attach_handle_id=i + 1, deployable_id=i + 1)
+            arqs.append(arq)
+        s.execute(sa.insert(models.AcceleratorRequest), arqs)
+        s.execute(sa.update(models.AttachHandle)
+                  .where(models.AttachHandle.id.in_(
+                      sa.select(models.AcceleratorRequest.attach_handle_id)))
+                  .values(in_use=True))
+
+
 def seed_cyborg(path, n):
     """Insert into Cyborg 17's schema (after cyborg-dbsync upgrade)."""
     now = datetime.datetime.utcnow().isoformat(sep=' ')

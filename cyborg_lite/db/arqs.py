@@ -83,15 +83,41 @@ def create_arqs(profile, groups, project_id, group_ids):
     return new
 
 
-def list_arqs(visible_to, instance_uuid=None, states=None, **page):
-    stmt = _visible(_select(), visible_to)
+def _listing(stmt, visible_to, instance_uuid, states, page, plain=False):
+    stmt = _visible(stmt, visible_to)
     if instance_uuid is not None:
         stmt = stmt.where(ARQ.instance_uuid == instance_uuid)
     if states is not None:
         stmt = stmt.where(ARQ.state.in_(states))
     with session.reader() as s:
-        rows = pagination.paginate(s, stmt, ARQ, **page)
-    return [ARQView(*row) for row in rows]
+        return pagination.paginate(s, stmt, ARQ, plain=plain, **page)
+
+
+def list_arqs(visible_to, instance_uuid=None, states=None, **page):
+    return [ARQView(*row) for row in
+            _listing(_select(), visible_to, instance_uuid, states, page)]
+
+
+def list_arq_rows(names, href_prefix, visible_to, instance_uuid=None,
+                  states=None, **page):
+    """list_arqs' page as the driver's tuples of ``names``
+    (pagination.list_columns; also ``device_profile_name`` and the attach
+    handle's ``attach_handle_type`` ('' while unbound, as Cyborg shows
+    it), ``attach_handle_uuid`` and ``attach_handle_info`` (its JSON
+    text))."""
+    handle = models.AttachHandle
+    extra = {'device_profile_name': models.DeviceProfile.name,
+             'attach_handle_type': sa.func.coalesce(handle.attach_type, ''),
+             'attach_handle_uuid': handle.uuid,
+             'attach_handle_info': handle.attach_info}
+    stmt = (sa.select(*pagination.list_columns(ARQ, names, href_prefix,
+                                               extra))
+            .select_from(ARQ)
+            .join(models.DeviceProfile,
+                  models.DeviceProfile.id == ARQ.device_profile_id)
+            .outerjoin(handle, handle.id == ARQ.attach_handle_id))
+    return _listing(stmt, visible_to, instance_uuid, states, page,
+                    plain=True)
 
 
 def get_arqs(visible_to, uuids):

@@ -1,6 +1,8 @@
 """/v2/deployables: the schedulable parts of devices (read only)."""
+import functools
 import json
 
+from cyborg_lite.api import json_list
 from cyborg_lite.api.policies import deployables as policies
 from cyborg_lite.api.schemas import deployables as schemas
 from cyborg_lite.api import utils
@@ -9,6 +11,12 @@ from cyborg_lite.db import deployables as db
 
 FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
            'function_id')
+
+
+@functools.lru_cache(maxsize=1024)
+def _attributes_list(pairs):
+    # NOTE: cached: the regions of one model list the same attributes.
+    return json.dumps([{k: v} for k, v in pairs])
 
 
 def view(req, deployable, attributes):
@@ -21,7 +29,7 @@ def view(req, deployable, attributes):
         'root_id': deployable.root_id,
         'device_id': deployable.device_id,
         'num_accelerators': deployable.num_accelerators,
-        'attributes_list': json.dumps([{k: v} for k, v in attributes]),
+        'attributes_list': _attributes_list(tuple(attributes)),
         'rp_uuid': deployable.rp_uuid,
         'driver_name': deployable.driver_name,
         'bitstream_id': deployable.bitstream_id,
@@ -36,17 +44,37 @@ def view(req, deployable, attributes):
     return body
 
 
+LIST_FORMAT = json_list.RowFormat(
+    ['uuid', 'name', 'parent_id', 'root_id', 'device_id', 'num_accelerators',
+     'attributes_list', 'rp_uuid', 'driver_name', 'bitstream_id',
+     'region_type', 'function_id', 'function_name', 'local_memory_mb',
+     'links', 'created_at', 'updated_at'],
+    {'links': utils.LINK_TEMPLATE}, raw=['attributes_list'])
+
+
+@functools.lru_cache(maxsize=1024)
+def _attributes_list_json(pairs):
+    return json.dumps(_attributes_list(pairs))
+
+
 def list_deployables(req):
+    """The same body as ``view`` of each deployable, encoded in bulk
+    (api/json_list.py)."""
     utils.authorize(req, policies.GET_ALL)
     params = utils.query(req, schemas.LIST_QUERY)
     filters = {k: params[k] for k in FILTERS if k in params}
     if 'device_id' in filters:
         filters['device_id'] = int(filters['device_id'])
     page = utils.page(params)
-    rows = db.list_deployables(filters, **page)
-    return utils.response(utils.collection(
-        'deployables', [view(req, d, a) for d, a in rows], req,
-        'deployables', page['limit']))
+    rows, attributes = db.list_deployable_rows(
+        utils.list_names(LIST_FORMAT) + ('id',),
+        utils.href_prefix(req, 'deployables'), filters, **page)
+    raw = {'attributes_list': [
+        _attributes_list_json(tuple(attributes.get(row[-1], ())))
+        for row in rows]}
+    return utils.collection_response(
+        'deployables', LIST_FORMAT.encode(rows, raw), rows, req,
+        'deployables', page['limit'])
 
 
 def show_deployable(req, uuid):
