@@ -256,11 +256,15 @@ def collection_response(key, items_json, rows, req, resource, limit):
     (api/json_list.py): ``items_json`` the objects of the list, without
     brackets, from ``rows`` whose first value is the uuid. The same bytes
     as ``response(collection(...))`` of the same items."""
-    text = '{%s: [%s]' % (json.dumps(key), items_json)
+    tail = ']'
     if rows and len(rows) == limit:
-        text += ', %s: %s' % (json.dumps(key + '_links'), json.dumps(
+        tail += ', %s: %s' % (json.dumps(key + '_links'), json.dumps(
             _next_links(req, resource, limit, rows[-1][0])))
+    # NOTE: the items are megabytes; they are not copied into one string.
+    parts = [('{%s: [' % json.dumps(key)).encode('ascii'),
+             items_json.encode('ascii'), (tail + '}').encode('ascii')]
     resp = webob.Response(status=200, charset=None)
     resp.content_type = JSON
-    resp.body = (text + '}').encode('ascii')
+    resp.app_iter = parts
+    resp.content_length = sum(len(part) for part in parts)
     return resp

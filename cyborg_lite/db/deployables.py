@@ -50,7 +50,8 @@ def list_deployable_rows(names, href_prefix, filters=None, **page):
                 models.Attribute.value)
                 .where(models.Attribute.deployable_id.in_(
                     pagination.ids_of_page(page_stmt, dep)))
-                .order_by(models.Attribute.key)):
+                .order_by(models.Attribute.deployable_id,
+                          models.Attribute.key)):
             attributes[dep_id].append((key, value))
         return rows, attributes
 
