@@ -14,6 +14,7 @@ pipe reaches end of file (the kernel closes it with the parent). A pipe,
 not prctl(PR_SET_PDEATHSIG): that fires when the *thread* that started
 the child ends, which need not be the parent's end.
 """
+import json
 import os
 import shutil
 import socket
@@ -52,8 +53,12 @@ def free_port():
 class PlacementServer:
     """Start/stop/restart one Placement process; ``endpoint`` is its URL."""
 
-    def __init__(self, port=None, basedir=None):
+    def __init__(self, port=None, basedir=None, policy=None):
+        """``policy``: {rule: check string} overriding Placement's default
+        policy (e.g. letting the admin token reshape, as a deployment
+        whose Cyborg user has the service role)."""
         self.port = port or free_port()
+        self.policy = dict(policy or {})
         self._own_dir = basedir is None
         self.basedir = basedir or tempfile.mkdtemp(prefix='placement-')
         self.db_path = os.path.join(self.basedir, 'placement.sqlite')
@@ -64,12 +69,17 @@ class PlacementServer:
     def start(self, timeout=60.0):
         if self._proc is not None:
             return self
+        argv = [sys.executable, '-m', 'cyborg_lite.common.placement_server',
+                str(self.port), self.db_path]
+        if self.policy:
+            policy_path = os.path.join(self.basedir, 'policy.json')
+            with open(policy_path, 'w') as f:
+                json.dump(self.policy, f)
+            argv.append(policy_path)
         log = open(self.log_path, 'ab')
         try:
             # stdin: the pipe whose end tells the child we are gone.
-            self._proc = subprocess.Popen(
-                [sys.executable, '-m', 'cyborg_lite.common.placement_server',
-                 str(self.port), self.db_path], cwd=self.basedir,
+            self._proc = subprocess.Popen(argv, cwd=self.basedir,
                 stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
@@ -140,9 +150,10 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         pass
 
 
-def build_app(db_path):
+def build_app(db_path, policy_path=None):
     """The Placement WSGI app on ``db_path``; runs in the child only."""
     from oslo_config import cfg
+    from oslo_policy import opts as policy_opts
     from placement import conf as placement_conf
     from placement import db_api
     from placement import deploy
@@ -154,6 +165,8 @@ def build_app(db_path):
     conf.set_default('sync_on_startup', True, group='placement_database')
     conf([], project='placement', default_config_files=[])
     conf.set_override('auth_strategy', 'noauth2', group='api')
+    if policy_path:
+        policy_opts.set_defaults(conf, policy_file=policy_path)
     db_api.configure(conf)
     return deploy.loadapp(conf)
 
@@ -170,7 +183,7 @@ def _exit_with_parent(pipe):
 def main(argv):
     port, db_path = int(argv[1]), argv[2]
     _exit_with_parent(sys.stdin.buffer)
-    app = build_app(db_path)
+    app = build_app(db_path, argv[3] if len(argv) > 3 else None)
     server = simple_server.make_server(
         '127.0.0.1', port, app, server_class=_ThreadingWSGIServer,
         handler_class=_QuietHandler)
