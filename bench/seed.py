@@ -150,14 +150,21 @@ def seed_cyborg(path, n):
     ids = range(1, n + 1)
     db = sqlite3.connect(path)
     try:
+        # NOTE: the openstack-cyborg 17.0.0 on the package index has a
+        # devices.device_state column; its conductor backfills NULLs one
+        # device at a time at start-up (minutes for 10,000), so the seed
+        # writes what that backfill would: 'available' (no handle in use).
+        columns = {row[1] for row in db.execute('PRAGMA table_info(devices)')}
+        state = ['device_state'] if 'device_state' in columns else []
         with db:
             db.executemany(
                 'INSERT INTO devices (id, uuid, type, vendor, model, '
                 'std_board_info, vendor_board_info, hostname, status, '
-                'created_at) VALUES (?,?,?,?,?,?,?,?,?,?)',
+                'created_at%s) VALUES (?,?,?,?,?,?,?,?,?,?%s)'
+                % (''.join(', ' + c for c in state), ',?' * len(state)),
                 [(i, r['device_uuid'], 'FPGA', VENDOR, MODEL,
                   r['std_board_info'], r['vendor_board_info'],
-                  r['hostname'], 'enabled', now)
+                  r['hostname'], 'enabled', now) + ('available',) * len(state)
                  for i, r in zip(ids, data)])
             db.executemany(
                 'INSERT INTO controlpath_ids (id, uuid, device_id, '

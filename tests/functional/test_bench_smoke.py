@@ -110,3 +110,20 @@ def test_list_limit_bench_tiny(tmp_path):
         assert entry['rows'] == 20
         assert entry['ratio_of_medians'] > 0
         assert entry['ours_ms']['min'] <= entry['ours_ms']['median']
+
+
+@pytest.mark.postgresql
+def test_scale_out_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'scale_out', '--devices', '8', '--requests',
+                    '6', '--list-requests', '2', '--workers', '1,2',
+                    '--concurrency', '2')
+
+    assert result['bench'] == 'scale_out'
+    assert set(result['workers']) == {'1', '2'}
+    for routes in result['workers'].values():
+        assert set(routes) == {'list_devices', 'show_device',
+                               'create_profile', 'create_arq'}
+        for entry in routes.values():
+            assert entry['errors'] == 0 and entry['requests'] > 0
+            assert set(entry['cores_busy']) == {
+                'api', 'db', 'load_generator', 'machine'}
