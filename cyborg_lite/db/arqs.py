@@ -70,17 +70,18 @@ def create_arqs(profile, groups, project_id, group_ids):
     # Sizes such as CUSTOM_FPGA_LOCAL_MEMORY_MB qualify an accelerator,
     # they are not one (common/resources.py).
     counts = [resources.accelerator_count(group) for group in groups]
-    new = []
-    with session.writer() as s:
-        for group_id in group_ids:
-            for _ in range(counts[group_id]):
-                arq = ARQ(
-                    uuid=str(uuidlib.uuid4()), project_id=project_id,
-                    state='Initial', device_profile_id=profile.id,
-                    device_profile_group_id=group_id)
-                s.add(arq)
-                new.append(ARQView(arq, profile.name, None))
-    return new
+    now = models.utcnow()
+    rows = [{'uuid': str(uuidlib.uuid4()), 'project_id': project_id,
+             'state': 'Initial', 'device_profile_id': profile.id,
+             'device_profile_group_id': group_id, 'version': 1,
+             'created_at': now}
+            for group_id in group_ids for _ in range(counts[group_id])]
+    if rows:
+        with session.writer() as s:
+            # NOTE: a Core INSERT: the ORM's unit of work for these new
+            # rows was a third of the request's time.
+            s.execute(sa.insert(ARQ.__table__), rows)
+    return [ARQView(ARQ(**row), profile.name, None) for row in rows]
 
 
 def _listing(stmt, visible_to, instance_uuid, states, page, plain=False):

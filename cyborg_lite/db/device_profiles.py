@@ -34,13 +34,20 @@ def groups_of(profile):
 
 def create_profile(name, groups, description=None, project_id=None,
                    uuid=None):
+    """The new profile, a transient row object (without ``id``)."""
     profile = models.DeviceProfile(
         uuid=uuid or str(uuidlib.uuid4()), name=name,
         description=description, project_id=project_id,
-        profile_json=json.dumps(groups, sort_keys=True))
+        profile_json=json.dumps(groups, sort_keys=True),
+        created_at=models.utcnow())
+    table = models.DeviceProfile.__table__
     try:
         with session.writer() as s:
-            s.add(profile)
+            # NOTE: a Core INSERT: the ORM's unit of work for one object
+            # was a third of the request's time.
+            s.execute(sa.insert(table), [{
+                c.key: getattr(profile, c.key) for c in table.columns
+                if c.key != 'id'}])
     except sa_exc.IntegrityError:
         # NOTE: name and uuid are both unique; say which one clashed.
         with session.reader() as s:
