@@ -111,9 +111,14 @@ class Reporter:
     # -- reading ---------------------------------------------------------
 
     def find_root(self, hostname, create=False):
+        return self._find_root(hostname, create)[0]
+
+    def _find_root(self, hostname, create):
+        """(root uuid, the tree's listing when we just made it, else
+        None)."""
         found = self.client.get('/resource_providers?name=%s' % _q(hostname))
         if found['resource_providers']:
-            return found['resource_providers'][0]['uuid']
+            return found['resource_providers'][0]['uuid'], None
         if not create:
             raise exception.ComputeNodeNotFound(hostname=hostname)
         try:
@@ -121,9 +126,11 @@ class Reporter:
                 'name': hostname, 'uuid': tree_mod.rp_uuid(hostname)})
         except exception.PlacementConflict:
             # Another conductor created it a moment ago.
-            return self.find_root(hostname, create=False)
+            return self._find_root(hostname, create=False)
         LOG.info('Created compute node resource provider %s', hostname)
-        return body['uuid']
+        # NOTE: a new root is a tree of one: the provider POST answered
+        # with is what listing the tree would show.
+        return body['uuid'], [body]
 
     def list_tree(self, root_uuid):
         return self.client.get('/resource_providers?in_tree=%s'
@@ -136,7 +143,7 @@ class Reporter:
         """
         if everything is None:
             everything = self.list_tree(root_uuid)
-        owned = self._known_owners(everything, wanted_uuids)
+        owned = self._known_owners(root_uuid, everything, wanted_uuids)
         if owned is None:
             owned = {rp['uuid'] for rp in self.client.get(
                 '/resource_providers?in_tree=%s&required=%s'
@@ -152,14 +159,19 @@ class Reporter:
                     self._read_provider(rp)
         return current
 
-    def _known_owners(self, everything, wanted_uuids):
+    def _known_owners(self, root_uuid, everything, wanted_uuids):
         """Our providers among the unwanted listed ones, if every one of
-        them is remembered at its listed generation; else None."""
+        them is remembered at its listed generation; else None. The
+        compute node is never ours (we may create it, never own it), so a
+        tree of the root alone needs no owner listing."""
+        if all(rp['uuid'] in wanted_uuids or rp['uuid'] == root_uuid
+               for rp in everything):
+            return set()
         if not self.cache:
             return None
         owned = set()
         for rp in everything:
-            if rp['uuid'] in wanted_uuids:
+            if rp['uuid'] in wanted_uuids or rp['uuid'] == root_uuid:
                 continue
             if self._foreign.get(rp['uuid']) == rp['generation']:
                 continue
@@ -200,10 +212,10 @@ class Reporter:
                    for rp in everything):
                 return root, everything
             del self._roots[hostname]
-        root = self.find_root(hostname, create)
+        root, listing = self._find_root(hostname, create)
         if self.cache:
             self._roots[hostname] = root
-        return root, None
+        return root, listing
 
     def _read_provider(self, rp):
         url = '/resource_providers/%s' % rp['uuid']
