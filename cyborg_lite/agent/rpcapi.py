@@ -10,6 +10,9 @@ API version history:
 * 1.1 - program_region(job): cast; run one programming job (the dict of
         conductor/programming.agent_job) in the background, reporting
         back with ConductorAPI.job_progress / job_heartbeat.
+* 1.2 - clean_region(request): cast; wipe one deployable between tenants
+        (the dict of conductor/cleaning.agent_request) in the background,
+        reporting back with ConductorAPI.cleaning_progress.
 
 Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
 method with the same name on agent.manager.AgentManager.
@@ -18,16 +21,23 @@ from cyborg_lite.common import rpc
 
 
 class AgentAPI:
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.2'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
                                      timeout=timeout)
 
     def request_report(self, ctxt, hostname):
-        cctxt = self.client.prepare(server=hostname, version='1.0')
+        cctxt = self.client.prepare(server=hostname, version='1.0',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
         cctxt.cast(ctxt, 'request_report')
 
     def program_region(self, ctxt, hostname, job):
-        cctxt = self.client.prepare(server=hostname, version='1.1')
+        cctxt = self.client.prepare(server=hostname, version='1.1',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
         cctxt.cast(ctxt, 'program_region', job=job)
+
+    def clean_region(self, ctxt, hostname, request):
+        cctxt = self.client.prepare(server=hostname, version='1.2',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
+        cctxt.cast(ctxt, 'clean_region', request=request)

@@ -27,6 +27,14 @@ class CyborgLiteException(Exception):
         return self.message
 
 
+def error_text(exc):
+    """What to tell a peer of a failure: our message, or the type and
+    text of anything else."""
+    if isinstance(exc, CyborgLiteException):
+        return exc.format_message()
+    return '%s: %s' % (type(exc).__name__, exc)
+
+
 # --- generic -------------------------------------------------------------
 
 class Invalid(CyborgLiteException):
@@ -59,6 +67,13 @@ class DatabaseURLError(ConfigError):
     msg_fmt = ('Unsupported database URL %(url)r: %(reason)s. Use sqlite:///'
                'path, postgresql://user:password@host/db or '
                'mysql+pymysql://user:password@host/db.')
+
+
+class DatabaseUnavailable(CyborgLiteException):
+    """The database cannot be reached (refused, disconnected); the detail
+    is in the service's log, never in what a caller is shown."""
+    msg_fmt = 'The database is unavailable; try again later.'
+    code = 503
 
 
 class StaleObject(Conflict):
@@ -126,6 +141,13 @@ class RegionBusy(Conflict):
 class JobStateConflict(Conflict):
     msg_fmt = ('Programming job %(uuid)s is %(state)s; %(action)s needs one '
                'of: %(expected)s.')
+
+
+class CleaningConflict(Conflict):
+    """An agent's report of a cleaning try that is no longer current."""
+    msg_fmt = ('Cleaning try %(try_uuid)s of deployable %(uuid)s is no '
+               'longer current (the deployable is %(state)s); %(action)s '
+               'is refused.')
 
 
 # --- placement (helper) ---------------------------------------------------

@@ -2,7 +2,7 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py), so this class stays a table
+(report.py, bind.py, programming.py, cleaning.py), so this class stays a table
 of contents.
 """
 import oslo_messaging as messaging
@@ -10,6 +10,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
@@ -17,19 +18,22 @@ from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
 
-# What a programming call may refuse with; sent back as the caller's error
-# without a traceback in the conductor's log.
+# A database outage is sent back to the caller without a traceback in
+# the conductor's log: db/session.py's outage log has said it, once.
+_OUTAGE = (exception.DatabaseUnavailable,)
+# What a programming or cleaning call may refuse with; sent back as the
+# caller's error without a traceback in the conductor's log.
 _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
-                     exception.Conflict, exception.Forbidden)
+                     exception.Conflict, exception.Forbidden) + _OUTAGE
 
 
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.5')
 
     def __init__(self, host, after_report=None, programming=None,
-                 publisher=None):
+                 publisher=None, cleaning=None):
         self.host = host
         # Serves db/publish_requests: hosts whose offer changed outside a
         # report (a shared function bound or freed, a device disabled, an
@@ -43,9 +47,12 @@ class ConductorManager:
         # The same hook follows a succeeded programming job.
         self.programming = programming or programming_mod.ProgrammingFlow(
             after_success=after_report)
+        # And every cleaning move that changes what a host offers.
+        self.cleaning = cleaning or cleaning_mod.CleaningFlow(
+            after_change=after_report)
 
     @messaging.expected_exceptions(exception.InvalidReport,
-                                   exception.ReportConflict)
+                                   exception.ReportConflict, *_OUTAGE)
     def report(self, ctxt, hostname, driver_reports):
         ack = report.handle_report(hostname, driver_reports)
         if ack['changed'] and self.after_report is not None:
@@ -56,15 +63,20 @@ class ConductorManager:
                               hostname)
         return ack
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        results = bind.bind_arqs(ctxt, bindings)
+        results = bind.bind_arqs(ctxt, bindings, conductor=self.host)
         # A bind on a function sibling regions share hides them.
         self._publish_requested()
         return results
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):
+        # NOTE: read first: the unbind clears which region each ARQ held.
+        hosts = self.cleaning.hosts_of(arq_uuids)
         results = bind.unbind_arqs(ctxt, arq_uuids)
+        self.cleaning.start(hosts)
         self._publish_requested()
         return results
 
@@ -78,7 +90,7 @@ class ConductorManager:
 
     # --- availability (1.3), see liveness.py and db/publish_requests.py -
 
-    @messaging.expected_exceptions(exception.Invalid)
+    @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
     def agent_heartbeat(self, ctxt, hostname):
         return liveness.heartbeat(hostname, self.publisher)
 
@@ -100,14 +112,29 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_progress(self, ctxt, job_uuid, state, error=None,
-                     function_id=None, function_name=None):
+                     function_id=None, function_name=None, try_number=None):
         return self.programming.progress(job_uuid, state, error=error,
                                          function_id=function_id,
-                                         function_name=function_name)
+                                         function_name=function_name,
+                                         try_number=try_number)
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
-    def job_heartbeat(self, ctxt, job_uuid, hostname):
-        return self.programming.heartbeat(job_uuid, hostname)
+    def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):
+        return self.programming.heartbeat(job_uuid, hostname, try_number)
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def agent_started(self, ctxt, hostname):
-        return self.programming.agent_started(hostname)
+        result = self.programming.agent_started(hostname)
+        result['cleaning'] = self.cleaning.agent_started(hostname)
+        return result
+
+    # --- secure cleanup between tenants (1.4), see cleaning.py ----------
+
+    def start_cleaning(self, ctxt, hostnames):
+        return self.cleaning.start(hostnames)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
+                                      error=error)

@@ -29,6 +29,8 @@ BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
 BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
 JOB_STATES = states.JOB.states
+JOB_TRY_OUTCOMES = states.JOB_TRY_OUTCOMES
+DEVICE_STATES = states.DEVICE.states
 AGENT_STATES = ('up', 'down')
 
 NAMING_CONVENTION = {
@@ -142,6 +144,30 @@ class Deployable(IdMixin, VersionedMixin, Base):
     function_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     local_memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer,
                                                          default=0)
+    # Secure cleanup between tenants: common/states.DEVICE (Cyborg 17 keeps
+    # its device_state on devices; a region is what one tenant holds).
+    # Only db/cleaning.py's conditional UPDATEs write these, on the state
+    # they decided on and without bumping ``version``, so an agent report
+    # flushing the same row never conflicts with a clean.
+    device_state: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_STATES, 'device_state'), default='available',
+        server_default='available', index=True)
+    # The database's time of the last move, or of the cleaning agent's
+    # last heartbeat (what the reaper compares with).
+    device_state_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # The current cleaning try; an agent's report names it, and a report
+    # of an older try is refused.
+    cleaning_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # When the agent began that try (its first heartbeat); None while no
+    # live agent runs it: such a try never counts as one.
+    cleaning_started_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # Tries abandoned (their agent died) since the region was released.
+    cleaning_attempts: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default='0')
+    # Why the last clean failed, for the operator.
+    cleaning_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class Attribute(IdMixin, Base):
@@ -216,6 +242,14 @@ class AcceleratorRequest(IdMixin, VersionedMixin, Base):
         sa.ForeignKey('deployables.id', ondelete='SET NULL'))
     bind_started_at: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(sa.DateTime)
+    # When the bind was last cast to the conductors, and when and by which
+    # conductor it was taken: a bind nobody took was lost on its way and is
+    # sent again; one taken and left is failed (conductor/bind.py).
+    bind_dispatched_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    bind_taken_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    bind_taken_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     # Why the last bind failed, shown to the user.
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
@@ -279,6 +313,28 @@ class ProgrammingJob(IdMixin, VersionedMixin, Base):
     heartbeat_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
     finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+
+class ProgrammingJobTry(Base):
+    """One try of a programming job: an agent took the job (its first
+    report) and the try ended one way or another."""
+    __tablename__ = 'programming_job_tries'
+    __table_args__ = (sa.UniqueConstraint('job_id', 'number'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    job_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('programming_jobs.id', ondelete='CASCADE'))
+    # 1 for the first try; the job's ``attempts`` is the latest number.
+    number: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    outcome: orm.Mapped[str] = orm.mapped_column(
+        _enum(JOB_TRY_OUTCOMES, 'job_try_outcome'), default='running')
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    started_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False)
+    ended_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
 
 

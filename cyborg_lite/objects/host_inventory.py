@@ -17,6 +17,7 @@ its locks (``region_refusal``, given to db/arqs.finish_bind).
 import dataclasses
 import json
 
+from cyborg_lite.common import states
 from cyborg_lite.db import devices as devices_db
 
 
@@ -46,6 +47,7 @@ class DeployableView:
     bitstream_id: str | None = None
     attributes: tuple = ()  # (key, value) pairs other than rc and traits
     attach_handles: tuple = ()
+    device_state: str = 'available'   # common/states.DEVICE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +86,10 @@ def _shared_function_in_use(deployable):
     return bool(free) and all(h.held_by is not None for h in free)
 
 
+# A device_state that keeps a deployable from schedulers, named as a
+# reason where the state's own name would be unclear.
+_CLEANING_REASON = {'error': 'cleaning_failed'}
+
 # The reasons, in the order they are reported: (name, what it means,
 # test(device, deployable or None)). A deployable-level test is given
 # deployable None when the device as a whole is asked about. Add a
@@ -98,7 +104,13 @@ _RULES = (
     ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
      'through a sibling deployable that shares it',
      lambda dev, dep: dep is not None and _shared_function_in_use(dep)),
-)
+) + tuple(
+    # The wipe after its last tenant (common/states.DEVICE): waiting,
+    # running, or failed until an operator cleans it again.
+    (_CLEANING_REASON.get(state, state), why,
+     lambda dev, dep, state=state: dep is not None and
+     dep.device_state == state)
+    for state, why in states.DEVICE_UNSCHEDULABLE_WHY.items())
 REASONS = {name: meaning for name, meaning, _test in _RULES}
 
 
@@ -148,7 +160,8 @@ def _deployable_view(dep, attrs, handles, blocked):
         bitstream_id=dep.bitstream_id,
         attributes=tuple((k, v) for k, v in sorted(attrs.items())
                          if k != 'rc' and not _is_trait_key(k)),
-        attach_handles=tuple(_handle_view(h, blocked) for h in handles))
+        attach_handles=tuple(_handle_view(h, blocked) for h in handles),
+        device_state=dep.device_state)
 
 
 def device_view(dev, deployables=(), agent_state=None):

@@ -81,12 +81,13 @@ def test_unknown_device_type_lists_nothing(pg_app):
         b'{"devices": []}'
 
 
-def test_deployable_list_is_the_deployable_views(pg_app):
+@pytest.mark.parametrize('version', ['2.0', '2.5'])
+def test_deployable_list_is_the_deployable_views(pg_app, version):
     device = add_device()
     add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
     add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
     add_deployable(device)
-    _assert_list_is_the_views(pg_app, 'deployables', 'deployables', '2.0')
+    _assert_list_is_the_views(pg_app, 'deployables', 'deployables', version)
 
 
 @pytest.mark.parametrize('version', ['2.0', '2.1'])

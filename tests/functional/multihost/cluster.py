@@ -10,11 +10,17 @@ scripts, on loopback and in one temp dir:
 * ``cyborg-lite-api`` (gunicorn), N ``cyborg-lite-conductor`` with distinct
   ``[DEFAULT]host`` and M ``cyborg-lite-agent``, each agent with its own
   host name, state path and fake FPGA tree (``[fake_driver]state_dir``).
+  Agents download bitstream images from the API (``[agent] image_source
+  = http``), as on hosts that do not share the API's bitstream store:
+  their own ``store_dir`` is empty.
 
 One config file per service (``<name>.conf`` in the temp dir), as on real
 hosts. Each process is started in its own session and stopped by its PID
 (SIGTERM to its process group, SIGKILL after a grace period); ``kill9``
-sends SIGKILL to one process, as a crash or a pulled plug would.
+sends SIGKILL to one process, as a crash or a pulled plug would;
+``pause``/``resume`` SIGSTOP/SIGCONT one (a process that hangs).
+PostgreSQL and RabbitMQ can be stopped and started again on the same
+port with their data (``stop_database``, ``restart_rabbitmq``).
 """
 import collections
 import configparser
@@ -37,13 +43,17 @@ REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
 REGION_MEMORY_MB = 4096
 ACCEL = {'OpenStack-API-Version': 'accelerator 2.3',
          'Content-Type': 'application/json'}
+V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
 PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
              'OpenStack-API-Version': 'placement 1.39',
              'Content-Type': 'application/json'}
 RESOLVED = ('Bound', 'BindFailed')
 
-# Short intervals so faults resolve in seconds, not minutes.
-BIND_TIMEOUT = 8
+# Short intervals so faults resolve in seconds, not minutes. A bind no
+# conductor took is sent again after BIND_RESEND s, well before the
+# BIND_TIMEOUT that fails a bind a conductor took and left.
+BIND_TIMEOUT = 20
+BIND_RESEND = 2
 REAP_INTERVAL = 1
 REPORT_INTERVAL = 1
 HEARTBEAT_INTERVAL = 1
@@ -76,6 +86,25 @@ class Service:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        """SIGSTOP the process group: it hangs, holding its connections."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def log_size(self):
+        """Where the log ends now (``read_log_since`` reads from there)."""
+        try:
+            return os.path.getsize(self.log_path)
+        except OSError:
+            return 0
+
+    def read_log_since(self, offset):
+        with open(self.log_path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode('utf-8', 'replace')
 
     def kill9(self):
         """SIGKILL this process only (not its children), then reap it."""
@@ -188,6 +217,9 @@ class Cluster:
         statuses = {}
         for name in reversed(list(self.services)):
             statuses[name] = self.services[name].stop()
+        # Kept for the report of a service that did not stop cleanly.
+        self.final_logs = {n: self.services[n].read_log(20000)
+                           for n, status in statuses.items() if status}
         if self._engine is not None:
             self._engine.dispose()
         self.session.close()
@@ -222,10 +254,13 @@ class Cluster:
             'bitstreams': {'store_dir': os.path.join(self.basedir,
                                                      'bitstreams')},
             'arq': {'bind_timeout': BIND_TIMEOUT,
+                    'bind_resend_interval': BIND_RESEND,
                     'reap_interval': REAP_INTERVAL},
             'programming': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
                             'reap_interval': 1, 'max_attempts': 2,
                             'bind_wait_timeout': BIND_TIMEOUT - 2},
+            'cleaning': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
+                         'reap_interval': 1},
         }
 
     def _write_configs(self):
@@ -246,24 +281,34 @@ class Cluster:
                            'auth_strategy': 'noauth'}
         _write_conf(self.conf_path('api'), sections)
         for host in self.agent_hosts:
-            sections = self._common(host)
-            sections['agent'] = {'enabled_drivers': 'fake',
-                                 'rpc_timeout': 5,
-                                 'heartbeat_interval': HEARTBEAT_INTERVAL}
-            if self.report_interval is not None:
-                sections['agent']['report_interval'] = self.report_interval
-            if self.full_report_every is not None:
-                sections['agent']['full_report_every'] = \
-                    self.full_report_every
-            sections['fake_driver'] = {
-                'num_cards': self.cards, 'regions_per_card': self.regions,
-                'local_memory_mb': REGION_MEMORY_MB,
-                'region_types': REGION_TYPE,
-                'program_delay': self.program_delay,
-                'state_dir': os.path.join(self.basedir, host, 'fake_fpga')}
-            _write_conf(self.conf_path(host), sections)
+            self.write_agent_conf(host)
         _write_conf(self.conf_path('dbsync'),
                     {'DEFAULT': {}, 'database': {'connection': self.db_url}})
+
+    def write_agent_conf(self, host, **fake_driver):
+        """The agent's config file, with [fake_driver] ``fake_driver``
+        overriding the cluster's (read at the agent's next start)."""
+        sections = self._common(host)
+        sections['agent'] = {'enabled_drivers': 'fake', 'rpc_timeout': 5,
+                             'heartbeat_interval': HEARTBEAT_INTERVAL,
+                             'image_source': 'http'}
+        # docs/deployment.md's agent on another host (noauth API).
+        sections['image_api'] = {
+            'endpoint_override': 'http://127.0.0.1:%d' % self.api_port}
+        sections['bitstreams'] = {'store_dir': os.path.join(
+            self.basedir, host, 'no-shared-store')}
+        if self.report_interval is not None:
+            sections['agent']['report_interval'] = self.report_interval
+        if self.full_report_every is not None:
+            sections['agent']['full_report_every'] = self.full_report_every
+        sections['fake_driver'] = dict({
+            'num_cards': self.cards, 'regions_per_card': self.regions,
+            'local_memory_mb': REGION_MEMORY_MB,
+            'region_types': REGION_TYPE,
+            'program_delay': self.program_delay,
+            'state_dir': os.path.join(self.basedir, host, 'fake_fpga')},
+            **fake_driver)
+        _write_conf(self.conf_path(host), sections)
 
     def _dbsync(self):
         proc = subprocess.run(
@@ -293,6 +338,23 @@ class Cluster:
     def restart_rabbitmq(self, down_for=0.0):
         self.rabbit.restart(down_for=down_for)
 
+    def stop_database(self):
+        """Stop PostgreSQL (fast shutdown: clients are disconnected), keep
+        its data for ``start_database``."""
+        self.pg.stop_server()
+
+    def start_database(self):
+        self.pg.start_server()
+
+    def log_offsets(self, *names):
+        return {n: self.services[n].log_size()
+                for n in names or self.services}
+
+    def logs_since(self, offsets):
+        """{service: what it logged since ``log_offsets`` was taken}."""
+        return {n: self.services[n].read_log_since(offset)
+                for n, offset in offsets.items()}
+
     # --- reading state ---------------------------------------------------
 
     def logs(self, *names):
@@ -305,7 +367,9 @@ class Cluster:
         connection, for checks the API does not expose)."""
         if self._engine is None:
             import sqlalchemy as sa
-            self._engine = sa.create_engine(self.db_url, pool_size=2)
+            # pre_ping: the database may have been restarted by a test.
+            self._engine = sa.create_engine(self.db_url, pool_size=2,
+                                            pool_pre_ping=True)
         return self._engine
 
     def query(self, sql, **params):
@@ -335,6 +399,14 @@ class Cluster:
                 found.append(Region(hosts.get(rp['root_provider_uuid']),
                                     rp['uuid'], by_uuid[rp['uuid']]['name']))
         return sorted(found, key=lambda r: (r.host, r.name))
+
+    def region_per_card(self):
+        """[Region] one per card (its region0): regions that never share a
+        PCI function, so binds to them do not exclude each other."""
+        regions = [r for r in self.region_rps()
+                   if r.name.endswith('_region0')]
+        assert len(regions) == len(self.agent_hosts) * self.cards
+        return regions
 
     def reserved_regions(self):
         """[Region] whose FPGA Placement holds back (reserved > 0)."""
@@ -367,9 +439,10 @@ class Cluster:
 
     # --- API helpers -----------------------------------------------------
 
-    def call(self, method, path, expect=None, **kwargs):
+    def call(self, method, path, expect=None, headers=None, **kwargs):
         kwargs.setdefault('timeout', 30)
-        resp = self.session.request(method, self.api + path, headers=ACCEL,
+        resp = self.session.request(method, self.api + path,
+                                    headers=dict(ACCEL, **(headers or {})),
                                     **kwargs)
         if expect is not None and resp.status_code != expect:
             raise AssertionError('%s %s -> %s %s' % (
@@ -409,6 +482,28 @@ class Cluster:
             raise AssertionError('bind %s -> %s %s' % (
                 arq_uuid, resp.status_code, resp.text))
         return instance
+
+    def upload_bitstream(self, name, afu_uuid, visibility='private'):
+        """An active GBS bitstream whose image loads ``afu_uuid``."""
+        from tests.unit.bitstreams import builders
+        image = builders.build_gbs(builders.gbs_metadata(
+            interface_uuid=builders.INTERFACE_UUID, afu_uuid=afu_uuid))
+        resp = self.session.post(
+            self.api + '/bitstreams', headers=V24, timeout=30,
+            json={'name': name, 'format': 'gbs', 'vendor': 'intel',
+                  'version': '1', 'visibility': visibility})
+        assert resp.status_code == 201, resp.text
+        bs_uuid = resp.json()['uuid']
+        resp = self.session.put(
+            self.api + '/bitstreams/%s/file' % bs_uuid, data=image,
+            headers=dict(V24, **{'Content-Type':
+                                 'application/octet-stream'}), timeout=30)
+        assert resp.status_code == 204, resp.text
+        return bs_uuid
+
+    def job(self, job_uuid):
+        return self.call('GET', '/programs/' + job_uuid, 200,
+                         headers=V24).json()
 
     def arq(self, arq_uuid):
         return self.call('GET', '/accelerator_requests/' + arq_uuid,
@@ -464,6 +559,31 @@ class Cluster:
                     if int(f.read().strip()) == port:
                         return os.path.join(dirpath, 'afu_id')
         raise LookupError('no afu_id for %s under %s' % (region, root))
+
+    def local_memory_path(self, region):
+        """The file standing for the region's on-card memory in its
+        agent's simulated host (drivers/fake.py): what a clean empties."""
+        port = os.path.basename(os.path.dirname(self.afu_id_path(region)))
+        directory = os.path.join(self.basedir, region.host, 'fake_fpga',
+                                 'local_memory')
+        os.makedirs(directory, exist_ok=True)
+        return os.path.join(directory, port)
+
+    def cleaning_state(self, region):
+        """(device_state, cleaning_started_at, cleaning_attempts) of the
+        region's deployable, from the database."""
+        [row] = self.query(
+            'SELECT device_state, cleaning_started_at, cleaning_attempts '
+            'FROM deployables WHERE rp_uuid = :rp', rp=region.rp_uuid)
+        return tuple(row)
+
+    def wait_cleaned(self, timeout=60):
+        """Wait until no region waits for or is under its clean between
+        tenants (after a test released some)."""
+        self.wait_for(lambda: not self.query(
+            "SELECT id FROM deployables WHERE device_state IN "
+            "('pending_cleaning', 'cleaning')"), timeout,
+            'every released region cleaned')
 
     def load_function(self, region, function_id):
         """Change what the region runs behind the agent's back (an operator
