@@ -106,7 +106,7 @@ class Server:
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=self._log,
                                      stderr=subprocess.STDOUT, env=env)
 
-    def wait_ready(self, timeout=120):
+    def wait_ready(self, timeout=300):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

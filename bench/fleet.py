@@ -37,6 +37,7 @@ import os
 import random
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -49,6 +50,7 @@ from bench import common
 REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'   # as the scheduler test
 FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'   # the fake's initial one
 REGION_MEMORY_MB = 4096
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
                      'OpenStack-API-Version': 'placement 1.39'}
 
@@ -340,17 +342,41 @@ def count_providers(placement_url):
     return len(resp.json()['resource_providers'])
 
 
-def run(args):
+# A deployment whose Cyborg user has the service role (Placement's
+# default policy lets only that role reshape): the bench's admin token may.
+RESHAPE_POLICY = {'placement:reshaper:reshape': 'role:admin or role:service'}
+
+
+def start_placement(args, state_dir):
+    """Placement as ``args`` asks: (server, PostgresServer or None)."""
     from cyborg_lite.common import placement_server
+    pg, db_url = None, None
+    if args.placement_db == 'postgresql':
+        sys.path.insert(0, ROOT)
+        from tests import servers
+        pg = servers.PostgresServer().start()
+        db_url = pg.create_database('placement')
+    placement = placement_server.PlacementServer(
+        basedir=os.path.join(state_dir, 'placement'),
+        policy=None if args.no_reshape else RESHAPE_POLICY, db_url=db_url,
+        workers=args.placement_workers)
+    os.makedirs(placement.basedir, exist_ok=True)
+    try:
+        placement.start()
+    except BaseException:
+        if pg is not None:
+            pg.stop()
+        raise
+    return placement, pg
+
+
+def run(args):
     from cyborg_lite.db import migration
     from cyborg_lite.db import session
 
     state_dir = args.state_dir or tempfile.mkdtemp(prefix='bench-fleet-')
     os.makedirs(state_dir, exist_ok=True)
-    placement = placement_server.PlacementServer(
-        basedir=os.path.join(state_dir, 'placement'))
-    os.makedirs(placement.basedir, exist_ok=True)
-    placement.start()
+    placement, pg = start_placement(args, state_dir)
     try:
         _configure(state_dir, placement.endpoint)
         common.quiet()
@@ -386,7 +412,10 @@ def run(args):
                        'regions_per_card': args.regions,
                        'regions': args.hosts * args.cards * args.regions,
                        'change_pct': args.change_pct,
-                       'workers': args.workers},
+                       'workers': args.workers,
+                       'placement_db': args.placement_db,
+                       'placement_workers': args.placement_workers,
+                       'reshape': not args.no_reshape},
             'rounds': {r['round']: r for r in rounds},
             'placement_providers': providers,
             'expected_providers': args.hosts * (1 + args.cards +
@@ -397,6 +426,8 @@ def run(args):
     finally:
         session.dispose_all()
         placement.stop()
+        if pg is not None:
+            pg.stop()
         if not args.state_dir and not args.keep:
             shutil.rmtree(state_dir, ignore_errors=True)
 
@@ -412,6 +443,14 @@ def main(argv=None):
     parser.add_argument('--candidates', type=int, default=20,
                         help='allocation_candidates queries per variant '
                              '(0: skip)')
+    parser.add_argument('--placement-db', choices=('sqlite', 'postgresql'),
+                        default='sqlite')
+    parser.add_argument('--placement-workers', type=int, default=0,
+                        help='serve Placement with gunicorn and this many '
+                             'workers (0: one wsgiref process)')
+    parser.add_argument('--no-reshape', action='store_true',
+                        help="Placement's default policy: no POST /reshaper "
+                             'for the admin token')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--state-dir', help='keep DBs here (default: temp)')
     parser.add_argument('--keep', action='store_true',

@@ -107,6 +107,42 @@ def seed_ours(url, n):
             'created_at': now} for i, r in zip(ids, data)])
 
 
+def seed_ours_arqs(url, n, project_id):
+    """``n`` ARQs of one profile in ``project_id`` over the cards of
+    ``seed_ours(url, n)``: the even ones Bound to card i's attach handle
+    (marked in use), the odd ones Initial, so that a list shows both
+    forms of the handle fields."""
+    import sqlalchemy as sa
+
+    from cyborg_lite.db import models
+    from cyborg_lite.db import session
+    now = models.utcnow()
+    with session.writer(url) as s:
+        profile = s.execute(sa.insert(models.DeviceProfile).values(
+            uuid=_uuid('profile', 0), name='bench-list', created_at=now,
+            profile_json=json.dumps([{'resources:FPGA': '1'}]))
+            .returning(models.DeviceProfile.id)).scalar_one()
+        arqs = []
+        for i, r in enumerate(rows(n)):
+            arq = {'uuid': _uuid('arq', i), 'project_id': project_id,
+                   'device_profile_id': profile, 'device_profile_group_id': 0,
+                   'state': 'Initial', 'hostname': None,
+                   'device_rp_uuid': None, 'instance_uuid': None,
+                   'attach_handle_id': None, 'deployable_id': None,
+                   'version': 1, 'created_at': now}
+            if i % 2 == 0:
+                arq.update(state='Bound', hostname=r['hostname'],
+                           device_rp_uuid=r['rp_uuid'],
+                           instance_uuid=_uuid('instance', i),
+                           attach_handle_id=i + 1, deployable_id=i + 1)
+            arqs.append(arq)
+        s.execute(sa.insert(models.AcceleratorRequest), arqs)
+        s.execute(sa.update(models.AttachHandle)
+                  .where(models.AttachHandle.id.in_(
+                      sa.select(models.AcceleratorRequest.attach_handle_id)))
+                  .values(in_use=True))
+
+
 def seed_cyborg(path, n):
     """Insert into Cyborg 17's schema (after cyborg-dbsync upgrade)."""
     now = datetime.datetime.utcnow().isoformat(sep=' ')
@@ -114,14 +150,21 @@ def seed_cyborg(path, n):
     ids = range(1, n + 1)
     db = sqlite3.connect(path)
     try:
+        # NOTE: the openstack-cyborg 17.0.0 on the package index has a
+        # devices.device_state column; its conductor backfills NULLs one
+        # device at a time at start-up (minutes for 10,000), so the seed
+        # writes what that backfill would: 'available' (no handle in use).
+        columns = {row[1] for row in db.execute('PRAGMA table_info(devices)')}
+        state = ['device_state'] if 'device_state' in columns else []
         with db:
             db.executemany(
                 'INSERT INTO devices (id, uuid, type, vendor, model, '
                 'std_board_info, vendor_board_info, hostname, status, '
-                'created_at) VALUES (?,?,?,?,?,?,?,?,?,?)',
+                'created_at%s) VALUES (?,?,?,?,?,?,?,?,?,?%s)'
+                % (''.join(', ' + c for c in state), ',?' * len(state)),
                 [(i, r['device_uuid'], 'FPGA', VENDOR, MODEL,
                   r['std_board_info'], r['vendor_board_info'],
-                  r['hostname'], 'enabled', now)
+                  r['hostname'], 'enabled', now) + ('available',) * len(state)
                  for i, r in zip(ids, data)])
             db.executemany(
                 'INSERT INTO controlpath_ids (id, uuid, device_id, '

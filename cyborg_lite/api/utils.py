@@ -195,6 +195,21 @@ def link(req, resource, uuid):
              'rel': 'self'}]
 
 
+# The JSON of ``link``'s list with its href left as %s (api/json_list.py).
+LINK_TEMPLATE = '[{"href": %s, "rel": "self"}]'
+
+
+def href_prefix(req, resource):
+    """What ``link``'s href of a ``resource`` object is before its uuid."""
+    return '%s/v2/%s/' % (base_url(req), resource)
+
+
+def list_names(fmt):
+    """The column names (db pagination.list_columns) of the row keys of a
+    json_list.RowFormat: its keys, ``links`` read as the ``href``."""
+    return tuple('href' if key == 'links' else key for key in fmt.row_keys)
+
+
 def timestamp(value):
     """ISO 8601 in UTC, as Cyborg shows times."""
     if value is None:
@@ -218,14 +233,38 @@ def response(body=None, status=200):
     return resp
 
 
+def _next_links(req, resource, limit, last_uuid):
+    params = dict(req.GET)
+    params['marker'] = last_uuid
+    params['limit'] = str(limit)
+    href = '%s/v2/%s?%s' % (base_url(req), resource,
+                            urllib.parse.urlencode(params))
+    return [{'href': href, 'rel': 'next'}]
+
+
 def collection(key, items, req, resource, limit):
     """A list body; with ``<key>_links`` next when the page is full."""
     body = {key: items}
     if items and len(items) == limit:
-        params = dict(req.GET)
-        params['marker'] = items[-1]['uuid']
-        params['limit'] = str(limit)
-        href = '%s/v2/%s?%s' % (base_url(req), resource,
-                                urllib.parse.urlencode(params))
-        body[key + '_links'] = [{'href': href, 'rel': 'next'}]
+        body[key + '_links'] = _next_links(req, resource, limit,
+                                           items[-1]['uuid'])
     return body
+
+
+def collection_response(key, items_json, rows, req, resource, limit):
+    """The response of ``collection`` for items already encoded
+    (api/json_list.py): ``items_json`` the objects of the list, without
+    brackets, from ``rows`` whose first value is the uuid. The same bytes
+    as ``response(collection(...))`` of the same items."""
+    tail = ']'
+    if rows and len(rows) == limit:
+        tail += ', %s: %s' % (json.dumps(key + '_links'), json.dumps(
+            _next_links(req, resource, limit, rows[-1][0])))
+    # NOTE: the items are megabytes; they are not copied into one string.
+    parts = [('{%s: [' % json.dumps(key)).encode('ascii'),
+             items_json.encode('ascii'), (tail + '}').encode('ascii')]
+    resp = webob.Response(status=200, charset=None)
+    resp.content_type = JSON
+    resp.app_iter = parts
+    resp.content_length = sum(len(part) for part in parts)
+    return resp

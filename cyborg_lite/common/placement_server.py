@@ -14,6 +14,7 @@ pipe reaches end of file (the kernel closes it with the parent). A pipe,
 not prctl(PR_SET_PDEATHSIG): that fires when the *thread* that started
 the child ends, which need not be the parent's end.
 """
+import json
 import os
 import shutil
 import socket
@@ -52,8 +53,19 @@ def free_port():
 class PlacementServer:
     """Start/stop/restart one Placement process; ``endpoint`` is its URL."""
 
-    def __init__(self, port=None, basedir=None):
+    def __init__(self, port=None, basedir=None, policy=None, db_url=None,
+                 workers=0):
+        """``policy``: {rule: check string} overriding Placement's default
+        policy (e.g. letting the admin token reshape, as a deployment
+        whose Cyborg user has the service role). ``db_url``: a database
+        (e.g. PostgreSQL) instead of the SQLite file. ``workers`` > 0:
+        served by gunicorn with that many worker processes, not wsgiref
+        (the child-exits-with-parent guarantee then does not hold: stop()
+        it)."""
         self.port = port or free_port()
+        self.policy = dict(policy or {})
+        self.db_url = db_url
+        self.workers = workers
         self._own_dir = basedir is None
         self.basedir = basedir or tempfile.mkdtemp(prefix='placement-')
         self.db_path = os.path.join(self.basedir, 'placement.sqlite')
@@ -64,13 +76,32 @@ class PlacementServer:
     def start(self, timeout=60.0):
         if self._proc is not None:
             return self
+        database = self.db_url or self.db_path
+        policy_path = ''
+        if self.policy:
+            policy_path = os.path.join(self.basedir, 'policy.json')
+            with open(policy_path, 'w') as f:
+                json.dump(self.policy, f)
+        argv = [sys.executable, '-m', 'cyborg_lite.common.placement_server',
+                str(self.port), database, policy_path]
+        env = None
+        if self.workers:
+            # The schema and standard traits once, before the workers race
+            # to create them.
+            subprocess.run(argv[:3] + ['sync', database, policy_path],
+                           check=True, capture_output=True)
+            env = dict(os.environ, **{_DB_ENV: database,
+                                      _POLICY_ENV: policy_path})
+            argv = [sys.executable, '-m', 'gunicorn', '-w',
+                    str(self.workers), '-b', '127.0.0.1:%d' % self.port,
+                    '--timeout', '300',
+                    'cyborg_lite.common.placement_server:gunicorn_app()']
         log = open(self.log_path, 'ab')
         try:
             # stdin: the pipe whose end tells the child we are gone.
             self._proc = subprocess.Popen(
-                [sys.executable, '-m', 'cyborg_lite.common.placement_server',
-                 str(self.port), self.db_path], cwd=self.basedir,
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+                argv, cwd=self.basedir, env=env, stdin=subprocess.PIPE,
+                stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
         try:
@@ -140,20 +171,24 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
         pass
 
 
-def build_app(db_path):
-    """The Placement WSGI app on ``db_path``; runs in the child only."""
+def build_app(database, policy_path=None):
+    """The Placement WSGI app on ``database`` (a SQLite file's path or a
+    database URL); runs in the child only."""
     from oslo_config import cfg
+    from oslo_policy import opts as policy_opts
     from placement import conf as placement_conf
     from placement import db_api
     from placement import deploy
 
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
-    conf.set_default('connection', 'sqlite:///%s' % db_path,
-                     group='placement_database')
+    url = database if '://' in database else 'sqlite:///%s' % database
+    conf.set_default('connection', url, group='placement_database')
     conf.set_default('sync_on_startup', True, group='placement_database')
     conf([], project='placement', default_config_files=[])
     conf.set_override('auth_strategy', 'noauth2', group='api')
+    if policy_path:
+        policy_opts.set_defaults(conf, policy_file=policy_path)
     db_api.configure(conf)
     return deploy.loadapp(conf)
 
@@ -167,10 +202,22 @@ def _exit_with_parent(pipe):
     threading.Thread(target=watch, name='parent-watch', daemon=True).start()
 
 
+_DB_ENV = 'CYBORG_LITE_PLACEMENT_DATABASE'
+_POLICY_ENV = 'CYBORG_LITE_PLACEMENT_POLICY'
+
+
+def gunicorn_app():
+    """The app for gunicorn's workers (database and policy from env)."""
+    return build_app(os.environ[_DB_ENV], os.environ.get(_POLICY_ENV) or None)
+
+
 def main(argv):
-    port, db_path = int(argv[1]), argv[2]
+    if argv[1] == 'sync':
+        build_app(argv[2], argv[3] or None)
+        return
+    port, database = int(argv[1]), argv[2]
     _exit_with_parent(sys.stdin.buffer)
-    app = build_app(db_path)
+    app = build_app(database, argv[3] if len(argv) > 3 and argv[3] else None)
     server = simple_server.make_server(
         '127.0.0.1', port, app, server_class=_ThreadingWSGIServer,
         handler_class=_QuietHandler)

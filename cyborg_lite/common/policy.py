@@ -2,7 +2,14 @@
 entry point ``cyborg_lite`` (the API's rules, cyborg_lite/api/policies,
 found as oslopolicy-sample-generator finds them, so this module needs no
 import of the API), overrides from [oslo_policy] policy_file when it
-exists."""
+exists.
+
+Decisions are remembered (``CachingEnforcer``): evaluating a rule tree
+with oslo.policy costs about a millisecond (it inspects every check's
+signature on each call), a good part of a small request; the answer
+depends only on the rule set, the target and the caller's credentials.
+"""
+from collections import abc
 import threading
 
 from oslo_policy import policy
@@ -25,13 +32,77 @@ def default_rules():
     return list_rules()
 
 
+class CachingEnforcer(policy.Enforcer):
+    """An Enforcer that remembers each decision for (rule, target,
+    credentials), forgetting them all whenever its rules change: oslo.policy
+    reloads a changed policy file (or policy.d) through ``set_rules``,
+    which every ``enforce`` first checks for (``load_rules``)."""
+
+    MAX_DECISIONS = 4096
+
+    def __init__(self, *args, **kwargs):
+        self._decisions = {}
+        super().__init__(*args, **kwargs)
+
+    def set_rules(self, *args, **kwargs):
+        self._decisions = {}
+        super().set_rules(*args, **kwargs)
+
+    def clear(self):
+        self._decisions = {}
+        super().clear()
+
+    def register_default(self, *args, **kwargs):
+        self._decisions = {}
+        super().register_default(*args, **kwargs)
+
+    def enforce(self, rule, target, creds, do_raise=False, exc=None, *args,
+                **kwargs):
+        key = None
+        if isinstance(rule, str) and not do_raise and not args \
+                and not kwargs and isinstance(creds, abc.Mapping):
+            key = _decision_key(rule, target, creds)
+        if key is None:
+            return super().enforce(rule, target, creds, do_raise, exc,
+                                   *args, **kwargs)
+        self.load_rules()
+        decisions = self._decisions
+        if key not in decisions:
+            if len(decisions) >= self.MAX_DECISIONS:
+                decisions.clear()
+            decisions[key] = super().enforce(rule, target, creds)
+        return decisions[key]
+
+
+def _frozen(mapping):
+    """A hashable form of a dict of plain values (lists and sets as
+    tuples); None when some value is not plain."""
+    items = []
+    for name, value in mapping.items():
+        if isinstance(value, (list, tuple, set, frozenset)):
+            value = tuple(value)
+            if not all(isinstance(v, str) for v in value):
+                return None
+        elif not isinstance(value, (str, int, float, bool, type(None))):
+            return None
+        items.append((name, value))
+    return tuple(sorted(items))
+
+
+def _decision_key(rule, target, creds):
+    frozen_target, frozen_creds = _frozen(target or {}), _frozen(creds)
+    if frozen_target is None or frozen_creds is None:
+        return None
+    return rule, frozen_target, frozen_creds
+
+
 def get_enforcer(conf=CONF):
     """The process Enforcer; also the ``oslo.policy.enforcer`` entry point
     (oslopolicy-policy-generator, oslopolicy-checker)."""
     global _enforcer
     with _lock:
         if _enforcer is None:
-            enforcer = policy.Enforcer(conf)
+            enforcer = CachingEnforcer(conf)
             enforcer.register_defaults(default_rules())
             _enforcer = enforcer
         return _enforcer

@@ -29,15 +29,31 @@ def attributes_of(s, deployable_ids):
     return result
 
 
-def list_deployables(filters=None, **page):
-    """[(deployable, [(key, value), ...]), ...] for one page."""
-    stmt = sa.select(models.Deployable)
-    stmt = pagination.apply_filters(stmt, models.Deployable, FILTERS, filters)
+def list_deployable_rows(names, href_prefix, filters=None, **page):
+    """Deployables matching ``filters``, one page, as the driver's tuples
+    of ``names`` (pagination.list_columns), and {deployable id: [(key,
+    value), ...]} of their attributes in key order (``names`` must end
+    with ``id``). ``page`` is for pagination.paginate."""
+    if names[-1] != 'id':
+        raise ValueError('the last column must be the id')
+    dep = models.Deployable
+    stmt = pagination.apply_filters(
+        sa.select(*pagination.list_columns(dep, names, href_prefix)), dep,
+        FILTERS, filters)
     with session.reader() as s:
-        deps = [row[0] for row in
-                pagination.paginate(s, stmt, models.Deployable, **page)]
-        attrs = attributes_of(s, [d.id for d in deps])
-    return [(d, attrs[d.id]) for d in deps]
+        page_stmt = pagination.page_statement(s, stmt, dep, **page)
+        rows = pagination.driver_rows(s, page_stmt)
+        attributes = collections.defaultdict(list)
+        # NOTE: the page's ids by subquery, not as 10,000 bound values.
+        for dep_id, key, value in pagination.driver_rows(s, sa.select(
+                models.Attribute.deployable_id, models.Attribute.key,
+                models.Attribute.value)
+                .where(models.Attribute.deployable_id.in_(
+                    pagination.ids_of_page(page_stmt, dep)))
+                .order_by(models.Attribute.deployable_id,
+                          models.Attribute.key)):
+            attributes[dep_id].append((key, value))
+        return rows, attributes
 
 
 def get_deployable(uuid):

@@ -5,6 +5,7 @@ for everybody); one with a project is seen only by that project and by
 admins. Functions take ``visible_to``: pagination.ALL for an admin's view,
 else the caller's project id.
 """
+import functools
 import json
 import uuid as uuidlib
 
@@ -34,13 +35,20 @@ def groups_of(profile):
 
 def create_profile(name, groups, description=None, project_id=None,
                    uuid=None):
+    """The new profile, a transient row object (without ``id``)."""
     profile = models.DeviceProfile(
         uuid=uuid or str(uuidlib.uuid4()), name=name,
         description=description, project_id=project_id,
-        profile_json=json.dumps(groups, sort_keys=True))
+        profile_json=json.dumps(groups, sort_keys=True),
+        created_at=models.utcnow())
+    table = models.DeviceProfile.__table__
     try:
         with session.writer() as s:
-            s.add(profile)
+            # NOTE: a Core INSERT: the ORM's unit of work for one object
+            # was a third of the request's time.
+            s.execute(sa.insert(table), [{
+                c.key: getattr(profile, c.key) for c in table.columns
+                if c.key != 'id'}])
     except sa_exc.IntegrityError:
         # NOTE: name and uuid are both unique; say which one clashed.
         with session.reader() as s:
@@ -74,10 +82,28 @@ def _lookup(s, visible_to, uuid=None, name=None):
     return profile
 
 
+@functools.lru_cache(maxsize=None)
+def _get_statement(by, scoped):
+    # NOTE: built once: composing the select was a good part of an ARQ
+    # creation's profile lookup (the ORM entity load the rest).
+    table = models.DeviceProfile.__table__
+    stmt = sa.select(table).where(table.c[by] == sa.bindparam('ident'))
+    if scoped:
+        stmt = stmt.where(sa.or_(table.c.project_id.is_(None),
+                                 table.c.project_id == sa.bindparam('project')))
+    return stmt
+
+
 def get_profile(visible_to, uuid=None, name=None):
-    """The profile with this uuid or name, if the caller may see it."""
+    """The profile with this uuid or name, if the caller may see it: a
+    read-only row with the table's columns."""
+    by, ident = ('uuid', uuid) if uuid is not None else ('name', name)
     with session.reader() as s:
-        return _lookup(s, visible_to, uuid=uuid, name=name)
+        profile = s.execute(_get_statement(by, visible_to is not ALL),
+                            {'ident': ident, 'project': visible_to}).first()
+    if profile is None:
+        raise exception.DeviceProfileNotFound(ident=ident)
+    return profile
 
 
 def delete_profiles(visible_to, uuids=(), names=(), may_delete=None):

@@ -13,6 +13,11 @@ and returns a ``SyncReport``. Rules:
   to ``conflict_retries`` times.
 - Custom traits and resource classes are created just before a provider
   first needs them, so an unchanged tree costs reads only.
+- Writes per sync: new providers are created one POST each (Placement
+  1.39 has no bulk form), then traits one PUT per provider, then the
+  inventories of all providers that need them in one POST /reshaper
+  (Placement's default policy allows it to the service role; refused with
+  403, the reporter writes one PUT per provider from then on).
 - With ``cache=True`` (what the conductor uses, see
   PlacementSink.from_conf) the reporter remembers each provider it read or
   wrote with its generation. Placement bumps a provider's generation on
@@ -43,6 +48,9 @@ from cyborg_lite.objects import provider_tree as tree_mod
 LOG = logging.getLogger(__name__)
 INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit',
                     'step_size', 'allocation_ratio')
+# How much POST /reshaper raises a provider's generation when it gives it
+# a non-empty inventory (openstack-placement 16: two set_inventory calls).
+RESHAPE_GENERATION_STEP = 2
 
 
 @dataclasses.dataclass
@@ -96,13 +104,21 @@ class Reporter:
         self._foreign = {}
         # hostname -> compute node provider uuid.
         self._roots = {}
+        # POST /reshaper for the inventories of several providers, until
+        # Placement refuses it (403).
+        self.bulk_inventories = True
 
     # -- reading ---------------------------------------------------------
 
     def find_root(self, hostname, create=False):
+        return self._find_root(hostname, create)[0]
+
+    def _find_root(self, hostname, create):
+        """(root uuid, the tree's listing when we just made it, else
+        None)."""
         found = self.client.get('/resource_providers?name=%s' % _q(hostname))
         if found['resource_providers']:
-            return found['resource_providers'][0]['uuid']
+            return found['resource_providers'][0]['uuid'], None
         if not create:
             raise exception.ComputeNodeNotFound(hostname=hostname)
         try:
@@ -110,9 +126,11 @@ class Reporter:
                 'name': hostname, 'uuid': tree_mod.rp_uuid(hostname)})
         except exception.PlacementConflict:
             # Another conductor created it a moment ago.
-            return self.find_root(hostname, create=False)
+            return self._find_root(hostname, create=False)
         LOG.info('Created compute node resource provider %s', hostname)
-        return body['uuid']
+        # NOTE: a new root is a tree of one: the provider POST answered
+        # with is what listing the tree would show.
+        return body['uuid'], [body]
 
     def list_tree(self, root_uuid):
         return self.client.get('/resource_providers?in_tree=%s'
@@ -125,7 +143,7 @@ class Reporter:
         """
         if everything is None:
             everything = self.list_tree(root_uuid)
-        owned = self._known_owners(everything, wanted_uuids)
+        owned = self._known_owners(root_uuid, everything, wanted_uuids)
         if owned is None:
             owned = {rp['uuid'] for rp in self.client.get(
                 '/resource_providers?in_tree=%s&required=%s'
@@ -141,14 +159,19 @@ class Reporter:
                     self._read_provider(rp)
         return current
 
-    def _known_owners(self, everything, wanted_uuids):
+    def _known_owners(self, root_uuid, everything, wanted_uuids):
         """Our providers among the unwanted listed ones, if every one of
-        them is remembered at its listed generation; else None."""
+        them is remembered at its listed generation; else None. The
+        compute node is never ours (we may create it, never own it), so a
+        tree of the root alone needs no owner listing."""
+        if all(rp['uuid'] in wanted_uuids or rp['uuid'] == root_uuid
+               for rp in everything):
+            return set()
         if not self.cache:
             return None
         owned = set()
         for rp in everything:
-            if rp['uuid'] in wanted_uuids:
+            if rp['uuid'] in wanted_uuids or rp['uuid'] == root_uuid:
                 continue
             if self._foreign.get(rp['uuid']) == rp['generation']:
                 continue
@@ -189,10 +212,10 @@ class Reporter:
                    for rp in everything):
                 return root, everything
             del self._roots[hostname]
-        root = self.find_root(hostname, create)
+        root, listing = self._find_root(hostname, create)
         if self.cache:
             self._roots[hostname] = root
-        return root, None
+        return root, listing
 
     def _read_provider(self, rp):
         url = '/resource_providers/%s' % rp['uuid']
@@ -241,13 +264,29 @@ class Reporter:
         raise AssertionError('unreachable')
 
     def _apply(self, desired, current, report):
-        for provider in desired.providers:
-            have = current.get(provider.uuid)
-            if have is None:
-                self._create(provider)
-                report.created.append(provider.name)
-            elif self._update(provider, have):
-                report.updated.append(provider.name)
+        """Create, rename, then the inventories of every provider in one
+        write, then traits provider by provider (see ``_write_all``)."""
+        plans = []
+        try:
+            for provider in desired.providers:
+                have = current.get(provider.uuid)
+                if have is None:
+                    have = self._create(provider)
+                    report.created.append(provider.name)
+                    plans.append((provider, have, True))
+                else:
+                    plans.append((provider, have, self._rename(provider,
+                                                               have)))
+            changed = self._write_all(plans)
+        except exception.PlacementError:
+            for provider, have, _ in plans:
+                self._forget(have.uuid)
+            raise
+        for provider, have, created in plans:
+            if created or changed.get(provider.uuid):
+                self._remember(have)
+                if not created:
+                    report.updated.append(provider.name)
         gone = [c for u, c in current.items() if u not in desired.by_uuid()]
         self._remove(gone, current, report)
 
@@ -257,45 +296,91 @@ class Reporter:
         body = self.client.post('/resource_providers', {
             'name': provider.name, 'uuid': provider.uuid,
             'parent_provider_uuid': provider.parent_uuid})
-        have = Current(uuid=provider.uuid, name=provider.name,
+        return Current(uuid=provider.uuid, name=provider.name,
                        parent_uuid=provider.parent_uuid,
                        generation=body['generation'])
-        self._update(provider, have)
 
-    def _update(self, provider, have):
-        try:
-            changed = self._write_differences(provider, have)
-        except exception.PlacementError:
-            self._forget(have.uuid)
-            raise
-        if changed:
-            self._remember(have)
-        return changed
-
-    def _write_differences(self, provider, have):
-        changed = False
-        if (have.name, have.parent_uuid) != (provider.name,
+    def _rename(self, provider, have):
+        if (have.name, have.parent_uuid) == (provider.name,
                                              provider.parent_uuid):
-            body = self.client.put('/resource_providers/%s' % have.uuid, {
-                'name': provider.name,
-                'parent_provider_uuid': provider.parent_uuid})
-            have.generation = body['generation']
-            changed = True
-        if not _same_inventories(have.inventories, provider.inventories):
-            new_rcs = set(provider.inventories) - set(have.inventories)
-            self._ensure_rcs(new_rcs)
-            self._retry_unknown(
-                lambda: self._put_inventories(have, provider.inventories),
-                '/resource_classes/%s', new_rcs)
-            changed = True
-        if have.traits != provider.traits:
-            new_traits = provider.traits - have.traits
-            self._ensure_traits(new_traits)
-            self._retry_unknown(
-                lambda: self._put_traits(have, provider.traits),
-                '/traits/%s', new_traits)
-            changed = True
+            return False
+        body = self.client.put('/resource_providers/%s' % have.uuid, {
+            'name': provider.name,
+            'parent_provider_uuid': provider.parent_uuid})
+        have.generation = body['generation']
+        return True
+
+    def _write_all(self, plans):
+        """Traits, then inventories, of the planned providers; {uuid: True}
+        for each one written.
+
+        Placement 1.39 has no bulk form for providers or traits, but POST
+        /reshaper replaces the inventories of many providers in one
+        request: a new host's regions cost one write instead of one each.
+        Traits go first, right after a provider is made, so that it
+        carries OWNER_CYBORG as soon as possible, and their answers give
+        the exact generations the reshaper is checked against.
+        """
+        changed = {}
+        for provider, have, renamed in plans:
+            if renamed:
+                changed[provider.uuid] = True
+            if have.traits != provider.traits:
+                new_traits = provider.traits - have.traits
+                self._ensure_traits(new_traits)
+                self._retry_unknown(
+                    lambda: self._put_traits(have, provider.traits),
+                    '/traits/%s', new_traits)
+                changed[provider.uuid] = True
+        stale = [(p, h) for p, h, _ in plans
+                 if not _same_inventories(h.inventories, p.inventories)]
+        new_rcs = {rc for p, h in stale
+                   for rc in set(p.inventories) - set(h.inventories)}
+        self._ensure_rcs(new_rcs)
+        if len(stale) < 2 or not self._reshape(stale, new_rcs):
+            for provider, have in stale:
+                self._retry_unknown(
+                    lambda: self._put_inventories(have,
+                                                  provider.inventories),
+                    '/resource_classes/%s', new_rcs)
+        for provider, have in stale:
+            changed[provider.uuid] = True
         return changed
+
+    def _reshape(self, stale, new_rcs):
+        """The inventories of ``stale`` [(provider, have)] in one POST
+        /reshaper; False (and never again) if Placement refuses it."""
+        if not self.bulk_inventories:
+            return False
+        body = {'inventories': {
+            have.uuid: {'resource_provider_generation': have.generation,
+                        'inventories': provider.inventories}
+            for provider, have in stale}, 'allocations': {}}
+        try:
+            self._retry_unknown(lambda: self.client.post('/reshaper', body),
+                                '/resource_classes/%s', new_rcs)
+        except exception.PlacementError as exc:
+            if getattr(exc, 'status', None) != 403:
+                raise
+            # NOTE: Placement's default policy lets only the service role
+            # reshape; an admin-only user writes provider by provider.
+            LOG.warning('Placement refused POST /reshaper (%s); writing '
+                        'inventories one provider at a time from now on. '
+                        'Give the Placement user the service role to write '
+                        'them in bulk.', exc)
+            self.bulk_inventories = False
+            return False
+        for provider, have in stale:
+            # NOTE: the reshaper answers 204 without generations. Placement
+            # sets a provider's inventory twice in it (an interim union,
+            # then the final one), each bumping the generation. A wrong
+            # guess costs a cache miss (a read) at the next sync, or a 409
+            # and a re-read at the next write; never a stale write.
+            have.generation += RESHAPE_GENERATION_STEP if \
+                provider.inventories else 1
+            have.inventories = {rc: dict(inv) for rc, inv in
+                                provider.inventories.items()}
+        return True
 
     def _retry_unknown(self, write, url, names):
         """Run ``write``; on a 400 when remembered custom names were

@@ -96,3 +96,34 @@ def test_sqlite_writers_bench_tiny(tmp_path):
         for name in ('create_arq', 'create_profile'):
             assert mode[name]['errors'] == 0
             assert mode[name]['requests'] == 6
+
+
+def test_list_limit_bench_tiny(tmp_path):
+    # The bench itself checks, before timing, that each list's body equals
+    # the stdlib read-and-encode of the same rows.
+    result = _bench(tmp_path, 'list_limit', '--devices', '20',
+                    '--requests', '2')
+
+    assert result['bench'] == 'list_limit'
+    assert set(result['lists']) == {'devices', 'deployables', 'arqs'}
+    for entry in result['lists'].values():
+        assert entry['rows'] == 20
+        assert entry['ratio_of_medians'] > 0
+        assert entry['ours_ms']['min'] <= entry['ours_ms']['median']
+
+
+@pytest.mark.postgresql
+def test_scale_out_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'scale_out', '--devices', '8', '--requests',
+                    '6', '--list-requests', '2', '--workers', '1,2',
+                    '--concurrency', '2')
+
+    assert result['bench'] == 'scale_out'
+    assert set(result['workers']) == {'1', '2'}
+    for routes in result['workers'].values():
+        assert set(routes) == {'list_devices', 'show_device',
+                               'create_profile', 'create_arq'}
+        for entry in routes.values():
+            assert entry['errors'] == 0 and entry['requests'] > 0
+            assert set(entry['cores_busy']) == {
+                'api', 'db', 'load_generator', 'machine'}

@@ -9,6 +9,7 @@ import json
 
 from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles as profile_handlers
+from cyborg_lite.api import json_list
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
@@ -45,6 +46,22 @@ def view(req, item):
         body['project_id'] = arq.project_id
     body.update(utils.timestamps(arq))
     return body
+
+
+def _list_format(with_project):
+    """The RowFormat of a listed ARQ: the keys of ``view``, in order."""
+    keys = ['uuid', 'state', 'device_profile_name', 'device_profile_group_id',
+            'hostname', 'device_rp_uuid', 'instance_uuid',
+            'attach_handle_type', 'attach_handle_uuid', 'attach_handle_info',
+            'error', 'links']
+    if with_project:
+        keys.append('project_id')
+    return json_list.RowFormat(keys + ['created_at', 'updated_at'],
+                               {'links': utils.LINK_TEMPLATE},
+                               raw=['attach_handle_info'])
+
+
+_LIST_FORMATS = {False: _list_format(False), True: _list_format(True)}
 
 
 def _scope(req, rule):
@@ -98,11 +115,20 @@ def list_arqs(req):
                 reason='ARQs %s of instance %s are not resolved yet.'
                        % (', '.join(pending), instance))
     resolved = states.ARQ_RESOLVED if 'bind_state' in params else None
-    items = db.list_arqs(_scope(req, policies.GET_ALL),
-                         instance_uuid=instance, states=resolved, **page)
-    return utils.response(utils.collection(
-        'arqs', [view(req, i) for i in items], req, 'accelerator_requests',
-        page['limit']))
+    fmt = _LIST_FORMATS[microversion.of(req).matches('2.1')]
+    rows = db.list_arq_rows(
+        utils.list_names(fmt) + ('attach_handle_info',),
+        utils.href_prefix(req, 'accelerator_requests'),
+        _scope(req, policies.GET_ALL), instance_uuid=instance,
+        states=resolved, **page)
+    # NOTE: re-encoded, so that the text is json.dumps's as in ``view``
+    # (the row holds common/canonical_json's compact spelling).
+    raw = {'attach_handle_info': ['{}' if row[-1] is None
+                                  else json.dumps(json.loads(row[-1]))
+                                  for row in rows]}
+    return utils.collection_response(
+        'arqs', fmt.encode(rows, raw), rows, req, 'accelerator_requests',
+        page['limit'])
 
 
 def show_arq(req, uuid):

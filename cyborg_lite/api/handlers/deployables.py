@@ -8,10 +8,12 @@ clean (``POST .../clean``): the retry of a region in error, or the wipe
 of an idle one. The conductor is told by a cast; were it lost, the
 conductors' periodic task sends the clean anyway.
 """
+import functools
 import json
 
 from oslo_log import log as logging
 
+from cyborg_lite.api import json_list
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import deployables as policies
 from cyborg_lite.api.schemas import deployables as schemas
@@ -27,6 +29,12 @@ FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
            'function_id')
 
 
+@functools.lru_cache(maxsize=1024)
+def _attributes_list(pairs):
+    # NOTE: cached: the regions of one model list the same attributes.
+    return json.dumps([{k: v} for k, v in pairs])
+
+
 def view(req, deployable, attributes):
     body = {
         'uuid': deployable.uuid,
@@ -37,7 +45,7 @@ def view(req, deployable, attributes):
         'root_id': deployable.root_id,
         'device_id': deployable.device_id,
         'num_accelerators': deployable.num_accelerators,
-        'attributes_list': json.dumps([{k: v} for k, v in attributes]),
+        'attributes_list': _attributes_list(tuple(attributes)),
         'rp_uuid': deployable.rp_uuid,
         'driver_name': deployable.driver_name,
         'bitstream_id': deployable.bitstream_id,
@@ -55,17 +63,46 @@ def view(req, deployable, attributes):
     return body
 
 
+def _list_format(with_cleaning):
+    """The RowFormat of a listed deployable: the keys of ``view``."""
+    keys = ['uuid', 'name', 'parent_id', 'root_id', 'device_id',
+            'num_accelerators', 'attributes_list', 'rp_uuid', 'driver_name',
+            'bitstream_id', 'region_type', 'function_id', 'function_name',
+            'local_memory_mb', 'links']
+    if with_cleaning:
+        keys += ['device_state', 'cleaning_error']
+    return json_list.RowFormat(keys + ['created_at', 'updated_at'],
+                               {'links': utils.LINK_TEMPLATE},
+                               raw=['attributes_list'])
+
+
+_LIST_FORMATS = {False: _list_format(False), True: _list_format(True)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _attributes_list_json(pairs):
+    return json.dumps(_attributes_list(pairs))
+
+
 def list_deployables(req):
+    """The same body as ``view`` of each deployable, encoded in bulk
+    (api/json_list.py)."""
     utils.authorize(req, policies.GET_ALL)
     params = utils.query(req, schemas.LIST_QUERY)
     filters = {k: params[k] for k in FILTERS if k in params}
     if 'device_id' in filters:
         filters['device_id'] = int(filters['device_id'])
     page = utils.page(params)
-    rows = db.list_deployables(filters, **page)
-    return utils.response(utils.collection(
-        'deployables', [view(req, d, a) for d, a in rows], req,
-        'deployables', page['limit']))
+    fmt = _LIST_FORMATS[microversion.of(req).matches(CLEANING_VERSION)]
+    rows, attributes = db.list_deployable_rows(
+        utils.list_names(fmt) + ('id',),
+        utils.href_prefix(req, 'deployables'), filters, **page)
+    raw = {'attributes_list': [
+        _attributes_list_json(tuple(attributes.get(row[-1], ())))
+        for row in rows]}
+    return utils.collection_response(
+        'deployables', fmt.encode(rows, raw), rows, req,
+        'deployables', page['limit'])
 
 
 def show_deployable(req, uuid):

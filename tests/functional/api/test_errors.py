@@ -84,7 +84,7 @@ def test_streamed_body_over_the_limit_is_413(sqlite_db, api_conf):
 def test_unexpected_error_is_json_500_without_traceback(app, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError('secret internals')
-    monkeypatch.setattr(db_devices, 'list_devices', explode)
+    monkeypatch.setattr(db_devices, 'list_device_rows', explode)
     resp = app.get('/v2/devices', status=500)
     message = error_of(resp)
     assert 'secret' not in message and 'Traceback' not in resp.text

@@ -17,6 +17,16 @@ def placement():
     server.cleanup()
 
 
+@pytest.fixture(scope='session')
+def reshaping_placement():
+    """A Placement whose policy lets the admin token reshape, as one lets
+    a Cyborg user with the service role."""
+    server = placement_server.PlacementServer(policy={
+        'placement:reshaper:reshape': 'role:admin or role:service'}).start()
+    yield server
+    server.cleanup()
+
+
 @pytest.fixture
 def own_placement():
     """A Placement of this test's own, which the test may stop and start."""

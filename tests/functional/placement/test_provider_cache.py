@@ -104,11 +104,12 @@ def test_provider_changed_behind_our_back_is_reread_and_fixed(
 
     assert result.converged and result.report.updated == [
         '%s_%s_region0' % (hostname, PCI)]
-    # The listing, then region0 read again (only it) and written back.
+    # The listing, then region0 read again (only it) and written back
+    # (traits first, then inventories: placement/reporter.py).
     assert requests.calls == [
         ('GET', '/resource_providers'),
         ('GET', url + '/inventories'), ('GET', url + '/traits'),
-        ('PUT', url + '/inventories'), ('PUT', url + '/traits')]
+        ('PUT', url + '/traits'), ('PUT', url + '/inventories')]
     traits = set(other.get(url + '/traits')['traits'])
     assert _trait(function) in traits and 'CUSTOM_SOMEONE_ELSE' not in traits
     assert other.get(url + '/inventories')['inventories']['FPGA'][

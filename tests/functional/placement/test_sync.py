@@ -40,6 +40,35 @@ def _generations(client, hostname):
         '/resource_providers?in_tree=%s' % root)['resource_providers']}
 
 
+class RecordingClient(client_mod.PlacementClient):
+    """Records requests as (method, what): the last path segment that is
+    not a uuid (``resource_providers``, ``inventories``, ...), or
+    ``new_traits`` / ``new_resource_classes`` for a custom name made."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kinds = []
+
+    def request(self, method, url, body=None, ok=(200, 201, 204)):
+        try:
+            return super().request(method, url, body, ok)
+        finally:
+            parts = [p for p in url.split('?')[0].split('/')
+                     if p and not _is_uuid(p)]
+            if parts[0] in ('traits', 'resource_classes'):
+                # PUT /traits/CUSTOM_X: a custom name made.
+                parts = ['new_' + parts[0]]
+            self.kinds.append((method, parts[-1]))
+
+
+def _is_uuid(text):
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _update_device(dev_uuid, **values):
     with session.writer() as s:
         s.execute(sa.update(models.Device).where(
@@ -94,9 +123,14 @@ def test_unchanged_sync_makes_no_writes(placement, make_sync, hostname):
     assert result.converged
     assert result.report.created == result.report.updated == []
     assert sync.client.writes == 0
-    # Name lookup, two tree listings, inventories + traits of 3 providers.
-    assert dict(sync.client.counts) == {'GET': 9}
-    assert first['POST'] == 4  # compute node + 3 providers
+    # Name lookup, the tree listing, inventories + traits of 3 providers
+    # (no listing of our providers: the tree holds only the compute node
+    # and the ones wanted).
+    assert dict(sync.client.counts) == {'GET': 8}
+    # Compute node, 3 providers, and one POST /reshaper for the two
+    # regions' inventories, which Placement's default policy refuses to
+    # an admin without the service role (then one PUT each).
+    assert first['POST'] == 5
 
 
 def test_new_function_changes_only_that_regions_traits(
@@ -311,3 +345,55 @@ def test_from_conf_reaches_placement(placement, sqlite_db, configured,
 
     assert sync.publish(hostname).converged
     assert sync.client.counts['POST'] == 2
+
+
+def test_new_hosts_inventories_are_one_reshape(reshaping_placement,
+                                               make_sync, inspector,
+                                               hostname):
+    db_rows.add_fpga(hostname)
+    db_rows.add_gpu(hostname, mig_slices=7)
+    sync = make_sync(reshaping_placement, client_cls=RecordingClient)
+
+    assert sync.publish(hostname).converged
+
+    kinds = sync.client.kinds
+    # The minimum Placement 1.39 allows for a new host: the compute node
+    # looked up by name and made (its tree is then known: no listing), a
+    # POST per provider, a traits PUT per provider (no bulk form of
+    # either), and the inventories of the three that have some (two
+    # regions, one MIG slice type) in one reshape. Custom traits and
+    # resource classes are made once per name, not per host.
+    assert sorted(k for k in kinds if not k[1].startswith('new_')) == \
+        sorted([('GET', 'resource_providers'), ('POST', 'reshaper')] +
+               [('POST', 'resource_providers')] * 6 +
+               [('PUT', 'traits')] * 5)
+    fpga = '%s_0000:5e:00.0' % hostname
+    got = _tree(inspector(reshaping_placement), hostname)
+    assert got[fpga + '_region0'][1] == {
+        'FPGA': (1, 0), 'CUSTOM_FPGA_LOCAL_MEMORY_MB': (4096, 0)}
+    assert got['%s_0000:3b:00.0_mig-1g.10gb' % hostname][1] == {
+        'VGPU': (7, 0)}
+    # Unchanged since: one more sync writes nothing.
+    sync.client.reset_counts()
+    assert sync.publish(hostname).converged
+    assert sync.client.writes == 0
+
+
+def test_refused_reshape_falls_back_once(placement, make_sync, inspector,
+                                        hostname):
+    db_rows.add_fpga(hostname)
+    sync = make_sync(placement, client_cls=RecordingClient)
+    assert sync.publish(hostname).converged
+    assert sync.client.kinds.count(('POST', 'reshaper')) == 1
+    assert sync.client.kinds.count(('PUT', 'inventories')) == 2
+
+    other = 'host-%s' % uuid.uuid4().hex[:8]
+    db_rows.add_fpga(other)
+    sync.client.kinds.clear()
+    assert sync.publish(other).converged
+    # Not asked again: Placement said no.
+    assert ('POST', 'reshaper') not in sync.client.kinds
+    assert sync.client.kinds.count(('PUT', 'inventories')) == 2
+    got = _tree(inspector(placement), other)
+    assert got['%s_0000:5e:00.0_region1' % other][1] == {
+        'FPGA': (1, 0), 'CUSTOM_FPGA_LOCAL_MEMORY_MB': (4096, 0)}

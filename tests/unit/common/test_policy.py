@@ -1,5 +1,12 @@
-"""common/policy finds the API's default rules through their entry point."""
+"""common/policy finds the API's default rules through their entry point
+and remembers its decisions until the rules change."""
+import os
+
+from oslo_policy import policy as oslo_policy
+import pytest
+
 from cyborg_lite.api import policies
+from cyborg_lite.api import wsgi_wrapper
 from cyborg_lite.common import policy
 
 
@@ -7,3 +14,63 @@ def test_defaults_are_the_api_rules():
     assert [r.name for r in policy.default_rules()] == [
         r.name for r in policies.list_rules()]
     assert 'cyborg:arq:update' in {r.name for r in policy.default_rules()}
+
+
+# --- remembered decisions ---------------------------------------------------
+
+RULE = 'cyborg:device_profile:create'
+
+
+def _caller(roles, project='p1'):
+    return wsgi_wrapper.request_context({'HTTP_X_ROLES': roles,
+                                         'HTTP_X_PROJECT_ID': project,
+                                         'HTTP_X_USER_ID': 'u1'})
+
+
+@pytest.fixture
+def evaluations(conf, monkeypatch):
+    """How many times oslo.policy itself evaluated a rule."""
+    policy.reset()
+    count = []
+    evaluate = oslo_policy.Enforcer.enforce
+
+    def counting(self, *args, **kwargs):
+        count.append(args[0])
+        return evaluate(self, *args, **kwargs)
+    monkeypatch.setattr(oslo_policy.Enforcer, 'enforce', counting)
+    yield count
+    policy.reset()
+
+
+def test_a_decision_is_evaluated_once(evaluations):
+    member, reader = _caller('member,reader'), _caller('reader')
+    for _ in range(3):
+        assert policy.check(member, RULE, {'project_id': 'p1'})
+        assert not policy.check(reader, RULE, {'project_id': 'p1'})
+    assert policy.check(member, RULE, {'project_id': 'p1'})
+    # Another target is another decision.
+    assert not policy.check(member, RULE, {'project_id': 'p2'})
+    assert evaluations == [RULE] * 3
+
+
+def test_a_changed_policy_file_is_obeyed(evaluations, conf, tmp_path):
+    rules = tmp_path / 'policy.yaml'
+    rules.write_text('"%s": "role:member"\n' % RULE)
+    conf.set_override('policy_file', str(rules), group='oslo_policy')
+    policy.reset()
+    member = _caller('member')
+    assert policy.check(member, RULE, {'project_id': 'p1'})
+    assert policy.check(member, RULE, {'project_id': 'p1'})
+    rules.write_text('"%s": "role:admin"\n' % RULE)
+    later = os.stat(rules).st_mtime + 10
+    os.utime(rules, (later, later))
+    assert not policy.check(member, RULE, {'project_id': 'p1'})
+    assert evaluations == [RULE, RULE]
+
+
+def test_unhashable_credentials_are_evaluated_each_time(evaluations):
+    creds = {'roles': ['member'], 'project_id': 'p1', 'odd': {'a': 1}}
+    enforcer = policy.get_enforcer()
+    for _ in range(2):
+        assert enforcer.enforce(RULE, {'project_id': 'p1'}, creds)
+    assert evaluations == [RULE, RULE]

@@ -1,0 +1,105 @@
+"""Long lists are encoded column by column (api/json_list.py): their
+bodies are, byte for byte, the one-object views of the same rows, on every
+backend and microversion."""
+import datetime
+
+import pytest
+
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+from tests.functional.api.conftest import ADMIN
+from tests.functional.api.conftest import add_deployable
+from tests.functional.api.conftest import add_device
+from tests.functional.api.conftest import add_handle
+from tests.functional.api.conftest import create_arqs
+from tests.functional.api.conftest import create_profile
+from tests.functional.api.conftest import set_arq
+
+ODD_TEXT = 'quote " backslash \\ newline \n percent %s é 中'
+
+
+def _headers(version):
+    return dict(ADMIN, **{'OpenStack-API-Version': 'accelerator ' + version})
+
+
+def _assert_list_is_the_views(app, path, key, version):
+    headers = _headers(version)
+    listed = app.get('/v2/' + path, headers=headers)
+    uuids = [item['uuid'] for item in listed.json[key]]
+    assert uuids
+    views = [app.get('/v2/%s/%s' % (path, uuid), headers=headers).body
+             for uuid in uuids]
+    assert listed.body == b'{"%s": [%s]}' % (key.encode(),
+                                             b', '.join(views))
+    assert listed.content_type == 'application/json'
+
+
+def _odd_devices():
+    plain = add_device(hostname='host1')
+    add_device(hostname='host1', status='maintaining')
+    sick = add_device(hostname='host2')
+    odd = add_device(hostname='host-down')
+    with session.writer() as s:
+        s.query(models.Device).filter_by(id=sick.id).update(
+            {'health': 'unhealthy'})
+        s.query(models.Device).filter_by(id=odd.id).update(
+            {'model': ODD_TEXT, 'vendor_board_info': None,
+             'updated_at': datetime.datetime(2026, 1, 2, 3, 4, 5, 678)})
+        s.add(models.Agent(hostname='host-down', state='down',
+                           heartbeat_at=datetime.datetime(2026, 1, 1)))
+    return plain
+
+
+@pytest.mark.parametrize('version', ['2.0', '2.3', '2.5'])
+def test_device_list_is_the_device_views(pg_app, version):
+    _odd_devices()
+    _assert_list_is_the_views(pg_app, 'devices', 'devices', version)
+
+
+def test_device_list_shows_each_devices_reasons(pg_app):
+    _odd_devices()
+    listed = pg_app.get('/v2/devices', headers=_headers('2.5')).json
+    assert sorted(tuple(d['unavailable_reasons'])
+                  for d in listed['devices']) == [
+        (), ('agent_down',), ('maintaining',), ('unhealthy',)]
+
+
+def test_device_list_page_links_to_the_next(pg_app):
+    _odd_devices()
+    first = pg_app.get('/v2/devices?limit=3&type=FPGA',
+                       headers=ADMIN).json
+    [link] = first['devices_links']
+    assert 'marker=%s' % first['devices'][-1]['uuid'] in link['href']
+    rest = pg_app.get(link['href'].split('/v2/', 1)[1].join(['/v2/', '']),
+                      headers=ADMIN).json
+    assert len(rest['devices']) == 1 and 'devices_links' not in rest
+
+
+def test_unknown_device_type_lists_nothing(pg_app):
+    _odd_devices()
+    assert pg_app.get('/v2/devices?type=GPU', headers=ADMIN).body == \
+        b'{"devices": []}'
+
+
+@pytest.mark.parametrize('version', ['2.0', '2.5'])
+def test_deployable_list_is_the_deployable_views(pg_app, version):
+    device = add_device()
+    add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
+    add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
+    add_deployable(device)
+    _assert_list_is_the_views(pg_app, 'deployables', 'deployables', version)
+
+
+@pytest.mark.parametrize('version', ['2.0', '2.1'])
+def test_arq_list_is_the_arq_views(pg_app, version):
+    device = add_device()
+    handle = add_handle(add_deployable(device))
+    create_profile(pg_app, ADMIN)
+    arqs = [a['uuid'] for a in create_arqs(pg_app, ADMIN).json['arqs']
+            + create_arqs(pg_app, ADMIN).json['arqs']]
+    set_arq(arqs[0], state='Bound', hostname='host1',
+            device_rp_uuid='4f9b1b57-6a0b-4a8c-8a3a-9a0d2cb1c0de',
+            instance_uuid='0b6e8e8e-4c2a-4b7f-9a55-33d7b2a3e0a1',
+            attach_handle_id=handle.id, error=ODD_TEXT)
+    _assert_list_is_the_views(pg_app, 'accelerator_requests', 'arqs',
+                              version)
