@@ -42,18 +42,25 @@ Holder = collections.namedtuple('Holder', ['arq_uuid', 'deployable_name'])
 
 def holders(s, keys):
     """{key: Holder} of those ``keys`` whose function a handle holds now
-    (arq_uuid None: in use with no ARQ pointing at it, as left by an
-    interrupted unbind of an older release)."""
+    (arq_uuid: the ARQ's uuid or ``k8s:<claim uid>``; None: in use with no
+    holder pointing at it, as left by an interrupted unbind of an older
+    release)."""
     keys = set(keys)
     if not keys:
         return {}
     arq = models.AcceleratorRequest
+    claim = models.KubernetesClaimDevice
     rows = s.execute(
-        sa.select(HANDLE.in_use_function, arq.uuid, DEPLOYABLE.name)
+        sa.select(HANDLE.in_use_function, arq.uuid, claim.claim_uid,
+                  DEPLOYABLE.name)
         .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
         .outerjoin(arq, arq.attach_handle_id == HANDLE.id)
+        .outerjoin(claim, claim.attach_handle_id == HANDLE.id)
         .where(HANDLE.in_use_function.in_(keys)))
-    return {key: Holder(arq_uuid, name) for key, arq_uuid, name in rows}
+    # A Kubernetes claim's holder is named k8s:<claim uid> (db/k8s_claims).
+    return {key: Holder(arq_uuid or ('k8s:' + claim_uid if claim_uid
+                                     else None), name)
+            for key, arq_uuid, claim_uid, name in rows}
 
 
 def blocked(s, handles, hostname):

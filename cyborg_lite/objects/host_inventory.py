@@ -29,6 +29,8 @@ class AttachHandleView:
     # Free, but its function is attached through a sibling handle: the
     # ARQ uuid (None if unknown) and deployable name holding it.
     held_by: tuple | None = None
+    # In use for this Kubernetes ResourceClaim (its uid), not for an ARQ.
+    k8s_claim: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +86,10 @@ def _shared_function_in_use(deployable):
     return bool(free) and all(h.held_by is not None for h in free)
 
 
+def _kubernetes_claimed(deployable):
+    return any(h.k8s_claim is not None for h in deployable.attach_handles)
+
+
 # The reasons, in the order they are reported: (name, what it means,
 # test(device, deployable or None)). A deployable-level test is given
 # deployable None when the device as a whole is asked about. Add a
@@ -98,6 +104,10 @@ _RULES = (
     ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
      'through a sibling deployable that shares it',
      lambda dev, dep: dep is not None and _shared_function_in_use(dep)),
+    # Nova does not know Kubernetes' allocations: Placement must not offer
+    # it (the Kubernetes sink leaves this reason out: it is its own).
+    ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
+     lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
 )
 REASONS = {name: meaning for name, meaning, _test in _RULES}
 
@@ -118,23 +128,30 @@ def describe(reasons, device, deployable=None):
         holders = sorted({h.held_by for h in deployable.attach_handles
                           if h.held_by is not None}, key=str)
         parts.append('held by %s' % ', '.join(
-            'ARQ %s on %s' % (arq or '(none)', dep) for arq, dep in holders))
+            '%s on %s' % (_holder(arq), dep) for arq, dep in holders))
     return '; '.join(parts)
+
+
+def _holder(name):
+    if name is None:
+        return 'ARQ (none)'
+    return name if name.startswith('k8s:') else 'ARQ %s' % name
 
 
 def _is_trait_key(key):
     return key.startswith('trait')
 
 
-def _handle_view(handle, blocked):
+def _handle_view(handle, blocked, k8s_claims):
     holder = blocked.get(handle.id)
     return AttachHandleView(uuid=handle.uuid, attach_type=handle.attach_type,
                             attach_info=json.loads(handle.attach_info),
                             in_use=bool(handle.in_use),
-                            held_by=tuple(holder) if holder else None)
+                            held_by=tuple(holder) if holder else None,
+                            k8s_claim=k8s_claims.get(handle.id))
 
 
-def _deployable_view(dep, attrs, handles, blocked):
+def _deployable_view(dep, attrs, handles, blocked, k8s_claims):
     # Sorted by key so trait order (and so the tree) is deterministic.
     traits = tuple(v for k, v in sorted(attrs.items())
                    if _is_trait_key(k) and v)
@@ -148,7 +165,8 @@ def _deployable_view(dep, attrs, handles, blocked):
         bitstream_id=dep.bitstream_id,
         attributes=tuple((k, v) for k, v in sorted(attrs.items())
                          if k != 'rc' and not _is_trait_key(k)),
-        attach_handles=tuple(_handle_view(h, blocked) for h in handles))
+        attach_handles=tuple(_handle_view(h, blocked, k8s_claims)
+                             for h in handles))
 
 
 def device_view(dev, deployables=(), agent_state=None):
@@ -167,7 +185,8 @@ def _views(rows):
     for dep in rows.deployables:
         by_device[dep.device_id].append(_deployable_view(
             dep, rows.attributes.get(dep.id, {}),
-            rows.handles.get(dep.id, []), rows.blocked_handles))
+            rows.handles.get(dep.id, []), rows.blocked_handles,
+            rows.k8s_claims))
     return tuple(device_view(d, by_device[d.id], rows.agent_state)
                  for d in rows.devices)
 

@@ -91,7 +91,7 @@ def _slices_on_a_real_apiserver(client):
         assert len(stored['spec']['devices']) == 4
         assert stored['metadata']['ownerReferences'][0]['kind'] == 'Node'
         assert sync.sync(host).writes == 0
-        changed = inv.change_region(host, 0, 1, cleaning=True)
+        changed = inv.change_region(host, 0, 1, unavailable=('cleaning',))
         assert sync.sync(changed).updated == 1
         # The real server canonicalised what it stored; still no change.
         assert sync.sync(changed).writes == 0

@@ -62,3 +62,10 @@ def change_device(inv, card, **changes):
     devices = list(inv.devices)
     devices[card] = dataclasses.replace(devices[card], **changes)
     return dataclasses.replace(inv, devices=tuple(devices))
+
+
+def change_all_regions(inv, card, **changes):
+    """The same host with every deployable of one device changed."""
+    for region in range(len(inv.devices[card].deployables)):
+        inv = change_region(inv, card, region, **changes)
+    return inv
