@@ -25,6 +25,10 @@ Programming jobs come in by ``program_region`` and run in the background
 (agent/programming.py). Once per start the agent tells the conductor
 (``agent_started``) so that jobs its previous life left half done are
 failed or requeued, never left running.
+
+With [kubernetes]enabled the agent also serves the kubelet DRA plugin
+(agent/dra/), whose devices the conductor prepares
+(agent/dra/conductor_devices.py).
 """
 import hashlib
 import os
@@ -34,6 +38,8 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.agent import image_fetch
+from cyborg_lite.agent.dra import conductor_devices
+from cyborg_lite.agent.dra import service as dra_service
 from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
@@ -85,7 +91,7 @@ class AgentManager(rpc_loop.RpcLoop):
     target = messaging.Target(version='1.1')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
-                 conductor_api=None, fetch_image=None):
+                 conductor_api=None, fetch_image=None, k8s_api_client=None):
         self.conf = conf
         self.host = host or conf.host
         if drivers is None:
@@ -110,6 +116,19 @@ class AgentManager(rpc_loop.RpcLoop):
             fetch_image or image_fetch.make_fetcher(conf),
             tmp_dir=os.path.join(conf.state_path, 'programming'),
             after_job=self._after_job)
+        self.kubelet_plugin = self._kubelet_plugin(conf, k8s_api_client)
+
+    def _kubelet_plugin(self, conf, api_client):
+        """The kubelet plugin server when [kubernetes]enabled, else None
+        (a bad [kubernetes] option raises here, before anything starts)."""
+        if not conf.kubernetes.enabled:
+            return None
+        devices = conductor_devices.ConductorDevices(
+            self.conductor, self.host, self.drivers, conf)
+        return dra_service.create_server(
+            conf, devices.prepare_device, devices.release_device,
+            api_client=api_client, node=dra_service.node_name(conf,
+                                                              self.host))
 
     # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
 
@@ -234,6 +253,8 @@ class AgentManager(rpc_loop.RpcLoop):
             target=self._heartbeat_loop, name='agent-heartbeat',
             daemon=True)
         self._heartbeat_thread.start()
+        if self.kubelet_plugin is not None:
+            self.kubelet_plugin.start()
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
@@ -243,6 +264,8 @@ class AgentManager(rpc_loop.RpcLoop):
         ``drain_jobs=False`` leaves them as a killed agent would: cut off
         from the conductor (see agent/programming.py).
         """
+        if self.kubelet_plugin is not None:
+            self.kubelet_plugin.stop()
         self._stop_rpc_loop()
         if self._heartbeat_thread is not None:
             self._heartbeat_thread.join()

@@ -2,7 +2,8 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py), so this class stays a table
+(report.py, bind.py, programming.py, k8s_claims.py), so this class
+stays a table
 of contents.
 """
 import oslo_messaging as messaging
@@ -10,6 +11,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import k8s_claims
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
@@ -26,10 +28,10 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.4')
 
     def __init__(self, host, after_report=None, programming=None,
-                 publisher=None):
+                 publisher=None, claims=None):
         self.host = host
         # Serves db/publish_requests: hosts whose offer changed outside a
         # report (a shared function bound or freed, a device disabled, an
@@ -43,6 +45,7 @@ class ConductorManager:
         # The same hook follows a succeeded programming job.
         self.programming = programming or programming_mod.ProgrammingFlow(
             after_success=after_report)
+        self.claims = claims or k8s_claims.ClaimFlow(self.programming)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict)
@@ -111,3 +114,20 @@ class ConductorManager:
 
     def agent_started(self, ctxt, hostname):
         return self.programming.agent_started(hostname)
+
+    # --- Kubernetes ResourceClaims (1.4), see k8s_claims.py -------------
+
+    @messaging.expected_exceptions(exception.ClaimInProgress,
+                                   *_PROGRAM_REFUSALS)
+    def prepare_k8s_device(self, ctxt, hostname, request, wait):
+        try:
+            return self.claims.prepare(hostname, request, wait)
+        finally:
+            # Held or released: Placement follows (kubernetes_claimed).
+            self._publish_requested()
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
+        hosts = self.claims.release(hostname, claim_uid, device)
+        self._publish_requested()
+        return sorted(hosts)

@@ -15,6 +15,10 @@ API version history:
 * 1.3 - agent_heartbeat(hostname): a call, an agent is alive
         (cyborg_lite/conductor/liveness.py); publish_requested(): a cast,
         publish the hosts db/publish_requests holds now.
+* 1.4 - prepare_k8s_device(hostname, request, wait),
+        release_k8s_device(hostname, claim_uid, device): calls; the
+        kubelet plugin's devices of Kubernetes ResourceClaims
+        (cyborg_lite/conductor/k8s_claims.py).
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -36,7 +40,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.3'
+    RPC_API_VERSION = '1.4'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -130,6 +134,38 @@ class ConductorAPI:
         conductors' periodic task does it anyway)."""
         cctxt = self.client.prepare(version='1.3')
         cctxt.cast(ctxt, 'publish_requested')
+
+    # --- Kubernetes ResourceClaims (1.4) ------------------------------
+
+    def prepare_k8s_device(self, ctxt, hostname, request, wait,
+                           timeout=None):
+        """Hold (and program, as the claim's config asks) one device of a
+        ResourceClaim allocated on ``hostname``; returns what the
+        container gets of it (deployable_uuid, device_uuid, identity,
+        region_name, driver, pci_address, region_type, function_id,
+        bitstream_id, attach_type, attach_info).
+
+        request: {'claim_uid', 'namespace', 'claim_name', 'pool',
+        'device', 'admin_access', 'config': None or {'bitstream_id' |
+        'function_id', 'force'}}. The conductor waits at most ``wait``
+        seconds for programming, then raises ClaimInProgress (call again:
+        the same job is picked up). ClaimRefused (held by another, not
+        available, not in the pool), BitstreamNotFound, Invalid (region
+        type), ProgrammingError (the job failed): the device is not held.
+        """
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.4', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'prepare_k8s_device', hostname=hostname,
+                              request=request, wait=wait)
+
+    def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
+        """Free what the claim holds on ``hostname`` (one device, or all);
+        returns the hostnames released. Releasing twice is harmless."""
+        cctxt = self.client.prepare(version='1.4')
+        with _translate():
+            return cctxt.call(ctxt, 'release_k8s_device', hostname=hostname,
+                              claim_uid=claim_uid, device=device)
 
     def _call(self, ctxt, method, **kwargs):
         cctxt = self.client.prepare(version='1.2')

@@ -31,7 +31,7 @@ HOLDER_PREFIX = 'k8s:'
 # What a claimed region looks like to the conductor's prepare.
 Claimed = collections.namedtuple('Claimed', [
     'id', 'claim_uid', 'deployable_id', 'attach_type', 'attach_info',
-    'programming_job_id', 'new'])
+    'job_uuid', 'new'])
 
 
 def holder_name(claim_uid):
@@ -40,9 +40,11 @@ def holder_name(claim_uid):
 
 def _claimed(s, row, new):
     handle = s.get(HANDLE, row.attach_handle_id)
+    job = (s.get(models.ProgrammingJob, row.programming_job_id)
+           if row.programming_job_id is not None else None)
     return Claimed(row.id, row.claim_uid, row.deployable_id,
                    handle.attach_type, handle.attach_info,
-                   row.programming_job_id, new)
+                   job.uuid if job is not None else None, new)
 
 
 def _find(s, claim_uid, deployable_id):
@@ -124,11 +126,13 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
         raise refused('the attach handle was taken by another holder')
 
 
-def set_job(claim_id, job_id):
+def set_job(claim_id, job_uuid):
     """Remember the job loading the region for the claim."""
+    job = models.ProgrammingJob
     with session.writer() as s:
-        s.execute(sa.update(CLAIM).where(CLAIM.id == claim_id)
-                  .values(programming_job_id=job_id))
+        s.execute(sa.update(CLAIM).where(CLAIM.id == claim_id).values(
+            programming_job_id=sa.select(job.id).where(
+                job.uuid == job_uuid).scalar_subquery()))
 
 
 def release(claim_uid, deployable_id=None):
