@@ -18,13 +18,14 @@ from cyborg_lite.objects import host_inventory
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.kubernetes import kubelet as kubelet_mod
+from tests.functional.kubernetes import wired_env
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import resource_claims as rc
 
 DRIVER = rc.DRIVER
 NODE = pe.HOST
-REGION0 = 'fpga-0000-5e-00-0-region0'
-REGION1 = 'fpga-0000-5e-00-0-region1'
+REGION0 = wired_env.REGION0
+REGION1 = wired_env.REGION1
 NAMESPACE = 'team-a'
 PROJECT = 'project-a'
 
@@ -44,44 +45,10 @@ def apiserver():
     server.stop()
 
 
-class K8sEnv(pe.Env):
-    """programming_env.Env whose agent serves the kubelet plugin."""
-
-    def __init__(self, conf, apiserver):
-        super().__init__(conf)
-        self.apiserver = apiserver
-        self.clients = []
-
-    def start_agent(self):
-        from cyborg_lite.agent import manager as agent_manager
-        client = self.apiserver.api_client()
-        self.clients.append(client)
-        self.agent = agent_manager.AgentManager(
-            self.conf, host=pe.HOST, drivers=[self.new_driver()],
-            k8s_api_client=client)
-        self.agent.start()
-        assert waiting.until(lambda: self.agent._announced)
-        return self.agent
-
-    def stop(self):
-        super().stop()
-        for client in self.clients:
-            client.close()
-
-
 @pytest.fixture
 def env(conf, sqlite_db, tmp_path, short_dir, apiserver):
-    pe.configure(conf, tmp_path)
-    for name, value in (('enabled', True), ('hosts', [NODE]),
-                        ('namespace_projects', {NAMESPACE: PROJECT}),
-                        ('kubelet_registry_dir', short_dir + '/reg'),
-                        ('kubelet_plugins_dir', short_dir + '/plugins'),
-                        ('cdi_dir', short_dir + '/cdi'),
-                        ('plugin_state_dir', short_dir + '/state'),
-                        ('prepare_timeout', 30.0)):
-        conf.set_override(name, value, group='kubernetes')
-    conf.set_override('inventory_sinks', [], group='conductor')
-    env = K8sEnv(conf, apiserver).start()
+    wired_env.configure(conf, tmp_path, short_dir, {NAMESPACE: PROJECT})
+    env = wired_env.K8sEnv(conf, apiserver).start()
     yield env
     env.stop()
     from cyborg_lite.common import rpc
