@@ -3,7 +3,7 @@ claim the kubelet plugin (agent/dra) was asked to prepare, and releasing
 it.
 
 ``prepare`` resolves the device name of the node's pool to its region
-(the names kubernetes/slices.py publishes), holds the region for
+(the names common/k8s_slices.py publishes), holds the region for
 ``k8s:<claim uid>`` (db/k8s_claims.claim: the locks and rules of a Nova
 bind, so one of the two wins a race), then, when the claim's config asks
 for a bitstream or a function the region lacks, runs the program-on-bind
@@ -22,6 +22,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import k8s_slices as slices
 from cyborg_lite.common import states
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import programming as programming_mod
@@ -30,9 +31,8 @@ from cyborg_lite.conf import CONF
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import k8s_claims as claims_db
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.kubernetes import sink as k8s_sink
-from cyborg_lite.kubernetes import slices
 from cyborg_lite.objects import host_inventory
+from cyborg_lite.objects import k8s_view
 
 LOG = logging.getLogger(__name__)
 
@@ -54,11 +54,11 @@ class ClaimFlow:
         if hostname not in self.conf.kubernetes.hosts:
             raise refused('host %s does not serve Kubernetes ([kubernetes]'
                           'hosts of the conductor)' % hostname)
-        node = k8s_sink.node_name(self.conf, hostname)
+        node = k8s_view.node_name(self.conf, hostname)
         if request['pool'] != node:
             raise refused('pool %s is not the pool of host %s (%s)'
                           % (request['pool'], hostname, node))
-        inventory = k8s_sink.load(self.conf, hostname)
+        inventory = k8s_view.load(self.conf, hostname)
         found = slices.devices_by_name(inventory).get(request['device'])
         if found is None:
             raise refused('no device %s in pool %s' % (request['device'],
@@ -173,7 +173,7 @@ class ClaimFlow:
         deployable_id = None
         if device is not None:
             request = {'claim_uid': claim_uid, 'device': device,
-                       'pool': k8s_sink.node_name(self.conf, hostname)}
+                       'pool': k8s_view.node_name(self.conf, hostname)}
             try:
                 _device, dep = self._region(hostname, request)
             except exception.ClaimRefused as e:

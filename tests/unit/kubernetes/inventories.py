@@ -3,7 +3,7 @@ like the fake driver's PAC Arria 10 cards, and a GPU."""
 import dataclasses
 import uuid
 
-from cyborg_lite.kubernetes import inventory
+from cyborg_lite.common import k8s_inventory as inventory
 
 DRIVER = 'cyborg-lite.openstack.org'
 REGION_TYPE = '69528db6eb31577a8c3668f9faa081f6'
