@@ -39,6 +39,8 @@ VERSIONS = [
             # /v2/resource_provider_trees.
     '2.5',  # Devices show unavailable_reasons (maintaining, unhealthy,
             # agent_down, ...): why they are not offered or bound now.
+            # GET /v2/resource_slices/{hostname}: a host's Kubernetes
+            # ResourceSlices as the conductor would publish them.
 ]
 
 
