@@ -128,7 +128,8 @@ class AgentManager(rpc_loop.RpcLoop):
         return dra_service.create_server(
             conf, devices.prepare_device, devices.release_device,
             api_client=api_client, node=dra_service.node_name(conf,
-                                                              self.host))
+                                                              self.host),
+            release_claim=devices.release_claim)
 
     # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
 

@@ -73,6 +73,10 @@ class ClaimFlow:
         _check_request(request)
         _device, dep = self._region(hostname, request)
         region, device_row = deployables_db.load_region(dep.uuid)
+        if request.get('admin_access'):
+            # Monitoring access shares the device with its tenant: nothing
+            # is held or loaded for it.
+            return _answer(region, device_row, None)
         project_id = self.conf.kubernetes.namespace_projects.get(
             request['namespace'])
         claimed = claims_db.claim(
@@ -85,7 +89,7 @@ class ClaimFlow:
                      request['claim_name'], request['claim_uid'])
         try:
             config = request.get('config')
-            if config and not request.get('admin_access'):
+            if config:
                 self._ensure_programmed(claimed, region.uuid, config,
                                         project_id, wait)
         except exception.ClaimInProgress:
@@ -96,19 +100,7 @@ class ClaimFlow:
             claims_db.release(request['claim_uid'], region.id)
             raise
         region, device_row = deployables_db.load_region(dep.uuid)
-        return {
-            'deployable_uuid': region.uuid, 'device_uuid': device_row.uuid,
-            'identity': device_row.identity,
-            'region_name': programming_mod.region_name_of(region,
-                                                          device_row),
-            'driver': device_row.driver_name,
-            'pci_address': device_row.pci_address,
-            'region_type': region.region_type,
-            'function_id': region.function_id,
-            'bitstream_id': region.bitstream_id,
-            'attach_type': claimed.attach_type,
-            'attach_info': claimed.attach_info,
-        }
+        return _answer(region, device_row, claimed)
 
     def _ensure_programmed(self, claimed, deployable_uuid, config,
                            project_id, wait):
@@ -208,6 +200,21 @@ def _check_request(request):
                                bool(config.get('function_id'))):
         raise exception.Invalid(reason='a prepare config has exactly one '
                                 'of bitstream_id and function_id')
+
+
+def _answer(region, device, claimed):
+    """What the agent gives the container of the region."""
+    return {
+        'deployable_uuid': region.uuid, 'device_uuid': device.uuid,
+        'identity': device.identity,
+        'region_name': programming_mod.region_name_of(region, device),
+        'driver': device.driver_name, 'pci_address': device.pci_address,
+        'region_type': region.region_type,
+        'function_id': region.function_id,
+        'bitstream_id': region.bitstream_id,
+        'attach_type': claimed.attach_type if claimed else None,
+        'attach_info': claimed.attach_info if claimed else None,
+    }
 
 
 def _wanted(config):

@@ -88,3 +88,9 @@ class ConductorDevices:
     def release_device(self, claim_uid, pool, device):
         self.conductor.release_k8s_device(context.get_admin_context(),
                                           self.hostname, claim_uid, device)
+
+    def release_claim(self, claim_uid):
+        """Everything the claim holds on this host (a claim the plugin
+        never recorded: its prepare was cut off)."""
+        self.conductor.release_k8s_device(context.get_admin_context(),
+                                          self.hostname, claim_uid, None)

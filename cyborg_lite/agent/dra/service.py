@@ -22,7 +22,7 @@ def node_name(conf, host=None):
 
 
 def create_server(conf, prepare_device, release_device, api_client=None,
-                  node=None):
+                  node=None, release_claim=None):
     """A KubeletPluginServer, not started. ``api_client`` defaults to one
     made from [kubernetes]kubeconfig (or the in-cluster account); ``node``
     to node_name(conf)."""
@@ -38,6 +38,6 @@ def create_server(conf, prepare_device, release_device, api_client=None,
         group.driver_name, node or node_name(conf),
         claims.KubeClaimReader(api_client), prepare_device, release_device,
         cdi_dir=group.cdi_dir, state_dir=group.plugin_state_dir,
-        prepare_timeout=group.prepare_timeout)
+        prepare_timeout=group.prepare_timeout, release_claim=release_claim)
     return server.KubeletPluginServer(dra_plugin, group.kubelet_registry_dir,
                                       group.kubelet_plugins_dir)

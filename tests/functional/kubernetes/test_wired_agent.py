@@ -256,3 +256,36 @@ def test_a_restart_during_programming_picks_up_the_running_job(
     assert env.hardware('region0') == pe.NEW_FUNCTION
     assert _holders() == {'region0': uid}
     assert jobs_db.get(job.uuid).state in ('failed', 'succeeded', 'queued')
+
+
+def test_unpreparing_a_claim_the_plugin_never_recorded_frees_its_hold(
+        env, kubelet, apiserver):
+    # A prepare cut off before the plugin recorded it (agent killed) left
+    # the region held in the database.
+    from cyborg_lite.db import k8s_claims
+    claim = _claim(apiserver, 'orphan', REGION1)
+    uid = claim['metadata']['uid']
+    k8s_claims.claim(env.region('region1').id, uid, NAMESPACE, 'orphan',
+                     REGION1)
+    assert _holders() == {'region1': uid}
+    assert kubelet.unprepare('v1', [rc.ref(claim)]).claims[uid].error == ''
+    assert _holders() == {}
+
+
+def test_admin_access_holds_and_loads_nothing(env, kubelet, apiserver):
+    tenant = _claim(apiserver, 'tenant', REGION1)
+    assert _answer(kubelet.prepare('v1', [rc.ref(tenant)]),
+                   tenant['metadata']['uid'])[0] == ''
+    bitstream = env.add_bitstream()
+    monitor = rc.allocated_claim('monitor', [('fpga', REGION1)],
+                                 namespace=NAMESPACE, pool=NODE,
+                                 config=[rc.fpga_config(
+                                     bitstreamID=bitstream.uuid)])
+    monitor['status']['allocation']['devices']['results'][0][
+        'adminAccess'] = True
+    apiserver.put_claim(monitor)
+    uid = monitor['metadata']['uid']
+    assert _answer(kubelet.prepare('v1', [rc.ref(monitor)]), uid)[0] == ''
+    assert _holders() == {'region1': tenant['metadata']['uid']}
+    assert jobs_db.list_jobs() == []
+    assert env.hardware('region1') == pe.OLD_FUNCTION
