@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import canonical_json
+from cyborg_lite.conf import CONF
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -144,10 +145,23 @@ def _shared_by_siblings(s, handle_id):
     return None
 
 
-def request_publish_if_shared(s, handle_id, why):
+def _kubernetes_host(s, handle_id):
+    """The handle's hostname when the host serves Kubernetes, whose
+    ResourceSlices taint a region an ARQ holds; else None."""
+    hostname = s.scalar(sa.select(DEVICE.hostname)
+                        .join(DEPLOYABLE, DEPLOYABLE.device_id == DEVICE.id)
+                        .join(HANDLE, HANDLE.deployable_id == DEPLOYABLE.id)
+                        .where(HANDLE.id == handle_id))
+    return hostname if hostname in CONF.kubernetes.hosts else None
+
+
+def request_publish_if_offer_changed(s, handle_id, why):
     """Ask for the host to be published again when claiming or freeing
-    this handle changed what its sibling handles' deployables offer."""
-    hostname = _shared_by_siblings(s, handle_id)
+    this handle changed what is offered beyond its own deployable: its
+    sibling handles' deployables, or (on a host serving Kubernetes too)
+    the taint of its region in the ResourceSlices."""
+    hostname = (_shared_by_siblings(s, handle_id) or
+                _kubernetes_host(s, handle_id))
     if hostname is not None:
         publish_requests.add(s, hostname, why)
 
@@ -159,5 +173,6 @@ def free(s, handle_id):
                                      'in_use_function': None},
                                     HANDLE.in_use.is_(True)))
     if freed:
-        request_publish_if_shared(s, handle_id, 'attach handle freed')
+        request_publish_if_offer_changed(s, handle_id,
+                                         'attach handle freed')
     return freed

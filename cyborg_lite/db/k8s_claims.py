@@ -113,7 +113,7 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
                         attach_handle_id=handle.id)
             s.add(row)
             s.flush()
-            attach_handles.request_publish_if_shared(
+            attach_handles.request_publish_if_offer_changed(
                 s, handle.id, 'attach handle claimed')
             # Placement must reserve it (kubernetes_claimed): published
             # by whichever conductor serves the request.

@@ -129,3 +129,25 @@ def test_an_unreachable_api_leaves_the_host_pending(db, conf):
     assert not result.ok and 'ResourceSlice' in result.error
     assert list(sink.pending_hosts()) == ['host1']
     client.close()
+
+
+def test_a_nova_bind_or_unbind_republishes_a_kubernetes_host(
+        sink, apiserver):
+    from cyborg_lite.db import arqs as arqs_db
+    region = h.make_region(hostname='host1')
+    publisher = publishing.Publisher([sink])
+    publisher.publish_requested()
+    sink.publish('host1')
+    assert not any('taints' in d for d in _devices(apiserver).values())
+    arq_uuid = h.make_arq()
+    [started], _ = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    arqs_db.finish_bind(started, region['deployable_id'],
+                        region['deployable_uuid'])
+    # The bind asked for the host to be published: the slice follows.
+    assert publisher.publish_requested() == ['host1']
+    (device,) = _devices(apiserver).values()
+    assert device['taints'][0]['key'] == DRIVER + '/in-use'
+    arqs_db.unbind(arq_uuid)
+    assert publisher.publish_requested() == ['host1']
+    (device,) = _devices(apiserver).values()
+    assert 'taints' not in device
