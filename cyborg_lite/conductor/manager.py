@@ -3,8 +3,7 @@
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
 (report.py, bind.py, programming.py, k8s_claims.py), so this class
-stays a table
-of contents.
+stays a table of contents.
 """
 import oslo_messaging as messaging
 from oslo_log import log as logging
