@@ -21,10 +21,12 @@ seconds (conductor/liveness.py), whatever a slow scan or report does: a
 host whose agent falls silent is marked down by the conductors, and comes
 back with its next heartbeat.
 
-Programming jobs come in by ``program_region`` and run in the background
-(agent/programming.py). Once per start the agent tells the conductor
-(``agent_started``) so that jobs its previous life left half done are
-failed or requeued, never left running.
+Programming jobs come in by ``program_region`` and cleaning tries (the
+wipe of a deployable between tenants) by ``clean_region``; both run in
+the background (agent/programming.py, agent/cleaning.py). Once per start
+the agent tells the conductor (``agent_started``) so that jobs and
+cleans its previous life left half done are failed, requeued or started
+again, never left running.
 
 With [kubernetes]enabled the agent also serves the kubelet DRA plugin
 (agent/dra/), whose devices the conductor prepares
@@ -37,6 +39,7 @@ import threading
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from cyborg_lite.agent import cleaning
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent.dra import conductor_devices
 from cyborg_lite.agent.dra import service as dra_service
@@ -88,7 +91,7 @@ class AgentManager(rpc_loop.RpcLoop):
     """Discovery loop and the RPC endpoint the conductor calls."""
 
     # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
                  conductor_api=None, fetch_image=None, k8s_api_client=None):
@@ -116,6 +119,11 @@ class AgentManager(rpc_loop.RpcLoop):
             fetch_image or image_fetch.make_fetcher(conf),
             tmp_dir=os.path.join(conf.state_path, 'programming'),
             after_job=self._after_job)
+        self.cleaner = cleaning.CleaningRunner(
+            self.host, self.drivers, self.conductor,
+            conf.cleaning.heartbeat_interval,
+            region_busy=lambda key: key in self.jobs.running(),
+            after_clean=self._after_job)
         self.kubelet_plugin = self._kubelet_plugin(conf, k8s_api_client)
 
     def _kubelet_plugin(self, conf, api_client):
@@ -145,6 +153,13 @@ class AgentManager(rpc_loop.RpcLoop):
                  job['identity'], job['region_name'])
         self.jobs.submit(job)
 
+    def clean_region(self, ctxt, request):
+        """Wipe a deployable between tenants in the background (a cast)."""
+        LOG.info('Cleaning try %s for %s %s received',
+                 request['cleaning_uuid'], request['identity'],
+                 request['deployable_name'])
+        self.cleaner.submit(request)
+
     def _after_job(self, driver):
         # NOTE: a full scan's diff: only the drivers whose hardware
         # changed are sent, the programmed one among them.
@@ -168,6 +183,7 @@ class AgentManager(rpc_loop.RpcLoop):
         # Only now: the conductor has ended the tries of our past life,
         # and none of this life's can be mistaken for one of them.
         self.jobs.open()
+        self.cleaner.open()
         return True
 
     # --- heartbeat ------------------------------------------------------
@@ -260,10 +276,11 @@ class AgentManager(rpc_loop.RpcLoop):
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
     def stop(self, drain_jobs=True):
-        """Stop RPC and discovery; wait for running programming jobs.
+        """Stop RPC and discovery; wait for running programming jobs and
+        cleaning tries.
 
         ``drain_jobs=False`` leaves them as a killed agent would: cut off
-        from the conductor (see agent/programming.py).
+        from the conductor (see agent/programming.py, agent/cleaning.py).
         """
         if self.kubelet_plugin is not None:
             self.kubelet_plugin.stop()
@@ -272,6 +289,7 @@ class AgentManager(rpc_loop.RpcLoop):
             self._heartbeat_thread.join()
             self._heartbeat_thread = None
         self.jobs.stop(drain=drain_jobs)
+        self.cleaner.stop(drain=drain_jobs)
         LOG.info('Agent on %s stopped', self.host)
 
     def _loop(self):

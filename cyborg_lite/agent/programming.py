@@ -169,7 +169,7 @@ def run_job(job, driver, fetch_image, report_progress, heartbeat=None,
         LOG.warning('job %s stopped: %s', job['uuid'], exc)
         return 'stopped', str(exc)
     except Exception as exc:
-        error = _error_text(exc)
+        error = exception.error_text(exc)
         LOG.error('job %s failed: %s', job['uuid'], error)
         try:
             report_progress(job['uuid'], 'failed', error=error)
@@ -177,12 +177,6 @@ def run_job(job, driver, fetch_image, report_progress, heartbeat=None,
             # The conductor's reaper fails the job if this report is lost.
             LOG.exception('could not report job %s as failed', job['uuid'])
         return 'failed', error
-
-
-def _error_text(exc):
-    if isinstance(exc, exception.CyborgLiteException):
-        return exc.format_message()
-    return '%s: %s' % (type(exc).__name__, exc)
 
 
 class JobRunner:

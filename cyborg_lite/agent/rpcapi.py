@@ -10,6 +10,9 @@ API version history:
 * 1.1 - program_region(job): cast; run one programming job (the dict of
         conductor/programming.agent_job) in the background, reporting
         back with ConductorAPI.job_progress / job_heartbeat.
+* 1.2 - clean_region(request): cast; wipe one deployable between tenants
+        (the dict of conductor/cleaning.agent_request) in the background,
+        reporting back with ConductorAPI.cleaning_progress.
 
 Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
 method with the same name on agent.manager.AgentManager.
@@ -18,7 +21,7 @@ from cyborg_lite.common import rpc
 
 
 class AgentAPI:
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.2'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
@@ -31,3 +34,7 @@ class AgentAPI:
     def program_region(self, ctxt, hostname, job):
         cctxt = self.client.prepare(server=hostname, version='1.1')
         cctxt.cast(ctxt, 'program_region', job=job)
+
+    def clean_region(self, ctxt, hostname, request):
+        cctxt = self.client.prepare(server=hostname, version='1.2')
+        cctxt.cast(ctxt, 'clean_region', request=request)

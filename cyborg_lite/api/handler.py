@@ -37,6 +37,8 @@ ROUTE_DECLARATIONS = {
     '/v2/devices/{uuid}/enable': {'POST': devices.enable_device},
     '/v2/deployables': {'GET': deployables.list_deployables},
     '/v2/deployables/{uuid}': {'GET': deployables.show_deployable},
+    # From microversion 2.5.
+    '/v2/deployables/{uuid}/clean': {'POST': deployables.clean_deployable},
     '/v2/attributes': {'GET': attributes.list_attributes,
                        'POST': attributes.create_attribute},
     '/v2/attributes/{uuid}': {'GET': attributes.show_attribute,

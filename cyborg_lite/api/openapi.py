@@ -63,6 +63,9 @@ OPERATIONS = {
                                     errors=(400, 403)),
     ('/v2/deployables/{uuid}', 'GET'): _op('Show a deployable.',
                                            errors=(403, 404)),
+    ('/v2/deployables/{uuid}/clean', 'POST'): _op(
+        'Ask for a clean of a deployable in error or available (admin, '
+        '2.5).', ok=202, errors=(400, 403, 404, 409), empty=False),
     ('/v2/attributes', 'GET'): _op('List attributes.',
                                    query=attr_s.LIST_QUERY,
                                    errors=(400, 403)),
@@ -150,6 +153,7 @@ RESPONSES = {
     ('/v2/devices/{uuid}', 'GET'): dev_s.VIEW,
     ('/v2/deployables', 'GET'): dep_s.LIST,
     ('/v2/deployables/{uuid}', 'GET'): dep_s.VIEW,
+    ('/v2/deployables/{uuid}/clean', 'POST'): dep_s.VIEW,
     ('/v2/attributes', 'GET'): attr_s.LIST,
     ('/v2/attributes', 'POST'): attr_s.VIEW,
     ('/v2/attributes/{uuid}', 'GET'): attr_s.VIEW,

@@ -27,6 +27,14 @@ class CyborgLiteException(Exception):
         return self.message
 
 
+def error_text(exc):
+    """What to tell a peer of a failure: our message, or the type and
+    text of anything else."""
+    if isinstance(exc, CyborgLiteException):
+        return exc.format_message()
+    return '%s: %s' % (type(exc).__name__, exc)
+
+
 # --- generic -------------------------------------------------------------
 
 class Invalid(CyborgLiteException):
@@ -126,6 +134,13 @@ class RegionBusy(Conflict):
 class JobStateConflict(Conflict):
     msg_fmt = ('Programming job %(uuid)s is %(state)s; %(action)s needs one '
                'of: %(expected)s.')
+
+
+class CleaningConflict(Conflict):
+    """An agent's report of a cleaning try that is no longer current."""
+    msg_fmt = ('Cleaning try %(try_uuid)s of deployable %(uuid)s is no '
+               'longer current (the deployable is %(state)s); %(action)s '
+               'is refused.')
 
 
 # --- placement (helper) ---------------------------------------------------

@@ -8,9 +8,8 @@ refuses a request whose ARQ could not make the move.
 - ``ARQ``: an accelerator request's bind life (Cyborg's
   ARQ_STATES_TRANSFORM_MATRIX).
 - ``JOB``: a programming job, queued on the conductor to a terminal state.
-- ``DEVICE``: a device's allocation and secure-cleaning life (Cyborg 17's
-  ``device_state``). Only the machine is defined here; the cleaning flow
-  that drives it is not built yet.
+- ``DEVICE``: a deployable's allocation and secure-cleaning life (Cyborg
+  17's ``device_state``), driven by conductor/cleaning.py.
 """
 
 
@@ -106,6 +105,10 @@ JOB_PROGRESS_FROM = {
 
 
 # --- devices: allocation and secure cleaning --------------------------------
+#
+# Cyborg 17's ``device_state``, kept per deployable (a region of one card
+# serves one tenant while its sibling serves another): db/cleaning.py
+# moves it, conductor/cleaning.py drives it.
 
 DEVICE = StateMachine('device', (
     'available', 'allocated', 'pending_cleaning', 'cleaning', 'error'), {
@@ -114,13 +117,28 @@ DEVICE = StateMachine('device', (
                   'pending_cleaning'),
     # Unbind or delete: the next tenant must not see the last one's data.
     'allocated': ('pending_cleaning',),
-    'pending_cleaning': ('cleaning',),
+    # Its driver has no CleaningInterface: nothing to run, the conductor
+    # makes it available at once.
+    'pending_cleaning': ('cleaning', 'available'),
     'cleaning': ('available', 'error',
                  # The agent died while cleaning: clean again from scratch.
                  'pending_cleaning'),
     # An operator retries the clean after repairing the device.
     'error': ('pending_cleaning',),
 })
-# Only an available device may be offered to a scheduler; in any other
-# state its providers stay reserved.
-DEVICE_SCHEDULABLE = ('available',)
+# What may be offered to a scheduler and bound: an allocated deployable
+# still offers the accelerators none of its handles serves yet.
+DEVICE_SCHEDULABLE = ('available', 'allocated')
+# Why a deployable in the other states is neither offered nor bound: the
+# reason named by objects/host_inventory.py and the bind's refusal.
+DEVICE_UNSCHEDULABLE_WHY = {
+    'pending_cleaning': 'waiting to be wiped after its last tenant',
+    'cleaning': 'being wiped after its last tenant',
+    'error': 'its wipe after the last tenant failed; an operator must '
+             'retry it',
+}
+# A release (unbind, delete) makes these dirty; in the others a clean is
+# already due or running.
+DEVICE_RELEASABLE = ('available', 'allocated')
+# An operator may ask for a clean from these.
+DEVICE_RECLEANABLE = ('available', 'error')

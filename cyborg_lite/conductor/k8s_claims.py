@@ -14,8 +14,9 @@ answers ClaimInProgress, and the next call (a kubelet retry, or the agent
 after a restart) waits on the same job. A refusal or a failed job frees
 the region again, so a failed prepare holds nothing.
 
-``release`` frees what the claim holds; the region then goes back to
-every consumer (cleaning between tenants follows where configured).
+``release`` frees what the claim holds; each region is wiped before its
+next tenant (conductor/cleaning.py), as after an unbind. A failed prepare
+releases the same way: the claim's bitstream may be half loaded.
 """
 import time
 
@@ -42,8 +43,9 @@ REQUEST_KEYS = ('claim_uid', 'namespace', 'claim_name', 'pool', 'device')
 
 class ClaimFlow:
 
-    def __init__(self, programming, conf=CONF):
+    def __init__(self, programming, cleaning, conf=CONF):
         self.programming = programming
+        self.cleaning = cleaning
         self.conf = conf
 
     # --- where the device is ------------------------------------------
@@ -96,8 +98,9 @@ class ClaimFlow:
             raise
         except Exception:
             # NOTE: a refused or failed prepare holds nothing; the retry
-            # takes the region again.
-            claims_db.release(request['claim_uid'], region.id)
+            # takes the region again once it is wiped.
+            self.cleaning.start(claims_db.release(request['claim_uid'],
+                                                  region.id))
             raise
         region, device_row = deployables_db.load_region(dep.uuid)
         return _answer(region, device_row, claimed)
@@ -161,7 +164,8 @@ class ClaimFlow:
 
     def release(self, hostname, claim_uid, device=None):
         """Free what the claim holds on ``hostname`` (one device of the
-        pool, or all when ``device`` is None); the hosts released."""
+        pool, or all when ``device`` is None) and start the wipe of each
+        region; the hosts whose regions wait for it."""
         deployable_id = None
         if device is not None:
             request = {'claim_uid': claim_uid, 'device': device,
@@ -177,6 +181,7 @@ class ClaimFlow:
         if hosts:
             LOG.info('ResourceClaim %s released %s on %s', claim_uid,
                      device or 'its devices', ', '.join(sorted(hosts)))
+        self.cleaning.start(hosts)
         return hosts
 
 

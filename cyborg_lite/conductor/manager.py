@@ -2,14 +2,15 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py, k8s_claims.py), so this class
-stays a table of contents.
+(report.py, bind.py, programming.py, cleaning.py, k8s_claims.py), so
+this class stays a table of contents.
 """
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import k8s_claims
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
@@ -18,8 +19,8 @@ from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
 
-# What a programming call may refuse with; sent back as the caller's error
-# without a traceback in the conductor's log.
+# What a programming or cleaning call may refuse with; sent back as the
+# caller's error without a traceback in the conductor's log.
 _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
                      exception.Conflict, exception.Forbidden)
 
@@ -27,10 +28,10 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.4')
+    target = messaging.Target(version='1.5')
 
     def __init__(self, host, after_report=None, programming=None,
-                 publisher=None, claims=None):
+                 publisher=None, cleaning=None, claims=None):
         self.host = host
         # Serves db/publish_requests: hosts whose offer changed outside a
         # report (a shared function bound or freed, a device disabled, an
@@ -44,7 +45,11 @@ class ConductorManager:
         # The same hook follows a succeeded programming job.
         self.programming = programming or programming_mod.ProgrammingFlow(
             after_success=after_report)
-        self.claims = claims or k8s_claims.ClaimFlow(self.programming)
+        # And every cleaning move that changes what a host offers.
+        self.cleaning = cleaning or cleaning_mod.CleaningFlow(
+            after_change=after_report)
+        self.claims = claims or k8s_claims.ClaimFlow(self.programming,
+                                                     self.cleaning)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict)
@@ -66,7 +71,10 @@ class ConductorManager:
         return results
 
     def unbind_arqs(self, ctxt, arq_uuids):
+        # NOTE: read first: the unbind clears which region each ARQ held.
+        hosts = self.cleaning.hosts_of(arq_uuids)
         results = bind.unbind_arqs(ctxt, arq_uuids)
+        self.cleaning.start(hosts)
         self._publish_requested()
         return results
 
@@ -112,9 +120,22 @@ class ConductorManager:
         return self.programming.heartbeat(job_uuid, hostname)
 
     def agent_started(self, ctxt, hostname):
-        return self.programming.agent_started(hostname)
+        result = self.programming.agent_started(hostname)
+        result['cleaning'] = self.cleaning.agent_started(hostname)
+        return result
 
-    # --- Kubernetes ResourceClaims (1.4), see k8s_claims.py -------------
+    # --- secure cleanup between tenants (1.4), see cleaning.py ----------
+
+    def start_cleaning(self, ctxt, hostnames):
+        return self.cleaning.start(hostnames)
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
+                                      error=error)
+
+    # --- Kubernetes ResourceClaims (1.5), see k8s_claims.py -------------
 
     @messaging.expected_exceptions(exception.ClaimInProgress,
                                    *_PROGRAM_REFUSALS)
@@ -127,6 +148,7 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
+        # Each region is wiped before its next tenant, as after an unbind.
         hosts = self.claims.release(hostname, claim_uid, device)
         self._publish_requested()
         return sorted(hosts)

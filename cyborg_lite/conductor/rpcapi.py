@@ -15,7 +15,11 @@ API version history:
 * 1.3 - agent_heartbeat(hostname): a call, an agent is alive
         (cyborg_lite/conductor/liveness.py); publish_requested(): a cast,
         publish the hosts db/publish_requests holds now.
-* 1.4 - prepare_k8s_device(hostname, request, wait),
+* 1.4 - start_cleaning(hostnames): cast; cleaning_progress(
+        deployable_uuid, cleaning_uuid, state, error): call; the secure
+        cleanup between tenants of cyborg_lite/conductor/cleaning.py.
+        agent_started(hostname) also resumes the host's cleaning.
+* 1.5 - prepare_k8s_device(hostname, request, wait),
         release_k8s_device(hostname, claim_uid, device): calls; the
         kubelet plugin's devices of Kubernetes ResourceClaims
         (cyborg_lite/conductor/k8s_claims.py).
@@ -40,7 +44,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.4'
+    RPC_API_VERSION = '1.5'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -115,7 +119,8 @@ class ConductorAPI:
 
     def agent_started(self, ctxt, hostname):
         """An agent (re)started: its unfinished jobs are failed or
-        requeued and its queued jobs sent to it again."""
+        requeued and its queued jobs sent to it again; its cleaning tries
+        are started again."""
         return self._call(ctxt, 'agent_started', hostname=hostname)
 
     # --- availability (1.3) -------------------------------------------
@@ -135,7 +140,26 @@ class ConductorAPI:
         cctxt = self.client.prepare(version='1.3')
         cctxt.cast(ctxt, 'publish_requested')
 
-    # --- Kubernetes ResourceClaims (1.4) ------------------------------
+    # --- secure cleanup between tenants (1.4) -----------------------------
+
+    def start_cleaning(self, ctxt, hostnames):
+        """Regions of these hosts were released (an ARQ deleted) or an
+        operator asked for a clean: send what waits to the agents and
+        publish the hosts; a cast."""
+        cctxt = self.client.prepare(version='1.4')
+        cctxt.cast(ctxt, 'start_cleaning', hostnames=sorted(hostnames))
+
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        """An agent's report of a cleaning try: 'cleaning' (a heartbeat),
+        'available' or 'error'. CleaningConflict when the try is no longer
+        current (the agent then stops)."""
+        return self._call(ctxt, 'cleaning_progress', version='1.4',
+                          deployable_uuid=deployable_uuid,
+                          cleaning_uuid=cleaning_uuid, state=state,
+                          error=error)
+
+    # --- Kubernetes ResourceClaims (1.5) ------------------------------
 
     def prepare_k8s_device(self, ctxt, hostname, request, wait,
                            timeout=None):
@@ -154,7 +178,7 @@ class ConductorAPI:
         type), ProgrammingError (the job failed): the device is not held.
         """
         extra = {} if timeout is None else {'timeout': timeout}
-        cctxt = self.client.prepare(version='1.4', **extra)
+        cctxt = self.client.prepare(version='1.5', **extra)
         with _translate():
             return cctxt.call(ctxt, 'prepare_k8s_device', hostname=hostname,
                               request=request, wait=wait)
@@ -162,13 +186,12 @@ class ConductorAPI:
     def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
         """Free what the claim holds on ``hostname`` (one device, or all);
         returns the hostnames released. Releasing twice is harmless."""
-        cctxt = self.client.prepare(version='1.4')
-        with _translate():
-            return cctxt.call(ctxt, 'release_k8s_device', hostname=hostname,
-                              claim_uid=claim_uid, device=device)
+        return self._call(ctxt, 'release_k8s_device', version='1.5',
+                          hostname=hostname, claim_uid=claim_uid,
+                          device=device)
 
-    def _call(self, ctxt, method, **kwargs):
-        cctxt = self.client.prepare(version='1.2')
+    def _call(self, ctxt, method, version='1.2', **kwargs):
+        cctxt = self.client.prepare(version=version)
         with _translate():
             return cctxt.call(ctxt, method, **kwargs)
 

@@ -20,6 +20,7 @@ from oslo_log import log as logging
 from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import programming
@@ -57,7 +58,9 @@ class ConductorService(rpc_loop.RpcLoop):
                 self.host, after_report=publish,
                 programming=programming.ProgrammingFlow(
                     after_success=publish),
-                publisher=publisher)
+                publisher=publisher,
+                cleaning=cleaning.CleaningFlow(after_change=publish,
+                                               conf=conf))
         self.manager = manager
         # Hosts whose offer changed outside a report, left by a conductor
         # that died before publishing them or by the API.
@@ -67,6 +70,9 @@ class ConductorService(rpc_loop.RpcLoop):
         # Jobs whose agent went silent are failed or sent again.
         self.add_periodic(manager.programming.reap_and_redispatch,
                           interval=conf.programming.reap_interval)
+        # Cleaning tries likewise, and releases whose cast was lost.
+        self.add_periodic(manager.cleaning.reap_and_redispatch,
+                          interval=conf.cleaning.reap_interval)
         self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
 

@@ -27,6 +27,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.db import attach_handles
+from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
@@ -111,11 +112,21 @@ def instance_has_arqs(instance_uuid):
                              .where(ARQ.instance_uuid == instance_uuid)))
 
 
-def _delete(s, arqs):
+# What deleting ARQs left for a conductor: hosts whose released regions
+# wait for their clean, hosts whose publish it requested.
+Deleted = collections.namedtuple('Deleted', ['clean_hosts', 'publish_hosts'])
+
+
+def _deleted(s, arqs):
+    """Delete the rows; what a conductor must be told (Deleted)."""
+    hosts = set()
     for arq in arqs:
         if arq.attach_handle_id:
             attach_handles.free(s, arq.attach_handle_id)
+            hosts.add(cleaning.release(s, arq.attach_handle_id))
         s.delete(arq)
+    hosts.discard(None)
+    return Deleted(hosts, publish_requests.requested_in(s))
 
 
 def _conflict_on_stale(func):
@@ -137,8 +148,9 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 
     Refuses (409) an ARQ whose bind is in flight; ``may_delete(arq)`` is
     the caller's policy check, run on each row before anything changes.
-    Returns the hostnames whose publish this requested (a freed function
-    sibling handles share).
+    Returns Deleted: the hosts whose regions now wait for their clean,
+    and those whose publish this requested (a freed function sibling
+    handles share).
     """
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -155,20 +167,18 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
                     % ', '.join(states.ARQ_BUSY))
             if may_delete is not None:
                 may_delete(arq)
-        _delete(s, list(rows.values()))
-        return publish_requests.requested_in(s)
+        return _deleted(s, list(rows.values()))
 
 
 @_conflict_on_stale
 def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
-    this again on every teardown retry). Returns the hostnames whose
-    publish this requested, as delete_by_uuids."""
+    this again on every teardown retry). Returns Deleted, as
+    delete_by_uuids."""
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
-        _delete(s, list(s.scalars(stmt.where(
+        return _deleted(s, list(s.scalars(stmt.where(
             ARQ.instance_uuid == instance_uuid))))
-        return publish_requests.requested_in(s)
 
 
 # --- Binding (the conductor's bind workflow, and the API's start_binds) -----
@@ -235,9 +245,12 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
     version = _update_state(s, arq, target, **values)
     if version is None:
         raise _state_conflict(arq_uuid, changed, target)
-    if release and not attach_handles.free(s, handle_id):
-        LOG.warning('Attach handle %s of ARQ %s was already free',
-                    handle_id, arq_uuid)
+    if release:
+        if not attach_handles.free(s, handle_id):
+            LOG.warning('Attach handle %s of ARQ %s was already free',
+                        handle_id, arq_uuid)
+        # A tenant had it: wiped before the next one (db/cleaning.py).
+        cleaning.release(s, handle_id)
     return version
 
 
@@ -357,9 +370,10 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
     when an active programming job holds the region, when
     ``refusal(rows)`` (rows: db/devices.region_rows, read under the device
-    and region locks) says why the region may not be bound now, or when no
-    handle is free. Claiming a function sibling handles share requests a
-    publish of the host: their regions are no longer available.
+    and region locks) says why the region may not be bound now (its
+    cleaning among the reasons), or when no handle is free. Claiming a
+    function sibling handles share requests a publish of the host: their
+    regions are no longer available.
     """
     try:
         with session.writer() as s:
@@ -389,6 +403,7 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
                 raise _bind_failed(started.uuid, _refused(
                     s, refusal, device, region) or 'no free attach handle '
                     'on deployable %s' % deployable_uuid)
+            cleaning.mark_allocated(s, deployable_id)
             _transition(s, started.uuid, 'Bound', started.version,
                         attach_handle_id=handle.id,
                         deployable_id=deployable_id, error=None)

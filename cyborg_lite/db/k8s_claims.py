@@ -18,6 +18,7 @@ from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.db import attach_handles
+from cyborg_lite.db import cleaning
 from cyborg_lite.db import deployables
 from cyborg_lite.db import devices
 from cyborg_lite.db import models
@@ -113,6 +114,7 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
                         attach_handle_id=handle.id)
             s.add(row)
             s.flush()
+            cleaning.mark_allocated(s, deployable_id)
             attach_handles.request_publish_if_offer_changed(
                 s, handle.id, 'attach handle claimed')
             # Placement must reserve it (kubernetes_claimed): published
@@ -136,23 +138,27 @@ def set_job(claim_id, job_uuid):
 
 
 def release(claim_uid, deployable_id=None):
-    """Free what the claim holds (of one region, or all); the hostnames
-    whose regions were released. Releasing twice is harmless."""
-    hosts = set()
+    """Free what the claim holds (of one region, or all), in one
+    transaction; each released region waits for its wipe before the next
+    tenant (db/cleaning.release), as after an unbind. Returns the
+    hostnames of the regions that now wait for it. Releasing twice is
+    harmless."""
+    to_clean = set()
     with session.writer() as s:
         query = sa.select(CLAIM).where(CLAIM.claim_uid == claim_uid)
         if deployable_id is not None:
             query = query.where(CLAIM.deployable_id == deployable_id)
         for row in s.scalars(query.with_for_update()).all():
             attach_handles.free(s, row.attach_handle_id)
+            to_clean.add(cleaning.release(s, row.attach_handle_id))
             hostname = s.scalar(
                 sa.select(models.Device.hostname)
                 .join(models.Deployable,
                       models.Deployable.device_id == models.Device.id)
                 .where(models.Deployable.id == row.deployable_id))
+            # Placement offers it again (no longer kubernetes_claimed).
             publish_requests.add(s, hostname, 'released by %s'
                                  % holder_name(claim_uid))
-            hosts.add(hostname)
             s.delete(row)
-    return hosts
-
+    to_clean.discard(None)
+    return to_clean

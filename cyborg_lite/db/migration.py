@@ -1,4 +1,5 @@
 """Schema migrations with alembic; the revisions live in db/migrations/."""
+import contextlib
 import os
 
 from alembic import command
@@ -33,10 +34,42 @@ def _url(url):
     return url
 
 
+@contextlib.contextmanager
+def _migrating(url):
+    """A connection in one transaction, for alembic.
+
+    On SQLite, foreign keys are off meanwhile: a batch migration recreates
+    a table (copy, drop, rename), and dropping the old table with them on
+    would delete every row that refers to it (ON DELETE CASCADE). They are
+    checked before the commit and on again after.
+    """
+    engine = session.get_engine(url)
+    with engine.connect() as conn:
+        raw = None
+        if engine.dialect.name == 'sqlite':
+            # NOTE: on the driver's connection, outside any transaction
+            # (it autocommits): inside one SQLite ignores the pragma.
+            raw = conn.connection.driver_connection
+            raw.execute('PRAGMA foreign_keys=OFF')
+        try:
+            with conn.begin():
+                yield conn
+                if raw is not None:
+                    broken = conn.exec_driver_sql(
+                        'PRAGMA foreign_key_check').fetchall()
+                    if broken:
+                        raise RuntimeError('the migration left rows whose '
+                                           'foreign keys point nowhere: %s'
+                                           % broken[:10])
+        finally:
+            if raw is not None:
+                raw.execute('PRAGMA foreign_keys=ON')
+
+
 def upgrade(revision='head', url=None):
     """Upgrade to ``revision``; at that revision already, a no-op."""
     url = _url(url)
-    with session.get_engine(url).begin() as conn:
+    with _migrating(url) as conn:
         cfg = _config(url)
         cfg.attributes['connection'] = conn
         command.upgrade(cfg, revision)
@@ -44,7 +77,7 @@ def upgrade(revision='head', url=None):
 
 def downgrade(revision, url=None):
     url = _url(url)
-    with session.get_engine(url).begin() as conn:
+    with _migrating(url) as conn:
         cfg = _config(url)
         cfg.attributes['connection'] = conn
         command.downgrade(cfg, revision)

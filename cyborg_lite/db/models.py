@@ -29,6 +29,7 @@ BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
 BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
 JOB_STATES = states.JOB.states
+DEVICE_STATES = states.DEVICE.states
 AGENT_STATES = ('up', 'down')
 
 NAMING_CONVENTION = {
@@ -142,6 +143,30 @@ class Deployable(IdMixin, VersionedMixin, Base):
     function_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     local_memory_mb: orm.Mapped[int] = orm.mapped_column(sa.Integer,
                                                          default=0)
+    # Secure cleanup between tenants: common/states.DEVICE (Cyborg 17 keeps
+    # its device_state on devices; a region is what one tenant holds).
+    # Only db/cleaning.py's conditional UPDATEs write these, on the state
+    # they decided on and without bumping ``version``, so an agent report
+    # flushing the same row never conflicts with a clean.
+    device_state: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_STATES, 'device_state'), default='available',
+        server_default='available', index=True)
+    # The database's time of the last move, or of the cleaning agent's
+    # last heartbeat (what the reaper compares with).
+    device_state_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # The current cleaning try; an agent's report names it, and a report
+    # of an older try is refused.
+    cleaning_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # When the agent began that try (its first heartbeat); None while no
+    # live agent runs it: such a try never counts as one.
+    cleaning_started_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    # Tries abandoned (their agent died) since the region was released.
+    cleaning_attempts: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default='0')
+    # Why the last clean failed, for the operator.
+    cleaning_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class Attribute(IdMixin, Base):

@@ -28,6 +28,7 @@ from sqlalchemy import exc as sa_exc
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
@@ -88,10 +89,11 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
                arq_id=None, except_holder=None):
     """Insert a queued job; RegionBusy if the region has an active one.
 
-    Unless ``force``, a Bound ARQ or a Kubernetes claim holding the region
-    (other than ``except_holder``) is a Conflict, checked under the
-    region's row lock that binds take too, so a bind and a job cannot both
-    slip past each other's check.
+    A region waiting for or under its clean between tenants is a Conflict;
+    unless ``force``, so is a Bound ARQ or a Kubernetes claim holding the
+    region (other than ``except_holder``), checked under the region's row
+    lock that binds take too, so a bind and a job cannot both slip past
+    each other's check.
     """
     row = Job(uuid=str(uuidlib.uuid4()), deployable_id=deployable_id,
               bitstream_id=bitstream_id, active_deployable_id=deployable_id,
@@ -105,6 +107,10 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
         with session.writer() as s:
             _check_refs(s, deployable_id, bitstream_id, arq_id)
             deployables.lock_region(s, deployable_id)
+            refusal = cleaning.programming_refusal(
+                s, deployable_id, deployables.region_label(s, deployable_id))
+            if refusal is not None:
+                raise exception.Conflict(reason=refusal)
             holder = deployables.bound_arq_on(s, deployable_id,
                                               except_holder)
             if holder is not None and not force:

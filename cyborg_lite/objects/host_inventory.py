@@ -17,6 +17,7 @@ its locks (``region_refusal``, given to db/arqs.finish_bind).
 import dataclasses
 import json
 
+from cyborg_lite.common import states
 from cyborg_lite.db import devices as devices_db
 
 
@@ -48,6 +49,7 @@ class DeployableView:
     bitstream_id: str | None = None
     attributes: tuple = ()  # (key, value) pairs other than rc and traits
     attach_handles: tuple = ()
+    device_state: str = 'available'   # common/states.DEVICE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +92,10 @@ def _kubernetes_claimed(deployable):
     return any(h.k8s_claim is not None for h in deployable.attach_handles)
 
 
+# A device_state that keeps a deployable from schedulers, named as a
+# reason where the state's own name would be unclear.
+_CLEANING_REASON = {'error': 'cleaning_failed'}
+
 # The reasons, in the order they are reported: (name, what it means,
 # test(device, deployable or None)). A deployable-level test is given
 # deployable None when the device as a whole is asked about. Add a
@@ -108,7 +114,13 @@ _RULES = (
     # it (the Kubernetes sink leaves this reason out: it is its own).
     ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
      lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
-)
+) + tuple(
+    # The wipe after its last tenant (common/states.DEVICE): waiting,
+    # running, or failed until an operator cleans it again.
+    (_CLEANING_REASON.get(state, state), why,
+     lambda dev, dep, state=state: dep is not None and
+     dep.device_state == state)
+    for state, why in states.DEVICE_UNSCHEDULABLE_WHY.items())
 REASONS = {name: meaning for name, meaning, _test in _RULES}
 
 
@@ -166,7 +178,8 @@ def _deployable_view(dep, attrs, handles, blocked, k8s_claims):
         attributes=tuple((k, v) for k, v in sorted(attrs.items())
                          if k != 'rc' and not _is_trait_key(k)),
         attach_handles=tuple(_handle_view(h, blocked, k8s_claims)
-                             for h in handles))
+                             for h in handles),
+        device_state=dep.device_state)
 
 
 def device_view(dev, deployables=(), agent_state=None):

@@ -96,16 +96,18 @@ class Env:
         return self.agent
 
     def kill_agent(self):
-        """Stop the agent as a crash would: its job threads are cut off
-        from the conductor (the simulated write itself goes on)."""
+        """Stop the agent as a crash would: its job and cleaning threads
+        are cut off from the conductor (the simulated write or wipe itself
+        goes on)."""
         self.agent.stop(drain_jobs=False)
         self.killed.append(self.agent)
         self.agent = None
 
     def orphans_done(self, timeout=15.0):
         """Wait until the threads of killed agents have ended."""
-        return waiting.until(lambda: all(a.jobs.idle() for a in self.killed),
-                             timeout)
+        return waiting.until(lambda: all(
+            a.jobs.idle() and a.cleaner.idle() for a in self.killed),
+            timeout)
 
     def stop(self):
         if self.agent is not None:

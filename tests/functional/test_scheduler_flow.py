@@ -3,7 +3,8 @@
 The all-in-one runs as a subprocess (real Placement, API, conductor, an
 agent with the fake driver: 2 cards x 2 regions of 4096 MiB). The test
 talks to it only over HTTP, as Nova does: device profile → allocation
-candidates → allocation → ARQs → bind → Bound → unbind → delete.
+candidates → allocation → ARQs → bind → Bound → unbind → delete → the
+region wiped (cleaning) and offered again.
 """
 import json
 import os
@@ -193,6 +194,8 @@ def test_schedule_bind_unbind_delete(aio):
     requests.delete(aio.placement + '/allocations/' + instance,
                     headers=PLACEMENT)
 
+    # The region is wiped for the next tenant, then offered again.
+    _wait_cleaned(aio, rp_uuid)
     # The handle is free again: a new ARQ binds to the same region.
     (again,) = _create_arqs(aio, 'fpga-4g')
     other = str(uuid.uuid4())
@@ -200,6 +203,24 @@ def test_schedule_bind_unbind_delete(aio):
     assert _wait_resolved(aio, again['uuid'])['state'] == 'Bound'
     requests.delete(aio.api + '/accelerator_requests', headers=ACCEL,
                     params={'instance': other})
+
+
+def _wait_cleaned(aio, rp_uuid, timeout=30):
+    """The region's device_state is available again, and Placement
+    offers it (reserved back to 0)."""
+    v25 = dict(ACCEL, **{'OpenStack-API-Version': 'accelerator 2.5'})
+    waiting.read_until(
+        lambda: requests.get(aio.api + '/deployables', headers=v25,
+                             params={'rp_uuid': rp_uuid}
+                             ).json()['deployables'][0],
+        lambda dep: dep['device_state'] == 'available', timeout,
+        interval=0.1, what='region %s cleaned' % rp_uuid)
+    waiting.read_until(
+        lambda: requests.get(
+            aio.placement + '/resource_providers/%s/inventories' % rp_uuid,
+            headers=PLACEMENT).json()['inventories'],
+        lambda inv: all(i['reserved'] == 0 for i in inv.values()), timeout,
+        interval=0.1, what='region %s offered again' % rp_uuid)
 
 
 def _wait_state(aio, arq_uuid, state, timeout=30):
@@ -231,6 +252,7 @@ def test_two_concurrent_binds_to_one_region_one_wins(aio):
         resp = requests.delete(aio.api + '/accelerator_requests',
                                headers=ACCEL, params={'instance': instance})
         assert resp.status_code == 204, resp.text
+    _wait_cleaned(aio, rp_uuid)
 
 
 def test_unknown_profile_is_a_json_404(aio):

@@ -7,6 +7,7 @@ request over RPC and answers 202; the ARQs move on asynchronously.
 """
 import json
 
+from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles as profile_handlers
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import accelerator_requests as policies
@@ -120,13 +121,19 @@ def delete_arqs(req):
     params = utils.query(req, schemas.DELETE_QUERY)
     scope = _scope(req, policies.DELETE)
     if 'instance' in params:
-        requested = db.delete_by_instance(scope, params['instance'])
+        deleted = db.delete_by_instance(scope, params['instance'])
     else:
-        requested = db.delete_by_uuids(scope, params['arqs'].split(','),
-                                       _may_delete(req))
-    # A freed function its siblings share: offer them again now.
-    utils.request_publish(req, requested)
+        deleted = db.delete_by_uuids(scope, params['arqs'].split(','),
+                                     _may_delete(req))
+    _after_delete(req, deleted)
     return utils.response(status=204)
+
+
+def _after_delete(req, deleted):
+    """Tell a conductor what deleting left: released regions to wipe,
+    shared functions freed for their siblings (db/arqs.Deleted)."""
+    deployables.start_cleaning(req, deleted.clean_hosts)
+    utils.request_publish(req, deleted.publish_hosts)
 
 
 def _may_delete(req):
@@ -141,7 +148,7 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    utils.request_publish(req, db.delete_by_uuids(
+    _after_delete(req, db.delete_by_uuids(
         _scope(req, policies.DELETE), [uuid], _may_delete(req)))
     return utils.response(status=204)
 

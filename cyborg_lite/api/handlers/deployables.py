@@ -1,11 +1,27 @@
-"""/v2/deployables: the schedulable parts of devices (read only)."""
+"""/v2/deployables: the schedulable parts of devices, and their cleanup
+between tenants.
+
+From 2.5 a deployable shows ``device_state`` (Cyborg 17's states:
+available, allocated, pending_cleaning, cleaning, error; the flow is
+conductor/cleaning.py) and ``cleaning_error``; an admin may ask for a
+clean (``POST .../clean``): the retry of a region in error, or the wipe
+of an idle one. The conductor is told by a cast; were it lost, the
+conductors' periodic task sends the clean anyway.
+"""
 import json
 
+from oslo_log import log as logging
+
+from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import deployables as policies
 from cyborg_lite.api.schemas import deployables as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
+from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import deployables as db
+
+LOG = logging.getLogger(__name__)
+CLEANING_VERSION = '2.5'
 
 FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
            'function_id')
@@ -32,6 +48,9 @@ def view(req, deployable, attributes):
         'local_memory_mb': deployable.local_memory_mb,
         'links': utils.link(req, 'deployables', deployable.uuid),
     }
+    if microversion.of(req).matches(CLEANING_VERSION):
+        body['device_state'] = deployable.device_state
+        body['cleaning_error'] = deployable.cleaning_error
     body.update(utils.timestamps(deployable))
     return body
 
@@ -53,3 +72,33 @@ def show_deployable(req, uuid):
     utils.authorize(req, policies.GET_ONE)
     utils.require_uuid(uuid, exception.DeployableNotFound(uuid=uuid))
     return utils.response(view(req, *db.get_deployable(uuid)))
+
+
+def clean_deployable(req, uuid):
+    """202 with the deployable, now pending_cleaning; 409 unless it was
+    available or error (in use, or a clean already due or running)."""
+    microversion.require(req, CLEANING_VERSION,
+                         'POST /v2/deployables/{uuid}/clean')
+    utils.authorize(req, policies.CLEAN)
+    utils.require_uuid(uuid, exception.DeployableNotFound(uuid=uuid))
+    if req.body:
+        raise exception.InvalidField(field='body',
+                                     reason='this action takes no body')
+    region = cleaning_db.reclean(uuid)
+    LOG.info('Clean of deployable %s asked for', uuid)
+    start_cleaning(req, [region.hostname])
+    return utils.response(view(req, *db.get_deployable(uuid)), status=202)
+
+
+def start_cleaning(req, hostnames):
+    """Tell a conductor that regions of these hosts wait for their clean
+    (after a release or a request); the state is already stored, so a
+    cast that fails is only logged: the periodic task sends it anyway."""
+    if not hostnames:
+        return
+    try:
+        utils.conductor(req).start_cleaning(utils.context(req),
+                                            sorted(hostnames))
+    except Exception:
+        LOG.exception('Could not tell a conductor to clean on %s; its '
+                      'periodic task will', ', '.join(sorted(hostnames)))

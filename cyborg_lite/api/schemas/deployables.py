@@ -1,6 +1,7 @@
 """Query strings of /v2/deployables."""
 from cyborg_lite.api.schemas import common
 from cyborg_lite.db import deployables as db_deployables
+from cyborg_lite.db import models
 
 _TEXT = {'type': 'string', 'maxLength': 255}
 
@@ -10,7 +11,8 @@ LIST_QUERY = common.list_query(db_deployables.SORT_KEYS, {
 })
 
 
-# What GET shows of a deployable (Cyborg's fields, then our own).
+# What GET shows of a deployable (Cyborg's fields, then our own;
+# ``device_state`` and ``cleaning_error`` from 2.5).
 VIEW = common.view({
     'uuid': common.STRING, 'name': common.STRING,
     'parent_id': common.NULLABLE_INTEGER, 'root_id': common.NULLABLE_INTEGER,
@@ -22,5 +24,7 @@ VIEW = common.view({
     'function_id': common.NULLABLE_STRING,
     'function_name': common.NULLABLE_STRING,
     'local_memory_mb': common.INTEGER,
-})
+    'device_state': {'type': 'string', 'enum': list(models.DEVICE_STATES)},
+    'cleaning_error': common.NULLABLE_STRING,
+}, optional=['device_state', 'cleaning_error'])
 LIST = common.collection('deployables', VIEW)

@@ -39,6 +39,9 @@ class RecordingConductor:
     def unbind_arqs(self, ctxt, arq_uuids):
         self.calls.append(('unbind_arqs', ctxt.project_id, arq_uuids))
 
+    def start_cleaning(self, ctxt, hostnames):
+        self.calls.append(('start_cleaning', ctxt.project_id, hostnames))
+
     def publish_requested(self, ctxt):
         self.calls.append(('publish_requested', ctxt.project_id))
 

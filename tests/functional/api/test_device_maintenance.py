@@ -71,11 +71,14 @@ def test_deleting_the_holder_of_a_shared_function_asks_a_publish(
                    notifier=h.RecordingNotifier())
     app.delete('/v2/accelerator_requests/%s' % shared, headers=ADMIN,
                status=204)
-    assert conductor.calls == [('publish_requested', 'admin-project')]
-    # An ARQ that held nothing shared: nobody is bothered.
+    # The released region waits for its wipe; its siblings are free now.
+    assert conductor.calls == [
+        ('start_cleaning', 'admin-project', ['host1']),
+        ('publish_requested', 'admin-project')]
+    # An ARQ that held nothing: nobody is bothered.
     app.delete('/v2/accelerator_requests/%s' % h.make_arq(),
                headers=ADMIN, status=204)
-    assert len(conductor.calls) == 1
+    assert len(conductor.calls) == 2
 
 
 def test_only_an_admin_may_disable_or_enable(app):

@@ -225,6 +225,8 @@ def test_every_operation_answers_as_documented(app, conf):
     walk('GET', '/v2/programs/{uuid}', 404, uuid=UUID)
     jobs_db.transition(job.uuid, 'queued', 'cancelled')
     walk('DELETE', '/v2/bitstreams/{uuid}', 409, uuid=bitstream['uuid'])
+    walk('POST', '/v2/deployables/{uuid}/clean', 202, uuid=dep.uuid)
+    walk('POST', '/v2/deployables/{uuid}/clean', 409, uuid=dep.uuid)
 
     unwalked = openapi.served_routes() - walk.seen - {
         ('/v2/programs/{uuid}/cancel', 'POST')}

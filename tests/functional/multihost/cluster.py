@@ -226,6 +226,8 @@ class Cluster:
             'programming': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
                             'reap_interval': 1, 'max_attempts': 2,
                             'bind_wait_timeout': BIND_TIMEOUT - 2},
+            'cleaning': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
+                         'reap_interval': 1},
         }
 
     def _write_configs(self):
@@ -246,24 +248,28 @@ class Cluster:
                            'auth_strategy': 'noauth'}
         _write_conf(self.conf_path('api'), sections)
         for host in self.agent_hosts:
-            sections = self._common(host)
-            sections['agent'] = {'enabled_drivers': 'fake',
-                                 'rpc_timeout': 5,
-                                 'heartbeat_interval': HEARTBEAT_INTERVAL}
-            if self.report_interval is not None:
-                sections['agent']['report_interval'] = self.report_interval
-            if self.full_report_every is not None:
-                sections['agent']['full_report_every'] = \
-                    self.full_report_every
-            sections['fake_driver'] = {
-                'num_cards': self.cards, 'regions_per_card': self.regions,
-                'local_memory_mb': REGION_MEMORY_MB,
-                'region_types': REGION_TYPE,
-                'program_delay': self.program_delay,
-                'state_dir': os.path.join(self.basedir, host, 'fake_fpga')}
-            _write_conf(self.conf_path(host), sections)
+            self.write_agent_conf(host)
         _write_conf(self.conf_path('dbsync'),
                     {'DEFAULT': {}, 'database': {'connection': self.db_url}})
+
+    def write_agent_conf(self, host, **fake_driver):
+        """The agent's config file, with [fake_driver] ``fake_driver``
+        overriding the cluster's (read at the agent's next start)."""
+        sections = self._common(host)
+        sections['agent'] = {'enabled_drivers': 'fake', 'rpc_timeout': 5,
+                             'heartbeat_interval': HEARTBEAT_INTERVAL}
+        if self.report_interval is not None:
+            sections['agent']['report_interval'] = self.report_interval
+        if self.full_report_every is not None:
+            sections['agent']['full_report_every'] = self.full_report_every
+        sections['fake_driver'] = dict({
+            'num_cards': self.cards, 'regions_per_card': self.regions,
+            'local_memory_mb': REGION_MEMORY_MB,
+            'region_types': REGION_TYPE,
+            'program_delay': self.program_delay,
+            'state_dir': os.path.join(self.basedir, host, 'fake_fpga')},
+            **fake_driver)
+        _write_conf(self.conf_path(host), sections)
 
     def _dbsync(self):
         proc = subprocess.run(
@@ -464,6 +470,31 @@ class Cluster:
                     if int(f.read().strip()) == port:
                         return os.path.join(dirpath, 'afu_id')
         raise LookupError('no afu_id for %s under %s' % (region, root))
+
+    def local_memory_path(self, region):
+        """The file standing for the region's on-card memory in its
+        agent's simulated host (drivers/fake.py): what a clean empties."""
+        port = os.path.basename(os.path.dirname(self.afu_id_path(region)))
+        directory = os.path.join(self.basedir, region.host, 'fake_fpga',
+                                 'local_memory')
+        os.makedirs(directory, exist_ok=True)
+        return os.path.join(directory, port)
+
+    def cleaning_state(self, region):
+        """(device_state, cleaning_started_at, cleaning_attempts) of the
+        region's deployable, from the database."""
+        [row] = self.query(
+            'SELECT device_state, cleaning_started_at, cleaning_attempts '
+            'FROM deployables WHERE rp_uuid = :rp', rp=region.rp_uuid)
+        return tuple(row)
+
+    def wait_cleaned(self, timeout=60):
+        """Wait until no region waits for or is under its clean between
+        tenants (after a test released some)."""
+        self.wait_for(lambda: not self.query(
+            "SELECT id FROM deployables WHERE device_state IN "
+            "('pending_cleaning', 'cleaning')"), timeout,
+            'every released region cleaned')
 
     def load_function(self, region, function_id):
         """Change what the region runs behind the agent's back (an operator

@@ -24,12 +24,14 @@ def cluster():
 @pytest.fixture
 def arq_cleanup(cluster):
     """ARQs a test adds here are deleted after it, freeing their handles;
-    the next test starts once Placement offers every region again (a
-    freed PF makes its sibling regions available a moment later)."""
+    the regions they held are wiped, and the next test starts once
+    Placement offers every region again (a freed PF makes its sibling
+    regions available a moment later)."""
     created = []
     yield created
     if created:
         cluster.delete_arqs([a for a in created])
+        cluster.wait_cleaned()
         if not cluster.wait_for_free_regions(30):
             raise AssertionError('regions still reserved: %s\nagents: %s\n'
                                  '%s' % (cluster.reserved_regions(),

@@ -28,6 +28,8 @@ MEMORY_MB = fake_host.MEMORY_MB
 def make_host(placement, configured, conf, sqlite_db, hostname, tmp_path):
     def make(sriov):
         configured(placement)
+        # An unbind casts the region's wipe to its agent: in process.
+        conf.set_override('transport_url', 'fake://')
         fake_host.configure_card(conf, tmp_path / 'fake_fpga', sriov)
         host = fake_host.Host(conf, placement, hostname)
         assert host.report()['changed']
@@ -79,10 +81,11 @@ def test_two_instances_on_one_card_without_sriov(make_host):
     assert 'handle_shared_in_use' in failed.error
     assert failed.attach_handle_id is None
 
-    # Unbound, the function is free and the sibling offered again.
+    # Unbound, the function is free and the sibling offered again (the
+    # region released waits for its wipe between tenants: no agent here).
     held = arqs_db.list_arqs(arqs_db.ALL, instance_uuid=a)[0].arq
     host.unbind(held)
-    assert host.reserved() == {'region0': FREE, 'region1': FREE}
+    assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
     assert {1: 'region1'} in host.candidates()
     host.placement.delete('/allocations/%s' % a)
     host.allocate(b, {1: 'region1'})
@@ -111,7 +114,7 @@ def test_a_two_group_profile_on_one_card(make_host, sriov):
         assert 'handle_shared_in_use' in arqs[2].error
         assert host.reserved() == {'region0': FREE, 'region1': RESERVED}
         host.unbind(arqs[1])
-        assert host.reserved() == {'region0': FREE, 'region1': FREE}
+        assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
     h.check_no_handle_double_use()
 
 
@@ -170,4 +173,6 @@ def test_a_region_prepared_for_kubernetes_is_reserved_in_placement(
     assert 'kubernetes_claimed' in failed.error
     host.conductor.release_k8s_device(host.ctxt, hostname, claim_uid,
                                       names['region0'])
-    assert host.reserved() == {'region0': FREE, 'region1': FREE}
+    # Released as after an unbind: reserved until its wipe.
+    assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
+

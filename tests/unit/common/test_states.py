@@ -58,6 +58,8 @@ def test_job_graph():
      'available'),
     # An operator asks for a clean of an idle device.
     ('available', 'pending_cleaning'),
+    # Its driver cleans nothing: nothing to run (conductor/cleaning.py).
+    ('allocated', 'pending_cleaning', 'available'),
 ])
 def test_device_cleaning_paths_are_allowed(path):
     for current, target in zip(path, path[1:]):
@@ -67,7 +69,6 @@ def test_device_cleaning_paths_are_allowed(path):
 @pytest.mark.parametrize('current,target', [
     # The next tenant must never get an uncleaned device.
     ('allocated', 'available'),
-    ('pending_cleaning', 'available'),
     ('error', 'available'),
     ('error', 'allocated'),
     ('pending_cleaning', 'allocated'),
@@ -79,8 +80,14 @@ def test_device_shortcuts_around_cleaning_are_refused(current, target):
     assert not states.DEVICE.allows(current, target)
 
 
-def test_only_an_available_device_is_schedulable():
-    assert states.DEVICE_SCHEDULABLE == ('available',)
+def test_only_an_available_or_allocated_device_is_schedulable():
+    # An allocated one still offers the accelerators no handle serves.
+    assert states.DEVICE_SCHEDULABLE == ('available', 'allocated')
+    assert set(states.DEVICE_UNSCHEDULABLE_WHY) == \
+        set(states.DEVICE.states) - set(states.DEVICE_SCHEDULABLE)
+    for group in (states.DEVICE_RELEASABLE, states.DEVICE_RECLEANABLE):
+        assert all(states.DEVICE.allows(s, 'pending_cleaning')
+                   for s in group)
     assert states.DEVICE.terminal == ()
     # Every state leads back to available.
     for state in states.DEVICE.states:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import naming
+from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import clock
 from cyborg_lite.db import models
 from cyborg_lite.db import session
@@ -59,6 +60,13 @@ def make_region(hostname='host1', handles=1, function_id=None,
                                         'device': '00', 'function': str(i)})))
         return {'rp_uuid': dep_rp, 'deployable_uuid': dep.uuid,
                 'deployable_id': dep.id, 'device_rp_uuid': dev_rp}
+
+
+def clean(region):
+    """Wipe a released region, as a cleaning try that succeeded ends it
+    (conductor/cleaning.py); it is bindable again."""
+    started = cleaning_db.begin(region['deployable_id'])
+    cleaning_db.finish(started.uuid, started.cleaning_uuid)
 
 
 def pci_info(bus, function):

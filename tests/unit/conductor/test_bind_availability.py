@@ -73,7 +73,7 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
     region0, region1 = h.make_card(sriov=False)
     first, _ = _bind(region0, instance='8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f')
     assert arqs_db.delete_by_instance(
-        arqs_db.ALL, '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f') == {'host1'}
+        arqs_db.ALL, '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f').publish_hosts == {'host1'}
     assert _publish_requests()[-1] == ('host1', 'attach handle freed')
     assert _bind(region1)[1] == 'Bound'
 
@@ -81,7 +81,7 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
 def test_deleting_an_arq_on_its_own_vf_requests_nothing(db):
     region0, _region1 = h.make_card(sriov=True)
     first, _ = _bind(region0)
-    assert arqs_db.delete_by_uuids(arqs_db.ALL, [first]) == set()
+    assert arqs_db.delete_by_uuids(arqs_db.ALL, [first]).publish_hosts == set()
     assert _publish_requests() == []
 
 

@@ -36,8 +36,10 @@ def test_unbind_frees_the_handle_and_clears_the_binding(db):
     assert (arq.state, arq.hostname, arq.device_rp_uuid, arq.instance_uuid,
             arq.attach_handle_id) == ('Unbound', None, None, None, None)
     assert not h.handles_of(region)[0].in_use
-    # Unbinding again changes nothing; binding again takes the handle back.
+    # Unbinding again changes nothing; once the region is wiped, binding
+    # again takes the handle back.
     assert bind.unbind_arqs(None, [arq_uuid]) == {arq_uuid: 'Unbound'}
+    h.clean(region)
     again = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                            notifier=h.RecordingNotifier())
     assert again == {arq_uuid: 'Bound'}
@@ -56,6 +58,7 @@ def test_delete_frees_the_handle(db):
     with session.reader() as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(
             models.AcceleratorRequest)) == 1
+    h.clean(region)
     assert bind.bind_arqs(None, {other: h.binding(region)},
                           notifier=h.RecordingNotifier()) == {other: 'Bound'}
 

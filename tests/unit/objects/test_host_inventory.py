@@ -2,6 +2,8 @@
 import json
 import uuid
 
+import pytest
+
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from cyborg_lite.objects import host_inventory
@@ -93,7 +95,8 @@ def test_each_reason_is_named_by_the_one_predicate():
         'maintaining', 'unhealthy', 'agent_down')
     assert set(host_inventory.REASONS) == {
         'maintaining', 'unhealthy', 'agent_down', 'handle_shared_in_use',
-        'kubernetes_claimed'}
+        'kubernetes_claimed', 'pending_cleaning', 'cleaning',
+        'cleaning_failed'}
 
 
 def test_a_region_a_kubernetes_claim_holds_is_unavailable_to_nova():
@@ -105,6 +108,21 @@ def test_a_region_a_kubernetes_claim_holds_is_unavailable_to_nova():
     assert reasons(device, _dep(claimed)) == ('kubernetes_claimed',)
     # An ARQ's handle is an allocation Placement already counts.
     assert reasons(device, _dep(_handle(in_use=True))) == ()
+
+
+@pytest.mark.parametrize('state,reason', [
+    ('available', None), ('allocated', None),
+    ('pending_cleaning', 'pending_cleaning'), ('cleaning', 'cleaning'),
+    ('error', 'cleaning_failed')])
+def test_a_region_waiting_for_or_under_its_wipe_is_unavailable(state,
+                                                                reason):
+    device = host_inventory.DeviceView('d', 'FPGA', 'v', 'i')
+    region = host_inventory.DeployableView('r', 'region0',
+                                           device_state=state)
+    assert host_inventory.unavailable_reasons(device, region) == (
+        (reason,) if reason else ())
+    # The device as a whole is not: only this region waits.
+    assert host_inventory.unavailable_reasons(device) == ()
 
 
 def test_a_deployable_whose_only_free_function_a_sibling_holds():

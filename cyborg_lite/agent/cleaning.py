@@ -1,0 +1,240 @@
+"""Secure cleanup between tenants, agent side: run the driver's ``clean``.
+
+The conductor sends one request per try (conductor/cleaning.agent_request:
+the try's ``cleaning_uuid``, the deployable, the driver that reported its
+device). ``CleaningRunner`` runs each in a thread of its own, as
+agent/programming.JobRunner runs jobs:
+
+1. it reports 'cleaning' (a heartbeat) before touching anything: a try
+   that is no longer current - the conductor began another one since,
+   e.g. at this agent's restart - is refused and dropped here;
+2. it waits while a programming job's thread still works on the region
+   (the database lets no job and clean overlap; this covers a job whose
+   try was reaped while its thread still ran);
+3. the driver's ``clean`` runs, blocking, with heartbeats every
+   [cleaning]heartbeat_interval seconds; its end is reported as
+   'available' or 'error' with the driver's reason. A driver without
+   CleaningInterface has nothing to clean with: 'available'.
+
+A region runs one try at a time. A request for a region that is busy
+waits as its next one (a newer request replaces an older waiting one), so
+the try the conductor sent last always runs. Requests received before
+``open()`` are held: the agent opens the runner once the conductor knows
+it (re)started. ``stop(drain=False)`` leaves the threads as a killed
+agent would: cut off from the conductor, which then resumes the clean.
+"""
+import contextlib
+import logging
+import threading
+import time
+
+from cyborg_lite.common import context
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+
+LOG = logging.getLogger(__name__)
+
+
+class _Stop(Exception):
+    """The conductor refused a report: the try is no longer current."""
+
+
+class CleaningRunner:
+
+    def __init__(self, host, drivers, conductor, heartbeat_interval,
+                 region_busy=None, after_clean=None, busy_poll=0.5):
+        self.host = host
+        self.drivers = {d.name: d for d in drivers}
+        self.conductor = conductor
+        self.heartbeat_interval = heartbeat_interval
+        # region_busy((identity, name)): a programming job works on it.
+        self.region_busy = region_busy or (lambda key: False)
+        # after_clean(driver): the agent reports the driver's fresh scan
+        # (a scrub image changes what the region runs).
+        self.after_clean = after_clean
+        self.busy_poll = busy_poll
+        # (identity, deployable name) -> uuid of the try running on it,
+        # and the request waiting for it.
+        self._running = {}
+        self._next = {}
+        self._threads = set()
+        self._held = []
+        self._open = self._closed = False
+        self._lock = threading.Lock()
+        self._cut = threading.Event()
+
+    @staticmethod
+    def _key(request):
+        return request['identity'], request['deployable_name']
+
+    def open(self):
+        """Start running requests, first those held back until now."""
+        with self._lock:
+            self._open = True
+            held, self._held = self._held, []
+        for request in held:
+            self.submit(request)
+
+    def submit(self, request):
+        """Run ``request`` in the background, now or after the try running
+        on its region; False if it is dropped."""
+        key = self._key(request)
+        with self._lock:
+            if self._closed:
+                LOG.info('Cleaning try %s not started: the agent is '
+                         'stopping', request['cleaning_uuid'])
+                return False
+            if not self._open:
+                self._held.append(request)
+                return True
+            running = self._running.get(key)
+            if running == request['cleaning_uuid']:
+                return False   # the same try sent twice
+            if running is not None:
+                self._next[key] = request
+                return True
+            self._start(key, request)
+        return True
+
+    def _start(self, key, request):
+        # NOTE: called with the lock held.
+        thread = threading.Thread(
+            target=self._run, args=(key, request), daemon=True,
+            name='clean-%s' % request['cleaning_uuid'])
+        self._running[key] = request['cleaning_uuid']
+        self._threads.add(thread)
+        thread.start()
+
+    def running(self):
+        """{(identity, deployable name): try uuid} running now."""
+        with self._lock:
+            return dict(self._running)
+
+    def idle(self):
+        with self._lock:
+            return not self._threads and not self._next
+
+    def _run(self, key, request):
+        try:
+            self._clean(request)
+        except Exception:
+            LOG.exception('Cleaning try %s: unexpected error in its runner',
+                          request['cleaning_uuid'])
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+                del self._running[key]
+                waiting = self._next.pop(key, None)
+                if waiting is not None and not self._closed:
+                    self._start(key, waiting)
+
+    def _clean(self, request):
+        try_uuid = request['cleaning_uuid']
+        where = '%s %s' % self._key(request)
+        try:
+            self._report(request, 'cleaning')
+            while self.region_busy(self._key(request)):
+                LOG.info('Cleaning try %s waits for the programming job on '
+                         '%s', try_uuid, where)
+                self._wait_beating(request)
+        except _Stop as exc:
+            LOG.info('Cleaning try %s of %s dropped: %s', try_uuid, where,
+                     exc)
+            return
+        except Exception as exc:
+            # NOTE: nothing touched yet; unheard, the try is sent again
+            # by the conductor's reaper.
+            LOG.warning('Cleaning try %s of %s not started: the conductor '
+                        'did not take its start (%s)', try_uuid, where,
+                        exception.error_text(exc))
+            return
+        driver = self.drivers.get(request.get('driver'))
+        if driver is None:
+            self._end(request, 'no loaded driver named %r can clean device '
+                      '%s on %s' % (request.get('driver'),
+                                    request['identity'], self.host))
+            return
+        if not isinstance(driver, base.CleaningInterface):
+            LOG.info('Driver %s cleans nothing; %s is available', driver.name,
+                     where)
+            self._end(request)
+            return
+        LOG.info('Cleaning %s (try %s)', where, try_uuid)
+        try:
+            with self._heartbeats(request):
+                driver.clean(request['identity'], request['deployable_name'])
+        except Exception as exc:
+            error = exception.error_text(exc)
+            LOG.error('Cleaning %s failed: %s', where, error)
+            self._end(request, error)
+        else:
+            self._end(request)
+        if self.after_clean is not None and not self._cut.is_set():
+            self.after_clean(driver)
+
+    def _wait_beating(self, request):
+        deadline = time.monotonic() + self.heartbeat_interval
+        while time.monotonic() < deadline and \
+                self.region_busy(self._key(request)):
+            if self._cut.wait(self.busy_poll):
+                raise _Stop('the agent stopped')
+        self._report(request, 'cleaning')
+
+    @contextlib.contextmanager
+    def _heartbeats(self, request):
+        stop = threading.Event()
+
+        def beat():
+            while not stop.wait(self.heartbeat_interval):
+                try:
+                    self._report(request, 'cleaning')
+                except _Stop:
+                    # NOTE: the driver cannot be torn off half way; its
+                    # end will be refused the same way.
+                    return
+                except Exception:
+                    LOG.warning('heartbeat of cleaning try %s failed',
+                                request['cleaning_uuid'], exc_info=True)
+
+        thread = threading.Thread(target=beat, daemon=True,
+                                  name='beat-%s' % request['cleaning_uuid'])
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+    def _end(self, request, error=None):
+        state = 'error' if error is not None else 'available'
+        try:
+            self._report(request, state, error=error)
+        except _Stop as exc:
+            LOG.info('End of cleaning try %s refused: %s',
+                     request['cleaning_uuid'], exc)
+        except Exception:
+            # The conductor's reaper starts the clean over if this is lost.
+            LOG.exception('Could not report the end of cleaning try %s',
+                          request['cleaning_uuid'])
+
+    def _report(self, request, state, error=None):
+        if self._cut.is_set():
+            raise _Stop('the agent stopped')
+        try:
+            self.conductor.cleaning_progress(
+                context.get_admin_context(), request['deployable_uuid'],
+                request['cleaning_uuid'], state, error=error)
+        except (exception.Conflict, exception.NotFound) as exc:
+            raise _Stop(str(exc))
+
+    def stop(self, drain=True, timeout=None):
+        """Stop taking requests; wait for running tries or cut them off."""
+        with self._lock:
+            self._closed = True
+            self._next.clear()
+            threads = list(self._threads)
+            if not drain:
+                self._cut.set()
+        if drain:
+            for thread in threads:
+                thread.join(timeout)

@@ -1,0 +1,328 @@
+"""Secure cleanup between tenants: every query and transaction of the
+deployables' ``device_state`` columns (the machine is common/states.DEVICE).
+
+Who moves a region, and with what:
+
+- a bind, under the region lock (db/arqs.finish_bind): ``bind_refusal``,
+  then ``mark_allocated``;
+- a release, in the transaction that frees the attach handle (db/arqs:
+  unbind, BindFailed after Bound, delete): ``release`` -> pending_cleaning;
+- a programming job's creation, under the region lock
+  (db/programming_jobs.create_job): ``programming_refusal``;
+- the conductor's flow (conductor/cleaning.py): ``ready``, ``begin`` (a new
+  try, -> cleaning), ``skip`` (no driver cleans it, -> available),
+  ``beat``, ``finish`` (-> available | error) and ``abandon`` (a silent
+  agent's try, -> pending_cleaning, or error once no tries are left);
+- an operator: ``reclean`` (available | error -> pending_cleaning).
+
+Each move is one conditional UPDATE (db/conditional.py) on the state it
+was decided on and, for a try, on its ``cleaning_uuid``: of two
+conductors, or of an agent's late report and a reaper, exactly one wins,
+and a report of an older try never makes a region available. Times are
+the database's clock (db/clock.py). ``version`` is left alone (see
+models.Deployable): the states themselves are the guard.
+"""
+import collections
+import datetime
+import logging
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from cyborg_lite.common import exception
+from cyborg_lite.common import states
+from cyborg_lite.db import clock
+from cyborg_lite.db import conditional
+from cyborg_lite.db import deployables
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+
+LOG = logging.getLogger(__name__)
+
+DEP = models.Deployable
+DEVICE = models.Device
+HANDLE = models.AttachHandle
+JOB = models.ProgrammingJob
+
+# A region as the cleaning flow needs it: the deployable, its device's
+# host, identity and driver, and its cleaning columns.
+Region = collections.namedtuple('Region', [
+    'id', 'uuid', 'name', 'hostname', 'identity', 'driver_name',
+    'device_state', 'cleaning_uuid', 'cleaning_attempts', 'cleaning_error'])
+_REGION_COLUMNS = (DEP.id, DEP.uuid, DEP.name, DEVICE.hostname,
+                   DEVICE.identity, DEVICE.driver_name, DEP.device_state,
+                   DEP.cleaning_uuid, DEP.cleaning_attempts,
+                   DEP.cleaning_error)
+
+
+def _select_regions():
+    return (sa.select(*_REGION_COLUMNS)
+            .join(DEVICE, DEVICE.id == DEP.device_id))
+
+
+def _region(s, **where):
+    query = _select_regions()
+    for column, value in where.items():
+        query = query.where(getattr(DEP, column) == value)
+    row = s.execute(query).first()
+    return Region(*row) if row is not None else None
+
+
+# A clean from scratch: no try, none abandoned, no error. (The try's
+# start is set only while an agent runs it.)
+_NEW_CLEAN = {'cleaning_uuid': None, 'cleaning_started_at': None,
+              'cleaning_attempts': 0, 'cleaning_error': None}
+
+
+def _move(s, deployable_id, from_states, to_state, *conditions, **values):
+    """The conditional UPDATE of one region's state; True if it won."""
+    for state in from_states:
+        if not states.DEVICE.allows(state, to_state):
+            raise exception.Invalid(reason='a deployable cannot go from %s '
+                                    'to %s' % (state, to_state))
+    values = dict(values, device_state=to_state,
+                  device_state_at=clock.utc_now())
+    return bool(conditional.update(
+        s, DEP, DEP.id == deployable_id, values,
+        DEP.device_state.in_(from_states), *conditions, bump_version=False))
+
+
+def _holder_exists():
+    """SQL: a handle of the region is in use, or a job is active on it."""
+    handle = (sa.select(HANDLE.id)
+              .where(HANDLE.deployable_id == DEP.id, HANDLE.in_use.is_(True))
+              .exists())
+    job = sa.select(JOB.id).where(JOB.active_deployable_id == DEP.id).exists()
+    return sa.or_(handle, job)
+
+
+# --- binds, releases, programming jobs (their transactions) -----------------
+
+def bind_refusal(s, deployable_id, label):
+    """Why the region may not be bound now (its cleaning), or None."""
+    state = s.scalar(sa.select(DEP.device_state)
+                     .where(DEP.id == deployable_id))
+    if state is None or state in states.DEVICE_SCHEDULABLE:
+        return None
+    return 'deployable %s is %s: %s' % (
+        label, state, states.DEVICE_UNSCHEDULABLE_WHY[state])
+
+
+def mark_allocated(s, deployable_id):
+    """A handle of the region was claimed: available -> allocated."""
+    _move(s, deployable_id, ('available',), 'allocated')
+
+
+def release(s, handle_id):
+    """A handle of a region was freed: the region must be wiped before the
+    next tenant. The region's hostname while it waits for its clean (to
+    dispatch it), else None."""
+    deployable_id = s.scalar(sa.select(HANDLE.deployable_id)
+                             .where(HANDLE.id == handle_id))
+    if deployable_id is None:
+        return None
+    if _move(s, deployable_id, states.DEVICE_RELEASABLE, 'pending_cleaning',
+             **_NEW_CLEAN):
+        LOG.info('Deployable id=%s released: pending_cleaning',
+                 deployable_id)
+    region = _region(s, id=deployable_id)
+    if region.device_state != 'pending_cleaning':
+        return None
+    return region.hostname
+
+
+def programming_refusal(s, deployable_id, label):
+    """Why no programming job may start on the region now, or None: a
+    clean is due or running (they exclude each other)."""
+    state = s.scalar(sa.select(DEP.device_state)
+                     .where(DEP.id == deployable_id))
+    if state not in ('pending_cleaning', 'cleaning'):
+        return None
+    return ('region %s is %s (%s); program it once it is available'
+            % (label, state, states.DEVICE_UNSCHEDULABLE_WHY[state]))
+
+
+def hosts_of_arqs(arq_uuids):
+    """The hosts of the regions these ARQs hold now (read before an unbind
+    clears the ARQs' binding)."""
+    arq = models.AcceleratorRequest
+    with session.reader() as s:
+        return set(s.scalars(
+            sa.select(DEVICE.hostname).distinct()
+            .join(DEP, DEP.device_id == DEVICE.id)
+            .join(arq, arq.deployable_id == DEP.id)
+            .where(arq.uuid.in_(list(arq_uuids)))))
+
+
+# --- the conductor's flow ---------------------------------------------------
+
+def ready(hostnames=None):
+    """[Region] pending_cleaning that nothing holds any more (no handle in
+    use, no active job), of these hosts (None: of every host)."""
+    query = (_select_regions()
+             .where(DEP.device_state == 'pending_cleaning',
+                    ~_holder_exists())
+             .order_by(DEP.id))
+    if hostnames is not None:
+        query = query.where(DEVICE.hostname.in_(list(hostnames)))
+    with session.reader() as s:
+        return [Region(*row) for row in s.execute(query)]
+
+
+def in_state(state, hostname=None):
+    """[Region] in ``state`` (of one host), in id order."""
+    query = _select_regions().where(DEP.device_state == state)
+    if hostname is not None:
+        query = query.where(DEVICE.hostname == hostname)
+    with session.reader() as s:
+        return [Region(*row) for row in s.execute(query.order_by(DEP.id))]
+
+
+def begin(deployable_id):
+    """pending_cleaning -> cleaning, a new try; the Region with its try's
+    cleaning_uuid, or None when another conductor began it first or a
+    holder came back."""
+    try_uuid = str(uuidlib.uuid4())
+    with session.writer() as s:
+        deployables.lock_region(s, deployable_id)
+        if not _move(s, deployable_id, ('pending_cleaning',), 'cleaning',
+                     ~_holder_exists(), cleaning_uuid=try_uuid,
+                     cleaning_started_at=None):
+            return None
+        return _region(s, id=deployable_id)
+
+
+def skip(deployable_id):
+    """pending_cleaning -> available: no driver can clean the region, so
+    there is nothing to run. True if this call moved it."""
+    with session.writer() as s:
+        return _move(s, deployable_id, ('pending_cleaning',), 'available',
+                     **_NEW_CLEAN)
+
+
+def _not_current(s, deployable_uuid, try_uuid, action):
+    region = _region(s, uuid=deployable_uuid)
+    if region is None:
+        return exception.DeployableNotFound(uuid=deployable_uuid)
+    return exception.CleaningConflict(
+        uuid=deployable_uuid, try_uuid=try_uuid, action=action,
+        state='%s (try %s)' % (region.device_state, region.cleaning_uuid))
+
+
+def beat(deployable_uuid, try_uuid):
+    """The agent still cleans: stamp the try alive. CleaningConflict when
+    it is no longer the region's current try (reaped, or done)."""
+    now = clock.utc_now()
+    with session.writer() as s:
+        if not conditional.update(
+                s, DEP, DEP.uuid == deployable_uuid,
+                {'device_state_at': now,
+                 # The first beat: the try reached a live agent.
+                 'cleaning_started_at': sa.func.coalesce(
+                     DEP.cleaning_started_at, now)},
+                DEP.device_state == 'cleaning',
+                DEP.cleaning_uuid == try_uuid, bump_version=False):
+            raise _not_current(s, deployable_uuid, try_uuid, 'a heartbeat')
+
+
+def finish(deployable_uuid, try_uuid, error=None):
+    """The try ended: cleaning -> available, or error with ``error``.
+
+    Returns the Region after the move. The same report twice is harmless
+    (an RPC retry); a report of any other try is a CleaningConflict and
+    changes nothing.
+    """
+    target = 'available' if error is None else 'error'
+    with session.writer() as s:
+        region = _region(s, uuid=deployable_uuid)
+        if region is None:
+            raise exception.DeployableNotFound(uuid=deployable_uuid)
+        if region.device_state == target and \
+                region.cleaning_uuid == try_uuid:
+            return region
+        # NOTE: cleaning_attempts stays: how many tries this clean took.
+        if not _move(s, region.id, ('cleaning',), target,
+                     DEP.cleaning_uuid == try_uuid, cleaning_error=error,
+                     cleaning_started_at=None):
+            raise _not_current(s, deployable_uuid, try_uuid,
+                               'ending it as %s' % target)
+        return _region(s, id=region.id)
+
+
+def _silent_tries(s, hostname, silent_for):
+    query = (sa.select(DEP.id, DEP.uuid, DEP.cleaning_uuid,
+                       DEP.cleaning_attempts, DEP.cleaning_started_at,
+                       DEVICE.hostname)
+             .join(DEVICE, DEVICE.id == DEP.device_id)
+             .where(DEP.device_state == 'cleaning')
+             .order_by(DEP.id))
+    if hostname is not None:
+        query = query.where(DEVICE.hostname == hostname)
+    if silent_for is not None:
+        cutoff = clock.now(s) - datetime.timedelta(seconds=silent_for)
+        query = query.where(sa.func.coalesce(DEP.device_state_at,
+                                             DEP.updated_at,
+                                             DEP.created_at) < cutoff)
+    if conditional.skip_locked(s):
+        # NOTE: two conductors' reapers split the work instead of waiting.
+        query = query.with_for_update(skip_locked=True, of=DEP)
+    return s.execute(query).all()
+
+
+def abandon(reason, max_attempts, hostname=None, silent_for=None):
+    """End the tries whose agent died: cleaning -> pending_cleaning (to be
+    cleaned again), or error once ``max_attempts`` tries were abandoned.
+
+    ``hostname``: every try on that host (its agent restarted);
+    ``silent_for``: tries without a heartbeat for that many seconds. A try
+    that never reached a live agent (no heartbeat: the agent was down, or
+    the conductor died before sending it) is sent again without counting.
+    Returns [(deployable uuid, hostname, new state)] of those this call
+    moved.
+    """
+    moved = []
+    with session.writer() as s:
+        for dep_id, dep_uuid, try_uuid, attempts, started, host in \
+                _silent_tries(s, hostname, silent_for):
+            target, values = 'pending_cleaning', {}
+            if started is not None:
+                attempts += 1
+                if attempts >= max_attempts:
+                    target = 'error'
+                    values['cleaning_error'] = (
+                        '%s; no tries left (%d of %d used)'
+                        % (reason, attempts, max_attempts))
+                else:
+                    values['cleaning_error'] = (
+                        '%s; cleaning again (try %d of %d)'
+                        % (reason, attempts + 1, max_attempts))
+            if _move(s, dep_id, ('cleaning',), target,
+                     DEP.cleaning_uuid == try_uuid, cleaning_uuid=None,
+                     cleaning_started_at=None, cleaning_attempts=attempts,
+                     **values):
+                moved.append((dep_uuid, host, target))
+    return moved
+
+
+# --- operators --------------------------------------------------------------
+
+def reclean(deployable_uuid):
+    """An operator asks for a clean (a retry after an error, or of an idle
+    region): -> pending_cleaning. Returns the Region; Conflict with the
+    reason from any other state."""
+    with session.writer() as s:
+        region = _region(s, uuid=deployable_uuid)
+        if region is None:
+            raise exception.DeployableNotFound(uuid=deployable_uuid)
+        if not _move(s, region.id, states.DEVICE_RECLEANABLE,
+                     'pending_cleaning', **_NEW_CLEAN):
+            why = ('it is in use by a bound accelerator request'
+                   if region.device_state == 'allocated' else
+                   'a clean is already due or running')
+            raise exception.Conflict(
+                reason='deployable %s is %s: %s; a clean can be asked for '
+                       'from %s only' % (deployable_uuid,
+                                         region.device_state, why,
+                                         ' or '.join(
+                                             states.DEVICE_RECLEANABLE)))
+        return _region(s, id=region.id)
