@@ -1,7 +1,7 @@
 """NodePrepareResources latency, without and with programming.
 
     .venv/bin/python -m bench.k8s_prepare [--claims 30]
-        [--program-delay 0] [--output F]
+        [--program-delay 0] [--clean-delay 0] [--output F]
 
 One process (fake:// messaging, SQLite): the real conductor and an agent
 with the fake FPGA driver serving the kubelet plugin on unix sockets, a
@@ -43,7 +43,9 @@ def _claim(apiserver, i, device, bitstream=None):
     return claim
 
 
-def _cycle(kubelet, claim):
+def _cycle(env, kubelet, claim, region):
+    """(Prepare seconds, Unprepare seconds); then waits, untimed, until
+    the region's wipe ended."""
     uid = claim['metadata']['uid']
     start = time.perf_counter()
     prepared = kubelet.prepare('v1', [rc.ref(claim)]).claims[uid]
@@ -52,6 +54,12 @@ def _cycle(kubelet, claim):
     end = time.perf_counter()
     if prepared.error or unprepared.error:
         raise RuntimeError(prepared.error or unprepared.error)
+    deadline = time.monotonic() + 60
+    while env.region(region).device_state != 'available':
+        if time.monotonic() > deadline:
+            raise RuntimeError('region %s was not wiped within 60 s'
+                               % region)
+        time.sleep(0.02)
     return middle - start, end - middle
 
 
@@ -77,6 +85,7 @@ def run(args, workdir, short_dir):
     wired_env.configure(CONF, _Path(workdir), short_dir)
     CONF.set_override('program_delay', args.program_delay,
                       group='fake_driver')
+    CONF.set_override('clean_delay', args.clean_delay, group='fake_driver')
     apiserver = fake_apiserver.FakeKubeApiServer().start()
     env = wired_env.K8sEnv(CONF, apiserver).start()
     kubelet = kubelet_mod.TestKubelet(short_dir + '/reg')
@@ -88,13 +97,15 @@ def run(args, workdir, short_dir):
                                         OTHER_AFU)).uuid]
         kinds = {}
         with common.Timer() as timer:
-            plain = [_cycle(kubelet, _claim(apiserver, i, wired_env.REGION1))
-                     for i in range(args.claims)]
+            plain = [_cycle(env, kubelet,
+                            _claim(apiserver, i, wired_env.REGION1),
+                            'region1') for i in range(args.claims)]
         kinds['plain'] = _summary(plain, timer.elapsed)
         with common.Timer() as timer:
-            programmed = [_cycle(kubelet, _claim(
+            programmed = [_cycle(env, kubelet, _claim(
                 apiserver, 10000 + i, wired_env.REGION0,
-                images[(i + 1) % 2])) for i in range(args.claims)]
+                images[(i + 1) % 2]), 'region0')
+                for i in range(args.claims)]
         kinds['programming'] = _summary(programmed, timer.elapsed)
         jobs = jobs_db.list_jobs()
         kinds['programming']['jobs_succeeded'] = sum(
@@ -107,7 +118,8 @@ def run(args, workdir, short_dir):
         session.dispose_all()
     return {'bench': 'k8s_prepare', 'machine': common.machine(),
             'params': {'claims': args.claims,
-                       'program_delay_s': args.program_delay},
+                       'program_delay_s': args.program_delay,
+                       'clean_delay_s': args.clean_delay},
             'kinds': kinds}
 
 
@@ -133,6 +145,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--claims', type=int, default=30)
     parser.add_argument('--program-delay', type=float, default=0.0)
+    parser.add_argument('--clean-delay', type=float, default=0.0)
     parser.add_argument('--output')
     args = parser.parse_args(argv)
     workdir = tempfile.mkdtemp(prefix='bench-k8s-')
