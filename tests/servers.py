@@ -129,6 +129,11 @@ class PostgresServer:
         _run(self._cmd([self.initdb, '-D', self.datadir, '-U', self.user,
                         '--auth=trust', '-E', 'UTF8', '--no-sync']),
              cwd=self.basedir)
+        self.start_server()
+        return self
+
+    def start_server(self):
+        """Start the server on the existing data directory (again)."""
         opts = ('-h 127.0.0.1 -p %d -k %s -F -c fsync=off '
                 '-c full_page_writes=off -c max_connections=200'
                 % (self.port, self.basedir))
@@ -136,12 +141,15 @@ class PostgresServer:
                         os.path.join(self.basedir, 'pg.log'), '-w', '-t',
                         '60', 'start']),
              cwd=self.basedir)
-        return self
+
+    def stop_server(self, mode='fast'):
+        """Stop the server, keeping its data for ``start_server``."""
+        subprocess.run(self._cmd([self.pg_ctl, '-D', self.datadir, '-m',
+                                  mode, '-w', 'stop']),
+                       capture_output=True, cwd=self.basedir)
 
     def stop(self):
-        subprocess.run(self._cmd([self.pg_ctl, '-D', self.datadir, '-m',
-                                  'immediate', '-w', 'stop']),
-                       capture_output=True, cwd=self.basedir)
+        self.stop_server('immediate')
         shutil.rmtree(self.basedir, ignore_errors=True)
 
     def url(self, dbname='postgres'):

@@ -13,6 +13,10 @@ from cyborg_lite.common import image_store
 from cyborg_lite.common import service_clients
 
 FILE_PATH = '/v2/bitstreams/%s/file'
+# The route exists from API 2.4 on; without the header the API serves 2.0
+# and answers 404.
+DOWNLOAD_HEADERS = {'Accept': 'application/octet-stream',
+                    'OpenStack-API-Version': 'accelerator 2.4'}
 
 
 class LocalImages:
@@ -26,7 +30,7 @@ class LocalImages:
 
 
 class HttpImages:
-    """Downloads ``GET /v2/bitstreams/{uuid}/file`` from the API."""
+    """Downloads ``GET /v2/bitstreams/{uuid}/file`` from the API (2.4)."""
 
     def __init__(self, adapter, chunk_size):
         self.adapter = adapter
@@ -39,8 +43,7 @@ class HttpImages:
         url = FILE_PATH % uuid
         try:
             resp = self.adapter.get(url, stream=True, raise_exc=False,
-                                    headers={'Accept':
-                                             'application/octet-stream'})
+                                    headers=dict(DOWNLOAD_HEADERS))
         except ks_exc.ClientException as exc:
             raise exception.ProgrammingError(
                 reason='cannot download the image of bitstream %s: %s'

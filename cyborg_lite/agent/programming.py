@@ -13,7 +13,9 @@ a second active job per region; this also ignores a job sent twice, e.g.
 again by a reaper while the first try still runs here). A job's region is
 free again as soon as the job's work on the hardware is over, before its
 final report: the conductor may accept a next job on the region the
-moment that report lands, and its cast must find the region free. After a
+moment that report lands, and its cast must find the region free. Reports
+and heartbeats carry the job's try number (``job['try']``): the conductor
+refuses those of a try it has since abandoned, and that try stops. After a
 job, whatever its end, ``after_job(driver)`` lets the agent report that
 driver's fresh scan, so the database follows the hardware.
 
@@ -254,9 +256,16 @@ class JobRunner:
             if not isinstance(driver, base.ProgrammingInterface):
                 self._fail_unrunnable(job)
                 return
+            try_number = job.get('try')
+
+            def report(job_uuid, state, error=None, **extra):
+                self._report(job_uuid, state, error=error,
+                             try_number=try_number, **extra)
             state, detail = run_job(
-                job, driver, self.fetch_image, self._report,
-                heartbeat=self._heartbeat, tmp_dir=self._tmp_dir())
+                job, driver, self.fetch_image, report,
+                heartbeat=lambda job_uuid: self._heartbeat(job_uuid,
+                                                           try_number),
+                tmp_dir=self._tmp_dir())
             LOG.info('Job %s on %s %s ended here: %s (%s)', job['uuid'],
                      key[0], key[1], state, detail)
             if self.after_job is not None and not self._cut.is_set():
@@ -274,7 +283,8 @@ class JobRunner:
                  % (job.get('driver'), job['identity'], self.host))
         LOG.error('Job %s: %s', job['uuid'], error)
         try:
-            self._report(job['uuid'], 'failed', error=error)
+            self._report(job['uuid'], 'failed', error=error,
+                         try_number=job.get('try'))
         except Exception:
             LOG.exception('could not report job %s as failed', job['uuid'])
 
@@ -283,7 +293,10 @@ class JobRunner:
             os.makedirs(self.tmp_dir, exist_ok=True)
         return self.tmp_dir
 
-    def _report(self, job_uuid, state, error=None, **extra):
+    def _report(self, job_uuid, state, error=None, try_number=None,
+                **extra):
+        if try_number is not None:
+            extra['try_number'] = try_number
         if state in states.JOB_TERMINAL:
             # NOTE: the work on the hardware is over. Freed before the
             # report: once it lands, the conductor may send the region's
@@ -294,11 +307,11 @@ class JobRunner:
         self.conductor.job_progress(context.get_admin_context(), job_uuid,
                                     state, error=error, **extra)
 
-    def _heartbeat(self, job_uuid):
+    def _heartbeat(self, job_uuid, try_number=None):
         if self._cut.is_set():
             raise exception.Conflict(reason='the agent stopped')
         self.conductor.job_heartbeat(context.get_admin_context(), job_uuid,
-                                     self.host)
+                                     self.host, try_number=try_number)
 
     def stop(self, drain=True, timeout=None):
         """Stop taking jobs; wait for running ones or cut them off."""

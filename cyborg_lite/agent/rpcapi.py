@@ -28,13 +28,16 @@ class AgentAPI:
                                      timeout=timeout)
 
     def request_report(self, ctxt, hostname):
-        cctxt = self.client.prepare(server=hostname, version='1.0')
+        cctxt = self.client.prepare(server=hostname, version='1.0',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
         cctxt.cast(ctxt, 'request_report')
 
     def program_region(self, ctxt, hostname, job):
-        cctxt = self.client.prepare(server=hostname, version='1.1')
+        cctxt = self.client.prepare(server=hostname, version='1.1',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
         cctxt.cast(ctxt, 'program_region', job=job)
 
     def clean_region(self, ctxt, hostname, request):
-        cctxt = self.client.prepare(server=hostname, version='1.2')
+        cctxt = self.client.prepare(server=hostname, version='1.2',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
         cctxt.cast(ctxt, 'clean_region', request=request)

@@ -4,9 +4,10 @@ conductor, and errors as JSON.
 ``Wrapper.call`` puts on the request the caller's RequestContext and the
 conductor client, calls the handler, and turns the domain exceptions it
 raises (and webob HTTP errors) into Cyborg's error body with the
-exception's status. Anything else propagates to fault.FaultWrapper,
-which answers 500. (openstack-placement's wsgi_wrapper does the same
-around its handlers.)
+exception's status. A database or conductor that cannot be reached is a
+503 with ``Retry-After``: the request may succeed later as it is. Anything
+else propagates to fault.FaultWrapper, which answers 500.
+(openstack-placement's wsgi_wrapper does the same around its handlers.)
 """
 import threading
 
@@ -21,6 +22,8 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import policy
 
 LOG = log.getLogger(__name__)
+# Seconds a client is asked to wait before retrying a 503.
+RETRY_AFTER = 5
 
 
 class RequestContext(cl_context.RequestContext):
@@ -65,12 +68,21 @@ def undecodable():
     return webob.exc.HTTPBadRequest()
 
 
+def unavailable(message):
+    """503 with Retry-After: a dependency is down, retry later."""
+    return fault.error_response(503, message,
+                                [('Retry-After', str(RETRY_AFTER))])
+
+
 def error_response(exc):
     """Cyborg's error response for ``exc``; None when it is unexpected
     (a bug: left to fault.FaultWrapper's 500)."""
     if isinstance(exc, exception.CyborgLiteException) and \
             400 <= exc.code < 500:
         return fault.error_response(exc.code, exc.format_message())
+    if isinstance(exc, exception.DatabaseUnavailable):
+        # NOTE: logged by db/session.py's outage log, once per outage.
+        return unavailable(exc.format_message())
     if isinstance(exc, webob.exc.HTTPException) and exc.code >= 400:
         allow = [('Allow', exc.headers['Allow'])] \
             if 'Allow' in exc.headers else None
@@ -78,8 +90,7 @@ def error_response(exc):
                                     exc.explanation, allow)
     if isinstance(exc, oslo_messaging.MessagingTimeout):
         LOG.error('No conductor answered: %s', exc)
-        return fault.error_response(
-            503, 'The conductor did not answer; try again later.')
+        return unavailable('The conductor did not answer; try again later.')
     return None
 
 

@@ -1,19 +1,33 @@
 """``deployable list`` and ``deployable show``: the schedulable parts of
-devices (for an FPGA, its partial-reconfiguration regions)."""
+devices (for an FPGA, its partial-reconfiguration regions).
+
+From API 2.5 a deployable shows ``device_state`` (available, allocated,
+pending_cleaning, cleaning, error) and ``cleaning_error``, so list and show
+ask for 2.5 (or the version given, if newer) and ask again at the version
+given when the API refuses 2.5 with 406 (a stock Cyborg).
+"""
 from cyborg_lite.cli import base
+from cyborg_lite.cli import versioned
+
+CLEANING_API_VERSION = '2.5'
 
 
-class ListDeployable(base.ListCommand):
+class _WithDeviceState(versioned.FallbackMixin):
+    min_api_version = CLEANING_API_VERSION
+
+
+class ListDeployable(_WithDeviceState, base.ListCommand):
     """List deployables (FPGA regions, GPUs, ...)."""
 
     columns = ('uuid', 'name', 'num_accelerators', 'rp_uuid',
-               'bitstream_id')
+               'bitstream_id', 'device_state')
 
     def fetch(self, parsed_args):
-        return self.api.get_all('/deployables', 'deployables')
+        return self.fetch_any_version(
+            lambda api: api.get_all('/deployables', 'deployables'))
 
 
-class ShowDeployable(base.ShowCommand):
+class ShowDeployable(_WithDeviceState, base.ShowCommand):
     """Show one deployable."""
 
     def get_parser(self, prog_name):
@@ -23,4 +37,5 @@ class ShowDeployable(base.ShowCommand):
         return parser
 
     def fetch(self, parsed_args):
-        return self.api.get('/deployables/%s' % parsed_args.deployable)
+        path = '/deployables/%s' % parsed_args.deployable
+        return self.fetch_any_version(lambda api: api.get(path))

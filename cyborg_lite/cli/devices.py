@@ -8,7 +8,6 @@ refuses 2.5 with 406 (a stock Cyborg) is asked again at the version given.
 import urllib.parse
 
 from cyborg_lite.cli import base
-from cyborg_lite.cli import client as cl_client
 from cyborg_lite.cli import versioned
 
 REASONS_API_VERSION = '2.5'
@@ -18,17 +17,8 @@ def device_path(uuid, suffix=''):
     return '/devices/%s%s' % (urllib.parse.quote(uuid, safe=''), suffix)
 
 
-class _WithReasons(versioned.Mixin):
+class _WithReasons(versioned.FallbackMixin):
     min_api_version = REASONS_API_VERSION
-
-    def fetch_any_version(self, call):
-        """``call(api)`` at 2.5, or at the given version after a 406."""
-        try:
-            return call(self.api)
-        except cl_client.ApiError as exc:
-            if exc.status != 406:
-                raise
-            return call(self.app.client_manager.cyborg_lite)
 
 
 class ListDevice(_WithReasons, base.ListCommand):

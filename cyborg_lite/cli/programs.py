@@ -3,8 +3,12 @@
 A job loads a bitstream into one region (deployable). The API answers at
 once with a ``queued`` job; ``create --wait`` follows it through
 downloading, programming and verifying, printing each state change on
-stderr, and exits 1 unless it ends ``succeeded``.
+stderr, and exits 1 unless it ends ``succeeded``. ``show`` lists the
+job's tries one per line (number, host, outcome, times, error).
 """
+from cliff import columns as cliff_columns
+
+from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
 from cyborg_lite.cli import versioned
 from cyborg_lite.cli import waiting
@@ -83,8 +87,28 @@ class ListProgram(versioned.ListCommand):
         return self.api.get_all('/programs', 'programs', params)
 
 
+class TriesColumn(cliff_columns.FormattableColumn):
+    """A job's tries: one line each in tables, the list in json/yaml."""
+
+    def human_readable(self):
+        return '\n'.join(_try_line(t) for t in self._value or ())
+
+    def machine_readable(self):
+        return self._value
+
+
+def _try_line(job_try):
+    line = 'try %s on %s: %s (%s - %s)' % (
+        job_try.get('number'), job_try.get('hostname'),
+        job_try.get('outcome'), job_try.get('started_at'),
+        job_try.get('ended_at') or 'now')
+    if job_try.get('error'):
+        line += ': %s' % job_try['error']
+    return line
+
+
 class ShowProgram(versioned.ShowCommand):
-    """Show one programming job."""
+    """Show one programming job, with its tries."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -93,6 +117,12 @@ class ShowProgram(versioned.ShowCommand):
 
     def fetch(self, parsed_args):
         return self.api.get(program_path(parsed_args.program))
+
+    def take_action(self, parsed_args):
+        job = self.fetch(parsed_args)
+        names, values = base.show_fields(job)
+        return names, tuple(TriesColumn(job['tries']) if n == 'tries' else v
+                            for n, v in zip(names, values))
 
 
 class CancelProgram(ShowProgram):

@@ -5,6 +5,11 @@ Cyborg and python-cyborgclient speak), but /v2/bitstreams, /v2/programs
 and /v2/resource_provider_trees exist from 2.4 only. Their commands send
 the larger of the two versions; the other commands keep working against a
 stock Cyborg.
+
+Commands that only show more from a newer version (a device's
+``unavailable_reasons``, a deployable's ``device_state`` from 2.5) use
+``FallbackMixin``: they ask for that version and, when the API refuses it
+with 406 (a stock Cyborg), ask again at the version given.
 """
 from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
@@ -53,6 +58,21 @@ class Mixin(base.ApiMixin):
     def api(self):
         return VersionedApi(self.app.client_manager.cyborg_lite,
                             self.min_api_version)
+
+
+class FallbackMixin(Mixin):
+    """``self.api`` at ``min_api_version``; ``fetch_any_version(call)``
+    retries at the version given when the API refuses that one."""
+
+    def fetch_any_version(self, call):
+        """``call(api)`` at ``min_api_version``, or at the given version
+        after a 406."""
+        try:
+            return call(self.api)
+        except cl_client.ApiError as exc:
+            if exc.status != 406:
+                raise
+            return call(self.app.client_manager.cyborg_lite)
 
 
 class Command(Mixin, base.Command):

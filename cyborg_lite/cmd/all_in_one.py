@@ -17,6 +17,7 @@ exits when this process is killed outright (see placement_server).
 """
 import argparse
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -176,6 +177,8 @@ class AllInOne:
 
 
 def _banner(aio):
+    """What runs where, and the lines to paste in another shell: the
+    exports README.md's "A first tour" starts from."""
     lines = [
         'cyborg_lite all-in-one is running (Ctrl-C stops it).',
         '  API:        %s/v2' % aio.api_url,
@@ -183,17 +186,21 @@ def _banner(aio):
         '  Placement:  %s  (X-Auth-Token: %s)'
         % (aio.placement.endpoint, placement_server.TOKEN),
         '  State:      %s' % aio.args.state_dir,
-        'Try:',
+        'In another shell (then README.md, "A first tour"):',
+        # The commands installed beside this interpreter: the venv's.
+        '  export PATH=%s:$PATH'
+        % shlex.quote(os.path.dirname(os.path.abspath(sys.executable))),
     ]
     if CONF.api.auth_strategy == 'noauth':
         lines.append('  export CYBORG_LITE_URL=%s' % aio.api_url)
-        cli = '.venv/bin/cyborg-lite'
+        cli = 'cyborg-lite'
     else:
         lines.append('  source your openrc (OS_AUTH_URL, OS_USERNAME...)')
-        cli = ('.venv/bin/cyborg-lite --os-auth-type password '
-               '--os-endpoint %s' % aio.api_url)
+        cli = ('cyborg-lite --os-auth-type password --os-endpoint %s'
+               % aio.api_url)
+    lines.append('  export PLACEMENT_URL=%s' % aio.placement.endpoint)
     return '\n'.join(lines + ['  %s device list' % cli,
-                              '  %s deployable list --long' % cli])
+                              '  %s deployable list' % cli])
 
 
 def _make_state_dir(path):

@@ -69,6 +69,13 @@ class DatabaseURLError(ConfigError):
                'mysql+pymysql://user:password@host/db.')
 
 
+class DatabaseUnavailable(CyborgLiteException):
+    """The database cannot be reached (refused, disconnected); the detail
+    is in the service's log, never in what a caller is shown."""
+    msg_fmt = 'The database is unavailable; try again later.'
+    code = 503
+
+
 class StaleObject(Conflict):
     msg_fmt = ('%(kind)s %(uuid)s was changed by someone else; reload and '
                'retry.')

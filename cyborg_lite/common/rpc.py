@@ -6,6 +6,7 @@ the all-in-one must share it to reach each other.
 """
 import threading
 
+from kombu import exceptions as kombu_exceptions
 import oslo_messaging as messaging
 from oslo_messaging.rpc import dispatcher
 
@@ -50,6 +51,18 @@ class ContextSerializer(messaging.Serializer):
 
     def deserialize_context(self, ctxt):
         return cl_context.RequestContext.from_dict(ctxt)
+
+
+# Reconnections a cast may wait for while the broker is down; then it
+# raises MessageDeliveryFailure (oslo.messaging's default is to wait
+# forever, which would hang an API request, or a conductor's periodic
+# task, for as long as the outage lasts). Every cast's work is found again
+# later by a reaper, so giving up is safe.
+CAST_CONNECT_RETRIES = 3
+# What a cast raises when it gave up: oslo.messaging's own error, or, when
+# not even the first connection could be made, kombu's (not wrapped).
+CAST_FAILURES = (messaging.MessageDeliveryFailure,
+                 kombu_exceptions.OperationalError)
 
 
 def get_client(topic, version, server=None, version_cap=None, timeout=None):

@@ -96,6 +96,10 @@ JOB_TERMINAL = JOB.terminal
 JOB_CANCELLABLE = JOB.sources('cancelled')
 # States in which an agent has taken the job; a queued job never started.
 JOB_STARTED = tuple(s for s in JOB_ACTIVE if s != 'queued')
+# How one try of a job ended ('running' until it does): 'abandoned' when
+# its agent went silent or restarted, and the job was retried or failed.
+JOB_TRY_OUTCOMES = ('running', 'succeeded', 'failed', 'abandoned',
+                    'cancelled')
 # What an agent may report, and from which states each report may come
 # (the reaper's retry to 'queued' is not an agent's report).
 JOB_PROGRESS_FROM = {

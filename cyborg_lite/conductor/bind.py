@@ -8,8 +8,17 @@ transition is a conditional UPDATE on the (state, version) it was decided
 on (db/arqs.py); the attach handle is claimed and written on the ARQ in
 the transaction that makes it Bound, and the UNIQUE attach_handle_id
 column refuses a handle on two ARQs whatever else goes wrong. A conductor
-that dies after BindStarted leaves the ARQ to ``reap_stale_binds``; one
 that dies inside a transaction leaves nothing, the database rolls it back.
+
+The API records a bind (BindStarted) before it casts it. The conductor
+that takes the cast marks the ARQ taken (by its name, with the time) in
+the transaction that starts its work, and only one conductor can. The
+reaper (``reap_stale_binds``, periodic in every conductor) tells the two
+ways a bind can be left: one that no conductor took was lost on its way
+(a RabbitMQ restart) and is cast again every [arq]bind_resend_interval;
+one that a conductor took and did not finish within [arq]bind_timeout
+(the conductor died) is failed, as is one no conductor took within
+[arq]bind_timeout of the request.
 This module decides and notifies; it never opens a transaction itself.
 """
 import collections
@@ -18,6 +27,7 @@ import logging
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import notifier as notifier_mod
+from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.objects import host_inventory
@@ -41,16 +51,20 @@ def set_program_before_bind(program):
     _program_before_bind = program
 
 
-def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None):
+def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
+              conductor=None):
     """Bind each ARQ as asked; returns {arq_uuid: state it ended in}.
 
     bindings: {arq_uuid: {'hostname', 'device_rp_uuid', 'instance_uuid',
     'project_id' (optional)}}. An ARQ that cannot start binding (unknown,
-    wrong state, incomplete binding) is logged and left as it is (None
-    for an unknown one). Bound and BindFailed ones are notified together.
+    wrong state, incomplete binding, taken by another conductor) is logged
+    and left as it is (None for an unknown one). Bound and BindFailed ones
+    are notified together. ``conductor`` is the name the ARQs are marked
+    taken by ([DEFAULT]host by default).
     """
     program = program_before_bind or _program_before_bind
-    started, refused = arqs_db.begin_binds(bindings)
+    started, refused = arqs_db.begin_binds(bindings,
+                                           conductor or CONF.host)
     results = {}
     for arq_uuid, (state, exc) in refused.items():
         LOG.warning('Not binding ARQ %s: %s', arq_uuid, exc)
@@ -78,6 +92,10 @@ def _bind_started(ctxt, started, program):
         # NOTE: an unbind or the reaper moved it first; theirs stands.
         LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
         return arqs_db.state_of(started.uuid)
+    except exception.DatabaseUnavailable:
+        # NOTE: nothing can be written now; the ARQ stays BindStarted,
+        # taken by this conductor, and the reaper fails it later.
+        raise
     except Exception as exc:
         LOG.exception('Bind of ARQ %s failed unexpectedly', started.uuid)
         return _fail_bind(started, 'internal error: %s' % exc)
@@ -190,16 +208,49 @@ def unbind_arqs(ctxt, arq_uuids):
     return results
 
 
-def reap_stale_binds(timeout=None, notifier=None, batch=100):
-    """BindStarted ARQs older than ``timeout`` seconds -> BindFailed.
+def _reap_reason(timeout):
+    def reason(taken_by):
+        if taken_by:
+            return ('the bind did not finish within %s seconds; conductor '
+                    '%s, which took it, probably stopped' % (timeout,
+                                                            taken_by))
+        return ('no conductor took the bind within %s seconds of the '
+                'request, though it was sent again' % timeout)
+    return reason
 
-    Defaults to [arq]bind_timeout. Returns the uuids reaped, after telling
-    the notifier about them. Safe to run from every conductor at once.
+
+def cast_binds(ctxt, bindings):
+    """Cast ``bindings`` to the conductors (any one takes them)."""
+    return rpcapi.ConductorAPI().bind_arqs(ctxt, bindings)
+
+
+def resend_untaken_binds(after=None, cast=None, batch=100):
+    """Cast again, in one cast, the binds no conductor took within
+    ``after`` seconds of their last cast ([arq]bind_resend_interval by
+    default); returns the ARQ uuids sent."""
+    after = CONF.arq.bind_resend_interval if after is None else after
+    bindings = dict(arqs_db.resend_untaken_binds(after, batch))
+    if bindings:
+        LOG.warning('Binds of ARQs %s were taken by no conductor; sending '
+                    'them again', sorted(bindings))
+        # NOTE: a cast that fails now (broker down) is logged by the
+        # client; the binds are due again after another interval.
+        (cast or cast_binds)(cl_context.get_admin_context(), bindings)
+    return sorted(bindings)
+
+
+def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None):
+    """End the binds left behind; returns the uuids failed.
+
+    BindStarted ARQs that a conductor took ``timeout`` seconds ago or
+    more ([arq]bind_timeout by default), or that none took within
+    ``timeout`` of the request, become BindFailed, and the notifier hears
+    of them. The binds none took yet are then cast again (see
+    ``resend_untaken_binds``; ``cast`` replaces the RPC cast). Safe to run
+    from every conductor at once.
     """
     timeout = CONF.arq.bind_timeout if timeout is None else timeout
-    reason = ('the bind did not finish within %s seconds; the conductor '
-              'doing it probably stopped' % timeout)
-    reaped = arqs_db.reap_stale_binds(timeout, reason, batch)
+    reaped = arqs_db.reap_stale_binds(timeout, _reap_reason(timeout), batch)
     events = [notifier_mod.make_event(arq_uuid, instance_uuid, False)
               for arq_uuid, instance_uuid in reaped]
     if events:
@@ -207,4 +258,5 @@ def reap_stale_binds(timeout=None, notifier=None, batch=100):
                     [arq_uuid for arq_uuid, _ in reaped])
     notifier_mod.notify_safely(cl_context.get_admin_context(), events,
                                notifier)
+    resend_untaken_binds(cast=cast, batch=batch)
     return [arq_uuid for arq_uuid, _ in reaped]

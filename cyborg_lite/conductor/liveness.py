@@ -10,7 +10,14 @@ Down, its devices carry the reason ``agent_down``
 (objects/host_inventory.unavailable_reasons): reserved in Placement,
 refused to binds, shown by the API from 2.5. Its next heartbeat brings it
 back. Nothing is deleted, and what is bound stays bound.
+
+A conductor judges silence only after it has been listening itself for
+agent_down_time (``SilenceWatch``): one just started, or resumed after a
+pause (SIGSTOP, a frozen VM), finds every agent silent because nobody took
+their heartbeats, not because the agents died.
 """
+import time
+
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
@@ -47,3 +54,31 @@ def mark_silent_down(publisher, down_time=None):
                     down_time, ', '.join(moved))
         publisher.publish_requested()
     return moved
+
+
+class SilenceWatch:
+    """``mark_silent_down`` once this conductor has listened for
+    ``down_time`` seconds without a pause; a pause is a gap between two
+    runs longer than twice ``interval`` (this periodic task's)."""
+
+    def __init__(self, publisher, down_time, interval,
+                 clock=time.monotonic):
+        self.publisher = publisher
+        self.down_time = down_time
+        self.interval = interval
+        self.clock = clock
+        self._listening_since = clock()
+        self._last_run = None
+
+    def run(self):
+        now = self.clock()
+        if self._last_run is not None and \
+                now - self._last_run > 2 * self.interval:
+            LOG.warning('This conductor did not run for %.0f s: agents are '
+                        'judged silent again %ss from now',
+                        now - self._last_run, self.down_time)
+            self._listening_since = now
+        self._last_run = now
+        if now - self._listening_since < self.down_time:
+            return []
+        return mark_silent_down(self.publisher, self.down_time)

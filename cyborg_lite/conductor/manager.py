@@ -19,16 +19,19 @@ from cyborg_lite.conductor import report
 
 LOG = logging.getLogger(__name__)
 
+# A database outage is sent back to the caller without a traceback in
+# the conductor's log: db/session.py's outage log has said it, once.
+_OUTAGE = (exception.DatabaseUnavailable,)
 # What a programming or cleaning call may refuse with; sent back as the
 # caller's error without a traceback in the conductor's log.
 _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
-                     exception.Conflict, exception.Forbidden)
+                     exception.Conflict, exception.Forbidden) + _OUTAGE
 
 
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.5')
+    target = messaging.Target(version='1.6')
 
     def __init__(self, host, after_report=None, programming=None,
                  publisher=None, cleaning=None, claims=None):
@@ -52,7 +55,7 @@ class ConductorManager:
                                                      self.cleaning)
 
     @messaging.expected_exceptions(exception.InvalidReport,
-                                   exception.ReportConflict)
+                                   exception.ReportConflict, *_OUTAGE)
     def report(self, ctxt, hostname, driver_reports):
         ack = report.handle_report(hostname, driver_reports)
         if ack['changed'] and self.after_report is not None:
@@ -63,13 +66,15 @@ class ConductorManager:
                               hostname)
         return ack
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        results = bind.bind_arqs(ctxt, bindings)
+        results = bind.bind_arqs(ctxt, bindings, conductor=self.host)
         # A bind on a function sibling regions share hides them.
         self._publish_requested()
         return results
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):
         # NOTE: read first: the unbind clears which region each ARQ held.
         hosts = self.cleaning.hosts_of(arq_uuids)
@@ -88,7 +93,7 @@ class ConductorManager:
 
     # --- availability (1.3), see liveness.py and db/publish_requests.py -
 
-    @messaging.expected_exceptions(exception.Invalid)
+    @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
     def agent_heartbeat(self, ctxt, hostname):
         return liveness.heartbeat(hostname, self.publisher)
 
@@ -110,15 +115,17 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_progress(self, ctxt, job_uuid, state, error=None,
-                     function_id=None, function_name=None):
+                     function_id=None, function_name=None, try_number=None):
         return self.programming.progress(job_uuid, state, error=error,
                                          function_id=function_id,
-                                         function_name=function_name)
+                                         function_name=function_name,
+                                         try_number=try_number)
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
-    def job_heartbeat(self, ctxt, job_uuid, hostname):
-        return self.programming.heartbeat(job_uuid, hostname)
+    def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):
+        return self.programming.heartbeat(job_uuid, hostname, try_number)
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def agent_started(self, ctxt, hostname):
         result = self.programming.agent_started(hostname)
         result['cleaning'] = self.cleaning.agent_started(hostname)
@@ -135,7 +142,7 @@ class ConductorManager:
         return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
                                       error=error)
 
-    # --- Kubernetes ResourceClaims (1.5), see k8s_claims.py -------------
+    # --- Kubernetes ResourceClaims (1.6), see k8s_claims.py -------------
 
     @messaging.expected_exceptions(exception.ClaimInProgress,
                                    *_PROGRAM_REFUSALS)

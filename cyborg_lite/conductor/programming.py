@@ -61,6 +61,8 @@ def agent_job(job, bitstream, deployable, device, region_name):
     """
     return {
         'uuid': job.uuid,
+        # The try the agent's reports are of: the next one.
+        'try': job.attempts + 1,
         'identity': device.identity,
         'region_name': region_name,
         'region_type': normalise_id(deployable.region_type, 'region_type'),
@@ -132,34 +134,38 @@ def cancel_job(job_uuid):
 
 
 def record_progress(job_uuid, state, error=None, function_id=None,
-                    function_name=None):
-    """Apply an agent's report; the same report twice is harmless."""
+                    function_name=None, try_number=None):
+    """Apply an agent's report of try ``try_number`` (None: an agent that
+    does not say); the same report twice is harmless, a report of an
+    earlier try is refused (JobStateConflict: that agent stops)."""
     if state not in states.JOB_PROGRESS_FROM:
         raise exception.Invalid(reason='an agent cannot report state %r'
                                 % (state,))
     try:
         if state == 'succeeded':
             return jobs_db.succeed(job_uuid, normalise_id(
-                function_id, 'function_id'), function_name)
+                function_id, 'function_id'), function_name,
+                try_number=try_number)
         fields = {'error': error} if error else {}
         if state == 'failed':
             fields['error'] = error or 'the agent reported a failure'
         return jobs_db.transition(job_uuid, states.JOB_PROGRESS_FROM[state],
-                                  state, **fields)
+                                  state, try_number=try_number, **fields)
     except exception.JobStateConflict:
         # An RPC retry resends a report already applied.
         job = jobs_db.get(job_uuid)
-        if job.state == state:
+        if job.state == state and try_number in (None, job.attempts):
             return job
         raise
 
 
-def _reap_all(rows, reason):
+def _reap_all(rows, reason, job_timeout=None, now=None):
     reaped = []
     for row in rows:
         try:
             reaped.append(jobs_db.reap(row.uuid, reason,
-                                       expected_version=row.version))
+                                       expected_version=row.version,
+                                       job_timeout=job_timeout, now=now))
         except exception.Conflict:
             # A heartbeat, a report or another conductor got there first.
             continue
@@ -169,15 +175,16 @@ def _reap_all(rows, reason):
 def reap_stale_jobs(now=None, heartbeat_timeout=None, job_timeout=None):
     """Fail or requeue active jobs whose agent went silent; return them.
 
-    ``now`` defaults to the database's clock. Requeued jobs (state
-    'queued') must be dispatched again by the caller.
+    ``now`` defaults to the database's clock. Queued jobs (requeued, or
+    never taken by their agent) must be dispatched again by the caller.
     """
     heartbeat_timeout = heartbeat_timeout or \
         CONF.programming.heartbeat_timeout
     job_timeout = job_timeout or CONF.programming.job_timeout
     rows = jobs_db.find_stale(now, heartbeat_timeout, job_timeout)
     return _reap_all(rows, 'no progress from the agent within %d s (or the '
-                     'try ran over %d s)' % (heartbeat_timeout, job_timeout))
+                     'try ran over %d s)' % (heartbeat_timeout, job_timeout),
+                     job_timeout, now)
 
 
 def abandon_host_jobs(hostname):
@@ -258,10 +265,11 @@ class ProgrammingFlow:
         return _view(job_uuid)
 
     def progress(self, job_uuid, state, error=None, function_id=None,
-                 function_name=None):
+                 function_name=None, try_number=None):
         job = record_progress(job_uuid, state, error=error,
                               function_id=function_id,
-                              function_name=function_name)
+                              function_name=function_name,
+                              try_number=try_number)
         if state == 'succeeded' and self.after_success is not None:
             try:
                 self.after_success(job.hostname)
@@ -273,8 +281,8 @@ class ProgrammingFlow:
                      ': %s' % job.error if state == 'failed' else '')
         return _view(job_uuid)
 
-    def heartbeat(self, job_uuid, hostname):
-        jobs_db.heartbeat(job_uuid, hostname=hostname)
+    def heartbeat(self, job_uuid, hostname, try_number=None):
+        jobs_db.heartbeat(job_uuid, hostname=hostname, try_number=try_number)
         return {'uuid': job_uuid, 'alive': True}
 
     def agent_started(self, hostname):
@@ -294,8 +302,8 @@ class ProgrammingFlow:
         """The periodic task: reap silent jobs, send requeued ones again."""
         reaped = reap_stale_jobs(now=now)
         for job in reaped:
-            LOG.warning('Programming job %s reaped: %s (%s)', job.uuid,
-                        job.state, job.error)
+            LOG.warning('Programming job %s reaped: %s after try %d (%s)',
+                        job.uuid, job.state, job.attempts, job.error)
             if job.state == 'queued':
                 self.dispatch(job.uuid)
         return reaped

@@ -19,7 +19,10 @@ API version history:
         deployable_uuid, cleaning_uuid, state, error): call; the secure
         cleanup between tenants of cyborg_lite/conductor/cleaning.py.
         agent_started(hostname) also resumes the host's cleaning.
-* 1.5 - prepare_k8s_device(hostname, request, wait),
+* 1.5 - job_progress and job_heartbeat take try_number: the try of the
+        job the agent runs (the job dict's 'try'); a report or beat of an
+        earlier try is refused.
+* 1.6 - prepare_k8s_device(hostname, request, wait),
         release_k8s_device(hostname, claim_uid, device): calls; the
         kubelet plugin's devices of Kubernetes ResourceClaims
         (cyborg_lite/conductor/k8s_claims.py).
@@ -28,10 +31,25 @@ Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
 and the endpoint method with the same name on ConductorManager.
 """
+import time
+
 import oslo_messaging as messaging
+from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
+
+LOG = logging.getLogger(__name__)
+
+# A cast is published "mandatory": one that no conductor queue would
+# receive (for a moment after a RabbitMQ restart, before the conductors
+# declared their queues again) comes back to us as MessageUndeliverable
+# instead of being dropped by the broker without a word. RabbitMQ's
+# publisher confirms are always on in oslo.messaging's rabbit driver, so a
+# cast that returns was taken by the broker.
+_MANDATORY = messaging.TransportOptions(at_least_once=True)
+# Seconds to wait before each new try of an undeliverable cast.
+CAST_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)
 
 # NOTE: exceptions that may cross RPC as themselves: every domain
 # exception. oslo.messaging hands the caller a RemoteError unless the
@@ -44,7 +62,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.5'
+    RPC_API_VERSION = '1.6'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -68,14 +86,38 @@ class ConductorAPI:
         bindings: {arq_uuid: {'hostname', 'device_rp_uuid',
         'instance_uuid', 'project_id' (optional)}}. The outcome is the
         ARQs' state (Bound or BindFailed) and the bind notifier's event.
+        Returns whether the broker took the cast for a conductor (see
+        ``_cast``); one it did not is sent again by the bind reaper.
         """
-        cctxt = self.client.prepare(version='1.1')
-        cctxt.cast(ctxt, 'bind_arqs', bindings=bindings)
+        return self._cast(ctxt, '1.1', 'bind_arqs', bindings=bindings)
 
     def unbind_arqs(self, ctxt, arq_uuids):
-        """Start unbinding ARQs, freeing their attach handles; a cast."""
-        cctxt = self.client.prepare(version='1.1')
-        cctxt.cast(ctxt, 'unbind_arqs', arq_uuids=list(arq_uuids))
+        """Start unbinding ARQs, freeing their attach handles; a cast.
+        Returns whether the broker took it for a conductor."""
+        return self._cast(ctxt, '1.1', 'unbind_arqs',
+                          arq_uuids=list(arq_uuids))
+
+    def _cast(self, ctxt, version, method, **kwargs):
+        """Cast ``method``; True once the broker queued it for a conductor,
+        False (logged) when it could not, after the retries above."""
+        cctxt = self.client.prepare(version=version,
+                                    retry=rpc.CAST_CONNECT_RETRIES,
+                                    transport_options=_MANDATORY)
+        for delay in CAST_RETRY_DELAYS + (None,):
+            try:
+                cctxt.cast(ctxt, method, **kwargs)
+                return True
+            except messaging.MessageUndeliverable:
+                if delay is None:
+                    break
+                time.sleep(delay)
+            except rpc.CAST_FAILURES as exc:
+                LOG.warning('Cast %s not sent, the broker is unreachable: '
+                            '%s', method, exc)
+                return False
+        LOG.warning('Cast %s not delivered: no conductor queue is bound '
+                    '(conductors down or reconnecting)', method)
+        return False
 
 
     # --- programming jobs (1.2) ----------------------------------------
@@ -104,18 +146,20 @@ class ConductorAPI:
         return self._call(ctxt, 'cancel_program', job_uuid=job_uuid)
 
     def job_progress(self, ctxt, job_uuid, state, error=None,
-                     function_id=None, function_name=None):
-        """An agent's step of a job; Conflict when the job was cancelled or
-        reaped meanwhile (the agent then stops)."""
+                     function_id=None, function_name=None, try_number=None):
+        """An agent's step of try ``try_number`` of a job; Conflict when the
+        job was cancelled or reaped meanwhile, or runs another try (the
+        agent then stops)."""
         return self._call(ctxt, 'job_progress', job_uuid=job_uuid,
                           state=state, error=error, function_id=function_id,
-                          function_name=function_name)
+                          function_name=function_name,
+                          **_try_kwargs(try_number))
 
-    def job_heartbeat(self, ctxt, job_uuid, hostname):
+    def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):
         """The agent still runs the job; Conflict if it is no longer
-        active on that host."""
+        active on that host (in that try)."""
         return self._call(ctxt, 'job_heartbeat', job_uuid=job_uuid,
-                          hostname=hostname)
+                          hostname=hostname, **_try_kwargs(try_number))
 
     def agent_started(self, ctxt, hostname):
         """An agent (re)started: its unfinished jobs are failed or
@@ -137,8 +181,7 @@ class ConductorAPI:
     def publish_requested(self, ctxt):
         """Ask a conductor to publish the requested hosts now (a cast; the
         conductors' periodic task does it anyway)."""
-        cctxt = self.client.prepare(version='1.3')
-        cctxt.cast(ctxt, 'publish_requested')
+        return self._cast(ctxt, '1.3', 'publish_requested')
 
     # --- secure cleanup between tenants (1.4) -----------------------------
 
@@ -146,8 +189,8 @@ class ConductorAPI:
         """Regions of these hosts were released (an ARQ deleted) or an
         operator asked for a clean: send what waits to the agents and
         publish the hosts; a cast."""
-        cctxt = self.client.prepare(version='1.4')
-        cctxt.cast(ctxt, 'start_cleaning', hostnames=sorted(hostnames))
+        return self._cast(ctxt, '1.4', 'start_cleaning',
+                          hostnames=sorted(hostnames))
 
     def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
                           error=None):
@@ -159,7 +202,7 @@ class ConductorAPI:
                           cleaning_uuid=cleaning_uuid, state=state,
                           error=error)
 
-    # --- Kubernetes ResourceClaims (1.5) ------------------------------
+    # --- Kubernetes ResourceClaims (1.6) ------------------------------
 
     def prepare_k8s_device(self, ctxt, hostname, request, wait,
                            timeout=None):
@@ -178,7 +221,7 @@ class ConductorAPI:
         type), ProgrammingError (the job failed): the device is not held.
         """
         extra = {} if timeout is None else {'timeout': timeout}
-        cctxt = self.client.prepare(version='1.5', **extra)
+        cctxt = self.client.prepare(version='1.6', **extra)
         with _translate():
             return cctxt.call(ctxt, 'prepare_k8s_device', hostname=hostname,
                               request=request, wait=wait)
@@ -186,14 +229,22 @@ class ConductorAPI:
     def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
         """Free what the claim holds on ``hostname`` (one device, or all);
         returns the hostnames released. Releasing twice is harmless."""
-        return self._call(ctxt, 'release_k8s_device', version='1.5',
+        return self._call(ctxt, 'release_k8s_device', version='1.6',
                           hostname=hostname, claim_uid=claim_uid,
                           device=device)
 
     def _call(self, ctxt, method, version='1.2', **kwargs):
+        # NOTE: 1.5 only when its argument is sent, so an agent's job
+        # without a try number still reaches an older conductor.
+        if 'try_number' in kwargs:
+            version = '1.5'
         cctxt = self.client.prepare(version=version)
         with _translate():
             return cctxt.call(ctxt, method, **kwargs)
+
+
+def _try_kwargs(try_number):
+    return {} if try_number is None else {'try_number': try_number}
 
 
 class _translate:

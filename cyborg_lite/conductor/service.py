@@ -10,13 +10,15 @@ Other workflows register their background work (reapers, retries) with
     service.stop()      # stops RPC, lets a running task finish, joins
 
 A periodic task is called with no arguments; an exception it raises is
-logged and the task runs again at its next time.
+logged and the task runs again at its next time (a database outage is
+logged by db/session.py's outage log instead, once, not by every task).
 """
 import threading
 import time
 
 from oslo_log import log as logging
 
+from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
@@ -66,7 +68,10 @@ class ConductorService(rpc_loop.RpcLoop):
         # that died before publishing them or by the API.
         self.add_periodic(manager.publisher.publish_requested)
         # Hosts whose agent went silent are marked down (by one of us).
-        self.add_periodic(self._mark_silent_agents_down)
+        self._silence = liveness.SilenceWatch(
+            manager.publisher, conf.conductor.agent_down_time,
+            conf.conductor.periodic_interval)
+        self.add_periodic(self._silence.run)
         # Jobs whose agent went silent are failed or sent again.
         self.add_periodic(manager.programming.reap_and_redispatch,
                           interval=conf.programming.reap_interval)
@@ -75,10 +80,6 @@ class ConductorService(rpc_loop.RpcLoop):
                           interval=conf.cleaning.reap_interval)
         self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
-
-    def _mark_silent_agents_down(self):
-        return liveness.mark_silent_down(self.manager.publisher,
-                                         self.conf.conductor.agent_down_time)
 
     def _publisher(self):
         """The configured sinks; failed publishes are retried
@@ -138,6 +139,8 @@ class ConductorService(rpc_loop.RpcLoop):
     def _run(task):
         try:
             task.func()
+        except exception.DatabaseUnavailable:
+            pass
         except Exception:
             LOG.exception('Periodic task %s failed', task.name)
         # NOTE: scheduled from the end of the run, so a slow task is never

@@ -22,13 +22,23 @@ ARQ_OPTS = [
                default=300,
                min=1,
                max=86400,
-               help='Seconds an accelerator request may stay BindStarted '
-                    'before the reaper moves it to BindFailed. A bind '
-                    'normally ends within a second; one left behind means '
-                    'the conductor doing it died. An ARQ whose region is '
-                    'being programmed by an active programming job is left '
-                    'to that job. Keep it well above the clock skew between '
-                    'conductor hosts.'),
+               help='Seconds a bind a conductor took may run before the '
+                    'reaper moves its accelerator request to BindFailed '
+                    '(and seconds a bind no conductor took is sent again '
+                    'before it is failed). A bind normally ends within a '
+                    'second; one left behind means the conductor doing it '
+                    'died. An ARQ whose region is being programmed by an '
+                    'active programming job is left to that job. Times '
+                    'are the database server\'s clock.'),
+    cfg.IntOpt('bind_resend_interval',
+               default=30,
+               min=1,
+               max=3600,
+               help='Seconds after which a bind that no conductor has taken '
+                    'yet (its cast was lost, e.g. in a RabbitMQ restart) is '
+                    'cast again by the reaper; it is sent again every this '
+                    'many seconds until a conductor takes it or '
+                    'bind_timeout passes. Checked every reap_interval.'),
     cfg.IntOpt('reap_interval',
                default=60,
                min=1,

@@ -277,11 +277,15 @@ def _binding_values(arq_uuid, binding):
     return values
 
 
-def _start_bind(s, arq_uuid, binding):
-    """BindStarted with the binding, stamped with the database's clock;
-    the new version."""
-    return _transition(s, arq_uuid, 'BindStarted',
-                       bind_started_at=clock.utc_now(), error=None,
+def _start_bind(s, arq_uuid, binding, taken_by=None):
+    """BindStarted with the binding, stamped with the database's clock
+    (taken by conductor ``taken_by`` already, or by none yet); the new
+    version."""
+    now = clock.utc_now()
+    return _transition(s, arq_uuid, 'BindStarted', bind_started_at=now,
+                       bind_dispatched_at=now,
+                       bind_taken_at=now if taken_by else None,
+                       bind_taken_by=taken_by, error=None,
                        **_binding_values(arq_uuid, binding))
 
 
@@ -289,42 +293,63 @@ def start_binds(bindings):
     """Record a bind request: every ARQ BindStarted, all or nothing.
 
     The API calls this before it casts the request to a conductor: a cast
-    taken by a conductor that dies before doing anything would otherwise be
-    lost with the ARQs still Initial; recorded as BindStarted, the reaper
-    ends them.
+    lost on its way (a broker restart) or taken by a conductor that dies
+    before doing anything would otherwise leave the ARQs Initial; recorded
+    as BindStarted and taken by no conductor, the reaper sends them again.
     """
     with session.writer() as s:
         for arq_uuid, binding in bindings.items():
             _start_bind(s, arq_uuid, binding)
 
 
-def _begin_bind(s, arq_uuid, binding):
+def _take_bind(s, arq, conductor):
+    """Mark the bind the API recorded as taken by ``conductor``; the new
+    version. Only one conductor takes a bind: a copy of the cast (the
+    reaper sent it again while the first was still queued) is refused."""
+    if arq.bind_taken_by is not None:
+        raise exception.ARQStateConflict(
+            uuid=arq.uuid, state='BindStarted, taken by conductor %s'
+            % arq.bind_taken_by, action='taking its bind',
+            expected='a bind no conductor took yet')
+    version = _update_state(s, arq, 'BindStarted',
+                            bind_taken_at=clock.utc_now(),
+                            bind_taken_by=conductor)
+    if version is None:
+        raise _state_conflict(arq.uuid, 'BindStarted (changed meanwhile)',
+                              'BindStarted')
+    return version
+
+
+def _begin_bind(s, arq_uuid, binding, conductor):
     arq = _get(s, arq_uuid)
     values = _binding_values(arq_uuid, binding)
     if arq is not None and arq.state == 'BindStarted' and all(
             getattr(arq, k) == values.get(k) for k in BIND_KEYS):
-        version = arq.version   # the API recorded it before casting
+        version = _take_bind(s, arq, conductor)  # recorded by the API
     else:
-        version = _start_bind(s, arq_uuid, binding)
+        version = _start_bind(s, arq_uuid, binding, taken_by=conductor)
     return Started(arq_uuid, version, values['instance_uuid'],
                    values['hostname'], values['device_rp_uuid'],
                    arq.device_profile_id, arq.device_profile_group_id)
 
 
-def begin_binds(bindings):
-    """The conductor's start of a bind request, in one transaction.
+def begin_binds(bindings, conductor):
+    """Conductor ``conductor``'s start of a bind request, in one
+    transaction.
 
     Every ARQ that can is BindStarted (or already was, with exactly this
-    binding, recorded by the API), so a conductor killed half way leaves
-    each ARQ untouched or BindStarted, which the reaper ends. Returns
-    ([Started], {arq_uuid: (its state or None, the refusal)}) for those
-    that cannot start (unknown, wrong state, incomplete binding).
+    binding, recorded by the API) and marked taken by ``conductor``, so a
+    conductor killed half way leaves each ARQ untouched, or BindStarted
+    and taken, which the reaper fails. Returns ([Started], {arq_uuid:
+    (its state or None, the refusal)}) for those that cannot start
+    (unknown, wrong state, incomplete binding, taken by a conductor
+    already).
     """
     started, refused = [], {}
     with session.writer() as s:
         for arq_uuid, binding in bindings.items():
             try:
-                started.append(_begin_bind(s, arq_uuid, binding))
+                started.append(_begin_bind(s, arq_uuid, binding, conductor))
             except exception.CyborgLiteException as exc:
                 arq = _get(s, arq_uuid)
                 refused[arq_uuid] = (arq.state if arq is not None else None,
@@ -427,36 +452,48 @@ def unbind(arq_uuid):
             _transition(s, arq_uuid, 'Unbound', hostname=None,
                         device_rp_uuid=None, instance_uuid=None,
                         deployable_id=None, bind_started_at=None,
-                        error=None)
+                        bind_dispatched_at=None, bind_taken_at=None,
+                        bind_taken_by=None, error=None)
 
 
-def _find_stale_binds(s, started_before, limit):
-    """BindStarted ARQs begun at or before ``started_before``, locked for
-    reaping.
-
-    An ARQ whose region an active programming job is loading is left out:
-    that job has its own timeout, and the bind ends when it does.
-    """
+def _no_active_job():
+    """The ARQ's region is not being loaded by an active programming job
+    linked to it: that job has its own timeout, and the bind ends when it
+    does."""
     job = models.ProgrammingJob
-    active_job = (sa.select(job.id)
-                  .where(job.arq_id == ARQ.id,
-                         job.state.in_(states.JOB_ACTIVE))
-                  .exists())
-    query = (sa.select(ARQ)
-             .where(ARQ.state == 'BindStarted',
-                    ARQ.bind_started_at <= started_before,
-                    ~active_job)
-             .order_by(ARQ.bind_started_at)
-             .limit(limit))
+    return ~(sa.select(job.id)
+             .where(job.arq_id == ARQ.id, job.state.in_(states.JOB_ACTIVE))
+             .exists())
+
+
+def _locked_for_reaping(s, query):
     if conditional.skip_locked(s):
         # NOTE: two conductors' reapers split the work instead of waiting.
         query = query.with_for_update(skip_locked=True, of=ARQ)
     return list(s.scalars(query))
 
 
+def _find_stale_binds(s, cutoff, limit):
+    """BindStarted ARQs locked for reaping: taken by a conductor at or
+    before ``cutoff`` (it left them), or requested at or before it and
+    taken by none (every copy of the cast was lost)."""
+    taken_long_ago = sa.and_(ARQ.bind_taken_at.is_not(None),
+                             ARQ.bind_taken_at <= cutoff)
+    never_taken = sa.and_(ARQ.bind_taken_at.is_(None),
+                          ARQ.bind_started_at <= cutoff)
+    return _locked_for_reaping(s, (
+        sa.select(ARQ)
+        .where(ARQ.state == 'BindStarted',
+               sa.or_(taken_long_ago, never_taken), _no_active_job())
+        .order_by(ARQ.bind_started_at)
+        .limit(limit)))
+
+
 def reap_stale_binds(timeout, reason, batch=100):
-    """BindStarted ARQs begun ``timeout`` seconds ago or more (by the
-    database's clock) -> BindFailed with ``reason``.
+    """BindStarted ARQs a conductor took ``timeout`` seconds ago or more,
+    or that no conductor took within ``timeout`` seconds of the request
+    (by the database's clock) -> BindFailed with ``reason(taken_by)``
+    (``taken_by`` the conductor's name, or None).
 
     Returns [(arq uuid, instance uuid)] of those this call moved; one
     transaction per ``batch`` of them.
@@ -467,7 +504,38 @@ def reap_stale_binds(timeout, reason, batch=100):
             cutoff = clock.now(s) - datetime.timedelta(seconds=timeout)
             stale = _find_stale_binds(s, cutoff, batch)
             for arq in stale:
-                if _update_state(s, arq, 'BindFailed', error=reason):
+                if _update_state(s, arq, 'BindFailed',
+                                 error=reason(arq.bind_taken_by)):
                     reaped.append((arq.uuid, arq.instance_uuid))
         if len(stale) < batch:
             return reaped
+
+
+def _binding_of(arq):
+    return {key: getattr(arq, key) for key in BIND_KEYS}
+
+
+def resend_untaken_binds(after, batch=100):
+    """BindStarted ARQs that no conductor took, last sent ``after``
+    seconds ago or more: stamped as sent now, and returned as [(arq uuid,
+    binding)] for the caller to cast again.
+
+    Their cast was lost (a broker restart dropped it, or a conductor took
+    it and died before marking the ARQ); sending it again is safe, as
+    only one conductor can take a bind (``begin_binds``).
+    """
+    due = []
+    with session.writer() as s:
+        cutoff = clock.now(s) - datetime.timedelta(seconds=after)
+        untaken = _locked_for_reaping(s, (
+            sa.select(ARQ)
+            .where(ARQ.state == 'BindStarted', ARQ.bind_taken_at.is_(None),
+                   sa.func.coalesce(ARQ.bind_dispatched_at,
+                                    ARQ.bind_started_at) <= cutoff)
+            .order_by(ARQ.bind_started_at)
+            .limit(batch)))
+        for arq in untaken:
+            if _update_state(s, arq, 'BindStarted',
+                             bind_dispatched_at=clock.utc_now()):
+                due.append((arq.uuid, _binding_of(arq)))
+    return due

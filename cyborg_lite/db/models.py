@@ -29,6 +29,7 @@ BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
 BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
 JOB_STATES = states.JOB.states
+JOB_TRY_OUTCOMES = states.JOB_TRY_OUTCOMES
 DEVICE_STATES = states.DEVICE.states
 AGENT_STATES = ('up', 'down')
 
@@ -266,6 +267,14 @@ class AcceleratorRequest(IdMixin, VersionedMixin, Base):
         sa.ForeignKey('deployables.id', ondelete='SET NULL'))
     bind_started_at: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(sa.DateTime)
+    # When the bind was last cast to the conductors, and when and by which
+    # conductor it was taken: a bind nobody took was lost on its way and is
+    # sent again; one taken and left is failed (conductor/bind.py).
+    bind_dispatched_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    bind_taken_at: orm.Mapped[datetime.datetime | None] = \
+        orm.mapped_column(sa.DateTime)
+    bind_taken_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     # Why the last bind failed, shown to the user.
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
@@ -329,6 +338,28 @@ class ProgrammingJob(IdMixin, VersionedMixin, Base):
     heartbeat_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
     finished_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+
+class ProgrammingJobTry(Base):
+    """One try of a programming job: an agent took the job (its first
+    report) and the try ended one way or another."""
+    __tablename__ = 'programming_job_tries'
+    __table_args__ = (sa.UniqueConstraint('job_id', 'number'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    job_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('programming_jobs.id', ondelete='CASCADE'))
+    # 1 for the first try; the job's ``attempts`` is the latest number.
+    number: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    outcome: orm.Mapped[str] = orm.mapped_column(
+        _enum(JOB_TRY_OUTCOMES, 'job_try_outcome'), default='running')
+    error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    started_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False)
+    ended_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
 
 

@@ -15,9 +15,18 @@ memory, enforces it. A job's times are the database's clock
 (db/clock.py), which the reaper compares them with: the conductors that
 stamp a heartbeat and reap a job may run on different hosts.
 
-``attempts`` counts the tries abandoned so far (reaped after their agent
-died); a job has at most ``max_attempts`` tries. ``started_at`` is when the
-current try began.
+A try begins when an agent takes the job (its ``downloading`` report,
+from ``queued``): ``attempts`` is the number of tries begun, which is the
+number of the latest try, and a row of programming_job_tries records each
+one (host, start, end, outcome, error). A try ends with the job
+(succeeded, failed, cancelled) or is ``abandoned`` by the reaper when its
+agent goes silent or restarts; the job is then queued for a next try
+while it has fewer than ``max_attempts``. An agent's reports and
+heartbeats name their try: one of an earlier try (an agent that was slow,
+not dead) is refused, so two tries never run the job at once. A job that
+is queued again has the previous try's error in ``error``, labelled with
+its number; success clears it (the tries keep it). ``started_at`` is when
+the current try began (or the job was queued again).
 """
 import datetime
 import uuid as uuidlib
@@ -36,9 +45,13 @@ from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
 
-TRANSITION_FIELDS = ('error', 'hostname', 'attempts')
+TRANSITION_FIELDS = ('error', 'hostname')
 SORT_KEYS = ('created_at', 'uuid', 'state')
 Job = models.ProgrammingJob
+Try = models.ProgrammingJobTry
+# How a job's end ends its running try.
+_TRY_OUTCOME = {'succeeded': 'succeeded', 'failed': 'failed',
+                'cancelled': 'cancelled'}
 
 
 def _check_move(from_states, to_state):
@@ -148,8 +161,47 @@ def _values_for(to_state, fields):
     return values
 
 
-def _apply(s, row, from_states, to_state, fields, expected_version=None):
-    """The conditional UPDATE; the row is refreshed with the result.
+def _check_try(row, try_number):
+    """A report of try ``try_number`` must be of the try that runs (or, for
+    a queued job, of the next one, which it begins); None: an agent that
+    does not say (older than RPC 1.3), taken as the running try."""
+    if try_number is None:
+        return
+    expected = row.attempts + (1 if row.state == 'queued' else 0)
+    if try_number != expected:
+        raise exception.JobStateConflict(
+            uuid=row.uuid, state='%s in try %d' % (row.state, row.attempts),
+            action='a report of try %d' % try_number,
+            expected='a report of try %d' % expected)
+
+
+def _start_try(s, row):
+    s.add(Try(job_id=row.id, number=row.attempts, hostname=row.hostname,
+              outcome='running', started_at=clock.utc_now()))
+
+
+def _end_try(s, row, outcome, error=None):
+    """End the running try of ``row``, if one runs (a queued job has
+    none)."""
+    s.execute(sa.update(Try)
+              .where(Try.job_id == row.id, Try.number == row.attempts,
+                     Try.outcome == 'running')
+              .values(outcome=outcome, error=error,
+                      ended_at=clock.utc_now()))
+
+
+def _begins_try(row, to_state, try_number):
+    """An agent takes a queued job: its first report (``downloading``, or
+    ``failed`` from a job it could not even start)."""
+    return row.state == 'queued' and (
+        to_state == 'downloading' or
+        (to_state == 'failed' and try_number is not None))
+
+
+def _apply(s, row, from_states, to_state, fields, expected_version=None,
+           try_number=None):
+    """The conditional UPDATE, and the try it begins or ends; the row is
+    refreshed with the result.
 
     Without ``expected_version`` the state condition alone decides: a
     heartbeat bumps the version at any time, and it must not make an
@@ -159,9 +211,12 @@ def _apply(s, row, from_states, to_state, fields, expected_version=None):
         raise exception.JobStateConflict(
             uuid=row.uuid, state=row.state, action='moving to ' + to_state,
             expected=', '.join(from_states))
-    conditions = [Job.state.in_(from_states)]
+    conditions = [Job.state.in_(from_states), Job.attempts == row.attempts]
     if expected_version is not None:
         conditions.append(Job.version == expected_version)
+    begins_try = _begins_try(row, to_state, try_number)
+    if begins_try:
+        fields = dict(fields, attempts=row.attempts + 1)
     if not conditional.update(s, Job, Job.id == row.id,
                               _values_for(to_state, fields), *conditions):
         if expected_version is None:
@@ -173,16 +228,22 @@ def _apply(s, row, from_states, to_state, fields, expected_version=None):
                 expected=', '.join(from_states))
         raise exception.StaleObject(kind='Programming job', uuid=row.uuid)
     s.refresh(row)
+    if begins_try:
+        _start_try(s, row)
+    if to_state in _TRY_OUTCOME:
+        _end_try(s, row, _TRY_OUTCOME[to_state], fields.get('error'))
     return row
 
 
 def transition(job_uuid, from_states, to_state, expected_version=None,
-               **fields):
+               try_number=None, **fields):
     """Move a job from one of ``from_states`` to ``to_state``.
 
-    ``fields`` may set error, hostname, attempts. Raises JobStateConflict
-    when the job is in another state and StaleObject when its version is
-    not ``expected_version`` (someone changed it since it was read).
+    ``fields`` may set error, hostname. ``try_number`` is the try an
+    agent's report is of (see ``_check_try``). Raises JobStateConflict
+    when the job is in another state or try, and StaleObject when its
+    version is not ``expected_version`` (someone changed it since it was
+    read).
     """
     if isinstance(from_states, str):
         from_states = (from_states,)
@@ -193,18 +254,23 @@ def transition(job_uuid, from_states, to_state, expected_version=None,
         raise exception.Invalid(reason='fields not settable by a transition: '
                                 '%s' % ', '.join(unknown))
     with session.writer() as s:
-        return _apply(s, _get(s, job_uuid), from_states, to_state, fields,
-                      expected_version)
+        row = _get(s, job_uuid)
+        _check_try(row, try_number)
+        return _apply(s, row, from_states, to_state, fields,
+                      expected_version, try_number)
 
 
-def succeed(job_uuid, function_id, function_name=None):
+def succeed(job_uuid, function_id, function_name=None, try_number=None):
     """verifying -> succeeded, and record what the region now holds.
 
     Both in one transaction: a region is never shown with a function that
-    no succeeded job loaded, nor a succeeded job with a stale region.
+    no succeeded job loaded, nor a succeeded job with a stale region. An
+    earlier try's error is cleared (its try keeps it).
     """
     with session.writer() as s:
-        row = _apply(s, _get(s, job_uuid), ('verifying',), 'succeeded', {})
+        row = _get(s, job_uuid)
+        _check_try(row, try_number)
+        row = _apply(s, row, ('verifying',), 'succeeded', {'error': None})
         bitstream = s.get(models.Bitstream, row.bitstream_id)
         deployables.record_loaded(s, row.deployable_id, bitstream.uuid,
                                   function_id,
@@ -217,25 +283,31 @@ def cancel(job_uuid, reason='cancelled on request'):
                       error=reason)
 
 
-def heartbeat(job_uuid, hostname=None):
-    """Mark an active job alive; JobStateConflict if it is no longer active.
+def heartbeat(job_uuid, hostname=None, try_number=None):
+    """Mark an active job alive; JobStateConflict if it is no longer active
+    (on that host, in that try).
 
     The agent stops when this raises: the job was cancelled or reaped.
     The version bump makes a reaper that read the job before this
-    heartbeat fail its conditional update instead of reaping a live job.
+    heartbeat fail its conditional update instead of reaping a live job;
+    an earlier try's beats cannot keep the current try alive.
     """
     with session.writer() as s:
         row = _get(s, job_uuid)
         conditions = [Job.state.in_(states.JOB_ACTIVE)]
         if hostname is not None:
             conditions.append(Job.hostname == hostname)
+        if try_number is not None:
+            conditions.append(Job.attempts == try_number)
         if not conditional.update(s, Job, Job.id == row.id,
                                   {'heartbeat_at': clock.utc_now()},
                                   *conditions):
             where = ' on host %s' % hostname if hostname else ''
+            if try_number is not None:
+                where += ' in try %d' % try_number
             raise exception.JobStateConflict(
-                uuid=job_uuid, state='%s on host %s' % (row.state,
-                                                        row.hostname),
+                uuid=job_uuid, state='%s on host %s in try %d' % (
+                    row.state, row.hostname, row.attempts),
                 action='a heartbeat',
                 expected=', '.join(states.JOB_ACTIVE) + where)
         s.refresh(row)
@@ -263,26 +335,73 @@ def find_stale(now=None, heartbeat_timeout=None, job_timeout=None,
         return list(s.scalars(query.order_by(Job.id)))
 
 
-def reap(job_uuid, reason, expected_version=None):
-    """End an abandoned try: back to queued while tries remain, else failed.
+def _reap_queued(s, row, job_timeout, expected_version, now):
+    """A queued job nobody took: its cast was lost or its agent is down.
+    No try began, so none is counted: queued again (to be sent again), or
+    failed once it waited ``job_timeout`` seconds."""
+    waited = (now or clock.now(s)) - (row.started_at or row.created_at)
+    if job_timeout is not None and waited > datetime.timedelta(
+            seconds=job_timeout):
+        return _apply(s, row, ('queued',), 'failed', {
+            'error': 'no agent on %s took the job within %d s'
+                     % (row.hostname, job_timeout)}, expected_version)
+    # NOTE: started_at stays: the job_timeout counts from the queueing.
+    if not conditional.update(s, Job, Job.id == row.id,
+                              {'heartbeat_at': clock.utc_now()},
+                              Job.state == 'queued',
+                              Job.version == (expected_version or
+                                              row.version)):
+        raise exception.StaleObject(kind='Programming job', uuid=row.uuid)
+    s.refresh(row)
+    return row
 
-    Never succeeded: a try whose agent died proved nothing. Pass the
-    version seen by ``find_stale`` so a heartbeat that came since wins.
+
+def _abandon_try(s, row, reason, expected_version):
+    """End the running try as abandoned: queued for the next while tries
+    remain, else failed. Never succeeded: a try whose agent died proved
+    nothing."""
+    label = 'try %d abandoned: %s' % (row.attempts, reason)
+    if row.attempts < row.max_attempts:
+        error = '%s; retrying (try %d of %d)' % (label, row.attempts + 1,
+                                                 row.max_attempts)
+        to_state = 'queued'
+    else:
+        error = '%s; no tries left (%d of %d used)' % (
+            label, row.attempts, row.max_attempts)
+        to_state = 'failed'
+    _end_try(s, row, 'abandoned', reason)
+    return _apply(s, row, states.JOB_STARTED, to_state, {'error': error},
+                  expected_version)
+
+
+def reap(job_uuid, reason, expected_version=None, job_timeout=None,
+         now=None):
+    """Deal with a job whose agent went silent (or restarted).
+
+    A started job's try is abandoned (see ``_abandon_try``); a queued one
+    stays queued, to be sent again, until ``job_timeout`` seconds after
+    it was queued, at ``now`` (the database's clock by default; see
+    ``_reap_queued``). Returns the job; the caller sends a queued one
+    again. Pass the version seen by ``find_stale`` so a heartbeat that
+    came since wins.
     """
     with session.writer() as s:
         row = _get(s, job_uuid)
-        attempts = row.attempts + 1
-        if attempts < row.max_attempts:
-            error = '%s; retrying (try %d of %d)' % (reason, attempts + 1,
-                                                     row.max_attempts)
-            to_state = 'queued'
-        else:
-            error = '%s; no tries left (%d of %d used)' % (
-                reason, attempts, row.max_attempts)
-            to_state = 'failed'
-        return _apply(s, row, states.JOB_ACTIVE, to_state,
-                      {'attempts': attempts, 'error': error},
-                      expected_version)
+        if row.state == 'queued':
+            return _reap_queued(s, row, job_timeout, expected_version, now)
+        return _abandon_try(s, row, reason, expected_version)
+
+
+def tries_of(job_ids):
+    """{job id: [ProgrammingJobTry, ...] by number} of those jobs."""
+    found = {job_id: [] for job_id in job_ids}
+    if not found:
+        return found
+    with session.reader() as s:
+        for row in s.scalars(sa.select(Try).where(Try.job_id.in_(job_ids))
+                             .order_by(Try.job_id, Try.number)):
+            found[row.job_id].append(row)
+    return found
 
 
 def load_refs(job_uuid):
@@ -319,21 +438,27 @@ def _filtered(stmt, deployable_uuid=None, bitstream_uuid=None, state=None,
     return stmt
 
 
+def _with_tries(rows):
+    tries = tries_of([row[0].id for row in rows])
+    return [tuple(row) + (tries[row[0].id],) for row in rows]
+
+
 def page_jobs(viewer, filters=None, **page):
-    """[(job, deployable uuid, bitstream uuid), ...] of one page of what
-    ``viewer`` (pagination.ALL, a project id, or None) may see."""
+    """[(job, deployable uuid, bitstream uuid, [tries]), ...] of one page
+    of what ``viewer`` (pagination.ALL, a project id, or None) may see."""
     stmt = _filtered(_select_visible(viewer), **(filters or {}))
     with session.reader() as s:
         rows = pagination.paginate(s, stmt, Job, **page)
-    return [tuple(row) for row in rows]
+    return _with_tries(rows)
 
 
 def get_visible(viewer, job_uuid):
-    """(job, deployable uuid, bitstream uuid); ProgrammingJobNotFound when
-    it does not exist or belongs to a project the viewer is not in."""
+    """(job, deployable uuid, bitstream uuid, [tries]);
+    ProgrammingJobNotFound when it does not exist or belongs to a project
+    the viewer is not in."""
     with session.reader() as s:
         row = s.execute(_select_visible(viewer)
                         .where(Job.uuid == job_uuid)).first()
     if row is None:
         raise exception.ProgrammingJobNotFound(uuid=job_uuid)
-    return tuple(row)
+    return _with_tries([row])[0]

@@ -7,8 +7,14 @@
 
 A writer commits when the block ends and rolls back on any exception, so a
 failed operation leaves stored state untouched.
+
+A database that cannot be reached (connection refused, or lost under a
+statement) raises DatabaseUnavailable (503 at the API) and is logged by
+``OUTAGE``: once when it starts, at most every OUTAGE_LOG_INTERVAL
+seconds while it lasts, and once when a connection succeeds again.
 """
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -18,7 +24,12 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import outage
 from cyborg_lite.conf import CONF
+
+LOG = logging.getLogger(__name__)
+OUTAGE_LOG_INTERVAL = 30
+OUTAGE = outage.OutageLog('Database', LOG, interval=OUTAGE_LOG_INTERVAL)
 
 SUPPORTED_BACKENDS = ('sqlite', 'postgresql', 'mysql')
 
@@ -188,19 +199,41 @@ def _transaction(url, is_writer):
             yield s
 
 
+def _unavailable(exc):
+    detail = ' '.join(str(getattr(exc, 'orig', None) or exc).split())
+    OUTAGE.failed(detail)
+    return exception.DatabaseUnavailable()
+
+
+def _connect(engine):
+    try:
+        conn = engine.connect()
+    except sa_exc.DBAPIError as exc:
+        # NOTE: with pool_pre_ping, a checkout has reached the server (or
+        # opened a new connection): a failure here is the server's.
+        raise _unavailable(exc) from exc
+    OUTAGE.succeeded()
+    return conn
+
+
 @contextlib.contextmanager
 def _connection_transaction(engine, is_writer):
-    with engine.connect() as conn:
-        if is_writer:
-            conn = conn.execution_options(cyborg_lite_writer=True)
-        with conn.begin() as txn:
-            with orm.Session(bind=conn, expire_on_commit=False,
-                             autoflush=True) as s:
-                yield s
-                if is_writer:
-                    s.flush()
-                else:
-                    txn.rollback()
+    try:
+        with _connect(engine) as conn:
+            if is_writer:
+                conn = conn.execution_options(cyborg_lite_writer=True)
+            with conn.begin() as txn:
+                with orm.Session(bind=conn, expire_on_commit=False,
+                                 autoflush=True) as s:
+                    yield s
+                    if is_writer:
+                        s.flush()
+                    else:
+                        txn.rollback()
+    except sa_exc.DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise _unavailable(exc) from exc
+        raise
 
 
 @contextlib.contextmanager

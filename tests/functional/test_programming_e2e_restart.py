@@ -32,8 +32,16 @@ def test_restart_requeues_then_new_agent_succeeds(conf, make_env):
     env.start_agent()  # agent_started: requeue, send to the new agent
 
     done = env.wait_job(job_uuid)
-    assert (done.state, done.attempts) == ('succeeded', 1)
-    assert 'agent on %s restarted' % pe.HOST in done.error
+    # Issue 18.5: two tries begun, the first kept with why it ended; the
+    # job's own error is cleared by the success.
+    assert (done.state, done.attempts, done.error) == ('succeeded', 2, None)
+    first, second = jobs_db.tries_of([done.id])[done.id]
+    assert (first.number, first.hostname, first.outcome) == (
+        1, pe.HOST, 'abandoned')
+    assert 'agent on %s restarted' % pe.HOST in first.error
+    assert first.ended_at is not None
+    assert (second.number, second.outcome, second.error) == (
+        2, 'succeeded', None)
     assert env.hardware() == pe.NEW_FUNCTION
     assert env.region().function_id == pe.NEW_FUNCTION
     assert env.orphans_done()
@@ -91,7 +99,9 @@ def test_reaped_job_is_retried_when_an_agent_is_back(conf, make_env):
     env.start_agent()
 
     done = env.wait_job(job_uuid)
-    assert (done.state, done.attempts) == ('succeeded', 1)
+    assert (done.state, done.attempts) == ('succeeded', 2)
+    assert [(t.number, t.outcome) for t in jobs_db.tries_of([done.id])[
+        done.id]] == [(1, 'abandoned'), (2, 'succeeded')]
     assert env.hardware() == pe.NEW_FUNCTION
     assert env.region().function_id == pe.NEW_FUNCTION
 
@@ -102,4 +112,4 @@ def test_live_job_with_heartbeats_is_not_reaped(conf, make_env):
     env = make_env(program_delay=3.5)
     job = env.program(env.add_bitstream().uuid)
     done = env.wait_job(job['uuid'])
-    assert (done.state, done.attempts, done.error) == ('succeeded', 0, None)
+    assert (done.state, done.attempts, done.error) == ('succeeded', 1, None)

@@ -11,6 +11,12 @@ the database (db/programming_jobs.py).
 Cancelling is ``POST /v2/programs/{uuid}/cancel``, not DELETE: the job is
 not deleted (it stays, ``cancelled``, as the record of what was asked),
 and OpenStack APIs spell such state changes as a POST to an action.
+
+A job shows its ``tries`` (each agent's go at it: number, host, outcome,
+error, times), and ``attempts`` is the number of tries begun; ``error``
+is the job's own (cleared on success; while a retry is queued it names
+the try that was abandoned). Both came with 2.4's routes (issue 18.5
+changed what ``attempts`` counted, a fix, not a new version).
 """
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import programs as policies
@@ -25,17 +31,27 @@ _FIELDS = ('uuid', 'state', 'hostname', 'attempts', 'max_attempts',
            'error', 'force', 'project_id')
 _TIMES = ('created_at', 'updated_at', 'started_at', 'finished_at')
 _FILTERS = ('deployable_uuid', 'bitstream_uuid', 'state', 'hostname')
+_TRY_FIELDS = ('number', 'hostname', 'outcome', 'error')
+_TRY_TIMES = ('started_at', 'ended_at')
 
 
 def _require_version(req):
     microversion.require(req, MIN_VERSION, '/v2/programs')
 
 
-def view(req, job, deployable_uuid, bitstream_uuid):
+def _try_view(job_try):
+    body = {key: getattr(job_try, key) for key in _TRY_FIELDS}
+    body.update({key: utils.timestamp(getattr(job_try, key))
+                 for key in _TRY_TIMES})
+    return body
+
+
+def view(req, job, deployable_uuid, bitstream_uuid, tries):
     body = {key: getattr(job, key) for key in _FIELDS}
     body.update({key: utils.timestamp(getattr(job, key)) for key in _TIMES})
     body.update(deployable_uuid=deployable_uuid,
                 bitstream_uuid=bitstream_uuid,
+                tries=[_try_view(t) for t in tries],
                 links=utils.link(req, 'programs', job.uuid))
     return body
 

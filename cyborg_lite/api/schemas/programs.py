@@ -22,6 +22,16 @@ LIST_QUERY = common.list_query(db_programs.SORT_KEYS, {
 })
 
 
+# One agent's go at a job (db/programming_jobs tries).
+_TRY_FIELDS = {
+    'number': common.INTEGER, 'hostname': common.NULLABLE_STRING,
+    'outcome': {'type': 'string', 'enum': list(models.JOB_TRY_OUTCOMES)},
+    'error': common.NULLABLE_STRING, 'started_at': common.STRING,
+    'ended_at': common.NULLABLE_STRING,
+}
+TRY = {'type': 'object', 'properties': _TRY_FIELDS,
+       'required': sorted(_TRY_FIELDS), 'additionalProperties': False}
+
 VIEW = common.view({
     'uuid': common.STRING,
     'state': {'type': 'string', 'enum': list(models.JOB_STATES)},
@@ -31,5 +41,6 @@ VIEW = common.view({
     'started_at': common.NULLABLE_STRING,
     'finished_at': common.NULLABLE_STRING,
     'deployable_uuid': common.STRING, 'bitstream_uuid': common.STRING,
+    'tries': {'type': 'array', 'items': TRY},
 })
 LIST = common.collection('programs', VIEW)

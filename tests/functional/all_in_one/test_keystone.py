@@ -52,6 +52,12 @@ def test_all_in_one_honours_auth_strategy_keystone(tmp_path, keystone):
     finally:
         assert aio.stop() == 0
         process.kill_leftovers(aio.placement_port)
+    # The banner sends the user to their openrc, not to a noauth URL.
+    banner = aio.proc.stdout.read()
+    assert '  export PLACEMENT_URL=http://127.0.0.1:%d\n' % (
+        aio.placement_port) in banner
+    assert '  source your openrc' in banner
+    assert 'CYBORG_LITE_URL' not in banner
 
 
 def test_all_in_one_defaults_to_noauth(tmp_path):

@@ -104,3 +104,21 @@ def test_odd_path_parameters_are_client_errors(app, path, status):
                                                 'accelerator latest'}),
                    status=status)
     assert error_of(resp)
+
+
+def test_database_down_is_503_json_with_retry_after(app, conf):
+    """Issue 18.4: not a 500 "Unexpected API error"."""
+    from cyborg_lite.db import session
+    from tests import servers
+    conf.set_override('connection', 'postgresql+psycopg2://nobody@127.0.0.1:'
+                      '%d/x' % servers.free_port(), group='database')
+    try:
+        for path in ('/v2/devices', '/v2/accelerator_requests'):
+            resp = app.get(path, headers=ADMIN, status=503)
+            assert resp.headers['Retry-After'] == '5'
+            assert resp.content_type == 'application/json'
+            assert error_of(resp) == ('The database is unavailable; try '
+                                      'again later.')
+    finally:
+        session.OUTAGE.succeeded()
+        session.dispose_all()

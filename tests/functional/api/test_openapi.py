@@ -220,10 +220,14 @@ def test_every_operation_answers_as_documented(app, conf):
     job = jobs_db.create_job(dep.id, bitstreams_db.get(bitstream['uuid']).id,
                              hostname='host1')
     walk('GET', '/v2/programs', 200)
+    # An agent's try, running and then ended, as the job shows it.
+    jobs_db.transition(job.uuid, 'queued', 'downloading', try_number=1)
     walk('GET', '/v2/programs/{uuid}', 200, uuid=job.uuid)
     walk('POST', '/v2/programs', 400, body={'force': 'yes'})
     walk('GET', '/v2/programs/{uuid}', 404, uuid=UUID)
-    jobs_db.transition(job.uuid, 'queued', 'cancelled')
+    jobs_db.transition(job.uuid, 'downloading', 'failed', try_number=1,
+                       error='image refused')
+    assert walk('GET', '/v2/programs', 200).json['programs'][0]['tries']
     walk('DELETE', '/v2/bitstreams/{uuid}', 409, uuid=bitstream['uuid'])
     walk('POST', '/v2/deployables/{uuid}/clean', 202, uuid=dep.uuid)
     walk('POST', '/v2/deployables/{uuid}/clean', 409, uuid=dep.uuid)

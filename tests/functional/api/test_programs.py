@@ -65,9 +65,20 @@ def test_program_reaches_succeeded(rpc_app, env):
     assert (job['deployable_uuid'], job['bitstream_uuid'], job['hostname'],
             job['project_id'], job['force']) == (
         region.uuid, bitstream, pe.HOST, 'project-a', False)
+    assert (job['attempts'], job['tries']) == (0, [])
     done = _wait(rpc_app, MEMBER_A, job['uuid'])
     assert (done['state'], done['error']) == ('succeeded', None)
     assert done['finished_at'].endswith('+00:00')
+    # Issue 17.5: a job that ran once shows one try, in list and show.
+    [only_try] = done['tries']
+    assert done['attempts'] == 1
+    assert (only_try['number'], only_try['hostname'], only_try['outcome'],
+            only_try['error']) == (1, pe.HOST, 'succeeded', None)
+    assert only_try['started_at'] <= only_try['ended_at']
+    listed = rpc_app.get('/v2/programs', headers=bh.h(MEMBER_A)).json[
+        'programs']
+    assert [(j['uuid'], j['attempts'], j['tries']) for j in listed] == [
+        (done['uuid'], 1, done['tries'])]
     assert env.hardware() == pe.NEW_FUNCTION
     assert env.hardware('region1') == pe.OLD_FUNCTION
 

@@ -54,9 +54,13 @@ def test_deployable_list_and_show(cli):
     deps = [dep for dep, _ in regions]
     rows = cli('deployable', 'list', '-f', 'json').json
     assert sorted(r['uuid'] for r in rows) == sorted(deps)
+    # The 2.5 field is asked for: whether a region is free or being wiped.
+    assert [r['device_state'] for r in rows] == ['available', 'available']
     shown = cli('deployable', 'show', deps[1], '-f', 'json').json
     assert shown['name'] == 'host1_0000:5e:00.0_region1'
     assert shown['num_accelerators'] == 1
+    assert (shown['device_state'], shown['cleaning_error']) == (
+        'available', None)
 
 
 def test_device_profile_lifecycle(cli):

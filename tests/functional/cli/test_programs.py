@@ -70,6 +70,15 @@ def test_list_and_show(cli, env, tmp_path):
     shown = cli('program', 'show', first['uuid'], '-f', 'json').json
     assert (shown['state'], shown['hostname']) == ('succeeded', pe.HOST)
     assert shown['finished_at'] is not None
+    # Issue 17.5: a job that ran once counts one try, and shows it.
+    assert shown['attempts'] == 1
+    assert [(t['number'], t['outcome']) for t in shown['tries']] == [
+        (1, 'succeeded')]
+    long_rows = cli('program', 'list', '--long', '-f', 'json').json
+    assert {r['attempts'] for r in long_rows} == {1}
+    table = cli('program', 'show', first['uuid']).stdout
+    [line] = [l for l in table.splitlines() if '| tries' in l]
+    assert 'try 1 on %s: succeeded (' % pe.HOST in line
 
 
 def test_failed_job_exits_1(cli, make_env, api_url, tmp_path):  # noqa: F811

@@ -10,11 +10,17 @@ scripts, on loopback and in one temp dir:
 * ``cyborg-lite-api`` (gunicorn), N ``cyborg-lite-conductor`` with distinct
   ``[DEFAULT]host`` and M ``cyborg-lite-agent``, each agent with its own
   host name, state path and fake FPGA tree (``[fake_driver]state_dir``).
+  Agents download bitstream images from the API (``[agent] image_source
+  = http``), as on hosts that do not share the API's bitstream store:
+  their own ``store_dir`` is empty.
 
 One config file per service (``<name>.conf`` in the temp dir), as on real
 hosts. Each process is started in its own session and stopped by its PID
 (SIGTERM to its process group, SIGKILL after a grace period); ``kill9``
-sends SIGKILL to one process, as a crash or a pulled plug would.
+sends SIGKILL to one process, as a crash or a pulled plug would;
+``pause``/``resume`` SIGSTOP/SIGCONT one (a process that hangs).
+PostgreSQL and RabbitMQ can be stopped and started again on the same
+port with their data (``stop_database``, ``restart_rabbitmq``).
 """
 import collections
 import configparser
@@ -37,13 +43,17 @@ REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
 REGION_MEMORY_MB = 4096
 ACCEL = {'OpenStack-API-Version': 'accelerator 2.3',
          'Content-Type': 'application/json'}
+V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
 PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
              'OpenStack-API-Version': 'placement 1.39',
              'Content-Type': 'application/json'}
 RESOLVED = ('Bound', 'BindFailed')
 
-# Short intervals so faults resolve in seconds, not minutes.
-BIND_TIMEOUT = 8
+# Short intervals so faults resolve in seconds, not minutes. A bind no
+# conductor took is sent again after BIND_RESEND s, well before the
+# BIND_TIMEOUT that fails a bind a conductor took and left.
+BIND_TIMEOUT = 20
+BIND_RESEND = 2
 REAP_INTERVAL = 1
 REPORT_INTERVAL = 1
 HEARTBEAT_INTERVAL = 1
@@ -76,6 +86,25 @@ class Service:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def pause(self):
+        """SIGSTOP the process group: it hangs, holding its connections."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def log_size(self):
+        """Where the log ends now (``read_log_since`` reads from there)."""
+        try:
+            return os.path.getsize(self.log_path)
+        except OSError:
+            return 0
+
+    def read_log_since(self, offset):
+        with open(self.log_path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode('utf-8', 'replace')
 
     def kill9(self):
         """SIGKILL this process only (not its children), then reap it."""
@@ -188,6 +217,9 @@ class Cluster:
         statuses = {}
         for name in reversed(list(self.services)):
             statuses[name] = self.services[name].stop()
+        # Kept for the report of a service that did not stop cleanly.
+        self.final_logs = {n: self.services[n].read_log(20000)
+                           for n, status in statuses.items() if status}
         if self._engine is not None:
             self._engine.dispose()
         self.session.close()
@@ -222,6 +254,7 @@ class Cluster:
             'bitstreams': {'store_dir': os.path.join(self.basedir,
                                                      'bitstreams')},
             'arq': {'bind_timeout': BIND_TIMEOUT,
+                    'bind_resend_interval': BIND_RESEND,
                     'reap_interval': REAP_INTERVAL},
             'programming': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
                             'reap_interval': 1, 'max_attempts': 2,
@@ -257,7 +290,13 @@ class Cluster:
         overriding the cluster's (read at the agent's next start)."""
         sections = self._common(host)
         sections['agent'] = {'enabled_drivers': 'fake', 'rpc_timeout': 5,
-                             'heartbeat_interval': HEARTBEAT_INTERVAL}
+                             'heartbeat_interval': HEARTBEAT_INTERVAL,
+                             'image_source': 'http'}
+        # docs/deployment.md's agent on another host (noauth API).
+        sections['image_api'] = {
+            'endpoint_override': 'http://127.0.0.1:%d' % self.api_port}
+        sections['bitstreams'] = {'store_dir': os.path.join(
+            self.basedir, host, 'no-shared-store')}
         if self.report_interval is not None:
             sections['agent']['report_interval'] = self.report_interval
         if self.full_report_every is not None:
@@ -299,6 +338,23 @@ class Cluster:
     def restart_rabbitmq(self, down_for=0.0):
         self.rabbit.restart(down_for=down_for)
 
+    def stop_database(self):
+        """Stop PostgreSQL (fast shutdown: clients are disconnected), keep
+        its data for ``start_database``."""
+        self.pg.stop_server()
+
+    def start_database(self):
+        self.pg.start_server()
+
+    def log_offsets(self, *names):
+        return {n: self.services[n].log_size()
+                for n in names or self.services}
+
+    def logs_since(self, offsets):
+        """{service: what it logged since ``log_offsets`` was taken}."""
+        return {n: self.services[n].read_log_since(offset)
+                for n, offset in offsets.items()}
+
     # --- reading state ---------------------------------------------------
 
     def logs(self, *names):
@@ -311,7 +367,9 @@ class Cluster:
         connection, for checks the API does not expose)."""
         if self._engine is None:
             import sqlalchemy as sa
-            self._engine = sa.create_engine(self.db_url, pool_size=2)
+            # pre_ping: the database may have been restarted by a test.
+            self._engine = sa.create_engine(self.db_url, pool_size=2,
+                                            pool_pre_ping=True)
         return self._engine
 
     def query(self, sql, **params):
@@ -341,6 +399,14 @@ class Cluster:
                 found.append(Region(hosts.get(rp['root_provider_uuid']),
                                     rp['uuid'], by_uuid[rp['uuid']]['name']))
         return sorted(found, key=lambda r: (r.host, r.name))
+
+    def region_per_card(self):
+        """[Region] one per card (its region0): regions that never share a
+        PCI function, so binds to them do not exclude each other."""
+        regions = [r for r in self.region_rps()
+                   if r.name.endswith('_region0')]
+        assert len(regions) == len(self.agent_hosts) * self.cards
+        return regions
 
     def reserved_regions(self):
         """[Region] whose FPGA Placement holds back (reserved > 0)."""
@@ -373,9 +439,10 @@ class Cluster:
 
     # --- API helpers -----------------------------------------------------
 
-    def call(self, method, path, expect=None, **kwargs):
+    def call(self, method, path, expect=None, headers=None, **kwargs):
         kwargs.setdefault('timeout', 30)
-        resp = self.session.request(method, self.api + path, headers=ACCEL,
+        resp = self.session.request(method, self.api + path,
+                                    headers=dict(ACCEL, **(headers or {})),
                                     **kwargs)
         if expect is not None and resp.status_code != expect:
             raise AssertionError('%s %s -> %s %s' % (
@@ -415,6 +482,28 @@ class Cluster:
             raise AssertionError('bind %s -> %s %s' % (
                 arq_uuid, resp.status_code, resp.text))
         return instance
+
+    def upload_bitstream(self, name, afu_uuid, visibility='private'):
+        """An active GBS bitstream whose image loads ``afu_uuid``."""
+        from tests.unit.bitstreams import builders
+        image = builders.build_gbs(builders.gbs_metadata(
+            interface_uuid=builders.INTERFACE_UUID, afu_uuid=afu_uuid))
+        resp = self.session.post(
+            self.api + '/bitstreams', headers=V24, timeout=30,
+            json={'name': name, 'format': 'gbs', 'vendor': 'intel',
+                  'version': '1', 'visibility': visibility})
+        assert resp.status_code == 201, resp.text
+        bs_uuid = resp.json()['uuid']
+        resp = self.session.put(
+            self.api + '/bitstreams/%s/file' % bs_uuid, data=image,
+            headers=dict(V24, **{'Content-Type':
+                                 'application/octet-stream'}), timeout=30)
+        assert resp.status_code == 204, resp.text
+        return bs_uuid
+
+    def job(self, job_uuid):
+        return self.call('GET', '/programs/' + job_uuid, 200,
+                         headers=V24).json()
 
     def arq(self, arq_uuid):
         return self.call('GET', '/accelerator_requests/' + arq_uuid,

@@ -18,7 +18,7 @@ def cluster():
     finally:
         statuses = c.stop()
     # Every service stopped cleanly on SIGTERM (0), not by SIGKILL.
-    assert all(s == 0 for s in statuses.values()), statuses
+    assert all(s == 0 for s in statuses.values()), (statuses, c.final_logs)
 
 
 @pytest.fixture

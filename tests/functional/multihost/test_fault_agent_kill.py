@@ -1,45 +1,26 @@
-"""kill -9 an agent while it programs a region.
+"""kill -9 an agent while it writes a region, then start it again.
 
-The job is failed or retried (the conductors' reaper notices the silent
-agent after [programming]heartbeat_timeout; the restarted agent's
-``agent_started`` ends or requeues what its past life left), never left
-active; and the database says what the region really holds (its afu_id
-in the simulated sysfs), as does Placement.
+The agent downloads the image from the API ([agent] image_source = http)
+and the fake driver takes [fake_driver]program_delay (3 s) to write it;
+the kill lands in that write. The try it was running is abandoned (by the
+restarted agent's ``agent_started``, or by a conductor's reaper if that
+noticed the silence first), the job is retried on the restarted agent and
+succeeds: two tries, the first abandoned with its reason, the second
+succeeded; DB and Placement then say what the (simulated) hardware holds.
 """
 import pytest
 
+from tests.functional.multihost import cluster as cl
 from tests.unit.bitstreams import builders
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql,
               pytest.mark.rabbitmq, pytest.mark.xdist_group('multihost')]
 
-V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
 NEW_AFU = '7a1e3c2a-1b2c-4d5e-8f90-a1b2c3d4e5f6'
 ACTIVE = ('queued', 'downloading', 'programming', 'verifying')
-
-
-def _upload_bitstream(cluster):
-    image = builders.build_gbs(builders.gbs_metadata(
-        interface_uuid=builders.INTERFACE_UUID, afu_uuid=NEW_AFU))
-    s = cluster.session
-    resp = s.post(cluster.api + '/bitstreams', headers=V24, timeout=30,
-                  json={'name': 'mh-nlb', 'format': 'gbs',
-                        'vendor': 'intel', 'version': '1'})
-    assert resp.status_code == 201, resp.text
-    bs_uuid = resp.json()['uuid']
-    resp = s.put(cluster.api + '/bitstreams/%s/file' % bs_uuid, data=image,
-                 headers=dict(V24, **{'Content-Type':
-                                      'application/octet-stream'}),
-                 timeout=30)
-    assert resp.status_code == 204, resp.text
-    return bs_uuid
-
-
-def _job(cluster, job_uuid):
-    resp = cluster.session.get(cluster.api + '/programs/' + job_uuid,
-                               headers=V24, timeout=30)
-    assert resp.status_code == 200, resp.text
-    return resp.json()
+# What ends the dead agent's try, whichever comes first.
+ABANDONED_BY = ('the agent on host-0 restarted during the job',
+                'no progress from the agent within 4 s')
 
 
 def _hardware_function(cluster, region):
@@ -47,51 +28,54 @@ def _hardware_function(cluster, region):
         return f.read().strip()
 
 
-def test_kill9_agent_mid_programming(cluster):
+def test_kill9_agent_mid_programming_then_retried_on_restart(cluster):
     region = [r for r in cluster.region_rps() if r.host == 'host-0'][-1]
+    new_function = builders.hex32(NEW_AFU)
+    old_function = _hardware_function(cluster, region)
+    assert old_function != new_function
     dep_uuid = cluster.call('GET', '/deployables', 200,
                             params={'rp_uuid': region.rp_uuid}
                             ).json()['deployables'][0]['uuid']
-    bs_uuid = _upload_bitstream(cluster)
-    resp = cluster.session.post(
-        cluster.api + '/programs', headers=V24, timeout=30,
-        json={'deployable_uuid': dep_uuid, 'bitstream_uuid': bs_uuid})
-    assert resp.status_code == 202, resp.text
-    job_uuid = resp.json()['uuid']
+    bs_uuid = cluster.upload_bitstream('mh-nlb', NEW_AFU)
+    job_uuid = cluster.call('POST', '/programs', 202, headers=cl.V24, json={
+        'deployable_uuid': dep_uuid, 'bitstream_uuid': bs_uuid}).json()[
+            'uuid']
 
-    # [fake_driver]program_delay is 3 s: kill while the write is running.
-    cluster.wait_for(lambda: _job(cluster, job_uuid)['state'] ==
+    # Downloaded over HTTP, checked, now writing: kill it there.
+    cluster.wait_for(lambda: cluster.job(job_uuid)['state'] ==
                      'programming', 30, 'the job programming', 0.05)
     agent = cluster.services['host-0']
     try:
         assert cluster.kill9('host-0') == -9
-        first_try = _job(cluster, job_uuid)['attempts']
-        # The silent agent's try is ended by a conductor's reaper.
-        cluster.wait_for(
-            lambda: _job(cluster, job_uuid)['state'] != 'programming' or
-            _job(cluster, job_uuid)['attempts'] > first_try, 30,
-            'the reaper ending the dead agent\'s try')
+        # The fault happened mid-write, in try 1: the job is still
+        # programming (nobody is left to report), the region untouched.
+        killed = cluster.job(job_uuid)
+        assert (killed['state'], killed['attempts']) == ('programming', 1)
+        assert [(t['number'], t['hostname'], t['outcome'])
+                for t in killed['tries']] == [(1, 'host-0', 'running')]
+        assert _hardware_function(cluster, region) == old_function
     finally:
         if not agent.alive():
             agent.start()
-    # Back: the job ends, failed or succeeded on a retry; never active.
+
     job = cluster.wait_for(
         lambda: (lambda j: j if j['state'] not in ACTIVE else None)(
-            _job(cluster, job_uuid)), 60, 'the job ending')
-    assert job['state'] in ('succeeded', 'failed'), job
-    if job['state'] == 'failed':
-        assert job['error'], job
-    else:
-        assert job['attempts'] > first_try, job
+            cluster.job(job_uuid)), 90, 'the job ending')
+    # Exactly: retried once on the restarted agent, succeeded.
+    assert (job['state'], job['attempts'], job['error']) == (
+        'succeeded', 2, None), job
+    first, second = job['tries']
+    assert (first['number'], first['hostname'], first['outcome']) == (
+        1, 'host-0', 'abandoned')
+    assert any(reason in first['error'] for reason in ABANDONED_BY), first
+    assert (second['number'], second['hostname'], second['outcome'],
+            second['error']) == (2, 'host-0', 'succeeded', None)
+    assert first['ended_at'] <= second['started_at']
 
-    # Region state is true: DB and Placement follow the hardware.
-    hardware = _hardware_function(cluster, region)
-    cluster.wait_for(lambda: cluster.api_function_id(region) == hardware,
+    # Region state is true: hardware, DB and Placement agree.
+    assert _hardware_function(cluster, region) == new_function
+    cluster.wait_for(lambda: cluster.api_function_id(region) == new_function,
                      30, 'the DB matching the hardware')
     cluster.wait_for(
-        lambda: 'CUSTOM_FUNCTION_ID_%s' % hardware.upper() in
+        lambda: 'CUSTOM_FUNCTION_ID_%s' % new_function.upper() in
         cluster.placement_traits(region), 30, 'Placement matching it')
-    if job['state'] == 'succeeded':
-        assert hardware == builders.hex32(NEW_AFU)
-    print('job after agent kill: %s, attempts %s, error %r, region runs %s'
-          % (job['state'], job['attempts'], job['error'], hardware))

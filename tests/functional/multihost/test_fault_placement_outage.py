@@ -1,6 +1,8 @@
 """Stop Placement for a while: the conductors keep applying reports to the
-database; once Placement is back they bring it in line (retry loop)."""
-import time
+database; their syncs of the host fail and are retried with backoff
+(each failure logged as deferred), and once Placement is back they bring
+it in line."""
+import re
 
 import pytest
 
@@ -9,6 +11,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.postgresql,
 
 OLD_TRAIT = 'CUSTOM_FUNCTION_ID_%s'
 NEW_FUNCTION = 'feedfacefeedfacefeedfacefeedface'
+DEFERRED = re.compile(r'Placement sync of host-2 deferred: ')
+
+
+def _deferred(cluster, offsets):
+    return sum(len(DEFERRED.findall(text))
+               for text in cluster.logs_since(offsets).values())
 
 
 def test_reports_kept_while_placement_down_then_converge(cluster):
@@ -16,6 +24,7 @@ def test_reports_kept_while_placement_down_then_converge(cluster):
     old_function = cluster.api_function_id(region)
     new_trait = OLD_TRAIT % NEW_FUNCTION.upper()
     assert new_trait not in cluster.placement_traits(region)
+    offsets = cluster.log_offsets(*cluster.conductor_names)
 
     cluster.stop_placement()
     try:
@@ -24,8 +33,10 @@ def test_reports_kept_while_placement_down_then_converge(cluster):
         cluster.wait_for(
             lambda: cluster.api_function_id(region) == NEW_FUNCTION, 30,
             'the report stored with Placement down')
-        # Several failed syncs and retries while it stays down.
-        time.sleep(3)
+        # The sync that followed failed, and so did at least two retries.
+        cluster.wait_for(lambda: _deferred(cluster, offsets) >= 3, 60,
+                         'three failed syncs of host-2')
+        failed_while_down = _deferred(cluster, offsets)
     finally:
         cluster.start_placement()
 
@@ -35,3 +46,5 @@ def test_reports_kept_while_placement_down_then_converge(cluster):
     assert OLD_TRAIT % old_function.upper() not in traits
     # Nothing was lost meanwhile: every region is still in Placement.
     assert len(cluster.region_rps()) == cluster.expected_regions()
+    print('%d failed syncs of host-2 while Placement was down'
+          % failed_while_down)

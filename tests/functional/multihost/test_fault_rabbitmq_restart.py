@@ -1,6 +1,20 @@
-"""Restart RabbitMQ under the running services: they reconnect, and the
-next reports (agent -> conductor) and binds (api -> conductor) flow."""
+"""Restart RabbitMQ under the running services: they reconnect, the next
+reports (agent -> conductor) flow, and no bind is lost.
+
+A bind cast published while no conductor queue is bound (right after a
+broker restart, before the conductors declared their queues again) used
+to be dropped by the broker without a word: 202, then no conductor took
+it and the reaper failed it after [arq]bind_timeout (issue 18.3). Now the
+cast is published mandatory and retried, and a bind no conductor took is
+cast again by the reaper: every ARQ ends Bound.
+"""
+import threading
+import time
+
 import pytest
+import requests
+
+from tests.functional.multihost import cluster as cl
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql,
               pytest.mark.rabbitmq, pytest.mark.xdist_group('multihost')]
@@ -32,3 +46,118 @@ def test_services_reconnect_after_broker_restart(cluster, arq_cleanup):
     cluster.bind(arq['uuid'], free)
     assert cluster.wait_resolved([arq['uuid']], 30)[arq['uuid']][
         'state'] == 'Bound'
+
+
+def _aimed(cluster, profile, count):
+    """``count`` new ARQs, each aimed at its own free region (one per
+    card: sibling regions share the card's PF)."""
+    regions = cluster.region_per_card()[:count]
+    assert len(regions) == count
+    cluster.create_profile(profile)
+    arqs = cluster.create_arqs(profile, count=count)
+    return {a['uuid']: r for a, r in zip(arqs, regions)}
+
+
+def _bind_all(cluster, aimed, before_each=None):
+    errors = []
+
+    def bind(arq_uuid, region):
+        with requests.Session() as session:
+            try:
+                if before_each is not None:
+                    before_each()
+                cluster.bind(arq_uuid, region, session=session)
+            except Exception as exc:   # judged by the caller
+                errors.append(exc)
+    threads = [threading.Thread(target=bind, args=item)
+               for item in aimed.items()]
+    for t in threads:
+        t.start()
+    return threads, errors
+
+
+def _taken_by(cluster, arq_uuids):
+    return dict(cluster.query(
+        'SELECT uuid, bind_taken_by FROM accelerator_requests '
+        'WHERE uuid IN (SELECT unnest(CAST(:u AS text[])))',
+        u=list(arq_uuids)))
+
+
+def _all_bound(cluster, aimed):
+    done = cluster.wait_resolved(aimed, timeout=cl.BIND_TIMEOUT + 40)
+    states = {u: (a['state'], a.get('error')) for u, a in done.items()}
+    assert all(state == 'Bound' for state, _ in states.values()), states
+    assert all(done[u]['device_rp_uuid'] == r.rp_uuid
+               for u, r in aimed.items())
+    assert cluster.handle_double_use() == []
+    return done
+
+
+def test_binds_cast_while_no_conductor_listens_are_sent_again(
+        cluster, arq_cleanup):
+    """The broker restarts while both conductors hang (SIGSTOP): the
+    API's bind casts find no conductor queue. The binds stay recorded,
+    taken by no conductor, and once the conductors are back the reaper
+    casts them again: all Bound."""
+    aimed = _aimed(cluster, 'mh-lost-cast', 4)
+    arq_cleanup.extend(aimed)
+    api_log = cluster.log_offsets('api', *cluster.conductor_names)
+    conductors = [cluster.services[n] for n in cluster.conductor_names]
+    for service in conductors:
+        service.pause()
+    try:
+        cluster.restart_rabbitmq()
+        threads, errors = _bind_all(cluster, aimed)
+        for t in threads:
+            t.join(120)
+        assert errors == []
+        # The fault happened: every cast was refused by the broker (no
+        # queue) and no conductor took any of the binds.
+        assert _taken_by(cluster, aimed) == {u: None for u in aimed}
+        assert {a['state'] for a in map(cluster.arq, aimed)} == {
+            'BindStarted'}
+        logged = cluster.logs_since(api_log)
+        assert logged['api'].count('Cast bind_arqs not delivered: no '
+                                   'conductor queue is bound') == len(aimed)
+    finally:
+        for service in conductors:
+            service.resume()
+
+    _all_bound(cluster, aimed)
+    taken = _taken_by(cluster, aimed)
+    assert set(taken.values()) <= set(cluster.conductor_names), taken
+    logged = cluster.logs_since(api_log)
+    assert any('were taken by no conductor; sending them again' in
+               logged[n] for n in cluster.conductor_names)
+
+
+def test_bind_burst_across_a_broker_restart_ends_all_bound(cluster,
+                                                           arq_cleanup):
+    """Binds keep coming while RabbitMQ stops and starts again: none is
+    lost, none is failed, each region is bound once."""
+    aimed = _aimed(cluster, 'mh-rabbit-burst', 6)
+    arq_cleanup.extend(aimed)
+    gate = threading.Semaphore(0)
+    threads, errors = _bind_all(cluster, aimed, before_each=gate.acquire)
+    try:
+        # Half before the restart, the rest while it is down and after.
+        for _ in range(len(aimed) // 2):
+            gate.release()
+        cluster.wait_for(
+            lambda: len([u for u in aimed if cluster.arq(u)['state'] in
+                         ('BindStarted', 'Bound')]) >= len(aimed) // 2,
+            30, 'the first half recorded')
+        restart = threading.Thread(target=cluster.restart_rabbitmq,
+                                   kwargs={'down_for': 1})
+        restart.start()
+        for _ in range(len(aimed) - len(aimed) // 2):
+            time.sleep(0.3)
+            gate.release()
+        restart.join(180)
+    finally:
+        for _ in range(len(aimed)):
+            gate.release()
+        for t in threads:
+            t.join(120)
+    assert errors == []
+    _all_bound(cluster, aimed)

@@ -79,7 +79,7 @@ def test_create_job_for_and_agent_job(db):
         ('queued', 'host1', 'u1')
     payload = programming.agent_job(job, bs, dep, device, 'region0')
     assert payload == {
-        'uuid': job.uuid, 'identity': device.identity,
+        'uuid': job.uuid, 'try': 1, 'identity': device.identity,
         'region_name': 'region0', 'region_type': REGION_TYPE,
         'bitstream': {'uuid': bitstream.uuid, 'sha256': 'a' * 64,
                       'size': 1234, 'format': 'gbs',

@@ -204,11 +204,100 @@ def test_reap_retries_then_fails_never_succeeds(db, region, bitstream):
     assert 'no tries left (2 of 2 used)' in failed.error
 
 
+def _tries(job):
+    return [(t.number, t.outcome, t.error)
+            for t in jobs_db.tries_of([job.id])[job.id]]
+
+
+def test_each_try_is_kept_and_success_clears_the_error(db, region,
+                                                       bitstream):
+    """Issue 18.5 / 17.5: a job that succeeded on a retry shows 2 tries
+    begun, the abandoned one with its reason, and no error of its own."""
+    job = jobs_db.create_job(region.id, bitstream.id, hostname='host1',
+                             max_attempts=2)
+    assert (job.attempts, _tries(job)) == (0, [])
+    job = jobs_db.transition(job.uuid, 'queued', 'downloading',
+                             try_number=1)
+    assert (job.attempts, _tries(job)) == (1, [(1, 'running', None)])
+    job = _walk(job, 'programming')
+    requeued = jobs_db.reap(job.uuid, 'agent died')
+    assert requeued.error == ('try 1 abandoned: agent died; retrying (try 2 '
+                              'of 2)')
+    assert _tries(job) == [(1, 'abandoned', 'agent died')]
+    job = jobs_db.transition(job.uuid, 'queued', 'downloading',
+                             try_number=2)
+    job = _walk(job, 'programming', 'verifying')
+    done = jobs_db.succeed(job.uuid, 'f' * 32, try_number=2)
+    assert (done.state, done.attempts, done.error) == ('succeeded', 2, None)
+    assert _tries(done) == [(1, 'abandoned', 'agent died'),
+                            (2, 'succeeded', None)]
+    [first, second] = jobs_db.tries_of([done.id])[done.id]
+    assert first.hostname == second.hostname == 'host1'
+    assert first.started_at <= first.ended_at <= second.started_at
+    assert second.ended_at is not None
+
+
+def test_a_stale_tries_reports_and_beats_are_refused(db, region, bitstream):
+    """The agent of try 1 was slow, not dead: reaped, the job was queued
+    and try 2 began. Try 1 must not go on, nor keep try 2 alive."""
+    job = jobs_db.create_job(region.id, bitstream.id, hostname='host1',
+                             max_attempts=3)
+    jobs_db.transition(job.uuid, 'queued', 'downloading', try_number=1)
+    jobs_db.reap(job.uuid, 'silent')
+    # Try 1 reports again before try 2 began: refused, not a new start.
+    with pytest.raises(exception.JobStateConflict, match='try 1'):
+        jobs_db.transition(job.uuid, 'queued', 'downloading', try_number=1)
+    jobs_db.transition(job.uuid, 'queued', 'downloading', try_number=2)
+    with pytest.raises(exception.JobStateConflict, match='try 1'):
+        jobs_db.transition(job.uuid, 'downloading', 'programming',
+                           try_number=1)
+    with pytest.raises(exception.JobStateConflict, match='try 1'):
+        jobs_db.heartbeat(job.uuid, 'host1', try_number=1)
+    assert jobs_db.heartbeat(job.uuid, 'host1', try_number=2).state == \
+        'downloading'
+    current = jobs_db.transition(job.uuid, 'downloading', 'programming',
+                                 try_number=2)
+    assert (current.state, current.attempts) == ('programming', 2)
+
+
+def test_a_job_the_agent_cannot_start_fails_in_its_first_try(
+        db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    failed = jobs_db.transition(job.uuid, 'queued', 'failed', try_number=1,
+                                error='no such driver')
+    assert (failed.attempts, _tries(failed)) == (
+        1, [(1, 'failed', 'no such driver')])
+
+
+def test_cancelling_a_downloading_job_ends_its_try(db, region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    jobs_db.transition(job.uuid, 'queued', 'downloading', try_number=1)
+    jobs_db.cancel(job.uuid)
+    assert _tries(job) == [(1, 'cancelled', 'cancelled on request')]
+
+
 def test_reap_single_attempt_fails(db, region, bitstream):
     job = jobs_db.create_job(region.id, bitstream.id, max_attempts=1)
+    job = _walk(job, 'downloading')
     assert jobs_db.reap(job.uuid, 'gone').state == 'failed'
     with pytest.raises(exception.JobStateConflict):
         jobs_db.reap(job.uuid, 'gone')
+
+
+def test_reaping_a_queued_job_counts_no_try_until_job_timeout(
+        db, region, bitstream):
+    """Its cast was lost or its agent is down: no try began, so it stays
+    queued (to be sent again) until job_timeout after it was queued."""
+    job = jobs_db.create_job(region.id, bitstream.id, max_attempts=1)
+    again = jobs_db.reap(job.uuid, 'silent', job_timeout=600)
+    assert (again.state, again.attempts, again.error) == ('queued', 0, None)
+    assert again.heartbeat_at is not None
+    assert jobs_db.tries_of([job.id]) == {job.id: []}
+    late = models.utcnow() + datetime.timedelta(seconds=601)
+    failed = jobs_db.reap(job.uuid, 'silent', job_timeout=600, now=late)
+    assert (failed.state, failed.attempts) == ('failed', 0)
+    assert failed.error == 'no agent on %s took the job within 600 s' % (
+        failed.hostname)
 
 
 def test_reap_loses_to_a_heartbeat(db, region, bitstream):

@@ -6,6 +6,7 @@ import types
 import pytest
 
 from cyborg_lite.cli import client as cl_client
+from cyborg_lite.cli import deployables
 from cyborg_lite.cli import devices
 from cyborg_lite.cli import provider_trees
 from cyborg_lite.cli import versioned
@@ -91,6 +92,24 @@ class StockCyborg(RecordingClient):
             raise cl_client.ApiError(406, 'Version %s is not supported'
                                      % version)
         return Response({'devices': [{'uuid': 'd1', 'status': 'enabled'}]})
+
+
+class StockCyborgDeployables(StockCyborg):
+    def request(self, method, path, **kwargs):
+        super().request(method, path, **kwargs)
+        return Response({'uuid': 'r1', 'name': 'region0'})
+
+
+def test_deployable_show_asks_for_device_state_and_falls_back_on_406():
+    api = StockCyborgDeployables([])
+    app = types.SimpleNamespace(
+        client_manager=types.SimpleNamespace(cyborg_lite=api))
+    command = deployables.ShowDeployable(app, None)
+    args = argparse.Namespace(deployable='r1')
+    columns, values = command.take_action(args)
+    assert api.calls == [('GET', '/deployables/r1', '2.5'),
+                         ('GET', '/deployables/r1', '2.3')]
+    assert dict(zip(columns, values)) == {'uuid': 'r1', 'name': 'region0'}
 
 
 def test_device_list_asks_for_reasons_and_falls_back_on_406():

@@ -1,4 +1,5 @@
-"""reap_stale_binds: a BindStarted left behind ends BindFailed."""
+"""reap_stale_binds: a bind a conductor took and left ends BindFailed; one
+no conductor took (its cast was lost) is cast again, then Bound."""
 import datetime
 
 import pytest
@@ -12,15 +13,51 @@ from cyborg_lite.db import session
 from tests.unit.conductor import bind_helpers as h
 
 
-def _bind_started(age_seconds, instance_uuid='inst-1'):
-    arq_uuid = h.make_arq(state='BindStarted')
-    started = models.utcnow() - datetime.timedelta(seconds=age_seconds)
+def _age(arq_uuid, seconds, **values):
+    """Move the ARQ's bind times ``seconds`` into the past."""
+    at = models.utcnow() - datetime.timedelta(seconds=seconds)
     with session.writer() as s:
         s.execute(sa.update(models.AcceleratorRequest)
                   .where(models.AcceleratorRequest.uuid == arq_uuid)
-                  .values(bind_started_at=started,
-                          instance_uuid=instance_uuid))
+                  .values(bind_started_at=at, bind_dispatched_at=at,
+                          **values))
+        s.execute(sa.update(models.AcceleratorRequest)
+                  .where(models.AcceleratorRequest.uuid == arq_uuid,
+                         models.AcceleratorRequest.bind_taken_at.is_not(
+                             None))
+                  .values(bind_taken_at=at))
+
+
+def _bind_started(age_seconds, instance_uuid='inst-1', taken_by='cond-x'):
+    """A BindStarted ARQ begun ``age_seconds`` ago, taken by ``taken_by``
+    (None: recorded by the API and taken by no conductor)."""
+    arq_uuid = h.make_arq(state='BindStarted')
+    values = {'instance_uuid': instance_uuid}
+    if taken_by:
+        values.update(bind_taken_at=models.utcnow(), bind_taken_by=taken_by)
+    with session.writer() as s:
+        s.execute(sa.update(models.AcceleratorRequest)
+                  .where(models.AcceleratorRequest.uuid == arq_uuid)
+                  .values(**values))
+    _age(arq_uuid, age_seconds)
     return arq_uuid
+
+
+class RecordingCast:
+    """Where the reaper's casts go: kept, and handed to a real conductor
+    (bind.bind_arqs) or dropped."""
+
+    def __init__(self, deliver=True, conductor='cond-b'):
+        self.casts = []
+        self.deliver = deliver
+        self.conductor = conductor
+
+    def __call__(self, ctxt, bindings):
+        self.casts.append(bindings)
+        if self.deliver:
+            bind.bind_arqs(ctxt, bindings, notifier=h.RecordingNotifier(),
+                           conductor=self.conductor)
+        return self.deliver
 
 
 def test_stale_bind_is_reaped_and_notified(db):
@@ -30,6 +67,7 @@ def test_stale_bind_is_reaped_and_notified(db):
     assert bind.reap_stale_binds(60, notifier=notifier) == [stale]
     arq = h.get_arq(stale)
     assert arq.state == 'BindFailed' and '60 seconds' in arq.error
+    assert 'conductor cond-x, which took it, probably stopped' in arq.error
     assert h.get_arq(fresh).state == 'BindStarted'
     assert notifier.events == [{'arq_uuid': stale, 'instance_uuid': 'inst-1',
                                 'status': 'failed'}]
@@ -105,13 +143,97 @@ def test_bind_recorded_by_the_api_is_finished_by_the_conductor(db):
     assert h.handles_of(region)[0].in_use
 
 
-def test_bind_recorded_but_never_cast_is_reaped_not_left_initial(db):
-    # A conductor that took the cast and died before doing anything.
+def test_conductor_marks_the_bind_it_takes(db):
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    binding = h.binding(region)
+    arqs_db.start_binds({arq_uuid: binding})
+    recorded = h.get_arq(arq_uuid)
+    assert (recorded.bind_taken_at, recorded.bind_taken_by) == (None, None)
+    assert recorded.bind_dispatched_at == recorded.bind_started_at
+    [started], refused = arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')
+    assert refused == {}
+    taken = h.get_arq(arq_uuid)
+    assert taken.bind_taken_by == 'cond-a' and taken.bind_taken_at
+    assert started.version == taken.version == recorded.version + 1
+
+
+def test_second_copy_of_a_cast_is_refused(db):
+    """The reaper re-sent a bind whose first cast was only slow: the
+    conductor that gets the second copy does nothing."""
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    binding = h.binding(region)
+    arqs_db.start_binds({arq_uuid: binding})
+    arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')
+    started, refused = arqs_db.begin_binds({arq_uuid: binding}, 'cond-b')
+    assert started == []
+    state, exc = refused[arq_uuid]
+    assert state == 'BindStarted'
+    assert 'taken by conductor cond-a' in str(exc)
+    assert h.get_arq(arq_uuid).bind_taken_by == 'cond-a'
+
+
+def test_dropped_cast_is_sent_again_and_binds(db):
+    """Issue 18.3: the API recorded the bind and its cast was lost (no
+    conductor ever saw it): the reaper casts it again and it ends Bound,
+    not BindFailed."""
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    binding = h.binding(region)
+    arqs_db.start_binds({arq_uuid: binding})   # what the API records
+    # ... and the cast is dropped: nothing else happens.
+    _age(arq_uuid, 45)
+    cast = RecordingCast()
+    assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier(),
+                                 cast=cast) == []
+    assert cast.casts == [{arq_uuid: binding}]
+    arq = h.get_arq(arq_uuid)
+    assert arq.state == 'Bound' and arq.bind_taken_by == 'cond-b'
+    assert h.handles_of(region)[0].in_use
+
+
+def test_resent_bind_is_not_sent_again_before_the_interval(db, conf):
+    conf.set_override('bind_resend_interval', 30, group='arq')
     region = h.make_region()
     arq_uuid = h.make_arq()
     arqs_db.start_binds({arq_uuid: h.binding(region)})
-    assert bind.reap_stale_binds(0) == [arq_uuid]
-    assert h.get_arq(arq_uuid).state == 'BindFailed'
+    cast = RecordingCast(deliver=False)
+    assert bind.resend_untaken_binds(cast=cast) == []   # 0 s old
+    _age(arq_uuid, 31)
+    assert bind.resend_untaken_binds(cast=cast) == [arq_uuid]
+    # Lost again; not re-sent until another interval has passed.
+    assert bind.resend_untaken_binds(cast=cast) == []
+    assert len(cast.casts) == 1
+    assert h.get_arq(arq_uuid).state == 'BindStarted'
+
+
+def test_taken_bind_is_never_sent_again(db):
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    binding = h.binding(region)
+    arqs_db.start_binds({arq_uuid: binding})
+    arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')
+    _age(arq_uuid, 45)
+    cast = RecordingCast()
+    assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier(),
+                                 cast=cast) == []
+    assert cast.casts == []
+    assert h.get_arq(arq_uuid).state == 'BindStarted'
+
+
+def test_bind_no_conductor_takes_fails_after_the_bind_timeout(db):
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    _age(arq_uuid, 301)
+    cast = RecordingCast(deliver=False)
+    assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier(),
+                                 cast=cast) == [arq_uuid]
+    arq = h.get_arq(arq_uuid)
+    assert arq.state == 'BindFailed'
+    assert 'no conductor took the bind within 300 seconds' in arq.error
+    assert cast.casts == []
     assert not h.handles_of(region)[0].in_use
 
 

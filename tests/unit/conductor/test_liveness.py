@@ -166,13 +166,56 @@ def test_an_operators_maintenance_survives_reports(db, publisher, sink):
     assert (device.status, device.model) == ('maintaining', 'PAC D5005')
 
 
+class Monotonic:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_silence_is_judged_after_listening_for_the_down_time(
+        db, fake_clock, publisher):
+    _report()
+    liveness.heartbeat('node1', publisher)
+    fake_clock.advance(3600)   # silent for an hour, by the database
+    clock = Monotonic()
+    watch = liveness.SilenceWatch(publisher, 60, 10, clock=clock)
+    # Just started: it has not listened long enough to judge anyone.
+    for _ in range(5):
+        clock.now += 10
+        assert watch.run() == []
+    clock.now += 10
+    assert watch.run() == ['node1']
+
+
+def test_a_paused_conductor_listens_again_before_judging(
+        db, fake_clock, publisher):
+    _report()
+    clock = Monotonic()
+    watch = liveness.SilenceWatch(publisher, 60, 10, clock=clock)
+    clock.now += 60
+    liveness.heartbeat('node1', publisher)
+    assert watch.run() == []
+    # SIGSTOPped for 5 minutes: nobody could take node1's heartbeats.
+    fake_clock.advance(300)
+    clock.now += 300
+    assert watch.run() == []
+    for _ in range(5):
+        clock.now += 10
+        assert watch.run() == []
+    # Listening a full down_time since the pause, and still silent: down.
+    clock.now += 10
+    assert watch.run() == ['node1']
+
+
 def test_the_conductor_checks_and_serves_periodically(conf):
     conf.set_override('transport_url', 'fake://')
     svc = service_mod.ConductorService(conf, host='cond1')
     try:
         names = {t.name for t in svc._tasks}
         assert 'Publisher.publish_requested' in names
-        assert 'ConductorService._mark_silent_agents_down' in names
+        assert 'SilenceWatch.run' in names
     finally:
         rpc.cleanup()
 

@@ -184,3 +184,29 @@ def test_dispatch_of_a_job_no_longer_queued_sends_nothing(flow):
     flow.cancel(job['uuid'])
     assert flow.dispatch(job['uuid']) is False
     assert agents.uuids() == [job['uuid']]
+
+
+def test_sent_job_names_its_try_and_a_stale_try_is_stopped(flow):
+    """A reaped-and-requeued job whose slow agent is still alive: try 1's
+    reports are refused once try 2 began, even the one that repeats the
+    state try 2 is in (which a retried RPC report would be)."""
+    flow, agents = flow
+    job = flow.program(_admin(), h.add_bitstream().uuid,
+                       h.add_region().uuid)
+    assert agents.sent[-1][1]['try'] == 1
+    flow.progress(job['uuid'], 'downloading', try_number=1)
+    later = models.utcnow() + datetime.timedelta(hours=1)
+    [reaped] = flow.reap_and_redispatch(now=later)
+    assert (reaped.state, reaped.attempts) == ('queued', 1)
+    assert agents.sent[-1][1]['try'] == 2
+    flow.progress(job['uuid'], 'downloading', try_number=2)
+    with pytest.raises(exception.JobStateConflict, match='try 1'):
+        flow.progress(job['uuid'], 'downloading', try_number=1)
+    with pytest.raises(exception.JobStateConflict, match='try 1'):
+        flow.progress(job['uuid'], 'programming', try_number=1)
+    with pytest.raises(exception.JobStateConflict, match='try 1'):
+        flow.heartbeat(job['uuid'], h.HOST, try_number=1)
+    # Try 2's own repeated report is still harmless.
+    assert flow.progress(job['uuid'], 'downloading',
+                         try_number=2)['state'] == 'downloading'
+    assert jobs_db.get(job['uuid']).state == 'downloading'

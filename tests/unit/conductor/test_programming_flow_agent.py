@@ -7,6 +7,7 @@ import threading
 
 import oslo_messaging as messaging
 import pytest
+import sqlalchemy as sa
 
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent import programming as agent_programming
@@ -17,7 +18,9 @@ from cyborg_lite.common import states
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import programming
 from cyborg_lite.db import bitstreams as bitstreams_db
+from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import session
 from cyborg_lite.drivers import fake
 from tests import waiting
 from tests.functional import programming_env as pe
@@ -204,6 +207,36 @@ def test_next_job_on_a_region_starts_once_the_last_one_reported(setup, conf):
         second = program()
         assert second, 'the second job never ended: the agent dropped it'
         assert (second.state, second.attempts, second.error) == (
-            'succeeded', 0, None)
+            'succeeded', 1, None)
     finally:
         aftermath.set()
+
+
+def test_a_stale_try_on_a_live_agent_is_stopped_before_writing(setup, conf):
+    """Try 1 was reaped while its agent was merely slow and try 2 began:
+    the job message of try 1, run now, is refused at its first report and
+    never reaches the region (the agent sends its try number)."""
+    runner, program, driver, bitstream = setup
+    jobs = runner(image_fetch.make_fetcher(conf))
+    jobs.stop()   # nothing runs the job the flow sends: we do, below
+    with session.reader() as s:
+        [region] = s.scalars(sa.select(models.Deployable)).all()
+    flow = programming.ProgrammingFlow(agent_api=_Cast())
+    sent = []
+    flow.agent_api.program_region = lambda ctxt, host, job: sent.append(job)
+    job = flow.program(context.get_admin_context(), bitstream.uuid,
+                       region.uuid)
+    [try_one] = sent
+    flow.progress(job['uuid'], 'downloading', try_number=1)
+    jobs_db.reap(job['uuid'], 'silent')
+    flow.progress(job['uuid'], 'downloading', try_number=2)
+
+    stale = agent_programming.JobRunner(
+        h.HOST, [driver], DirectConductor(conductor_manager.ConductorManager(
+            'cond', programming=flow)), image_fetch.make_fetcher(conf))
+    stale.open()
+    assert stale.submit(try_one)
+    assert waiting.until(stale.idle)
+    assert driver.loaded_function(pe.CARD, 'region0') == pe.OLD_FUNCTION
+    current = jobs_db.get(job['uuid'])
+    assert (current.state, current.attempts) == ('downloading', 2)

@@ -91,14 +91,15 @@ def _started_bind(age_seconds=0):
     """A BindStarted ARQ (begun ``age_seconds`` ago) on a fresh region."""
     region = h.make_region()
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+                                             'cond-test')
     assert not refused
     if age_seconds:
+        began = models.utcnow() - datetime.timedelta(seconds=age_seconds)
         with session.writer() as s:
             s.execute(sa.update(models.AcceleratorRequest.__table__)
                       .where(models.AcceleratorRequest.uuid == arq_uuid)
-                      .values(bind_started_at=models.utcnow() -
-                              datetime.timedelta(seconds=age_seconds)))
+                      .values(bind_started_at=began, bind_taken_at=began))
     return region, started
 
 
@@ -108,7 +109,7 @@ def _finish(region, started):
 
 
 def _reap():
-    return arqs_db.reap_stale_binds(60, 'reaped by the test')
+    return arqs_db.reap_stale_binds(60, lambda _by: 'reaped by the test')
 
 
 def test_bind_completion_vs_unbind(pg_db, monkeypatch):
@@ -196,7 +197,8 @@ def _bind_sibling(region):
     bind workflow runs it (the availability predicate as refusal)."""
     from cyborg_lite.objects import host_inventory
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+                                             'cond-test')
     assert not refused
     return started, lambda: arqs_db.finish_bind(
         started, region['deployable_id'], region['deployable_uuid'],

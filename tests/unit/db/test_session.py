@@ -202,3 +202,52 @@ def test_a_deadlock_is_a_conflict_the_report_retry_handles(db):
     code = getattr(error.orig, 'pgcode', None) or error.orig.args[0]
     assert code in ('40P01', 1213)
     assert isinstance(error, inventory._RETRYABLE)
+
+
+def test_unreachable_database_is_unavailable_and_logged_once(conf, caplog):
+    """Issue 18.4: a refused connection is DatabaseUnavailable (the API's
+    503), logged by the outage log, not once per operation."""
+    from tests import servers
+    url = 'postgresql+psycopg2://nobody@127.0.0.1:%d/x' % servers.free_port()
+    conf.set_override('connection', url, group='database')
+    caplog.set_level('INFO', logger='cyborg_lite.db.session')
+    try:
+        for _ in range(20):
+            with pytest.raises(exception.DatabaseUnavailable) as info:
+                with session.reader() as s:
+                    s.execute(sa.text('SELECT 1'))
+            assert str(info.value) == ('The database is unavailable; try '
+                                       'again later.')
+        assert session.OUTAGE.down
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 1 and lines[0].startswith(
+            'Database unreachable: ')
+        assert 'Connection refused' in lines[0]
+    finally:
+        session.OUTAGE.succeeded()
+        session.dispose_all()
+
+
+def test_connection_lost_under_a_statement_is_unavailable(pg_server, conf,
+                                                         monkeypatch):
+    url = pg_server.create_database('t_lost')
+    conf.set_override('connection', url, group='database')
+    monkeypatch.setattr(session.OUTAGE, 'settle', 0)
+    try:
+        with pytest.raises(exception.DatabaseUnavailable):
+            with session.reader() as s:
+                pid = s.scalar(sa.text('SELECT pg_backend_pid()'))
+                killer = sa.create_engine(url)
+                with killer.connect() as other:
+                    other.execute(sa.text('SELECT pg_terminate_backend(:p)'),
+                                  {'p': pid})
+                killer.dispose()
+                s.execute(sa.text('SELECT 1'))
+        assert session.OUTAGE.down
+        # The next connection works and ends the outage.
+        with session.reader() as s:
+            assert s.scalar(sa.text('SELECT 1')) == 1
+        assert not session.OUTAGE.down
+    finally:
+        session.OUTAGE.succeeded()
+        session.dispose_all()

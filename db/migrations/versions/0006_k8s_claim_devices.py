@@ -4,15 +4,15 @@ One row per (claim, region) the kubelet plugin prepared: the region's
 attach handle is held for the claim (UNIQUE attach_handle_id, as on
 accelerator_requests), and the programming job loading it for the claim.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-03 07:00:00
 """
 from alembic import op
 import sqlalchemy as sa
 
-revision = '0005'
-down_revision = '0004'
+revision = '0006'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
