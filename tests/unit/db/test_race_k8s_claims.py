@@ -81,7 +81,8 @@ def held_race(monkeypatch, url, first, second):
 def _contenders():
     region = h.make_region()
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+                                             'cond1')
     assert not refused
 
     def nova():

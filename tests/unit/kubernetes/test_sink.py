@@ -140,7 +140,8 @@ def test_a_nova_bind_or_unbind_republishes_a_kubernetes_host(
     sink.publish('host1')
     assert not any('taints' in d for d in _devices(apiserver).values())
     arq_uuid = h.make_arq()
-    [started], _ = arqs_db.begin_binds({arq_uuid: h.binding(region)})
+    [started], _ = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+                                       'cond1')
     arqs_db.finish_bind(started, region['deployable_id'],
                         region['deployable_uuid'])
     # The bind asked for the host to be published: the slice follows.
