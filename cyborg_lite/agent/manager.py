@@ -27,6 +27,10 @@ the background (agent/programming.py, agent/cleaning.py). Once per start
 the agent tells the conductor (``agent_started``) so that jobs and
 cleans its previous life left half done are failed, requeued or started
 again, never left running.
+
+With [kubernetes]enabled the agent also serves the kubelet DRA plugin
+(agent/dra/), whose devices the conductor prepares
+(agent/dra/conductor_devices.py).
 """
 import hashlib
 import os
@@ -37,6 +41,8 @@ from oslo_log import log as logging
 
 from cyborg_lite.agent import cleaning
 from cyborg_lite.agent import image_fetch
+from cyborg_lite.agent.dra import conductor_devices
+from cyborg_lite.agent.dra import service as dra_service
 from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
@@ -88,7 +94,7 @@ class AgentManager(rpc_loop.RpcLoop):
     target = messaging.Target(version='1.2')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
-                 conductor_api=None, fetch_image=None):
+                 conductor_api=None, fetch_image=None, k8s_api_client=None):
         self.conf = conf
         self.host = host or conf.host
         if drivers is None:
@@ -118,6 +124,20 @@ class AgentManager(rpc_loop.RpcLoop):
             conf.cleaning.heartbeat_interval,
             region_busy=lambda key: key in self.jobs.running(),
             after_clean=self._after_job)
+        self.kubelet_plugin = self._kubelet_plugin(conf, k8s_api_client)
+
+    def _kubelet_plugin(self, conf, api_client):
+        """The kubelet plugin server when [kubernetes]enabled, else None
+        (a bad [kubernetes] option raises here, before anything starts)."""
+        if not conf.kubernetes.enabled:
+            return None
+        devices = conductor_devices.ConductorDevices(
+            self.conductor, self.host, self.drivers, conf)
+        return dra_service.create_server(
+            conf, devices.prepare_device, devices.release_device,
+            api_client=api_client, node=dra_service.node_name(conf,
+                                                              self.host),
+            release_claim=devices.release_claim)
 
     # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
 
@@ -250,6 +270,8 @@ class AgentManager(rpc_loop.RpcLoop):
             target=self._heartbeat_loop, name='agent-heartbeat',
             daemon=True)
         self._heartbeat_thread.start()
+        if self.kubelet_plugin is not None:
+            self.kubelet_plugin.start()
         LOG.info('Agent on %s started with drivers %s', self.host,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
@@ -260,6 +282,8 @@ class AgentManager(rpc_loop.RpcLoop):
         ``drain_jobs=False`` leaves them as a killed agent would: cut off
         from the conductor (see agent/programming.py, agent/cleaning.py).
         """
+        if self.kubelet_plugin is not None:
+            self.kubelet_plugin.stop()
         self._stop_rpc_loop()
         if self._heartbeat_thread is not None:
             self._heartbeat_thread.join()

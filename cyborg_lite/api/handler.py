@@ -23,6 +23,7 @@ from cyborg_lite.api.handlers import device_profiles
 from cyborg_lite.api.handlers import devices
 from cyborg_lite.api.handlers import programs
 from cyborg_lite.api.handlers import provider_trees
+from cyborg_lite.api.handlers import resource_slices
 from cyborg_lite.api.handlers import root
 from cyborg_lite.api import wsgi_wrapper
 from cyborg_lite.common import exception
@@ -69,6 +70,8 @@ ROUTE_DECLARATIONS = {
     '/v2/programs/{uuid}/cancel': {'POST': programs.cancel_program},
     '/v2/resource_provider_trees/{hostname}': {
         'GET': provider_trees.show_tree},
+    # From microversion 2.5.
+    '/v2/resource_slices/{hostname}': {'GET': resource_slices.show_slices},
 }
 
 VERSION_SEGMENT = 'v2'

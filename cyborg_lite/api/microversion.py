@@ -40,7 +40,9 @@ VERSIONS = [
     '2.5',  # Devices show unavailable_reasons (maintaining, unhealthy,
             # agent_down, ...): why they are not offered or bound now;
             # deployables show device_state and cleaning_error (the
-            # cleanup between tenants); POST /v2/deployables/{uuid}/clean.
+            # cleanup between tenants); POST /v2/deployables/{uuid}/clean;
+            # GET /v2/resource_slices/{hostname}: a host's Kubernetes
+            # ResourceSlices as the conductor would publish them.
 ]
 
 

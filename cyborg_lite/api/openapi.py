@@ -25,6 +25,7 @@ from cyborg_lite.api.schemas import device_profiles as dp_s
 from cyborg_lite.api.schemas import devices as dev_s
 from cyborg_lite.api.schemas import programs as prog_s
 from cyborg_lite.api.schemas import provider_trees as tree_s
+from cyborg_lite.api.schemas import resource_slices as slices_s
 from cyborg_lite.api.schemas import versions as versions_s
 
 Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors',
@@ -139,6 +140,9 @@ OPERATIONS = {
     ('/v2/resource_provider_trees/{hostname}', 'GET'): _op(
         "A host's provider tree as the conductor pushes it to Placement "
         '(admin, 2.4).', errors=(400, 403, 404)),
+    ('/v2/resource_slices/{hostname}', 'GET'): _op(
+        "A host's Kubernetes ResourceSlices as the conductor would publish "
+        'them (admin, 2.5).', errors=(400, 403, 404, 409)),
 }
 
 # The success body of each operation that has a JSON one.
@@ -167,6 +171,7 @@ RESPONSES = {
     ('/v2/programs/{uuid}', 'GET'): prog_s.VIEW,
     ('/v2/programs/{uuid}/cancel', 'POST'): prog_s.VIEW,
     ('/v2/resource_provider_trees/{hostname}', 'GET'): tree_s.TREE,
+    ('/v2/resource_slices/{hostname}', 'GET'): slices_s.SLICES,
 }
 
 _ERROR = {'description': "Cyborg's error body: error_message is a JSON "

@@ -15,10 +15,11 @@ from cyborg_lite.cli import device_profiles
 from cyborg_lite.cli import devices
 from cyborg_lite.cli import programs
 from cyborg_lite.cli import provider_trees
+from cyborg_lite.cli import resource_slices
 from cyborg_lite.cli import samples
 
-# Names as `openstack accelerator <name>`: resources of API 2.4 that
-# neither python-openstackclient nor python-cyborgclient has.
+# Names as `openstack accelerator <name>`: resources of API 2.4 and 2.5
+# that neither python-openstackclient nor python-cyborgclient has.
 OSC_COMMANDS = {
     'bitstream create': bitstreams.CreateBitstream,
     'bitstream list': bitstreams.ListBitstream,
@@ -30,6 +31,7 @@ OSC_COMMANDS = {
     'program show': programs.ShowProgram,
     'program cancel': programs.CancelProgram,
     'resource-provider tree': provider_trees.ShowResourceProviderTree,
+    'resource-slice show': resource_slices.ShowResourceSlices,
 }
 
 COMMANDS = {

@@ -289,3 +289,16 @@ class AmbiguousFunction(Conflict):
     msg_fmt = ('Function %(function_id)s for region type %(region_type)s is '
                'provided by several different bitstreams (%(uuids)s); ask '
                'for one with accel:bitstream_id.')
+
+
+class ClaimRefused(Conflict):
+    """A region cannot be prepared for a Kubernetes ResourceClaim now."""
+    msg_fmt = ('ResourceClaim %(claim)s cannot have %(device)s: '
+               '%(reason)s')
+
+
+class ClaimInProgress(CyborgLiteException):
+    """A device of a claim is still being prepared (programming); the
+    kubelet retries and the next call picks the work up."""
+    msg_fmt = ('ResourceClaim %(claim)s: %(device)s is still being '
+               'prepared (%(reason)s); retry')

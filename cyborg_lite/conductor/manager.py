@@ -2,8 +2,8 @@
 
 Each method here has a twin in rpcapi.ConductorAPI and a line in its
 version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py, cleaning.py), so this class stays a table
-of contents.
+(report.py, bind.py, programming.py, cleaning.py, k8s_claims.py), so
+this class stays a table of contents.
 """
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -11,6 +11,7 @@ from oslo_log import log as logging
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning as cleaning_mod
+from cyborg_lite.conductor import k8s_claims
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
@@ -30,10 +31,10 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.5')
+    target = messaging.Target(version='1.6')
 
     def __init__(self, host, after_report=None, programming=None,
-                 publisher=None, cleaning=None):
+                 publisher=None, cleaning=None, claims=None):
         self.host = host
         # Serves db/publish_requests: hosts whose offer changed outside a
         # report (a shared function bound or freed, a device disabled, an
@@ -50,6 +51,8 @@ class ConductorManager:
         # And every cleaning move that changes what a host offers.
         self.cleaning = cleaning or cleaning_mod.CleaningFlow(
             after_change=after_report)
+        self.claims = claims or k8s_claims.ClaimFlow(self.programming,
+                                                     self.cleaning)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict, *_OUTAGE)
@@ -138,3 +141,21 @@ class ConductorManager:
                           error=None):
         return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
                                       error=error)
+
+    # --- Kubernetes ResourceClaims (1.6), see k8s_claims.py -------------
+
+    @messaging.expected_exceptions(exception.ClaimInProgress,
+                                   *_PROGRAM_REFUSALS)
+    def prepare_k8s_device(self, ctxt, hostname, request, wait):
+        try:
+            return self.claims.prepare(hostname, request, wait)
+        finally:
+            # Held or released: Placement follows (kubernetes_claimed).
+            self._publish_requested()
+
+    @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
+    def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
+        # Each region is wiped before its next tenant, as after an unbind.
+        hosts = self.claims.release(hostname, claim_uid, device)
+        self._publish_requested()
+        return sorted(hosts)

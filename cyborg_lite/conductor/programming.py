@@ -35,18 +35,21 @@ LOG = logging.getLogger(__name__)
 
 def create_job_for(bitstream_uuid, deployable_uuid, is_admin=False,
                    force=False, user_id=None, project_id=None, arq_id=None,
-                   max_attempts=None):
+                   max_attempts=None, holder=None):
     """Check, then insert a queued job; return (job, bitstream, region,
-    device). RegionBusy if the region already has an active one."""
+    device). RegionBusy if the region already has an active one.
+    ``holder``: the Kubernetes claim (``k8s:<uid>``) the job loads the
+    region for, which may program the region it holds."""
     bitstream = bitstreams_db.get(bitstream_uuid)
     deployable, device = deployables_db.load_region(deployable_uuid)
     checks.preflight(bitstream, deployable,
-                     deployables_db.region_bound_arq(deployable.id),
+                     deployables_db.region_bound_arq(deployable.id, holder),
                      is_admin=is_admin, force=force, project_id=project_id)
     job = jobs_db.create_job(
         deployable.id, bitstream.id, hostname=device.hostname,
         max_attempts=max_attempts, force=force and is_admin,
-        requester_user_id=user_id, project_id=project_id, arq_id=arq_id)
+        requester_user_id=user_id, project_id=project_id, arq_id=arq_id,
+        except_holder=holder)
     return job, bitstream, deployable, device
 
 
@@ -214,14 +217,16 @@ class ProgrammingFlow:
         return self._agent_api
 
     def start_job(self, bitstream_uuid, deployable_uuid, is_admin=False,
-                  force=False, user_id=None, project_id=None, arq_id=None):
+                  force=False, user_id=None, project_id=None, arq_id=None,
+                  holder=None):
         """Check, create and send a job; return it as a dict."""
         deployable, device = deployables_db.load_region(deployable_uuid)
         # Before the job exists: a region no agent can name is refused.
         region_name = region_name_of(deployable, device)
         job, bitstream, deployable, device = create_job_for(
             bitstream_uuid, deployable_uuid, is_admin=is_admin, force=force,
-            user_id=user_id, project_id=project_id, arq_id=arq_id)
+            user_id=user_id, project_id=project_id, arq_id=arq_id,
+            holder=holder)
         LOG.info('Programming job %s: bitstream %s into %s on %s', job.uuid,
                  bitstream.uuid, deployable.name, device.hostname)
         self._send(job, bitstream, deployable, device, region_name)

@@ -10,6 +10,7 @@ the bitstream a bind's ``accel:function_id`` stands for.
 from cyborg_lite.common import exception
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.db import bitstreams as bitstreams_db
+from cyborg_lite.db import deployables as deployables_db
 
 
 def check_bitstream_usable(bitstream, project_id=None, is_admin=False):
@@ -47,16 +48,15 @@ def check_region_free(deployable, bound_arq_uuid, is_admin=False,
     """Refuse to reprogram a region a Bound ARQ holds, unless forced."""
     if bound_arq_uuid is None:
         return
+    holder = deployables_db.holder_label(bound_arq_uuid)
     if not force:
         raise exception.Conflict(
-            reason='region %s is in use by Bound accelerator request %s; '
-                   'an admin may force reprogramming'
-                   % (deployable.name, bound_arq_uuid))
+            reason='region %s is in use by %s; an admin may force '
+                   'reprogramming' % (deployable.name, holder))
     if not is_admin:
         raise exception.Forbidden(
             message='Only an admin may force reprogramming region %s, in '
-                    'use by accelerator request %s.'
-                    % (deployable.name, bound_arq_uuid))
+                    'use by %s.' % (deployable.name, holder))
 
 
 def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,

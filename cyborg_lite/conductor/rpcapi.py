@@ -22,6 +22,10 @@ API version history:
 * 1.5 - job_progress and job_heartbeat take try_number: the try of the
         job the agent runs (the job dict's 'try'); a report or beat of an
         earlier try is refused.
+* 1.6 - prepare_k8s_device(hostname, request, wait),
+        release_k8s_device(hostname, claim_uid, device): calls; the
+        kubelet plugin's devices of Kubernetes ResourceClaims
+        (cyborg_lite/conductor/k8s_claims.py).
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -58,7 +62,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.5'
+    RPC_API_VERSION = '1.6'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -197,6 +201,37 @@ class ConductorAPI:
                           deployable_uuid=deployable_uuid,
                           cleaning_uuid=cleaning_uuid, state=state,
                           error=error)
+
+    # --- Kubernetes ResourceClaims (1.6) ------------------------------
+
+    def prepare_k8s_device(self, ctxt, hostname, request, wait,
+                           timeout=None):
+        """Hold (and program, as the claim's config asks) one device of a
+        ResourceClaim allocated on ``hostname``; returns what the
+        container gets of it (deployable_uuid, device_uuid, identity,
+        region_name, driver, pci_address, region_type, function_id,
+        bitstream_id, attach_type, attach_info).
+
+        request: {'claim_uid', 'namespace', 'claim_name', 'pool',
+        'device', 'admin_access', 'config': None or {'bitstream_id' |
+        'function_id', 'force'}}. The conductor waits at most ``wait``
+        seconds for programming, then raises ClaimInProgress (call again:
+        the same job is picked up). ClaimRefused (held by another, not
+        available, not in the pool), BitstreamNotFound, Invalid (region
+        type), ProgrammingError (the job failed): the device is not held.
+        """
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.6', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'prepare_k8s_device', hostname=hostname,
+                              request=request, wait=wait)
+
+    def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
+        """Free what the claim holds on ``hostname`` (one device, or all);
+        returns the hostnames released. Releasing twice is harmless."""
+        return self._call(ctxt, 'release_k8s_device', version='1.6',
+                          hostname=hostname, claim_uid=claim_uid,
+                          device=device)
 
     def _call(self, ctxt, method, version='1.2', **kwargs):
         # NOTE: 1.5 only when its argument is sent, so an agent's job

@@ -17,6 +17,31 @@ GROUP = cfg.OptGroup('kubernetes', title='Kubernetes DRA options',
                           'Kubernetes through Dynamic Resource Allocation.')
 
 OPTS = [
+    cfg.BoolOpt('enabled',
+                default=False,
+                help='Agent: serve this host\'s devices to its kubelet '
+                     '(the DRA kubelet plugin, on the sockets below). The '
+                     'conductor publishes the host\'s ResourceSlices when '
+                     '"kubernetes" is in [conductor]inventory_sinks and the '
+                     'host is in [kubernetes]hosts.'),
+    cfg.ListOpt('hosts',
+                default=[],
+                help='Conductor: the hosts (as their agents name them) that '
+                     'serve Kubernetes; each gets a pool of devices in '
+                     'ResourceSlices. A host may serve Nova too: a region '
+                     'bound to an ARQ is then tainted in its slice, and one '
+                     'prepared for a claim is reserved in Placement.'),
+    cfg.DictOpt('node_names',
+                default={},
+                help='Conductor: hostname:node-name pairs for hosts whose '
+                     'Kubernetes Node is named otherwise; a host not listed '
+                     'is its own Node name.'),
+    cfg.DictOpt('namespace_projects',
+                default={},
+                help='Conductor: namespace:project-id pairs. A claim in a '
+                     'listed namespace may load the bitstreams that project '
+                     'may see (its own and public ones); a claim in any '
+                     'other namespace only public ones.'),
     cfg.StrOpt('driver_name',
                default='cyborg-lite.openstack.org',
                regex=DRIVER_NAME_RE,

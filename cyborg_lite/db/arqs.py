@@ -459,7 +459,7 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
             _transition(s, started.uuid, 'Bound', started.version,
                         attach_handle_id=handle.id,
                         deployable_id=deployable_id, error=None)
-            attach_handles.request_publish_if_shared(
+            attach_handles.request_publish_if_offer_changed(
                 s, handle.id, 'attach handle claimed')
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import canonical_json
+from cyborg_lite.conf import CONF
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -42,18 +43,25 @@ Holder = collections.namedtuple('Holder', ['arq_uuid', 'deployable_name'])
 
 def holders(s, keys):
     """{key: Holder} of those ``keys`` whose function a handle holds now
-    (arq_uuid None: in use with no ARQ pointing at it, as left by an
-    interrupted unbind of an older release)."""
+    (arq_uuid: the ARQ's uuid or ``k8s:<claim uid>``; None: in use with no
+    holder pointing at it, as left by an interrupted unbind of an older
+    release)."""
     keys = set(keys)
     if not keys:
         return {}
     arq = models.AcceleratorRequest
+    claim = models.KubernetesClaimDevice
     rows = s.execute(
-        sa.select(HANDLE.in_use_function, arq.uuid, DEPLOYABLE.name)
+        sa.select(HANDLE.in_use_function, arq.uuid, claim.claim_uid,
+                  DEPLOYABLE.name)
         .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
         .outerjoin(arq, arq.attach_handle_id == HANDLE.id)
+        .outerjoin(claim, claim.attach_handle_id == HANDLE.id)
         .where(HANDLE.in_use_function.in_(keys)))
-    return {key: Holder(arq_uuid, name) for key, arq_uuid, name in rows}
+    # A Kubernetes claim's holder is named k8s:<claim uid> (db/k8s_claims).
+    return {key: Holder(arq_uuid or ('k8s:' + claim_uid if claim_uid
+                                     else None), name)
+            for key, arq_uuid, claim_uid, name in rows}
 
 
 def blocked(s, handles, hostname):
@@ -137,10 +145,23 @@ def _shared_by_siblings(s, handle_id):
     return None
 
 
-def request_publish_if_shared(s, handle_id, why):
+def _kubernetes_host(s, handle_id):
+    """The handle's hostname when the host serves Kubernetes, whose
+    ResourceSlices taint a region an ARQ holds; else None."""
+    hostname = s.scalar(sa.select(DEVICE.hostname)
+                        .join(DEPLOYABLE, DEPLOYABLE.device_id == DEVICE.id)
+                        .join(HANDLE, HANDLE.deployable_id == DEPLOYABLE.id)
+                        .where(HANDLE.id == handle_id))
+    return hostname if hostname in CONF.kubernetes.hosts else None
+
+
+def request_publish_if_offer_changed(s, handle_id, why):
     """Ask for the host to be published again when claiming or freeing
-    this handle changed what its sibling handles' deployables offer."""
-    hostname = _shared_by_siblings(s, handle_id)
+    this handle changed what is offered beyond its own deployable: its
+    sibling handles' deployables, or (on a host serving Kubernetes too)
+    the taint of its region in the ResourceSlices."""
+    hostname = (_shared_by_siblings(s, handle_id) or
+                _kubernetes_host(s, handle_id))
     if hostname is not None:
         publish_requests.add(s, hostname, why)
 
@@ -152,5 +173,6 @@ def free(s, handle_id):
                                      'in_use_function': None},
                                     HANDLE.in_use.is_(True)))
     if freed:
-        request_publish_if_shared(s, handle_id, 'attach handle freed')
+        request_publish_if_offer_changed(s, handle_id,
+                                         'attach handle freed')
     return freed

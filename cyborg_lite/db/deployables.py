@@ -115,12 +115,20 @@ def active_job_on(s, deployable_id, except_arq_id=None):
     return s.scalars(query.limit(1)).first()
 
 
-def bound_arq_on(s, deployable_id):
-    """The uuid of a Bound ARQ holding the region, or None."""
+def bound_arq_on(s, deployable_id, except_holder=None):
+    """Who holds the region: the uuid of a Bound ARQ, ``k8s:<claim uid>``
+    of a Kubernetes claim (db/k8s_claims.py), or None; ``except_holder``
+    is not counted (a claim programming the region it holds)."""
     arq = models.AcceleratorRequest
-    return s.scalars(sa.select(arq.uuid).where(
+    found = s.scalars(sa.select(arq.uuid).where(
         arq.deployable_id == deployable_id,
         arq.state == 'Bound').limit(1)).first()
+    if found is None:
+        claim = models.KubernetesClaimDevice
+        uid = s.scalars(sa.select(claim.claim_uid).where(
+            claim.deployable_id == deployable_id).limit(1)).first()
+        found = 'k8s:' + uid if uid is not None else None
+    return None if found == except_holder else found
 
 
 def region_label(s, deployable_id):
@@ -139,10 +147,17 @@ def load_region(deployable_uuid):
         return dep, s.get(models.Device, dep.device_id)
 
 
-def region_bound_arq(deployable_id):
+def holder_label(holder):
+    """A holder from bound_arq_on, for people."""
+    if holder.startswith('k8s:'):
+        return 'Kubernetes ResourceClaim %s' % holder[len('k8s:'):]
+    return 'Bound accelerator request %s' % holder
+
+
+def region_bound_arq(deployable_id, except_holder=None):
     """bound_arq_on in a transaction of its own (pre-flight checks)."""
     with session.reader() as s:
-        return bound_arq_on(s, deployable_id)
+        return bound_arq_on(s, deployable_id, except_holder)
 
 
 def record_loaded(s, deployable_id, bitstream_uuid, function_id,

@@ -85,7 +85,7 @@ def set_status(uuid, status):
 
 HostRows = collections.namedtuple(
     'HostRows', ['devices', 'deployables', 'attributes', 'handles',
-                 'blocked_handles', 'agent_state'])
+                 'blocked_handles', 'agent_state', 'k8s_claims'])
 
 
 def _rows_of(s, devices, deps, hostname):
@@ -102,7 +102,18 @@ def _rows_of(s, devices, deps, hostname):
     blocked = attach_handles.blocked(
         s, [h for hs in handles.values() for h in hs], hostname)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
-                    blocked, agents.state_of(s, hostname))
+                    blocked, agents.state_of(s, hostname),
+                    _k8s_claims(s, handles))
+
+
+def _k8s_claims(s, handles):
+    """{handle id: claim uid} of the handles a Kubernetes claim holds."""
+    held = [h.id for hs in handles.values() for h in hs if h.in_use]
+    if not held:
+        return {}
+    claim = models.KubernetesClaimDevice
+    return dict(s.execute(sa.select(claim.attach_handle_id, claim.claim_uid)
+                          .where(claim.attach_handle_id.in_(held))).all())
 
 
 def host_rows(hostname, url=None):

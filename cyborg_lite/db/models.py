@@ -203,6 +203,31 @@ class AttachHandle(IdMixin, VersionedMixin, Base):
         sa.String(64), unique=True)
 
 
+class KubernetesClaimDevice(IdMixin, Base):
+    """A region prepared for a Kubernetes ResourceClaim: its attach handle
+    is held for ``k8s:<claim_uid>`` as an ARQ holds one for Nova, so one
+    region is never given to both (db/k8s_claims.py)."""
+    __tablename__ = 'k8s_claim_devices'
+    __table_args__ = (sa.UniqueConstraint('claim_uid', 'deployable_id'),)
+
+    claim_uid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                   index=True)
+    namespace: orm.Mapped[str] = orm.mapped_column(sa.String(63))
+    claim_name: orm.Mapped[str] = orm.mapped_column(sa.String(253))
+    # The device's name in the node's pool (a DNS label).
+    device_name: orm.Mapped[str] = orm.mapped_column(sa.String(63))
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='CASCADE'), index=True)
+    # UNIQUE, as accelerator_requests.attach_handle_id: one holder each.
+    attach_handle_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('attach_handles.id', ondelete='CASCADE'), unique=True)
+    # The job loading the region for this claim, so a retried prepare
+    # waits on it instead of starting another.
+    programming_job_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('programming_jobs.id', ondelete='SET NULL'))
+
+
 class DeviceProfile(IdMixin, Base):
     """A named list of request groups."""
     __tablename__ = 'device_profiles'

@@ -99,13 +99,14 @@ def _check_refs(s, deployable_id, bitstream_id, arq_id):
 
 def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
                force=False, requester_user_id=None, project_id=None,
-               arq_id=None):
+               arq_id=None, except_holder=None):
     """Insert a queued job; RegionBusy if the region has an active one.
 
     A region waiting for or under its clean between tenants is a Conflict;
-    unless ``force``, so is a Bound ARQ holding the region, checked
-    under the region's row lock that binds take too, so a bind and a job
-    cannot both slip past each other's check.
+    unless ``force``, so is a Bound ARQ or a Kubernetes claim holding the
+    region (other than ``except_holder``), checked under the region's row
+    lock that binds take too, so a bind and a job cannot both slip past
+    each other's check.
     """
     row = Job(uuid=str(uuidlib.uuid4()), deployable_id=deployable_id,
               bitstream_id=bitstream_id, active_deployable_id=deployable_id,
@@ -123,12 +124,13 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
                 s, deployable_id, deployables.region_label(s, deployable_id))
             if refusal is not None:
                 raise exception.Conflict(reason=refusal)
-            holder = deployables.bound_arq_on(s, deployable_id)
+            holder = deployables.bound_arq_on(s, deployable_id,
+                                              except_holder)
             if holder is not None and not force:
                 raise exception.Conflict(
-                    reason='region %s is in use by Bound accelerator '
-                           'request %s' % (deployables.region_label(
-                               s, deployable_id), holder))
+                    reason='region %s is in use by %s' % (
+                        deployables.region_label(s, deployable_id),
+                        deployables.holder_label(holder)))
             s.add(row)
             s.flush()
             s.refresh(row)

@@ -100,3 +100,16 @@ class CleaningInterface(abc.ABC):
 
 #: Every interface a driver may implement, for the loader's sanity check.
 INTERFACES = (DiscoveryInterface, ProgrammingInterface, CleaningInterface)
+
+
+class ContainerDevicesInterface(abc.ABC):
+    """What a container needs to use a deployable (Kubernetes claims)."""
+
+    @abc.abstractmethod
+    def device_nodes(self, identity: str, deployable_name: str) -> list:
+        """[(path in the container, path on the host)] of the character
+        devices that give access to one deployable (a DFL port's
+        ``/dev/dfl-port.N``).
+
+        :raises exception.DriverError: the device or deployable is unknown.
+        """

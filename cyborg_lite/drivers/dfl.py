@@ -321,6 +321,13 @@ def card_to_record(card, local_memory_mb=0, extra_info=None):
                      for p in card.ports])
 
 
+def port_device_nodes(sysfs_root, dev_root, identity, region_name):
+    """[(container path, host path)] of the region's port device."""
+    _card, port = find_port(sysfs_root, identity, region_name)
+    name = os.path.basename(port.port_dir)
+    return [('/dev/' + name, os.path.join(dev_root, name))]
+
+
 def find_port(sysfs_root, identity, region_name):
     """(card, port) for a device identity and region name, or raises."""
     for card in scan_cards(sysfs_root):

@@ -224,7 +224,8 @@ def image_function_id(image_path, region_type):
 
 
 class FakeDriver(base.Driver, base.DiscoveryInterface,
-                 base.ProgrammingInterface, base.CleaningInterface):
+                 base.ProgrammingInterface, base.CleaningInterface,
+                 base.ContainerDevicesInterface):
     """Simulated DFL cards; programs for real in the simulated tree."""
 
     def __init__(self, conf):
@@ -261,6 +262,11 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         self._ensure_tree()
         _card, port = dfl.find_port(self.tree.sys, identity, region_name)
         return dfl.read_afu_id(port.port_dir)
+
+    def device_nodes(self, identity, deployable_name):
+        self._ensure_tree()
+        return dfl.port_device_nodes(self.tree.sys, self.tree.dev, identity,
+                                     deployable_name)
 
     def program(self, identity, region_name, image_path):
         self._ensure_tree()

@@ -42,7 +42,8 @@ def port_pr_args(port_id, buffer_size, buffer_address):
 
 
 class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
-                      base.ProgrammingInterface, base.CleaningInterface):
+                      base.ProgrammingInterface, base.CleaningInterface,
+                      base.ContainerDevicesInterface):
     """DFL cards: one deployable per port/PR region, programmable."""
 
     def __init__(self, conf):
@@ -68,6 +69,10 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
     def loaded_function(self, identity, region_name):
         _card, port = dfl.find_port(self.sysfs_root, identity, region_name)
         return dfl.read_afu_id(port.port_dir)
+
+    def device_nodes(self, identity, deployable_name):
+        return dfl.port_device_nodes(self.sysfs_root, self.dev_root,
+                                     identity, deployable_name)
 
     def program(self, identity, region_name, image_path):
         card, port = self._target(identity, region_name)

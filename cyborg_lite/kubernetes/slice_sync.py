@@ -19,7 +19,7 @@ import kubernetes
 import urllib3
 
 from cyborg_lite.common import k8s_client
-from cyborg_lite.kubernetes import slices as slices_mod
+from cyborg_lite.common import k8s_slices as slices_mod
 
 LOG = logging.getLogger(__name__)
 

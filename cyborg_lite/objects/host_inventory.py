@@ -30,6 +30,8 @@ class AttachHandleView:
     # Free, but its function is attached through a sibling handle: the
     # ARQ uuid (None if unknown) and deployable name holding it.
     held_by: tuple | None = None
+    # In use for this Kubernetes ResourceClaim (its uid), not for an ARQ.
+    k8s_claim: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +88,10 @@ def _shared_function_in_use(deployable):
     return bool(free) and all(h.held_by is not None for h in free)
 
 
+def _kubernetes_claimed(deployable):
+    return any(h.k8s_claim is not None for h in deployable.attach_handles)
+
+
 # A device_state that keeps a deployable from schedulers, named as a
 # reason where the state's own name would be unclear.
 _CLEANING_REASON = {'error': 'cleaning_failed'}
@@ -104,6 +110,10 @@ _RULES = (
     ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
      'through a sibling deployable that shares it',
      lambda dev, dep: dep is not None and _shared_function_in_use(dep)),
+    # Nova does not know Kubernetes' allocations: Placement must not offer
+    # it (the Kubernetes sink leaves this reason out: it is its own).
+    ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
+     lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
 ) + tuple(
     # The wipe after its last tenant (common/states.DEVICE): waiting,
     # running, or failed until an operator cleans it again.
@@ -130,23 +140,30 @@ def describe(reasons, device, deployable=None):
         holders = sorted({h.held_by for h in deployable.attach_handles
                           if h.held_by is not None}, key=str)
         parts.append('held by %s' % ', '.join(
-            'ARQ %s on %s' % (arq or '(none)', dep) for arq, dep in holders))
+            '%s on %s' % (_holder(arq), dep) for arq, dep in holders))
     return '; '.join(parts)
+
+
+def _holder(name):
+    if name is None:
+        return 'ARQ (none)'
+    return name if name.startswith('k8s:') else 'ARQ %s' % name
 
 
 def _is_trait_key(key):
     return key.startswith('trait')
 
 
-def _handle_view(handle, blocked):
+def _handle_view(handle, blocked, k8s_claims):
     holder = blocked.get(handle.id)
     return AttachHandleView(uuid=handle.uuid, attach_type=handle.attach_type,
                             attach_info=json.loads(handle.attach_info),
                             in_use=bool(handle.in_use),
-                            held_by=tuple(holder) if holder else None)
+                            held_by=tuple(holder) if holder else None,
+                            k8s_claim=k8s_claims.get(handle.id))
 
 
-def _deployable_view(dep, attrs, handles, blocked):
+def _deployable_view(dep, attrs, handles, blocked, k8s_claims):
     # Sorted by key so trait order (and so the tree) is deterministic.
     traits = tuple(v for k, v in sorted(attrs.items())
                    if _is_trait_key(k) and v)
@@ -160,7 +177,8 @@ def _deployable_view(dep, attrs, handles, blocked):
         bitstream_id=dep.bitstream_id,
         attributes=tuple((k, v) for k, v in sorted(attrs.items())
                          if k != 'rc' and not _is_trait_key(k)),
-        attach_handles=tuple(_handle_view(h, blocked) for h in handles),
+        attach_handles=tuple(_handle_view(h, blocked, k8s_claims)
+                             for h in handles),
         device_state=dep.device_state)
 
 
@@ -180,7 +198,8 @@ def _views(rows):
     for dep in rows.deployables:
         by_device[dep.device_id].append(_deployable_view(
             dep, rows.attributes.get(dep.id, {}),
-            rows.handles.get(dep.id, []), rows.blocked_handles))
+            rows.handles.get(dep.id, []), rows.blocked_handles,
+            rows.k8s_claims))
     return tuple(device_view(d, by_device[d.id], rows.agent_state)
                  for d in rows.devices)
 

@@ -127,3 +127,31 @@ def test_scale_out_bench_tiny(tmp_path):
             assert entry['errors'] == 0 and entry['requests'] > 0
             assert set(entry['cores_busy']) == {
                 'api', 'db', 'load_generator', 'machine'}
+
+
+def test_k8s_slices_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'k8s_slices', '--nodes', '4', '--cards', '2',
+                    '--regions', '4', '--change-pct', '10')
+    assert result['bench'] == 'k8s_slices'
+    assert result['params']['regions'] == 32 and result['slices'] == 4
+    rounds = result['rounds']
+    assert rounds['first']['created'] == 4
+    assert rounds['first']['writes'] == 4
+    # An unchanged inventory is one list per node and no write.
+    assert rounds['unchanged']['writes'] == 0
+    assert rounds['unchanged']['requests'] == 4
+    changed = rounds['changed']
+    assert changed['changed_regions'] == 3
+    assert 1 <= changed['writes'] <= 3 and changed['conflicts'] == 0
+
+
+def test_k8s_prepare_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'k8s_prepare', '--claims', '2')
+    assert result['bench'] == 'k8s_prepare'
+    kinds = result['kinds']
+    assert set(kinds) == {'plain', 'programming'}
+    for kind in kinds.values():
+        assert kind['prepare']['requests'] == 2
+        assert kind['unprepare']['requests'] == 2
+    # Each prepare of the second kind ran one programming job.
+    assert kinds['programming']['jobs_succeeded'] == 2

@@ -10,7 +10,9 @@ that call waits on the same running preparation instead of starting one.
 A claim already prepared gets the answer it got the first time.
 
 Unprepare: remove the CDI spec, ``release_device`` each device, forget
-the claim. A claim we do not know is already unprepared.
+the claim. A claim we do not know is already unprepared here; when given,
+``release_claim(claim uid)`` is still called for it, so what a prepare cut
+off before it was recorded (an agent killed mid-prepare) is given back.
 """
 import concurrent.futures
 import dataclasses
@@ -43,6 +45,7 @@ class DraPlugin:
 
     def __init__(self, driver_name, node_name, claim_reader, prepare_device,
                  release_device, cdi_dir, state_dir, prepare_timeout,
+                 release_claim=None,
                  max_workers=8):
         self.driver_name = driver_name
         self.node_name = node_name
@@ -51,6 +54,7 @@ class DraPlugin:
         self._reader = claim_reader
         self._prepare_device = prepare_device
         self._release_device = release_device
+        self._release_claim = release_claim
         self.store = state.PreparedClaimStore(state_dir)
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers, thread_name_prefix='dra-prepare')
@@ -218,6 +222,8 @@ class DraPlugin:
             for device in prepared.devices if prepared else ():
                 self._release_device(ref.uid, device.pool_name,
                                      device.device_name)
+            if prepared is None and self._release_claim is not None:
+                self._release_claim(ref.uid)
             self.store.remove(ref.uid)
         except Exception as e:
             LOG.exception('ResourceClaim %s/%s not unprepared',

@@ -1,8 +1,8 @@
-"""The kubelet plugin as the agent will run it, from [kubernetes] options.
+"""The kubelet plugin as the agent runs it, from [kubernetes] options.
 
-Wiring (a later step): the agent builds this with the two device
-callables of device_api.py, ``start()``s it beside its report loop and
-``stop()``s it on shutdown.
+The agent (agent/manager.py) builds this with the two device callables of
+device_api.py (agent/dra/conductor_devices.py), ``start()``s it beside its
+report loop and ``stop()``s it on shutdown.
 """
 import os
 
@@ -16,14 +16,16 @@ _PATH_OPTIONS = ('kubelet_registry_dir', 'kubelet_plugins_dir', 'cdi_dir',
                  'plugin_state_dir')
 
 
-def node_name(conf):
+def node_name(conf, host=None):
     """This host's Node, which is also its pool name in the slices."""
-    return conf.kubernetes.node_name or conf.host
+    return conf.kubernetes.node_name or host or conf.host
 
 
-def create_server(conf, prepare_device, release_device, api_client=None):
+def create_server(conf, prepare_device, release_device, api_client=None,
+                  node=None, release_claim=None):
     """A KubeletPluginServer, not started. ``api_client`` defaults to one
-    made from [kubernetes]kubeconfig (or the in-cluster account)."""
+    made from [kubernetes]kubeconfig (or the in-cluster account); ``node``
+    to node_name(conf)."""
     group = conf.kubernetes
     for option in _PATH_OPTIONS:
         if not os.path.isabs(group[option]):
@@ -33,9 +35,9 @@ def create_server(conf, prepare_device, release_device, api_client=None):
     if api_client is None:
         api_client = k8s_client.new_api_client(group.kubeconfig)
     dra_plugin = plugin.DraPlugin(
-        group.driver_name, node_name(conf),
+        group.driver_name, node or node_name(conf),
         claims.KubeClaimReader(api_client), prepare_device, release_device,
         cdi_dir=group.cdi_dir, state_dir=group.plugin_state_dir,
-        prepare_timeout=group.prepare_timeout)
+        prepare_timeout=group.prepare_timeout, release_claim=release_claim)
     return server.KubeletPluginServer(dra_plugin, group.kubelet_registry_dir,
                                       group.kubelet_plugins_dir)

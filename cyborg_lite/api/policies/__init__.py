@@ -15,6 +15,7 @@ from cyborg_lite.api.policies import device_profiles
 from cyborg_lite.api.policies import devices
 from cyborg_lite.api.policies import programs
 from cyborg_lite.api.policies import provider_trees
+from cyborg_lite.api.policies import resource_slices
 
 
 def list_rules():
@@ -28,4 +29,5 @@ def list_rules():
         bitstreams.list_rules(),
         programs.list_rules(),
         provider_trees.list_rules(),
+        resource_slices.list_rules(),
     ))

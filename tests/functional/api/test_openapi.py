@@ -197,6 +197,9 @@ def test_every_operation_answers_as_documented(app, conf):
     _walk_cyborg_routes(walk, dep, handle)
     walk('GET', '/v2/resource_provider_trees/{hostname}', 200,
          hostname=device.hostname)
+    walk('GET', '/v2/resource_slices/{hostname}', 200,
+         hostname=device.hostname)
+    walk('GET', '/v2/resource_slices/{hostname}', 404, hostname='nowhere')
     walk('POST', '/v2/devices/{uuid}/disable', 200, uuid=device.uuid)
     walk('POST', '/v2/devices/{uuid}/enable', 200, uuid=device.uuid)
     walk('POST', '/v2/devices/{uuid}/enable', 404, uuid=UUID)

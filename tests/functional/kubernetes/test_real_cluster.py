@@ -16,7 +16,7 @@ import pytest
 
 from cyborg_lite.agent.dra import claims
 from cyborg_lite.common import k8s_client
-from cyborg_lite.kubernetes import inventory
+from cyborg_lite.common import k8s_inventory as inventory
 from cyborg_lite.kubernetes import slice_sync
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories as inv
@@ -91,7 +91,7 @@ def _slices_on_a_real_apiserver(client):
         assert len(stored['spec']['devices']) == 4
         assert stored['metadata']['ownerReferences'][0]['kind'] == 'Node'
         assert sync.sync(host).writes == 0
-        changed = inv.change_region(host, 0, 1, cleaning=True)
+        changed = inv.change_region(host, 0, 1, unavailable=('cleaning',))
         assert sync.sync(changed).updated == 1
         # The real server canonicalised what it stored; still no change.
         assert sync.sync(changed).writes == 0

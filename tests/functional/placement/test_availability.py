@@ -150,3 +150,29 @@ def test_a_host_whose_agent_is_down_is_reserved_until_it_beats(
         host.ctxt, host.hostname)['came_back']
     assert agents_db.get(host.hostname).state == 'up'
     assert host.reserved() == {'region0': FREE, 'region1': FREE}
+
+
+def test_a_region_prepared_for_kubernetes_is_reserved_in_placement(
+        make_host, conf, hostname):
+    from cyborg_lite.common import k8s_slices
+    from cyborg_lite.objects import k8s_view
+    conf.set_override('hosts', [hostname], group='kubernetes')
+    host = make_host(sriov=True)
+    names = {dep.name: name for name, (_dev, dep) in
+             k8s_slices.devices_by_name(k8s_view.load(conf,
+                                                       hostname)).items()}
+    claim_uid = str(uuid.uuid4())
+    request = {'claim_uid': claim_uid, 'namespace': 'ns', 'claim_name': 'c',
+               'pool': hostname, 'device': names['region0'], 'config': None}
+    host.conductor.prepare_k8s_device(host.ctxt, hostname, request, 1.0)
+    # Nova is not offered it, and a stale offer's bind is refused.
+    assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
+    assert host.candidates() == [{1: 'region1'}]
+    failed = host.bind(_instance(), {1: 'region0'})[1]
+    assert failed.state == 'BindFailed'
+    assert 'kubernetes_claimed' in failed.error
+    host.conductor.release_k8s_device(host.ctxt, hostname, claim_uid,
+                                      names['region0'])
+    # Released as after an unbind: reserved until its wipe.
+    assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
+

@@ -3,7 +3,7 @@ like the fake driver's PAC Arria 10 cards, and a GPU."""
 import dataclasses
 import uuid
 
-from cyborg_lite.kubernetes import inventory
+from cyborg_lite.common import k8s_inventory as inventory
 
 DRIVER = 'cyborg-lite.openstack.org'
 REGION_TYPE = '69528db6eb31577a8c3668f9faa081f6'
@@ -62,3 +62,10 @@ def change_device(inv, card, **changes):
     devices = list(inv.devices)
     devices[card] = dataclasses.replace(devices[card], **changes)
     return dataclasses.replace(inv, devices=tuple(devices))
+
+
+def change_all_regions(inv, card, **changes):
+    """The same host with every deployable of one device changed."""
+    for region in range(len(inv.devices[card].deployables)):
+        inv = change_region(inv, card, region, **changes)
+    return inv

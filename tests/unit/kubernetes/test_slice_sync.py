@@ -58,7 +58,7 @@ def test_first_sync_creates_the_slice_owned_by_the_node(apiserver, sync):
 
 
 def test_unchanged_sync_writes_nothing(apiserver, sync):
-    host = inv.change_region(inv.host(), 0, 0, cleaning=True)
+    host = inv.change_region(inv.host(), 0, 0, unavailable=('cleaning',))
     sync.sync(host)
     # The stand-in filled in the taint's timeAdded: still no difference.
     assert 'timeAdded' in _slices(apiserver)[0]['spec']['devices'][0][
@@ -83,7 +83,7 @@ def test_one_changed_device_is_one_update_at_the_same_generation(
 
 
 def test_taint_time_is_kept_when_the_slice_is_updated(apiserver, sync):
-    host = inv.change_region(inv.host(), 0, 0, cleaning=True)
+    host = inv.change_region(inv.host(), 0, 0, unavailable=('cleaning',))
     sync.sync(host)
     first = _slices(apiserver)[0]['spec']['devices'][0]['taints'][0]
     first['timeAdded'] = '2020-01-01T00:00:00Z'   # an earlier day
@@ -117,7 +117,7 @@ def test_endless_conflicts_give_up_with_an_error(apiserver):
         server.before_write = rival
     apiserver.before_write = rival
     with pytest.raises(k8s_client.KubernetesApiError, match='3 tries'):
-        sync.sync(inv.change_region(inv.host(), 0, 0, cleaning=True))
+        sync.sync(inv.change_region(inv.host(), 0, 0, unavailable=('cleaning',)))
     apiserver.before_write = None
     client.close()
 
@@ -151,8 +151,8 @@ def test_growing_the_pool_moves_the_generation_on_every_slice(apiserver,
 def test_change_in_two_slices_moves_the_generation(apiserver, sync):
     host = inv.host(cards=13, regions=10)
     sync.sync(host)
-    changed = inv.change_region(host, 0, 0, cleaning=True)
-    changed = inv.change_region(changed, 12, 9, cleaning=True)
+    changed = inv.change_region(host, 0, 0, unavailable=('cleaning',))
+    changed = inv.change_region(changed, 12, 9, unavailable=('cleaning',))
     result = sync.sync(changed)
     assert result.updated == 3 and result.generation == 2
     assert {s['spec']['pool']['generation']
@@ -196,7 +196,7 @@ def test_every_write_passed_the_schemas(apiserver, sync):
     apiserver's rules; a whole session of syncs gets no refusal."""
     host = inv.host(cards=13, regions=10, with_gpu=True)
     sync.sync(host)
-    sync.sync(inv.change_device(host, 3, health='unhealthy'))
+    sync.sync(inv.change_all_regions(host, 3, unavailable=('unhealthy',)))
     sync.sync(inv.change_region(host, 5, 5, bound_to_nova=True))
     assert apiserver.refused == []
     assert len(apiserver.writes) >= 5

@@ -5,8 +5,8 @@ import kubernetes
 import kubernetes_validate
 import pytest
 
-from cyborg_lite.kubernetes import inventory
-from cyborg_lite.kubernetes import slices
+from cyborg_lite.common import k8s_inventory as inventory
+from cyborg_lite.common import k8s_slices as slices
 from tests.unit.kubernetes import inventories as inv
 from tests.unit.kubernetes import schemas
 
@@ -65,14 +65,10 @@ def test_one_pool_per_node_with_every_field():
     _assert_valid([obj])
 
 
-@pytest.mark.parametrize('change,taint', [
-    (dict(health='unhealthy'), {'key': DRIVER + '/unhealthy',
-                                'effect': 'NoSchedule'}),
-    (dict(status='maintaining'), {'key': DRIVER + '/maintaining',
-                                  'effect': 'NoSchedule'}),
-])
-def test_device_state_taints_all_its_regions(change, taint):
-    host = inv.change_device(inv.host(), 0, **change)
+@pytest.mark.parametrize('reason', ['unhealthy', 'maintaining'])
+def test_device_reasons_taint_all_its_regions(reason):
+    taint = {'key': DRIVER + '/' + reason, 'effect': 'NoSchedule'}
+    host = inv.change_all_regions(inv.host(), 0, unavailable=(reason,))
     (obj,) = _build(host)
     devices = obj['spec']['devices']
     assert [d.get('taints') for d in devices] == [[taint], [taint], None,
@@ -81,7 +77,7 @@ def test_device_state_taints_all_its_regions(change, taint):
 
 
 def test_cleaning_and_nova_bound_regions_are_tainted():
-    host = inv.change_region(inv.host(), 0, 0, cleaning=True)
+    host = inv.change_region(inv.host(), 0, 0, unavailable=('cleaning',))
     host = inv.change_region(host, 1, 1, bound_to_nova=True)
     (obj,) = _build(host)
     taints = {d['name']: d.get('taints') for d in obj['spec']['devices']}
@@ -95,15 +91,21 @@ def test_cleaning_and_nova_bound_regions_are_tainted():
 
 def test_without_taints_a_tainted_device_is_left_out():
     host = inv.change_region(inv.host(), 0, 0, bound_to_nova=True)
-    host = inv.change_device(host, 1, health='unhealthy')
+    host = inv.change_all_regions(host, 1, unavailable=('unhealthy',))
     (obj,) = _build(host, publish_taints=False)
     assert [d['name'] for d in obj['spec']['devices']] == [
         'fpga-0000-5e-00-0-region1']
 
 
-def test_degraded_is_not_tainted():
-    (obj,) = _build(inv.change_device(inv.host(), 0, health='degraded'))
-    assert not any('taints' in d for d in obj['spec']['devices'])
+def test_every_reason_is_a_taint_with_dashes():
+    host = inv.change_region(inv.host(), 0, 0, unavailable=(
+        'agent_down', 'handle_shared_in_use'), bound_to_nova=True)
+    (obj,) = _build(host)
+    assert obj['spec']['devices'][0]['taints'] == [
+        {'key': DRIVER + '/agent-down', 'effect': 'NoSchedule'},
+        {'key': DRIVER + '/handle-shared-in-use', 'effect': 'NoSchedule'},
+        {'key': DRIVER + '/in-use', 'value': 'nova', 'effect': 'NoSchedule'}]
+    _assert_valid([obj])
 
 
 def test_pool_is_split_at_64_devices_and_each_slice_is_valid():

@@ -95,7 +95,19 @@ def test_each_reason_is_named_by_the_one_predicate():
         'maintaining', 'unhealthy', 'agent_down')
     assert set(host_inventory.REASONS) == {
         'maintaining', 'unhealthy', 'agent_down', 'handle_shared_in_use',
-        'pending_cleaning', 'cleaning', 'cleaning_failed'}
+        'kubernetes_claimed', 'pending_cleaning', 'cleaning',
+        'cleaning_failed'}
+
+
+def test_a_region_a_kubernetes_claim_holds_is_unavailable_to_nova():
+    device = host_inventory.DeviceView('d', 'FPGA', 'v', 'i')
+    reasons = host_inventory.unavailable_reasons
+    claimed = host_inventory.AttachHandleView(
+        uuid='h', attach_type='PCI', attach_info={}, in_use=True,
+        k8s_claim='c0ffee00-0000-4000-8000-000000000001')
+    assert reasons(device, _dep(claimed)) == ('kubernetes_claimed',)
+    # An ARQ's handle is an allocation Placement already counts.
+    assert reasons(device, _dep(_handle(in_use=True))) == ()
 
 
 @pytest.mark.parametrize('state,reason', [

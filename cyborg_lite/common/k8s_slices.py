@@ -109,21 +109,20 @@ def _capacity(device, deployable):
     return capacity
 
 
-def _taints(driver_name, device, deployable):
-    """Why the device must not be allocated now, as NoSchedule taints."""
-    reasons = []
-    if device.health == 'unhealthy':
-        reasons.append(('unhealthy', ''))
-    if device.status == 'maintaining':
-        reasons.append(('maintaining', ''))
-    if deployable.cleaning:
-        reasons.append(('cleaning', ''))
+def taint_key(driver_name, reason):
+    """``<driver>/<reason>``, the reason's underscores as dashes."""
+    return '%s/%s' % (driver_name, reason.replace('_', '-'))
+
+
+def _taints(driver_name, deployable):
+    """Why the device must not be allocated now, as NoSchedule taints: one
+    per unavailability reason, and ``in-use=nova`` while an ARQ holds it."""
+    taints = [{'key': taint_key(driver_name, reason), 'effect': 'NoSchedule'}
+              for reason in deployable.unavailable]
     if deployable.bound_to_nova:
-        reasons.append(('in-use', 'nova'))
-    return [{'key': '%s/%s' % (driver_name, key), 'value': value,
-             'effect': 'NoSchedule'} if value else
-            {'key': '%s/%s' % (driver_name, key), 'effect': 'NoSchedule'}
-            for key, value in reasons]
+        taints.append({'key': taint_key(driver_name, 'in-use'),
+                       'value': 'nova', 'effect': 'NoSchedule'})
+    return taints
 
 
 def _unique_names(pairs):
@@ -137,6 +136,13 @@ def _unique_names(pairs):
             for (d, dep), name in zip(pairs, plain)]
 
 
+def devices_by_name(inventory):
+    """{device name in the pool: (Device, Deployable)}, the names the
+    slices publish (how a claim's allocated device is found again)."""
+    pairs = [(d, dep) for d in inventory.devices for dep in d.deployables]
+    return dict(zip(_unique_names(pairs), pairs))
+
+
 def build_devices(inventory, driver_name, publish_taints=True):
     """The ``spec.devices`` entries of a host, sorted by name."""
     pairs = [(d, dep) for d in inventory.devices for dep in d.deployables]
@@ -145,7 +151,7 @@ def build_devices(inventory, driver_name, publish_taints=True):
         entry = {'name': name,
                  'attributes': _attributes(device, deployable),
                  'capacity': _capacity(device, deployable)}
-        taints = _taints(driver_name, device, deployable)
+        taints = _taints(driver_name, deployable)
         if taints and not publish_taints:
             continue        # no taints in the cluster: not offered at all
         if taints:

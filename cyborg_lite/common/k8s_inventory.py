@@ -1,13 +1,10 @@
 """What the ResourceSlice builder needs to know about one host.
 
-A small neutral view that the conductor fills from its database (the
-mapping is one function, written when the sync is wired in); the builder
-reads only these fields.
+A small neutral view that the conductor fills from its database
+(kubernetes/sink.py's ``k8s_inventory``); the builder reads only these
+fields.
 """
 import dataclasses
-
-DEVICE_STATUSES = ('enabled', 'maintaining')
-HEALTH_STATES = ('healthy', 'degraded', 'unhealthy')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,7 +18,9 @@ class Deployable:
     function_id: str | None = None       # what is loaded now
     bitstream_id: str | None = None      # the image we loaded, if known
     local_memory_mb: int = 0
-    cleaning: bool = False               # wiped after its last tenant
+    # Why it may not be allocated now: reason names of
+    # objects/host_inventory.unavailable_reasons, each published as a taint.
+    unavailable: tuple = ()
     bound_to_nova: bool = False          # attached to an ARQ right now
 
 
@@ -38,8 +37,6 @@ class Device:
     numa_node: int | None = None
     programmable: bool = False
     memory_mb: int | None = None         # GPU memory, when known
-    status: str = 'enabled'
-    health: str = 'healthy'
     deployables: tuple = ()
 
 

@@ -1,0 +1,96 @@
+"""The kubelet plugin's two device callables (device_api.py), served by the
+conductor: ``prepare_device`` asks it to hold (and program) the region for
+the claim (conductor RPC prepare_k8s_device), ``release_device`` to free
+it (release_k8s_device). The container gets the region's device nodes
+from the driver that reported it (drivers/base.ContainerDevicesInterface)
+and a few environment variables naming it.
+
+Programming may outlast one RPC call: the conductor answers
+ClaimInProgress after ``wait`` seconds and this asks again, on the same
+job, until ``[programming]bind_wait_timeout`` has passed. The plugin
+meanwhile answers the kubelet "still being prepared" and its retries wait
+on this same preparation; after a restart of the agent, the retry's call
+finds the conductor's job and waits on it.
+"""
+import time
+
+from oslo_log import log as logging
+
+from cyborg_lite.agent.dra import device_api
+from cyborg_lite.common import context
+from cyborg_lite.common import exception
+from cyborg_lite.drivers import base
+
+LOG = logging.getLogger(__name__)
+
+# A prepare the conductor refused: the claim fails with its reason.
+_REFUSALS = (exception.Invalid, exception.NotFound, exception.Conflict,
+             exception.Forbidden, exception.ProgrammingError)
+
+
+class ConductorDevices:
+
+    def __init__(self, conductor_api, hostname, drivers, conf):
+        self.conductor = conductor_api
+        self.hostname = hostname
+        self.drivers = {d.name: d for d in drivers}
+        # Each call waits at most half the RPC timeout for programming.
+        self.wait = max(1.0, conf.agent.rpc_timeout / 2.0)
+        self.total = conf.programming.bind_wait_timeout
+
+    def prepare_device(self, request):
+        payload = {
+            'claim_uid': request.claim_uid, 'namespace': request.namespace,
+            'claim_name': request.claim_name, 'pool': request.pool,
+            'device': request.device,
+            'admin_access': bool(request.admin_access),
+            'config': request.config.to_dict() if request.config else None}
+        deadline = time.monotonic() + self.total
+        while True:
+            try:
+                found = self.conductor.prepare_k8s_device(
+                    context.get_admin_context(), self.hostname, payload,
+                    self.wait)
+                break
+            except exception.ClaimInProgress as e:
+                if time.monotonic() >= deadline:
+                    raise device_api.DevicePrepareError(str(e))
+                LOG.info('%s; asking again', e)
+            except _REFUSALS as e:
+                raise device_api.DevicePrepareError(str(e))
+        return self._prepared(found)
+
+    def _prepared(self, found):
+        env = [('CYBORG_LITE_DEPLOYABLE_UUID', found['deployable_uuid']),
+               ('CYBORG_LITE_DEVICE_UUID', found['device_uuid'])]
+        for name, key in (('CYBORG_LITE_FUNCTION_ID', 'function_id'),
+                          ('CYBORG_LITE_BITSTREAM_ID', 'bitstream_id'),
+                          ('CYBORG_LITE_REGION_TYPE', 'region_type'),
+                          ('CYBORG_LITE_PCI_ADDRESS', 'pci_address')):
+            if found.get(key):
+                env.append((name, found[key]))
+        return device_api.PreparedDevice(
+            device_nodes=tuple(self._device_nodes(found)), env=tuple(env))
+
+    def _device_nodes(self, found):
+        driver = self.drivers.get(found['driver'])
+        if not isinstance(driver, base.ContainerDevicesInterface):
+            return []
+        try:
+            nodes = driver.device_nodes(found['identity'],
+                                        found['region_name'])
+        except exception.DriverError as e:
+            raise device_api.DevicePrepareError(str(e))
+        return [device_api.DeviceNode(path=path, host_path=host_path
+                                      if host_path != path else None)
+                for path, host_path in nodes]
+
+    def release_device(self, claim_uid, pool, device):
+        self.conductor.release_k8s_device(context.get_admin_context(),
+                                          self.hostname, claim_uid, device)
+
+    def release_claim(self, claim_uid):
+        """Everything the claim holds on this host (a claim the plugin
+        never recorded: its prepare was cut off)."""
+        self.conductor.release_k8s_device(context.get_admin_context(),
+                                          self.hostname, claim_uid, None)

@@ -1,0 +1,80 @@
+"""The Kubernetes sink: keeps each Kubernetes host's ResourceSlices in line
+with the database (an InventorySink, see objects/inventory_sink.py).
+
+Enabled by ``kubernetes`` in [conductor]inventory_sinks; the hosts it
+publishes are [kubernetes]hosts, each as the Node [kubernetes]node_names
+maps it to (its own name by default). ``publish(hostname)`` reads the
+host's Kubernetes view (objects/k8s_view.load) and lets
+slice_sync.SliceSync write the difference: an unchanged host
+costs one list and no write. Trouble with the API marks the host
+pending; ``retry_pending`` tries again with a doubling backoff
+([placement]sync_retry_* intervals, shared by every sink).
+
+Availability is decided once, by objects/host_inventory.unavailable_reasons
+(see objects/k8s_view.py for how reasons become taints).
+"""
+import dataclasses
+import time
+
+from oslo_log import log as logging
+
+from cyborg_lite.common import k8s_client
+from cyborg_lite.common import k8s_slices as slices
+from cyborg_lite.kubernetes import slice_sync
+from cyborg_lite.objects import inventory_sink
+from cyborg_lite.objects import k8s_view
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class SliceSyncResult(inventory_sink.PublishResult):
+    sync: slice_sync.SyncResult | None = None
+
+
+class KubernetesSink(inventory_sink.InventorySink):
+
+    def __init__(self, api_client, conf, clock=time.monotonic, db_url=None):
+        group = conf.kubernetes
+        self.conf = conf
+        self.hosts = frozenset(group.hosts)
+        self.db_url = db_url
+        self.sync = slice_sync.SliceSync(
+            api_client, group.driver_name, group.publish_taints,
+            group.api_conflict_retries)
+        self._pending = inventory_sink.PendingHosts(
+            conf.placement.sync_retry_initial_interval,
+            conf.placement.sync_retry_max_interval, clock)
+
+    @classmethod
+    def from_conf(cls, conf, **kwargs):
+        if not conf.kubernetes.hosts:
+            LOG.warning('[kubernetes]hosts is empty: no host is published '
+                        'to Kubernetes')
+            return None
+        return cls(k8s_client.new_api_client(conf.kubernetes.kubeconfig),
+                   conf, **kwargs)
+
+    def publish(self, hostname):
+        if hostname not in self.hosts:
+            return SliceSyncResult(hostname, ok=True)
+        try:
+            result = self.sync.sync(k8s_view.load(self.conf, hostname,
+                                                  self.db_url))
+        except (k8s_client.KubernetesApiError, slices.InvalidSlice) as e:
+            LOG.warning('ResourceSlices of %s not published: %s', hostname, e)
+            self._pending.failed(hostname)
+            return SliceSyncResult(hostname, ok=False, error=str(e))
+        self._pending.clear(hostname)
+        if result.writes:
+            LOG.info('ResourceSlices of %s: %d created, %d updated, %d '
+                     'deleted (pool generation %d)', hostname,
+                     result.created, result.updated, result.deleted,
+                     result.generation)
+        return SliceSyncResult(hostname, ok=True, sync=result)
+
+    def retry_pending(self):
+        return [self.publish(h) for h in self._pending.due()]
+
+    def pending_hosts(self):
+        return self._pending.as_dict()

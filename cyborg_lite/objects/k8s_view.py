@@ -1,0 +1,64 @@
+"""A host as Kubernetes sees it: the neutral HostInventory mapped to
+common/k8s_inventory's view, from which common/k8s_slices builds the
+ResourceSlices. One mapping for the conductor's sink and claims
+(kubernetes/sink.py, conductor/k8s_claims.py) and the API's preview
+(/v2/resource_slices).
+
+Availability is decided once, by host_inventory.unavailable_reasons: every
+reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
+itself allocated), and a region an ARQ holds gets ``in-use=nova``.
+"""
+from cyborg_lite.common import k8s_inventory as inventory
+from cyborg_lite.common import naming
+from cyborg_lite.objects import host_inventory
+
+# Kubernetes' own allocation: not a reason to hide the device from it.
+OWN_REASON = 'kubernetes_claimed'
+
+
+def node_name(conf, hostname):
+    """The Node (and pool) name of ``hostname``."""
+    return conf.kubernetes.node_names.get(hostname, hostname)
+
+
+def _bound_to_nova(deployable):
+    return any(h.in_use and h.k8s_claim is None
+               for h in deployable.attach_handles)
+
+
+def _deployable(hostname, device, dep):
+    reasons = tuple(r for r in host_inventory.unavailable_reasons(device, dep)
+                    if r != OWN_REASON)
+    return inventory.Deployable(
+        uuid=dep.uuid, name=_name_in_device(hostname, device, dep),
+        resource_class=dep.resource_class or '',
+        region_type=dep.region_type, function_id=dep.function_id,
+        bitstream_id=dep.bitstream_id, local_memory_mb=dep.local_memory_mb,
+        unavailable=reasons, bound_to_nova=_bound_to_nova(dep))
+
+
+def _name_in_device(hostname, device, dep):
+    """The deployable's name as its driver reported it (the report stores
+    naming.deployable_db_name), so device names stay short."""
+    prefix = naming.device_rp_name(hostname, device.identity) + '_'
+    if dep.name.startswith(prefix) and len(dep.name) > len(prefix):
+        return dep.name[len(prefix):]
+    return dep.name
+
+
+def k8s_inventory(view, node):
+    """The common/k8s_inventory.HostInventory of a host_inventory one."""
+    devices = tuple(inventory.Device(
+        uuid=d.uuid, type=d.type, vendor=d.vendor, model=d.model,
+        identity=d.identity, pci_address=d.pci_address,
+        programmable=any(dep.region_type for dep in d.deployables),
+        deployables=tuple(_deployable(view.hostname, d, dep)
+                          for dep in d.deployables))
+        for d in view.devices)
+    return inventory.HostInventory(view.hostname, node, devices)
+
+
+def load(conf, hostname, db_url=None):
+    """The Kubernetes view of ``hostname`` as the database has it now."""
+    return k8s_inventory(host_inventory.load(hostname, db_url),
+                         node_name(conf, hostname))

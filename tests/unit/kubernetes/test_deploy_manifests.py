@@ -1,0 +1,149 @@
+"""The operator's manifests in deploy/kubernetes/: every object valid for
+the strict schemas of Kubernetes 1.34-1.37, every FpgaConfig accepted by
+our parser, every CEL selector naming only attributes and capacities the
+conductor publishes, and the RBAC granting what the services call."""
+import glob
+import os
+import re
+
+import pytest
+import yaml
+
+from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.conf import kubernetes as k8s_conf
+from cyborg_lite.kubernetes import slice_sync
+from cyborg_lite.common import k8s_slices as slices
+from tests.unit.kubernetes import fake_apiserver
+from tests.unit.kubernetes import inventories
+from tests.unit.kubernetes import schemas
+
+DEPLOY = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'deploy',
+                      'kubernetes')
+DRIVER = next(o.default for o in k8s_conf.OPTS if o.name == 'driver_name')
+_CEL_NAME = re.compile(r'device\.(attributes|capacity)\["([^"]+)"\]\.'
+                       r'([A-Za-z_][A-Za-z0-9_]*)')
+
+
+def _objects():
+    found = []
+    for path in sorted(glob.glob(os.path.join(DEPLOY, '*.yaml'))):
+        with open(path) as f:
+            found.extend((os.path.basename(path), obj)
+                         for obj in yaml.safe_load_all(f) if obj)
+    return found
+
+
+def _walk(obj, key):
+    if isinstance(obj, dict):
+        if key in obj:
+            yield obj[key]
+        for value in obj.values():
+            yield from _walk(value, key)
+    elif isinstance(obj, list):
+        for value in obj:
+            yield from _walk(value, key)
+
+
+def _published_names():
+    """(attribute names, capacity names) of a host with FPGAs and a GPU,
+    as the builder writes them."""
+    host = inventories.host(with_gpu=True)
+    attributes, capacity = set(), set()
+    for obj in slices.build_slices(host, DRIVER):
+        for device in obj['spec']['devices']:
+            attributes.update(device['attributes'])
+            capacity.update(device['capacity'])
+    return attributes, capacity
+
+
+def test_the_manifests_are_all_there():
+    kinds = sorted({obj['kind'] for _, obj in _objects()})
+    assert kinds == ['ClusterRole', 'ClusterRoleBinding', 'ConfigMap',
+                     'DaemonSet', 'DeviceClass', 'Namespace', 'Pod',
+                     'ResourceClaimTemplate', 'ServiceAccount']
+
+
+@pytest.mark.parametrize('name,obj', _objects(),
+                         ids=lambda v: v if isinstance(v, str) else
+                         v['kind'] + '/' + v['metadata']['name'])
+def test_each_object_is_valid_for_kubernetes_1_34_to_1_37(name, obj):
+    assert schemas.schema_errors(obj) == []
+
+
+def test_cel_names_only_what_the_conductor_publishes():
+    attributes, capacity = _published_names()
+    expressions = [e for _, obj in _objects()
+                   for cel in _walk(obj, 'cel') for e in [cel['expression']]]
+    assert len(expressions) >= 5
+    used = set()
+    for expression in expressions:
+        assert 'device.driver' not in expression or \
+            'device.driver == "%s"' % DRIVER in expression
+        for kind, domain, name in _CEL_NAME.findall(expression):
+            assert domain == DRIVER, expression
+            assert name in (attributes if kind == 'attributes'
+                            else capacity), (kind, name)
+            used.add((kind, name))
+    assert {('attributes', 'type'), ('attributes', 'regionType'),
+            ('capacity', 'localMemory')} <= used
+
+
+def test_every_fpga_config_is_accepted_by_the_plugin():
+    opaque = [o for _, obj in _objects() for o in _walk(obj, 'opaque')]
+    assert len(opaque) == 2
+    for entry in opaque:
+        assert entry['driver'] == DRIVER
+        claim_config.parse(entry['parameters'], DRIVER)
+
+
+def _role(name):
+    (role,) = [obj for _, obj in _objects()
+               if obj['kind'] == 'ClusterRole' and
+               obj['metadata']['name'] == name]
+    return {(group, resource, verb) for rule in role['rules']
+            for group in rule['apiGroups'] for resource in rule['resources']
+            for verb in rule['verbs']}
+
+
+_VERBS = {'GET': 'get', 'POST': 'create', 'PUT': 'update',
+          'DELETE': 'delete'}
+
+
+def _needed(requests):
+    needed = set()
+    for method, path in requests:
+        path = path.split('?')[0]
+        if '/resourceslices' in path:
+            verb = 'list' if method == 'GET' and path.endswith(
+                'resourceslices') else _VERBS[method]
+            needed.add(('resource.k8s.io', 'resourceslices', verb))
+        elif '/nodes/' in path:
+            needed.add(('', 'nodes', _VERBS[method]))
+        elif '/resourceclaims/' in path:
+            needed.add(('resource.k8s.io', 'resourceclaims', _VERBS[method]))
+    return needed
+
+
+def test_the_conductor_role_grants_every_call_of_a_sync():
+    server = fake_apiserver.FakeKubeApiServer().start()
+    client = server.api_client()
+    try:
+        server.add_node('node-1')
+        sync = slice_sync.SliceSync(client, DRIVER)
+        host = inventories.host(cards=2, regions=40)       # two slices
+        sync.sync(host)
+        sync.sync(inventories.change_region(host, 0, 0,
+                                            unavailable=('cleaning',)))
+        sync.sync(inventories.host(cards=1, regions=2))    # one deleted
+        needed = _needed(server.requests)
+    finally:
+        client.close()
+        server.stop()
+    assert {v for _, _, v in needed} == {'list', 'create', 'update',
+                                         'delete', 'get'}
+    assert needed <= _role('cyborg-lite-conductor')
+
+
+def test_the_agent_role_reads_claims_only():
+    assert _role('cyborg-lite-agent') == {
+        ('resource.k8s.io', 'resourceclaims', 'get')}
