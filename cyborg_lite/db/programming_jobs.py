@@ -197,9 +197,11 @@ def _begins_try(row, to_state, try_number):
 
 
 def _apply(s, row, from_states, to_state, fields, expected_version=None,
-           try_number=None):
-    """The conditional UPDATE, and the try it begins or ends; the row is
-    refreshed with the result.
+           try_number=None, try_end=None):
+    """The conditional UPDATE, and the try it begins or ends (``try_end``:
+    (outcome, error) to end it otherwise than ``to_state`` says); the row
+    is refreshed with the result. The job's row is always written before
+    its try's, so two writers lock them in one order (no deadlock).
 
     Without ``expected_version`` the state condition alone decides: a
     heartbeat bumps the version at any time, and it must not make an
@@ -228,7 +230,9 @@ def _apply(s, row, from_states, to_state, fields, expected_version=None,
     s.refresh(row)
     if begins_try:
         _start_try(s, row)
-    if to_state in _TRY_OUTCOME:
+    if try_end is not None:
+        _end_try(s, row, *try_end)
+    elif to_state in _TRY_OUTCOME:
         _end_try(s, row, _TRY_OUTCOME[to_state], fields.get('error'))
     return row
 
@@ -367,9 +371,8 @@ def _abandon_try(s, row, reason, expected_version):
         error = '%s; no tries left (%d of %d used)' % (
             label, row.attempts, row.max_attempts)
         to_state = 'failed'
-    _end_try(s, row, 'abandoned', reason)
     return _apply(s, row, states.JOB_STARTED, to_state, {'error': error},
-                  expected_version)
+                  expected_version, try_end=('abandoned', reason))
 
 
 def reap(job_uuid, reason, expected_version=None, job_timeout=None,
