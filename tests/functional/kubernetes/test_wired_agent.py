@@ -251,7 +251,9 @@ def test_a_restart_during_programming_picks_up_the_running_job(
     uid = claim['metadata']['uid']
     assert 'still being prepared' in _answer(
         kubelet.prepare('v1', [rc.ref(claim)]), uid)[0]
-    (job,) = jobs_db.list_jobs()
+    # The kubelet's call ended first; the conductor queues the job apart.
+    (job,) = waiting.read_until(jobs_db.list_jobs, lambda jobs: jobs, 30,
+                                what='the programming job queued')
     # Cut off as a crash would; its job's write goes on.
     env.kill_agent()
     kubelet.close()
