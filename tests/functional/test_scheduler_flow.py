@@ -69,7 +69,9 @@ class AllInOne:
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
         try:
-            return self.proc.wait(30)
+            # As tests/functional/all_in_one/process.py: a loaded machine
+            # may take more than 30 s to drain the services' threads.
+            return self.proc.wait(60)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
