@@ -5,7 +5,6 @@ pg_stat_activity, not by timing), then sees the first's commit and is
 refused. Exactly one holds the region, whichever comes first.
 """
 import threading
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -14,7 +13,6 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import conditional
 from cyborg_lite.db import k8s_claims
-from cyborg_lite.db import migration
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from cyborg_lite.objects import host_inventory
@@ -23,15 +21,6 @@ from tests.unit.conductor import bind_helpers as h
 
 pytestmark = pytest.mark.postgresql
 CLAIM_UID = '0c1a1a00-0000-4000-8000-00000000000a'
-
-
-@pytest.fixture
-def pg_db(pg_server, conf):
-    url = pg_server.create_database('t_' + uuid.uuid4().hex[:16])
-    conf.set_override('connection', url, group='database')
-    migration.upgrade(url=url)
-    yield url
-    session.dispose_all()
 
 
 def _lock_waiters(url):

@@ -14,7 +14,6 @@ second writer reads what the first committed (see db/conditional.py).
 """
 import datetime
 import threading
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -23,7 +22,6 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import conditional
-from cyborg_lite.db import migration
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import session
@@ -32,15 +30,6 @@ from tests.unit.bitstreams.conftest import add_region
 from tests.unit.conductor import bind_helpers as h
 
 pytestmark = pytest.mark.postgresql
-
-
-@pytest.fixture
-def pg_db(pg_server, conf):
-    url = pg_server.create_database('t_' + uuid.uuid4().hex[:16])
-    conf.set_override('connection', url, group='database')
-    migration.upgrade(url=url)
-    yield url
-    session.dispose_all()
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests import servers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
 PROTO_DIR = os.path.join('cyborg_lite', 'agent', 'dra', 'proto')
@@ -18,7 +20,7 @@ def _protoc_or_skip():
     try:
         import grpc_tools  # noqa: F401
     except ImportError:
-        if os.environ.get('CI') == 'true':
+        if servers.under_ci():
             raise
         pytest.skip('grpcio-tools is not installed (the test extras have it; '
                     'it fails instead under CI=true)')
