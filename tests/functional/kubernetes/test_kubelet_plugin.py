@@ -4,8 +4,6 @@ through the real ``kubernetes`` client, with the fake FPGA driver
 programming for real."""
 import json
 import os
-import shutil
-import tempfile
 import uuid
 
 import pytest
@@ -23,21 +21,6 @@ NODE = 'node-1'
 REGION0 = 'fpga-0000-5e-00-0-region0'
 REGION1 = 'fpga-0000-5e-00-0-region1'
 VERSIONS = ('v1', 'v1beta1')
-
-
-@pytest.fixture
-def short_dir():
-    # Unix socket paths must stay under 108 bytes: not pytest's tmp_path.
-    path = tempfile.mkdtemp(prefix='dra', dir='/tmp')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def apiserver():
-    server = fake_apiserver.FakeKubeApiServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ stand-in through the real ``kubernetes`` client, and the conductor holds
 the region for the claim and programs it through the real programming
 jobs, which the agent runs on the fake driver's simulated cards."""
 import os
-import shutil
-import tempfile
 
 import pytest
 import sqlalchemy as sa
@@ -19,7 +17,6 @@ from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.kubernetes import wired_env
-from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import resource_claims as rc
 
 DRIVER = rc.DRIVER
@@ -28,21 +25,6 @@ REGION0 = wired_env.REGION0
 REGION1 = wired_env.REGION1
 NAMESPACE = 'team-a'
 PROJECT = 'project-a'
-
-
-@pytest.fixture
-def short_dir():
-    # Unix socket paths must stay under 108 bytes: not pytest's tmp_path.
-    path = tempfile.mkdtemp(prefix='dra', dir='/tmp')
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def apiserver():
-    server = fake_apiserver.FakeKubeApiServer().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
