@@ -88,6 +88,8 @@ class ConductorManager:
         # are served by the periodic task.
         try:
             self.publisher.publish_requested()
+        except _OUTAGE:
+            pass
         except Exception:
             LOG.exception('Publishing requested hosts failed')
 
@@ -133,6 +135,7 @@ class ConductorManager:
 
     # --- secure cleanup between tenants (1.4), see cleaning.py ----------
 
+    @messaging.expected_exceptions(*_OUTAGE)
     def start_cleaning(self, ctxt, hostnames):
         return self.cleaning.start(hostnames)
 

@@ -111,6 +111,10 @@ class Publisher:
         # raises is a bug or the database, and must not hide the others.
         try:
             return method(*args)
+        except exception.DatabaseUnavailable:
+            # NOTE: db/session.py's outage log has said it, once; the
+            # publish request stays pending and is served after it.
+            return None
         except Exception:
             LOG.exception('Inventory sink %s failed', type(sink).__name__)
             return None

@@ -1,8 +1,11 @@
-"""conductor/publishing: sinks loaded by name, each publish to all."""
+"""conductor/publishing: sinks loaded by name, each publish to all; a
+database outage on the way is said once by db/session.py, not per sink."""
+import oslo_messaging
 import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import rpc
+from cyborg_lite.conductor import manager as manager_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import service as service_mod
 from cyborg_lite.objects import inventory_sink
@@ -11,9 +14,10 @@ from tests.functional.placement import conftest as placement_conftest
 
 
 class RecordingSink(inventory_sink.InventorySink):
-    def __init__(self, broken=False):
+    def __init__(self, broken=False, raises=RuntimeError('sink bug')):
         self.published = []
         self.broken = broken
+        self.raises = raises
 
     @classmethod
     def from_conf(cls, conf):
@@ -22,7 +26,7 @@ class RecordingSink(inventory_sink.InventorySink):
     def publish(self, hostname):
         self.published.append(hostname)
         if self.broken:
-            raise RuntimeError('sink bug')
+            raise self.raises
         return inventory_sink.PublishResult(hostname, True)
 
     def retry_pending(self):
@@ -70,6 +74,18 @@ def test_one_failing_sink_does_not_stop_the_others(caplog):
     assert 'sink bug' in caplog.text
 
 
+def test_a_database_outage_in_a_sink_logs_no_traceback(caplog):
+    # db/session.py logs the outage once; a traceback per sink per
+    # publish would bury it.
+    outage = RecordingSink(
+        broken=True, raises=exception.DatabaseUnavailable())
+    publisher = publishing.Publisher([outage, RecordingSink()])
+    results = publisher.publish('node1')
+    assert results[0] is None and results[1].ok
+    assert 'Traceback' not in caplog.text
+    assert 'Inventory sink' not in caplog.text
+
+
 @pytest.mark.parametrize('sinks', [[], ['placement']])
 def test_conductor_without_a_usable_sink_publishes_nothing(conf, sinks):
     conf.set_override('transport_url', 'fake://')
@@ -96,3 +112,31 @@ def test_conductor_publishes_reports_and_retries_through_its_sinks(conf):
         assert len(retries) == 1
     finally:
         rpc.cleanup()
+
+
+class OutagePublisher(publishing.Publisher):
+    def publish_requested(self):
+        raise exception.DatabaseUnavailable()
+
+
+def test_an_outage_after_a_bind_logs_no_traceback(sqlite_db, caplog):
+    # The bind is committed; the periodic task serves what is left.
+    manager = manager_mod.ConductorManager(
+        'cond1', publisher=OutagePublisher([RecordingSink()]))
+    manager._publish_requested()
+    assert 'Traceback' not in caplog.text
+
+
+class OutageCleaning:
+    def start(self, hostnames):
+        raise exception.DatabaseUnavailable()
+
+
+def test_an_outage_in_a_cleaning_cast_is_expected_not_a_traceback(
+        sqlite_db):
+    # oslo.messaging logs an ExpectedException at debug, anything else
+    # with its traceback.
+    manager = manager_mod.ConductorManager('cond1',
+                                           cleaning=OutageCleaning())
+    with pytest.raises(oslo_messaging.ExpectedException):
+        manager.start_cleaning({}, ['node1'])
