@@ -26,6 +26,9 @@ Rules:
   JSON. Rows of other hosts and drivers are never read for update.
 - Only attributes whose value really differs are assigned, so a report
   equal to what is stored issues no INSERT, UPDATE or DELETE at all.
+- A report equal to what is stored is found so by one read transaction
+  of plain tuples (``_Unchanged``), with no writer lock and no ORM
+  objects: what nearly every periodic report is.
 - A row missing from the scan is deleted, except an attach handle in use
   (flag set or an ARQ pointing at it): it is kept with its deployable and
   the device is marked unhealthy until a later scan no longer needs it.
@@ -45,6 +48,7 @@ from sqlalchemy.orm import exc as orm_exc
 from cyborg_lite.common import exception
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
+from cyborg_lite.db import pagination
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -77,6 +81,9 @@ def apply_report(hostname, scans, attempts=5):
     """
     if not scans:
         return Changes()
+    with session.reader() as s:
+        if _Unchanged(s, hostname, scans).matches():
+            return Changes()
     for attempt in range(1, attempts + 1):
         try:
             with session.writer() as s:
@@ -89,6 +96,137 @@ def apply_report(hostname, scans, attempts=5):
             LOG.info('Report of %s clashed with another writer (%s); '
                      'retrying', hostname, type(exc).__name__)
             time.sleep(random.uniform(0, 0.05 * attempt))
+
+
+def _host_rows(table, *joins):
+    """SELECT table.* of one host's reported drivers, through ``joins``
+    (the tables between ``table`` and devices), built once."""
+    stmt = sa.select(table)
+    child = table
+    for parent, column in joins:
+        stmt = stmt.join(parent, column == parent.c.id)
+        child = parent
+    devices = models.Device.__table__
+    return (stmt.where(devices.c.hostname == sa.bindparam('hostname'),
+                       devices.c.driver_name.in_(
+                           sa.bindparam('drivers', expanding=True)))
+            .order_by(table.c.id))
+
+
+_DEV = models.Device.__table__
+_DEP = models.Deployable.__table__
+_CPID = models.ControlpathId.__table__
+_ATTR = models.Attribute.__table__
+_HANDLE = models.AttachHandle.__table__
+_DEVICES = _host_rows(_DEV)
+_CPIDS = _host_rows(_CPID, (_DEV, _CPID.c.device_id))
+_DEPLOYABLES = _host_rows(_DEP, (_DEV, _DEP.c.device_id))
+_ATTRIBUTES = _host_rows(_ATTR, (_DEP, _ATTR.c.deployable_id),
+                         (_DEV, _DEP.c.device_id))
+_HANDLES = _host_rows(_HANDLE, (_DEP, _HANDLE.c.deployable_id),
+                      (_DEV, _DEP.c.device_id))
+
+
+def _column_index(table):
+    return {c.name: i for i, c in enumerate(table.c)}
+
+
+class _Unchanged:
+    """Whether the stored rows already are what ``scans`` wants.
+
+    Reads the host's rows as the database driver's tuples (no ORM, no
+    writer lock) and compares exactly what ``_apply`` would assign; any
+    difference, or a value of another type, sends the report down the
+    writing path, which decides.
+    """
+
+    _COLUMNS = {t.name: _column_index(t)
+                for t in (_DEV, _DEP, _CPID, _ATTR, _HANDLE)}
+
+    def __init__(self, s, hostname, scans):
+        self.scans = scans
+        params = {'hostname': hostname, 'drivers': sorted(scans)}
+
+        def rows(stmt):
+            return pagination.driver_rows(s, stmt, params)
+        self.devices = rows(_DEVICES)
+        self.cpids = rows(_CPIDS)
+        self.deployables = rows(_DEPLOYABLES)
+        self.attributes = rows(_ATTRIBUTES)
+        self.handles = rows(_HANDLES)
+
+    @classmethod
+    def _values(cls, table, row, names):
+        index = cls._COLUMNS[table.name]
+        return {name: row[index[name]] for name in names}
+
+    def matches(self):
+        dev = self._COLUMNS['devices']
+        stored = {(r[dev['driver_name']], r[dev['identity']]): r
+                  for r in self.devices}
+        wanted = {(driver, w['identity']): w
+                  for driver, devices in self.scans.items()
+                  for w in devices}
+        if stored.keys() != wanted.keys():
+            return False
+        cpids = self._cpids()
+        deployables = self._deployables()
+        for key, want in wanted.items():
+            row = stored[key]
+            device_id = row[dev['id']]
+            cpid = cpids.get(device_id)
+            if not (row[dev['health']] == want['health'] and
+                    self._values(_DEV, row, want['values']) ==
+                    want['values'] and
+                    (cpid and cpid[1]) == want['cpid_info'] and
+                    deployables.get(device_id, {}) ==
+                    self._wanted_deployables(want, cpid)):
+                return False
+        return True
+
+    def _cpids(self):
+        index = self._COLUMNS['controlpath_ids']
+        return {r[index['device_id']]: (r[index['id']], r[index['cpid_info']])
+                for r in self.cpids}
+
+    def _deployables(self):
+        """{device id: {name: (values, attributes, handles)}} as stored,
+        the values restricted to the columns a report sets."""
+        attr = self._COLUMNS['attributes']
+        attributes = {}
+        for r in self.attributes:
+            attributes.setdefault(r[attr['deployable_id']], {})[
+                r[attr['key']]] = r[attr['value']]
+        handle = self._COLUMNS['attach_handles']
+        handles = {}
+        for r in self.handles:
+            handles.setdefault(r[handle['deployable_id']], {})[
+                r[handle['attach_info']]] = (r[handle['attach_type']],
+                                             r[handle['cpid_id']])
+        dep = self._COLUMNS['deployables']
+        names = self._report_columns()
+        result = {}
+        for r in self.deployables:
+            dep_id = r[dep['id']]
+            result.setdefault(r[dep['device_id']], {})[r[dep['name']]] = (
+                {name: r[dep[name]] for name in names},
+                attributes.get(dep_id, {}), handles.get(dep_id, {}))
+        return result
+
+    def _report_columns(self):
+        for devices in self.scans.values():
+            for want in devices:
+                for dep in want['deployables'].values():
+                    return sorted(dep['values'])
+        return []
+
+    @staticmethod
+    def _wanted_deployables(want, cpid):
+        cpid_id = cpid[0] if cpid else None
+        return {name: (dep['values'], dep['attributes'],
+                       {info: (attach_type, cpid_id)
+                        for info, attach_type in dep['handles'].items()})
+                for name, dep in want['deployables'].items()}
 
 
 class _Stored:

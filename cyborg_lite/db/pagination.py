@@ -67,12 +67,12 @@ def page_statement(s, stmt, model, sort_key='created_at', sort_dir='asc',
     return stmt
 
 
-def driver_rows(s, stmt):
+def driver_rows(s, stmt, params=None):
     """The database driver's own tuples of ``stmt`` (see ``paginate``)."""
     # NOTE: a Core execution's DBAPI cursor, read directly: for 10,000
     # rows SQLAlchemy's Row objects and type processors (Enum checks,
     # ORM loading) cost three times the fetch itself.
-    result = s.connection().execute(stmt)
+    result = s.connection().execute(stmt, params)
     try:
         return result.cursor.fetchall()
     finally:

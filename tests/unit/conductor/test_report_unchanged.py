@@ -1,0 +1,131 @@
+"""The read-only check of db/inventory.py that answers an unchanged
+report without the writer: it must say "unchanged" for an equal report
+and "changed" for every difference the writing path would write."""
+import copy
+
+import pytest
+
+from cyborg_lite.conductor import report
+from cyborg_lite.db import inventory
+from cyborg_lite.db import models
+from cyborg_lite.db import session
+from tests.unit.conductor import report_helpers as h
+
+HOST = 'node1'
+CARD0 = '0000:5e:00.0'
+CARD1 = '0000:af:00.0'
+
+
+def _scans(*driver_reports):
+    entries = report.validate(HOST, list(driver_reports))
+    return {e['driver']: [report.desired_device(HOST, r)
+                          for r in e['devices']] for e in entries}
+
+
+def _matches(scans):
+    with session.reader() as s:
+        return inventory._Unchanged(s, HOST, scans).matches()
+
+
+def _stored():
+    report.handle_report(HOST, [h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)),
+                                h.ok('gpu')])
+
+
+def test_an_unchanged_report_never_opens_the_writing_path(db,
+                                                          monkeypatch):
+    _stored()
+
+    def refuse(*args):
+        raise AssertionError('an unchanged report reached the writer')
+    monkeypatch.setattr(inventory, '_Stored', refuse)
+
+    ack = report.handle_report(HOST, [h.ok('fpga', h.fpga(CARD1),
+                                           h.fpga(CARD0)), h.ok('gpu')])
+    assert ack['changed'] is False
+
+
+def _region(card, index=0):
+    return card['deployables'][index]
+
+
+def _edit(name):
+    """Each a difference ``_apply`` would write (or refuse)."""
+    card = h.fpga(CARD0)
+    if name == 'device value':
+        card['model'] = 'PAC D5005'
+    elif name == 'health':
+        card['health'] = 'unhealthy'
+    elif name == 'board info':
+        card['std_board_info'] = {'device_id': '0b2b'}
+    elif name == 'no pci address':
+        card['pci_address'] = None
+    elif name == 'region value':
+        _region(card)['function_id'] = 'ab' * 16
+    elif name == 'region memory':
+        _region(card)['local_memory_mb'] = 8192
+    elif name == 'attribute value':
+        _region(card)['attributes']['slot'] = 7
+    elif name == 'attribute added':
+        _region(card)['attributes']['extra'] = 'x'
+    elif name == 'attribute removed':
+        _region(card)['attributes'].clear()
+    elif name == 'trait':
+        _region(card)['traits'].append('CUSTOM_NEW')
+    elif name == 'handle type':
+        _region(card)['attach_handles'][0]['attach_type'] = 'MDEV'
+    elif name == 'handle info':
+        _region(card)['attach_handles'][0]['attach_info']['function'] = '7'
+    elif name == 'handle added':
+        handles = _region(card)['attach_handles']
+        handles.append(copy.deepcopy(handles[0]))
+        handles[1]['attach_info']['function'] = '6'
+    elif name == 'region removed':
+        card['deployables'].pop()
+    elif name == 'region added':
+        extra = copy.deepcopy(_region(card, 1))
+        extra['name'] = 'region2'
+        extra['attach_handles'][0]['attach_info']['function'] = '3'
+        card['deployables'].append(extra)
+    return card
+
+
+EDITS = ['device value', 'health', 'board info', 'no pci address',
+         'region value', 'region memory', 'attribute value',
+         'attribute added', 'attribute removed', 'trait', 'handle type',
+         'handle info', 'handle added', 'region removed', 'region added']
+
+
+@pytest.mark.parametrize('edit', EDITS)
+def test_every_difference_takes_the_writing_path(db, edit):
+    _stored()
+    assert _matches(_scans(h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)),
+                           h.ok('gpu')))
+    assert not _matches(_scans(h.ok('fpga', _edit(edit), h.fpga(CARD1)),
+                               h.ok('gpu')))
+
+
+@pytest.mark.parametrize('reports', [
+    pytest.param(lambda: [h.ok('fpga', h.fpga(CARD0))], id='device gone'),
+    pytest.param(lambda: [h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1),
+                                h.fpga('0000:b0:00.0'))], id='new device'),
+    pytest.param(lambda: [h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)),
+                          h.ok('gpu', h.fpga('0000:b0:00.0'))],
+                 id='device of another driver'),
+])
+def test_devices_added_or_gone_take_the_writing_path(db, reports):
+    _stored()
+    assert not _matches(_scans(*reports()))
+
+
+def test_a_stored_row_the_scan_lacks_is_seen(db):
+    # A handle kept for an ARQ after its scan lost it: the stored tree
+    # has more than the report, and the device is marked unhealthy.
+    _stored()
+    with session.writer() as s:
+        dep = s.query(models.Deployable).order_by(models.Deployable.id)[0]
+        s.add(models.AttachHandle(uuid='0' * 36, deployable_id=dep.id,
+                                  in_use=True, attach_type='PCI',
+                                  attach_info='{"kept":"1"}'))
+    assert not _matches(_scans(h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)),
+                               h.ok('gpu')))
