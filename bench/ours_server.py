@@ -4,7 +4,7 @@
         --port N --nova-url URL [--threads 8]
 
 The same arrangement as cyborg-lite-all-in-one (waitress, in-process
-``fake://`` messaging, noauth, SQLite) minus Placement and the agent,
+``inproc://`` messaging, noauth, SQLite) minus Placement and the agent,
 which the API routes measured here do not use. ``[arq] notifier = nova``
 sends the accelerator-request-bound event to ``--nova-url`` (bench/
 fake_nova.py), as Cyborg does. ``[api] max_limit = 10000`` so that
@@ -37,7 +37,7 @@ def main(argv=None):
     CONF.register_opts(ks_loading.get_auth_plugin_conf_options('none'),
                        group='nova')
     overrides = {
-        None: {'host': 'bench-ours', 'transport_url': 'fake://',
+        None: {'host': 'bench-ours', 'transport_url': 'inproc://',
                'default_log_levels': ['cyborg_lite=WARNING',
                                       'keystoneauth=WARNING',
                                       'oslo_messaging=WARNING',

@@ -6,8 +6,9 @@
 Starts the real Placement (a subprocess with its own SQLite database), then
 migrates cyborg_lite's SQLite database and runs the API (cheroot), the
 conductor and one agent with the fake FPGA driver in this process over
-``fake://`` messaging. Everything lives under the state directory, so a
-restart finds the same devices, profiles and programmed functions.
+``inproc://`` messaging (common/inproc_messaging.py). Everything lives
+under the state directory, so a restart finds the same devices, profiles
+and programmed functions.
 Ctrl-C (or SIGTERM) stops everything.
 
 Anything that keeps it from starting (a bad argument or option, a state
@@ -96,7 +97,7 @@ def _configure(args, placement_url):
     state = args.state_dir
     overrides = {
         None: {'host': args.host, 'state_path': state,
-               'transport_url': 'fake://'},
+               'transport_url': 'inproc://'},
         'database': {'connection': 'sqlite:///%s'
                      % os.path.join(state, 'cyborg_lite.sqlite')},
         'api': {'host': '127.0.0.1', 'port': args.api_port},

@@ -18,6 +18,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
+from cyborg_lite.common import inproc_messaging
 from cyborg_lite.common import rpc
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
@@ -110,9 +111,9 @@ def main(argv=None):
     except Exception as exc:  # a database that refuses us, for instance
         return fail(prog, '%s: %s' % (type(exc).__name__, exc))
     workers = CONF.conductor.workers
-    if workers > 1 and CONF.transport_url.startswith('fake:'):
-        LOG.warning('transport_url is fake://: running one conductor '
-                    'instead of %d workers', workers)
+    if workers > 1 and inproc_messaging.is_in_process(CONF.transport_url):
+        LOG.warning('transport_url is %s: running one conductor instead '
+                    'of %d workers', CONF.transport_url, workers)
         workers = 1
     if workers == 1:
         return _run_one()

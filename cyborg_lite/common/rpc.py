@@ -1,8 +1,9 @@
 """oslo.messaging plumbing shared by every process.
 
-One transport per process: with ``transport_url = fake://`` the in-memory
-exchange lives in that transport object, so the API, conductor and agent of
-the all-in-one must share it to reach each other.
+One transport per process: with ``transport_url = inproc://`` (the
+all-in-one's, common/inproc_messaging.py) or ``fake://`` the in-memory
+exchange lives in that process, so the API, conductor and agent of the
+all-in-one must share it to reach each other.
 """
 import threading
 

@@ -13,8 +13,8 @@ OPTS = [
                help='Conductor processes started by cyborg-lite-conductor. '
                     'They share the RPC topic, so reports are spread over '
                     'them; the database keeps them consistent. Ignored '
-                    '(one process) with transport_url = fake://, whose '
-                    'messages never leave the process.'),
+                    '(one process) with transport_url = inproc:// or '
+                    'fake://, whose messages never leave the process.'),
     cfg.IntOpt('periodic_interval',
                default=10,
                min=1,
