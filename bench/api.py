@@ -8,8 +8,9 @@ Both services get the same machine, client, data and serving conditions:
 
 - the same inventory (bench/seed.py: ``--devices`` FPGA cards, one region,
   one attach handle each), written into each one's own SQLite database;
-- API and conductor in one process over in-process ``fake://`` messaging,
-  served by waitress with 8 threads, noauth (cyborg_lite:
+- API and conductor in one process over in-process messaging (Cyborg:
+  oslo.messaging's ``fake://``; cyborg_lite: the all-in-one's
+  ``inproc://``, the same driver woken on delivery), served by waitress with 8 threads, noauth (cyborg_lite:
   bench/ours_server.py; Cyborg: bench/cyborg_server.py in its own venv,
   ``bench/.cyborg-venv``, created here with
   ``pip install openstack-cyborg==17.0.0 waitress`` unless

@@ -25,11 +25,11 @@ def _clear_all_overrides(cfg):
 
 @pytest.fixture
 def conf(tmp_path):
-    """CONF with state_path in a temp dir and RPC in process (fake://: a
+    """CONF with state_path in a temp dir and RPC in process (inproc://: a
     cast must never wait for a broker nobody started); every override
     undone after."""
     CONF.set_override('state_path', str(tmp_path))
-    CONF.set_override('transport_url', 'fake://')
+    CONF.set_override('transport_url', 'inproc://')
     yield CONF
     _clear_all_overrides(CONF)
 

@@ -1,4 +1,4 @@
-"""The cleanup between tenants over fake://: an Env (tests/functional/
+"""The cleanup between tenants over inproc://: an Env (tests/functional/
 programming_env.py) whose FAKE driver's simulated local memory is the
 hardware the tests look at, and a FAKE driver whose clean the test holds
 half way."""

@@ -1,4 +1,4 @@
-"""One process, fake:// messaging: the real ConductorService and
+"""One process, inproc:// messaging: the real ConductorService and
 AgentManagers with the FAKE driver, whose simulated sysfs tree is the
 hardware the programming tests look at."""
 import uuid
@@ -31,7 +31,7 @@ NEW_FUNCTION = builders.hex32(NEW_AFU)
 
 
 def configure(conf, tmp_path, program_delay=0.05):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     conf.set_override('report_interval', 3600, group='agent')
     conf.set_override('state_dir', str(tmp_path / 'fpga'),
                       group='fake_driver')

@@ -1,4 +1,4 @@
-"""Agent and conductor together: in one process over fake://, and as the
+"""Agent and conductor together: in one process over inproc://, and as the
 console scripts (start, SIGTERM, bad configuration)."""
 import os
 import signal
@@ -27,7 +27,7 @@ CARD = '0000:af:00.0'
 
 @pytest.fixture
 def fake_rpc(conf):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     yield conf
     rpc.cleanup()
 
@@ -61,7 +61,7 @@ def _versions(driver):
 
 def test_agent_reports_over_rpc_and_conductor_asks_again(running):
     agent, scripted = running
-    # The report at start reaches the conductor over fake://.
+    # The report at start reaches the conductor over inproc://.
     assert waiting.until(lambda: _identities('scripted') == [CARD])
     assert len(_identities('fake')) == 2
     fake_rows = _versions('fake')
@@ -124,7 +124,7 @@ def test_bad_config_is_one_clear_line(tmp_path, name, text, message):
 
 @pytest.mark.slow
 def test_conductor_stops_cleanly_on_sigterm(tmp_path, sqlite_db):
-    config_file = _config(tmp_path, '[DEFAULT]\ntransport_url = fake://\n'
+    config_file = _config(tmp_path, '[DEFAULT]\ntransport_url = inproc://\n'
                           'state_path = %s\n[database]\nconnection = %s\n'
                           % (tmp_path, sqlite_db))
     # oslo.log writes to stdout unless use_stderr is set.

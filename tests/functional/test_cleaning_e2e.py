@@ -1,4 +1,4 @@
-"""The cleanup between tenants end to end over fake://: unbind or delete ->
+"""The cleanup between tenants end to end over inproc://: unbind or delete ->
 conductor -> agent -> FAKE driver, whose simulated local memory is the
 hardware the test looks at (tenant data written there must be gone
 before the region is available again)."""

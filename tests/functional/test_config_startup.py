@@ -46,7 +46,7 @@ def _args(name, tmp_path, conf):
 def test_a_bad_value_stops_the_service_with_one_line(tmp_path, name, group,
                                                      option, value, why):
     conf = tmp_path / 'bad.conf'
-    conf.write_text('[DEFAULT]\nstate_path = %s\ntransport_url = fake://\n'
+    conf.write_text('[DEFAULT]\nstate_path = %s\ntransport_url = inproc://\n'
                     '[%s]\n%s = %s\n' % (tmp_path, group, option, value))
     args = _args(name, tmp_path, conf)
     script = console.Script(name, *args)

@@ -29,7 +29,7 @@ def service_conf(tmp_path):
     db = tmp_path / 'db.sqlite'
     path = tmp_path / 'service.conf'
     path.write_text('\n'.join([
-        '[DEFAULT]', 'transport_url = fake://', 'state_path = %s' % tmp_path,
+        '[DEFAULT]', 'transport_url = inproc://', 'state_path = %s' % tmp_path,
         '[database]', 'connection = sqlite:///%s' % db,
         '[agent]', 'rpc_timeout = 1', '']))
     dbsync = console.Script('cyborg-lite-dbsync', '--config-file', path,

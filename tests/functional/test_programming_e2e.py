@@ -1,4 +1,4 @@
-"""Programming jobs end to end over fake://: ConductorAPI -> conductor ->
+"""Programming jobs end to end over inproc://: ConductorAPI -> conductor ->
 agent -> FAKE driver (its simulated sysfs tree is the hardware)."""
 import threading
 

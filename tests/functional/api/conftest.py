@@ -28,7 +28,7 @@ GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required'}
 class RecordingConductor:
     """Stands in for the conductor RPC client where only the call the API
     makes is under test; tests/functional/api/test_arq_bind_rpc.py runs the
-    real conductor over fake:// RPC."""
+    real conductor over inproc:// RPC."""
 
     def __init__(self):
         self.calls = []

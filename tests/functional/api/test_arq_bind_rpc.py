@@ -1,5 +1,5 @@
 """PATCH bind/unbind end to end: the API casts over a real oslo.messaging
-fake:// transport to the real ConductorManager, whose bind workflow moves
+inproc:// transport to the real ConductorManager, whose bind workflow moves
 the ARQ to Bound with an attach handle, and back on unbind."""
 
 import pytest
@@ -19,7 +19,7 @@ INSTANCE = '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f'
 
 @pytest.fixture
 def real_app(sqlite_db, api_conf):
-    api_conf.set_override('transport_url', 'fake://')
+    api_conf.set_override('transport_url', 'inproc://')
     server = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-api-test',
                             [manager.ConductorManager('cond-api-test')])
     server.start()

@@ -2,7 +2,7 @@
 and the devices' unavailable_reasons (2.5, issue 18.2).
 
 The last test drives it with the real openstacksdk, as its own device
-test does, against the API on a loopback port whose conductor (fake://
+test does, against the API on a loopback port whose conductor (inproc://
 RPC, in this process) publishes to the real Placement."""
 import socketserver
 import threading
@@ -153,7 +153,7 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 def cloud(sqlite_db, api_conf, placement, tmp_path):  # noqa: F811
     """(openstacksdk accelerator proxy at 2.3, the simulated host)."""
     hostname = 'sdk-%s' % uuid.uuid4().hex[:8]
-    api_conf.set_override('transport_url', 'fake://')
+    api_conf.set_override('transport_url', 'inproc://')
     configure_placement(api_conf, placement.endpoint)
     fake_host.configure_card(api_conf, tmp_path / 'fake_fpga', sriov=False)
     host = fake_host.Host(api_conf, placement, hostname)

@@ -1,4 +1,4 @@
-"""/v2/programs over the real conductor and agent (fake:// RPC, the FAKE
+"""/v2/programs over the real conductor and agent (inproc:// RPC, the FAKE
 driver's simulated sysfs tree as hardware): a job runs to succeeded, and
 every refusal comes before anything reaches the region."""
 import oslo_messaging

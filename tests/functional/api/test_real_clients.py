@@ -1,7 +1,7 @@
 """The real clients, unmodified, against the API on a loopback port:
 openstacksdk's accelerator proxy in-process, and python-openstackclient
 with python-cyborgclient's plugin as a subprocess. The conductor is real
-too (fake:// RPC in this process), so an SDK bind ends Bound."""
+too (inproc:// RPC in this process), so an SDK bind ends Bound."""
 import json
 import os
 import socketserver
@@ -34,7 +34,7 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 
 @pytest.fixture
 def endpoint(sqlite_db, api_conf):
-    api_conf.set_override('transport_url', 'fake://')
+    api_conf.set_override('transport_url', 'inproc://')
     conductor = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-clients',
                                [manager.ConductorManager('cond-clients')])
     conductor.start()

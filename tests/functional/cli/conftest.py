@@ -56,7 +56,7 @@ def api_url(sqlite_db, conf):
     """URL of the real API app on loopback, over a migrated SQLite DB."""
     conf.set_override('auth_strategy', 'noauth', group='api')
     # In-memory RPC: the API's casts reach a conductor in this process.
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     server = simple_server.make_server(
         '127.0.0.1', servers.free_port(), _build_app(),
         server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)

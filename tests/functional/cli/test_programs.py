@@ -1,6 +1,6 @@
 """``cyborg-lite program ...`` through the real API to a real conductor
 and an agent with the FAKE driver (tests/functional/programming_env.py),
-all in this process over fake:// messaging."""
+all in this process over inproc:// messaging."""
 import uuid
 
 import pytest

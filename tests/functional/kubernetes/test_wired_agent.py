@@ -1,5 +1,5 @@
 """The agent's kubelet plugin wired to the conductor, end to end over
-fake:// messaging: a test client plays the kubelet over the real unix
+inproc:// messaging: a test client plays the kubelet over the real unix
 sockets, the agent reads the ResourceClaim from the kube-apiserver
 stand-in through the real ``kubernetes`` client, and the conductor holds
 the region for the claim and programs it through the real programming

@@ -1,4 +1,4 @@
-"""programming_env's conductor and agent in one process over fake://, with
+"""programming_env's conductor and agent in one process over inproc://, with
 the agent serving the kubelet plugin on real unix sockets and reading
 claims from the kube-apiserver stand-in (tests and bench/k8s_prepare.py)."""
 from cyborg_lite.agent import manager as agent_manager

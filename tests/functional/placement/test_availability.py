@@ -29,7 +29,7 @@ def make_host(placement, configured, conf, sqlite_db, hostname, tmp_path):
     def make(sriov):
         configured(placement)
         # An unbind casts the region's wipe to its agent: in process.
-        conf.set_override('transport_url', 'fake://')
+        conf.set_override('transport_url', 'inproc://')
         fake_host.configure_card(conf, tmp_path / 'fake_fpga', sriov)
         host = fake_host.Host(conf, placement, hostname)
         assert host.report()['changed']

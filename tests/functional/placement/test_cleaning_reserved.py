@@ -1,7 +1,7 @@
 """While a released region is wiped, the real Placement has it reserved
 (reserved = total) and binds are refused; once wiped it is offered again.
 
-The conductor and agent run in this process over fake:// (programming_env)
+The conductor and agent run in this process over inproc:// (programming_env)
 and publish to a real openstack-placement server; the FAKE driver's clean
 is held half way by the test (cleaning_env.GatedFake).
 """

@@ -6,7 +6,7 @@ Placement; Nova's own code (in its venv, tests/nova.py) turns the port's
 device profile, as our API lists it, into its request group; Placement
 answers that group with a NIC provider carrying the function and physnet
 traits; the ARQ is created and bound through the API (the real conductor
-over fake:// RPC claims a VF); and Nova's get_arq_pci_device_profile, and
+over inproc:// RPC claims a VF); and Nova's get_arq_pci_device_profile, and
 the binding:profile it writes to the Neutron port, read the bound ARQ as
 our API returns it.
 """
@@ -87,7 +87,7 @@ def cloud(sqlite_db, conf, placement, hostname, tmp_path):
     """Placement, conductor, an agent with sriov_nic, and the API."""
     sysfs = tmp_path / 'host'
     shutil.copytree(fixture_path('nic_host'), sysfs, symlinks=True)
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     conf.set_override('auth_strategy', 'noauth', group='api')
     conf.set_override('report_interval', 3600, group='agent')
     configure_placement(conf, placement.endpoint)

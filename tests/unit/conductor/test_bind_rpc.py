@@ -15,7 +15,7 @@ from tests.unit.conductor import bind_helpers as h
 
 @pytest.fixture
 def conductor(conf):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     server = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-1',
                             [manager.ConductorManager('cond-1')])
     server.start()

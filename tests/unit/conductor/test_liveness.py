@@ -210,7 +210,7 @@ def test_a_paused_conductor_listens_again_before_judging(
 
 
 def test_the_conductor_checks_and_serves_periodically(conf):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     svc = service_mod.ConductorService(conf, host='cond1')
     try:
         names = {t.name for t in svc._tasks}
@@ -255,7 +255,7 @@ def test_heartbeat_failures_are_logged_once(db, conf, publisher, caplog):
 
 
 def test_the_agent_heartbeats_while_its_scan_hangs(db, conf, publisher):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     conf.set_override('heartbeat_interval', 1, group='agent')
     release = threading.Event()
     stuck = ScriptedDriver(conf, 'fpga', [rh.fpga()])

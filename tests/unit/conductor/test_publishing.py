@@ -88,7 +88,7 @@ def test_a_database_outage_in_a_sink_logs_no_traceback(caplog):
 
 @pytest.mark.parametrize('sinks', [[], ['placement']])
 def test_conductor_without_a_usable_sink_publishes_nothing(conf, sinks):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     conf.set_override('inventory_sinks', sinks, group='conductor')
     service = service_mod.ConductorService(conf, host='cond1')
     try:
@@ -99,7 +99,7 @@ def test_conductor_without_a_usable_sink_publishes_nothing(conf, sinks):
 
 
 def test_conductor_publishes_reports_and_retries_through_its_sinks(conf):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     placement_conftest.configure_placement(conf, 'http://127.0.0.1:9')
     service = service_mod.ConductorService(conf, host='cond1')
     try:

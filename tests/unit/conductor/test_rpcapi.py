@@ -23,7 +23,7 @@ class _RefusingTransportClient:
 
 @pytest.fixture
 def api(conf):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     yield rpcapi.ConductorAPI()
     rpc.cleanup()
 

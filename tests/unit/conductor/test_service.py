@@ -12,7 +12,7 @@ from tests.unit.conductor import report_helpers as h
 
 @pytest.fixture
 def service(conf):
-    conf.set_override('transport_url', 'fake://')
+    conf.set_override('transport_url', 'inproc://')
     svc = service_mod.ConductorService(conf, host='cond1')
     yield svc
     svc.stop()
