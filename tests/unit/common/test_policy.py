@@ -2,6 +2,7 @@
 and remembers its decisions until the rules change."""
 import os
 
+from oslo_policy import opts as oslo_policy_opts
 from oslo_policy import policy as oslo_policy
 import pytest
 
@@ -74,3 +75,48 @@ def test_unhashable_credentials_are_evaluated_each_time(evaluations):
     for _ in range(2):
         assert enforcer.enforce(RULE, {'project_id': 'p1'}, creds)
     assert evaluations == [RULE, RULE]
+
+
+# --- where the policy file and policy.d are ---------------------------------
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_policy_locations_are_looked_up_once_a_second(conf, tmp_path,
+                                                      monkeypatch):
+    searches = []
+    find = oslo_policy.Enforcer._get_policy_path
+
+    def counting(self, path):
+        searches.append(path)
+        return find(self, path)
+    monkeypatch.setattr(oslo_policy.Enforcer, '_get_policy_path', counting)
+    rules = tmp_path / 'policy.yaml'
+    rules_dir = tmp_path / 'policy.d'
+    oslo_policy_opts.set_defaults(conf)
+    conf.set_override('policy_file', str(rules), group='oslo_policy')
+    conf.set_override('policy_dirs', [str(rules_dir)], group='oslo_policy')
+    clock = Clock()
+    enforcer = policy.CachingEnforcer(conf, clock=clock)
+    enforcer.register_defaults(policy.default_rules())
+    member = _caller('member').to_policy_values()
+
+    for _ in range(5):
+        assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    assert sorted(searches) == sorted([str(rules), str(rules_dir)])
+
+    # A policy file that appears is obeyed once the second has passed.
+    rules.write_text('"%s": "role:admin"\n' % RULE)
+    assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    clock.now = policy.CachingEnforcer.LOCATION_TTL_S
+    assert not enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    # Found, its edits are obeyed at once (its mtime is read each time).
+    rules.write_text('"%s": "role:member"\n' % RULE)
+    later = os.stat(rules).st_mtime + 10
+    os.utime(rules, (later, later))
+    assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
