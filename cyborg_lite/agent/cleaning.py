@@ -28,6 +28,7 @@ import logging
 import threading
 import time
 
+from cyborg_lite.agent import gated_runner
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
@@ -39,10 +40,11 @@ class _Stop(Exception):
     """The conductor refused a report: the try is no longer current."""
 
 
-class CleaningRunner:
+class CleaningRunner(gated_runner.GatedRunner):
 
     def __init__(self, host, drivers, conductor, heartbeat_interval,
                  region_busy=None, after_clean=None, busy_poll=0.5):
+        super().__init__()
         self.host = host
         self.drivers = {d.name: d for d in drivers}
         self.conductor = conductor
@@ -57,36 +59,20 @@ class CleaningRunner:
         # and the request waiting for it.
         self._running = {}
         self._next = {}
-        self._threads = set()
-        self._held = []
-        self._open = self._closed = False
-        self._lock = threading.Lock()
-        self._cut = threading.Event()
 
     @staticmethod
     def _key(request):
         return request['identity'], request['deployable_name']
-
-    def open(self):
-        """Start running requests, first those held back until now."""
-        with self._lock:
-            self._open = True
-            held, self._held = self._held, []
-        for request in held:
-            self.submit(request)
 
     def submit(self, request):
         """Run ``request`` in the background, now or after the try running
         on its region; False if it is dropped."""
         key = self._key(request)
         with self._lock:
-            if self._closed:
-                LOG.info('Cleaning try %s not started: the agent is '
-                         'stopping', request['cleaning_uuid'])
-                return False
-            if not self._open:
-                self._held.append(request)
-                return True
+            gate = self._gate(request,
+                              'Cleaning try %s' % request['cleaning_uuid'])
+            if gate != gated_runner.RUN:
+                return gate == gated_runner.HELD
             running = self._running.get(key)
             if running == request['cleaning_uuid']:
                 return False   # the same try sent twice
@@ -98,12 +84,9 @@ class CleaningRunner:
 
     def _start(self, key, request):
         # NOTE: called with the lock held.
-        thread = threading.Thread(
-            target=self._run, args=(key, request), daemon=True,
-            name='clean-%s' % request['cleaning_uuid'])
         self._running[key] = request['cleaning_uuid']
-        self._threads.add(thread)
-        thread.start()
+        self._start_thread(self._run, (key, request),
+                           'clean-%s' % request['cleaning_uuid'])
 
     def running(self):
         """{(identity, deployable name): try uuid} running now."""
@@ -112,7 +95,7 @@ class CleaningRunner:
 
     def idle(self):
         with self._lock:
-            return not self._threads and not self._next
+            return not self._busy() and not self._next
 
     def _run(self, key, request):
         try:
@@ -122,7 +105,6 @@ class CleaningRunner:
                           request['cleaning_uuid'])
         finally:
             with self._lock:
-                self._threads.discard(threading.current_thread())
                 del self._running[key]
                 waiting = self._next.pop(key, None)
                 if waiting is not None and not self._closed:
@@ -227,14 +209,5 @@ class CleaningRunner:
         except (exception.Conflict, exception.NotFound) as exc:
             raise _Stop(str(exc))
 
-    def stop(self, drain=True, timeout=None):
-        """Stop taking requests; wait for running tries or cut them off."""
-        with self._lock:
-            self._closed = True
-            self._next.clear()
-            threads = list(self._threads)
-            if not drain:
-                self._cut.set()
-        if drain:
-            for thread in threads:
-                thread.join(timeout)
+    def _on_stop(self):
+        self._next.clear()

@@ -35,6 +35,9 @@ import os
 import tempfile
 import threading
 
+import oslo_messaging as messaging
+
+from cyborg_lite.agent import gated_runner
 from cyborg_lite.common import bitstream_formats as formats
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
@@ -181,10 +184,15 @@ def run_job(job, driver, fetch_image, report_progress, heartbeat=None,
         return 'failed', error
 
 
-class JobRunner:
+class JobRunner(gated_runner.GatedRunner):
+    # A call taken by a conductor that died before answering times out;
+    # the same report sent again reaches a live one, which takes it even
+    # if the dead one had applied it (conductor/programming.record_progress).
+    REPORT_TRIES = 3
 
     def __init__(self, host, drivers, conductor, fetch_image, tmp_dir=None,
                  after_job=None):
+        super().__init__()
         self.host = host
         self.drivers = {d.name: d for d in drivers}
         self.conductor = conductor
@@ -193,43 +201,19 @@ class JobRunner:
         self.after_job = after_job
         # (identity, region name) -> uuid of the job working on it.
         self._regions = {}
-        # job uuid -> its thread, until the thread ends (stop() drains).
-        self._threads = {}
-        self._lock = threading.Lock()
-        self._open = False
-        self._held = []
-        self._closed = False
-        self._cut = threading.Event()
-
-    def open(self):
-        """Start running jobs, first those held back until now."""
-        with self._lock:
-            self._open = True
-            held, self._held = self._held, []
-        for job in held:
-            self.submit(job)
 
     def submit(self, job):
         """Start ``job`` in the background; False if it is not started."""
         key = (job['identity'], job['region_name'])
         with self._lock:
-            if not self._open and not self._closed:
-                self._held.append(job)
-                return False
-            if self._closed:
-                LOG.info('Job %s not started: the agent is stopping',
-                         job['uuid'])
+            if self._gate(job, 'Job %s' % job['uuid']) != gated_runner.RUN:
                 return False
             if key in self._regions:
                 LOG.info('Job %s not started: job %s runs on %s %s',
                          job['uuid'], self._regions[key], *key)
                 return False
-            thread = threading.Thread(target=self._run, args=(key, job),
-                                      name='job-%s' % job['uuid'],
-                                      daemon=True)
             self._regions[key] = job['uuid']
-            self._threads[job['uuid']] = thread
-            thread.start()
+            self._start_thread(self._run, (key, job), 'job-%s' % job['uuid'])
         return True
 
     def running(self):
@@ -242,7 +226,7 @@ class JobRunner:
         """True when no job thread is alive (a job's thread outlives its
         region's use by its final report and after_job)."""
         with self._lock:
-            return not self._threads
+            return not self._busy()
 
     def _free_region(self, job_uuid):
         with self._lock:
@@ -275,8 +259,6 @@ class JobRunner:
                           job['uuid'])
         finally:
             self._free_region(job['uuid'])
-            with self._lock:
-                self._threads.pop(job['uuid'], None)
 
     def _fail_unrunnable(self, job):
         error = ('no loaded driver named %r can program device %s on %s'
@@ -302,24 +284,21 @@ class JobRunner:
             # report: once it lands, the conductor may send the region's
             # next job at once, and that one must not be turned away.
             self._free_region(job_uuid)
-        if self._cut.is_set():
-            raise exception.Conflict(reason='the agent stopped')
-        self.conductor.job_progress(context.get_admin_context(), job_uuid,
-                                    state, error=error, **extra)
+        for attempt in range(1, self.REPORT_TRIES + 1):
+            if self._cut.is_set():
+                raise exception.Conflict(reason='the agent stopped')
+            try:
+                return self.conductor.job_progress(
+                    context.get_admin_context(), job_uuid, state,
+                    error=error, **extra)
+            except messaging.MessagingTimeout:
+                if attempt == self.REPORT_TRIES:
+                    raise
+                LOG.warning('Report %r of job %s got no answer; sending it '
+                            'again', state, job_uuid)
 
     def _heartbeat(self, job_uuid, try_number=None):
         if self._cut.is_set():
             raise exception.Conflict(reason='the agent stopped')
         self.conductor.job_heartbeat(context.get_admin_context(), job_uuid,
                                      self.host, try_number=try_number)
-
-    def stop(self, drain=True, timeout=None):
-        """Stop taking jobs; wait for running ones or cut them off."""
-        with self._lock:
-            self._closed = True
-            threads = list(self._threads.values())
-            if not drain:
-                self._cut.set()
-        if drain:
-            for thread in threads:
-                thread.join(timeout)

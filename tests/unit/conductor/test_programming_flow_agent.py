@@ -240,3 +240,40 @@ def test_a_stale_try_on_a_live_agent_is_stopped_before_writing(setup, conf):
     assert driver.loaded_function(pe.CARD, 'region0') == pe.OLD_FUNCTION
     current = jobs_db.get(job['uuid'])
     assert (current.state, current.attempts) == ('downloading', 2)
+
+
+class DyingConductor(DirectConductor):
+    """Each first report of a state is lost as to a conductor killed while
+    it handled the call: ``applied`` says whether it had written it."""
+
+    def __init__(self, manager, applied):
+        super().__init__(manager)
+        self.applied = applied
+        self.lost = []
+
+    def __getattr__(self, name):
+        call = super().__getattr__(name)
+        if name != 'job_progress':
+            return call
+
+        def progress(ctxt, job_uuid, state, **kwargs):
+            if state not in self.lost:
+                self.lost.append(state)
+                if self.applied:
+                    call(ctxt, job_uuid, state, **kwargs)
+                raise messaging.MessagingTimeout('no reply')
+            return call(ctxt, job_uuid, state, **kwargs)
+        return progress
+
+
+@pytest.mark.parametrize('applied', [False, True],
+                         ids=['lost before', 'applied, reply lost'])
+def test_a_report_that_got_no_answer_is_sent_again(setup, conf, applied):
+    runner, program, driver, _bitstream = setup
+    jobs = runner(image_fetch.make_fetcher(conf))
+    jobs.conductor = DyingConductor(jobs.conductor.manager, applied)
+    job = program()
+    assert (job.state, job.error) == ('succeeded', None)
+    assert jobs.conductor.lost == ['downloading', 'programming', 'verifying',
+                                   'succeeded']
+    assert driver.loaded_function(pe.CARD, 'region0') == pe.NEW_FUNCTION
