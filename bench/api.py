@@ -443,6 +443,11 @@ def main(argv=None):
         for server in servers.values():
             server.wait_ready()
         report = measure(servers, args)
+        # NOTE: a bind's Nova event follows its Bound, which the client
+        # may see first; a server stops after the calls in flight, so
+        # once all have stopped every event has been sent.
+        for server in servers.values():
+            server.stop()
         print_table(report, list(servers))
         result = {'bench': 'api', 'machine': common.machine(),
                   'params': {k: v for k, v in vars(args).items()
