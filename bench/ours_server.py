@@ -12,7 +12,6 @@ GET /v2/devices returns all rows, as Cyborg's (unpaged) list does.
 The database must already be migrated and seeded (bench/seed.py).
 """
 import argparse
-import signal
 import sys
 import threading
 
@@ -30,6 +29,7 @@ def main(argv=None):
 
     from cyborg_lite.api import deploy
     from cyborg_lite.common import config
+    from cyborg_lite.common import stop_signals
     from cyborg_lite.conductor import service
     from cyborg_lite.conf import CONF
 
@@ -57,13 +57,11 @@ def main(argv=None):
     server = waitress.server.create_server(
         deploy.loadapp(CONF), host='127.0.0.1', port=args.port,
         threads=args.threads, clear_untrusted_proxy_headers=True)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    stops = stop_signals.StopSignals()
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     print('ready', flush=True)
-    stop.wait()
+    stops.wait()
     server.close()
     conductor.stop()
     return 0

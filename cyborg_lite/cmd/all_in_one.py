@@ -19,9 +19,7 @@ exits when this process is killed outright (see placement_server).
 import argparse
 import os
 import shlex
-import signal
 import sys
-import threading
 
 from oslo_log import log as logging
 
@@ -29,6 +27,7 @@ from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.common import placement_server
 from cyborg_lite.common import rpc
+from cyborg_lite.common import stop_signals
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
 from cyborg_lite.db import session
@@ -224,9 +223,7 @@ def _one_line(exc):
 
 def main(argv=None):
     args = _parse_cli(sys.argv[1:] if argv is None else argv)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+    stops = stop_signals.StopSignals()
     aio = AllInOne(args)
     try:
         _make_state_dir(args.state_dir)
@@ -236,7 +233,7 @@ def main(argv=None):
         aio.stop()
         return 1
     print(_banner(aio), flush=True)
-    stop.wait()
+    stops.wait()
     print('stopping...', flush=True)
     aio.stop()
     print('stopped.', flush=True)

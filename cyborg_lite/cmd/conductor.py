@@ -10,7 +10,6 @@ line on stderr and exit status 1.
 import os
 import signal
 import sys
-import threading
 
 import oslo_messaging as messaging
 from oslo_config import cfg
@@ -20,12 +19,12 @@ from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.common import inproc_messaging
 from cyborg_lite.common import rpc
+from cyborg_lite.common import stop_signals
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def load_config(argv):
@@ -47,14 +46,9 @@ def fail(prog, exc):
 
 def serve(service):
     """Start ``service``; stop it on SIGTERM/SIGINT. Shared by the agent."""
-    stop = threading.Event()
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, lambda *_: stop.set())
+    stops = stop_signals.StopSignals()
     service.start()
-    # NOTE: a timed wait, so the main thread returns to Python often
-    # enough for the signal handler to run.
-    while not stop.wait(0.5):
-        pass
+    stops.wait()
     LOG.info('Stop signal received; shutting down')
     service.stop()
     rpc.cleanup()
@@ -83,13 +77,12 @@ def _run_workers(count):
         if pid == 0:
             os._exit(_run_one())
         children.append(pid)
-    stop = threading.Event()
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, lambda *_: stop.set())
-    while not stop.wait(0.5):
-        if any(os.waitpid(pid, os.WNOHANG)[0] for pid in children):
-            LOG.error('A conductor worker exited; stopping the others')
-            break
+    stops = stop_signals.StopSignals()
+
+    def a_worker_exited():
+        return any(os.waitpid(pid, os.WNOHANG)[0] for pid in children)
+    if not stops.wait(poll=0.5, until=a_worker_exited):
+        LOG.error('A conductor worker exited; stopping the others')
     status = 0
     for pid in children:
         try:

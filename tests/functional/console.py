@@ -83,9 +83,17 @@ class Script:
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            # Where it is stuck: every thread's stack, on stderr
+            # (common/stop_signals.py), then the output with it.
+            self.proc.send_signal(signal.SIGUSR2)
+            time.sleep(2)
             self.proc.kill()
             self.proc.wait()
-            raise
+            for reader in self._readers:
+                reader.join(30)
+            raise AssertionError('%r did not end within %s s; output:\n%s'
+                                 % (self.argv, timeout,
+                                    ''.join(self._output())[-20000:]))
         finally:
             for reader in self._readers:
                 reader.join(30)

@@ -17,7 +17,9 @@ from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import models
 from cyborg_lite.drivers import fake
+from tests import servers
 from tests import waiting
+from tests.functional import console
 from tests.unit.agent.scripted_driver import ScriptedDriver
 from tests.unit.conductor import report_helpers as h
 
@@ -146,3 +148,29 @@ def test_conductor_stops_cleanly_on_sigterm(tmp_path, sqlite_db):
             os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode == 0, rest
     assert 'stopped' in rest
+
+
+@pytest.mark.slow
+def test_conductor_workers_start_and_stop_on_sigterm(tmp_path, sqlite_db):
+    # [conductor]workers > 1 forks; the parent waits for a stop signal or
+    # a worker's exit, then stops every worker (common/stop_signals.py).
+    rabbit = servers.RabbitMQServer().start()
+    try:
+        config_file = _config(tmp_path, (
+            '[DEFAULT]\ntransport_url = %s\nstate_path = %s\n'
+            '[database]\nconnection = %s\n[conductor]\nworkers = 2\n')
+            % (rabbit.url, tmp_path, sqlite_db))
+        script = console.Script('cyborg-lite-conductor', '--config-file',
+                                config_file).start()
+        try:
+            assert waiting.until(lambda: sum(
+                'Conductor' in line and 'started' in line
+                for line in script._output()) == 2, timeout=90), \
+                ''.join(script._output())
+        finally:
+            status = script.finish(signal.SIGTERM)
+        assert status == 0, ''.join(script._output())
+        assert sum('Conductor' in line and 'stopped' in line
+                   for line in script._output()) == 2
+    finally:
+        rabbit.stop()

@@ -1,0 +1,71 @@
+"""common/stop_signals: a stop signal is a flag, never a lock taken in the
+handler; SIGUSR2 dumps every thread's stack."""
+import faulthandler
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from cyborg_lite.common import stop_signals
+
+
+@pytest.fixture
+def stops():
+    saved = {s: signal.getsignal(s) for s in stop_signals.STOP}
+    yield stop_signals.StopSignals()
+    faulthandler.unregister(stop_signals.DUMP)
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def test_wait_returns_once_a_stop_signal_came(stops):
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    assert stops.wait(poll=0.05) is True
+    assert stops.received == [signal.SIGTERM]
+
+
+def test_wait_returns_when_asked_to(stops):
+    assert stops.wait(poll=0.01, until=lambda: True) is False
+
+
+def test_a_signal_landing_inside_an_event_wait_is_recorded(stops):
+    # Where the services hung: the signal arrived as the main thread
+    # entered Event.wait (holding the Event's lock), and the handler
+    # called Event.set, which takes it. The handler must take no lock.
+    event = threading.Event()
+    with event._cond:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):   # the handler runs between two bytecodes
+            pass
+    assert stops.received == [signal.SIGINT]
+
+
+def test_sigusr2_dumps_every_thread(tmp_path):
+    script = ('import threading, time\n'
+              'from cyborg_lite.common import stop_signals\n'
+              'stops = stop_signals.StopSignals()\n'
+              'threading.Thread(target=time.sleep, args=(60,), '
+              'name="sleeper", daemon=True).start()\n'
+              'print("ready", flush=True)\n'
+              'stops.wait()\n')
+    proc = subprocess.Popen([sys.executable, '-c', script],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline() == 'ready\n'
+        proc.send_signal(stop_signals.DUMP)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0
+    # Both threads: the main one waiting, the sleeper in its run().
+    assert 'Current thread 0x' in err and 'Thread 0x' in err, err
+    assert 'stop_signals.py' in err and 'in wait' in err, err
+    assert 'in run' in err, err
