@@ -27,7 +27,12 @@ class StopSignals:
         self.received = []
         for signum in signals:
             signal.signal(signum, self._record)
-        faulthandler.register(DUMP, file=sys.stderr, all_threads=True)
+        try:
+            faulthandler.register(DUMP, file=sys.stderr, all_threads=True)
+        except (AttributeError, ValueError, RuntimeError, OSError):
+            # NOTE: a stderr without a file descriptor (closed, or a
+            # Python object): no dump, which must not stop the service.
+            pass
 
     def _record(self, signum, _frame):
         # NOTE: list.append takes no lock a Python thread can hold.

@@ -1,6 +1,7 @@
 """common/stop_signals: a stop signal is a flag, never a lock taken in the
 handler; SIGUSR2 dumps every thread's stack."""
 import faulthandler
+import io
 import os
 import signal
 import subprocess
@@ -69,3 +70,18 @@ def test_sigusr2_dumps_every_thread(tmp_path):
     assert 'Current thread 0x' in err and 'Thread 0x' in err, err
     assert 'stop_signals.py' in err and 'in wait' in err, err
     assert 'in run' in err, err
+
+
+@pytest.mark.parametrize('stderr', [None, 'no-fileno'])
+def test_a_stderr_without_a_descriptor_costs_only_the_dump(monkeypatch,
+                                                           stderr):
+    monkeypatch.setattr(sys, 'stderr',
+                        io.StringIO() if stderr == 'no-fileno' else None)
+    saved = {s: signal.getsignal(s) for s in stop_signals.STOP}
+    try:
+        stops = stop_signals.StopSignals()
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stops.wait(poll=0.01) is True
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
