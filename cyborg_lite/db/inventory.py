@@ -102,10 +102,8 @@ def _host_rows(table, *joins):
     """SELECT table.* of one host's reported drivers, through ``joins``
     (the tables between ``table`` and devices), built once."""
     stmt = sa.select(table)
-    child = table
     for parent, column in joins:
         stmt = stmt.join(parent, column == parent.c.id)
-        child = parent
     devices = models.Device.__table__
     return (stmt.where(devices.c.hostname == sa.bindparam('hostname'),
                        devices.c.driver_name.in_(
