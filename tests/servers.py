@@ -4,15 +4,19 @@ Each server runs on a loopback port in a temp directory and is stopped
 after. When a binary is missing the test is skipped with the reason,
 except under CI=true, where a missing server is a failure.
 """
+import contextlib
 import glob
 import os
 import pwd
 import shutil
 import signal
 import socket
+import socketserver
 import subprocess
 import tempfile
+import threading
 import time
+from wsgiref import simple_server
 
 import pytest
 
@@ -22,6 +26,33 @@ from cyborg_lite.common.placement_server import free_port
 
 def under_ci():
     return os.environ.get('CI', '').lower() in ('1', 'true', 'yes')
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
+                           simple_server.WSGIServer):
+    # One thread per request: the clients open several connections.
+    daemon_threads = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serving(app):
+    """The WSGI ``app`` on a free loopback port, a thread per request,
+    no request log; yields its base URL and stops it after."""
+    httpd = simple_server.make_server('127.0.0.1', 0, app,
+                                      server_class=_ThreadingWSGIServer,
+                                      handler_class=_QuietHandler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield 'http://127.0.0.1:%d' % httpd.server_port
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def wait_for_port(port, timeout=30.0, host='127.0.0.1', proc=None):

@@ -4,10 +4,7 @@ and the devices' unavailable_reasons (2.5, issue 18.2).
 The last test drives it with the real openstacksdk, as its own device
 test does, against the API on a loopback port whose conductor (inproc://
 RPC, in this process) publishes to the real Placement."""
-import socketserver
-import threading
 import uuid
-from wsgiref import simple_server
 
 import openstack
 import pytest
@@ -140,15 +137,6 @@ def test_reasons_are_shown_from_2_5_only(app):
 
 # --- the real openstacksdk, the real Placement --------------------------
 
-class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def cloud(sqlite_db, api_conf, placement, tmp_path):  # noqa: F811
     """(openstacksdk accelerator proxy at 2.3, the simulated host)."""
@@ -161,23 +149,13 @@ def cloud(sqlite_db, api_conf, placement, tmp_path):  # noqa: F811
     conductor = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-sdk',
                                [host.conductor])
     conductor.start()
-    port = servers.free_port()
-    httpd = simple_server.make_server('127.0.0.1', port,
-                                      deploy.loadapp(api_conf),
-                                      server_class=_Server,
-                                      handler_class=_QuietHandler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    servers.wait_for_port(port)
-    endpoint = 'http://127.0.0.1:%d' % port
-    # As openstacksdk's own device test sets up its operator cloud.
-    sdk = openstack.connection.Connection(
-        auth_type='none', auth={'endpoint': endpoint},
-        accelerator_endpoint_override=endpoint + '/v2',
-        accelerator_default_microversion='2.3').accelerator
-    yield sdk, host
-    httpd.shutdown()
-    httpd.server_close()
+    with servers.serving(deploy.loadapp(api_conf)) as endpoint:
+        # As openstacksdk's own device test sets up its operator cloud.
+        sdk = openstack.connection.Connection(
+            auth_type='none', auth={'endpoint': endpoint},
+            accelerator_endpoint_override=endpoint + '/v2',
+            accelerator_default_microversion='2.3').accelerator
+        yield sdk, host
     conductor.stop()
     conductor.wait()
     rpc.cleanup()

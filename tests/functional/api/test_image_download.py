@@ -2,8 +2,6 @@
 the real API (the full WSGI stack on a loopback port) through the real
 keystoneauth adapter [image_api] describes, as on a host that does not
 share the bitstream store."""
-import threading
-from wsgiref import simple_server
 
 import pytest
 import webtest
@@ -17,23 +15,10 @@ from tests import servers
 from tests.unit.bitstreams import builders
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def api_endpoint(sqlite_db, api_conf):
-    port = servers.free_port()
-    httpd = simple_server.make_server('127.0.0.1', port,
-                                      deploy.loadapp(api_conf),
-                                      handler_class=_QuietHandler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    servers.wait_for_port(port)
-    yield 'http://127.0.0.1:%d' % port
-    httpd.shutdown()
-    httpd.server_close()
+    with servers.serving(deploy.loadapp(api_conf)) as url:
+        yield url
 
 
 @pytest.fixture

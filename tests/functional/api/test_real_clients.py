@@ -4,11 +4,8 @@ with python-cyborgclient's plugin as a subprocess. The conductor is real
 too (inproc:// RPC in this process), so an SDK bind ends Bound."""
 import json
 import os
-import socketserver
 import subprocess
 import sys
-import threading
-from wsgiref import simple_server
 
 import openstack
 import pytest
@@ -23,32 +20,14 @@ from tests import waiting
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 
 
-class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    daemon_threads = True
-
-
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def endpoint(sqlite_db, api_conf):
     api_conf.set_override('transport_url', 'inproc://')
     conductor = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-clients',
                                [manager.ConductorManager('cond-clients')])
     conductor.start()
-    port = servers.free_port()
-    httpd = simple_server.make_server('127.0.0.1', port,
-                                      deploy.loadapp(api_conf),
-                                      server_class=_Server,
-                                      handler_class=_QuietHandler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    servers.wait_for_port(port)
-    yield 'http://127.0.0.1:%d' % port
-    httpd.shutdown()
-    httpd.server_close()
+    with servers.serving(deploy.loadapp(api_conf)) as url:
+        yield url
     conductor.stop()
     conductor.wait()
     rpc.cleanup()

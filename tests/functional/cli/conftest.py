@@ -4,9 +4,7 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import uuid
-from wsgiref import simple_server
 
 import pytest
 
@@ -22,28 +20,6 @@ BIN_DIR = os.path.dirname(sys.executable)
 SCRUBBED_PREFIXES = ('OS_', 'CYBORG_LITE_')
 
 
-class _ThreadingWSGIServer(simple_server.WSGIServer):
-    daemon_threads = True
-
-    def process_request(self, request, client_address):
-        # One thread per request: the CLI and OSC open several connections.
-        thread = threading.Thread(target=self._handle,
-                                  args=(request, client_address),
-                                  daemon=True)
-        thread.start()
-
-    def _handle(self, request, client_address):
-        try:
-            self.finish_request(request, client_address)
-        finally:
-            self.shutdown_request(request)
-
-
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 def _build_app():
     # The whole WSGI stack (fault wrapping, noauth, microversions), as
     # cyborg-lite-api serves it: the CLI's error handling depends on it.
@@ -57,14 +33,8 @@ def api_url(sqlite_db, conf):
     conf.set_override('auth_strategy', 'noauth', group='api')
     # In-memory RPC: the API's casts reach a conductor in this process.
     conf.set_override('transport_url', 'inproc://')
-    server = simple_server.make_server(
-        '127.0.0.1', servers.free_port(), _build_app(),
-        server_class=_ThreadingWSGIServer, handler_class=_QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield 'http://127.0.0.1:%d' % server.server_port
-    server.shutdown()
-    server.server_close()
+    with servers.serving(_build_app()) as url:
+        yield url
     rpc.cleanup()
 
 
