@@ -52,8 +52,14 @@ def test_sigusr2_dumps_every_thread(tmp_path):
               'stops = stop_signals.StopSignals()\n'
               'threading.Thread(target=time.sleep, args=(60,), '
               'name="sleeper", daemon=True).start()\n'
-              'print("ready", flush=True)\n'
-              'stops.wait()\n')
+              # "ready" from inside wait(): the dump must find it there.
+              'said = []\n'
+              'def ready():\n'
+              '    if not said:\n'
+              '        print("ready", flush=True)\n'
+              '        said.append(True)\n'
+              '    return False\n'
+              'stops.wait(until=ready)\n')
     proc = subprocess.Popen([sys.executable, '-c', script],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
