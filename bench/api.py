@@ -8,12 +8,15 @@ Both services get the same machine, client, data and serving conditions:
 
 - the same inventory (bench/seed.py: ``--devices`` FPGA cards, one region,
   one attach handle each), written into each one's own SQLite database;
-- API and conductor in one process over in-process messaging (Cyborg:
-  oslo.messaging's ``fake://``; cyborg_lite: the all-in-one's
-  ``inproc://``, the same driver woken on delivery), served by waitress with 8 threads, noauth (cyborg_lite:
+- API and conductor in one process over the same in-process messaging,
+  the all-in-one's ``inproc://`` (oslo.messaging's ``fake://`` driver
+  woken on delivery; ``--cyborg-transport fake`` gives Cyborg
+  ``fake://``, whose 50 ms polls the runs before this option measured),
+  served by the same HTTP server, the all-in-one's cheroot with 8
+  threads (``--server waitress``: waitress), noauth (cyborg_lite:
   bench/ours_server.py; Cyborg: bench/cyborg_server.py in its own venv,
   ``bench/.cyborg-venv``, created here with
-  ``pip install openstack-cyborg==17.0.0 waitress`` unless
+  ``pip install openstack-cyborg==17.0.0 cheroot waitress`` unless
   ``--cyborg-python`` names another interpreter);
 - the same Nova stand-in for the accelerator-request-bound event
   (bench/fake_nova.py), the same real Placement for Cyborg's conductor
@@ -74,7 +77,8 @@ BIND_PROFILE = 'bench-bind'
 # -- the Cyborg venv --------------------------------------------------------
 
 def ensure_cyborg_venv(venv=CYBORG_VENV):
-    """The python of a venv holding openstack-cyborg 17 and waitress."""
+    """The python of a venv holding openstack-cyborg 17, cheroot and
+    waitress."""
     python = os.path.join(venv, 'bin', 'python')
     marker = os.path.join(venv, '.bench-ready')
     if os.path.exists(marker):
@@ -87,7 +91,7 @@ def ensure_cyborg_venv(venv=CYBORG_VENV):
         subprocess.run([python, '-m', 'ensurepip', '--upgrade'],
                        check=True, stdout=subprocess.DEVNULL)
     subprocess.run([python, '-m', 'pip', 'install', '-q',
-                    CYBORG_REQUIREMENT, 'waitress'], check=True)
+                    CYBORG_REQUIREMENT, 'cheroot', 'waitress'], check=True)
     with open(marker, 'w') as f:
         f.write(CYBORG_REQUIREMENT + '\n')
     return python
@@ -120,8 +124,8 @@ class Server:
             except OSError:
                 pass
             time.sleep(0.2)
-        raise TimeoutError('%s not ready; log:\n%s' % (self.name,
-                                                         self.tail()))
+        raise TimeoutError('%s not ready; log:\n%s'
+                           % (self.name, self.tail()))
 
     def tail(self):
         with open(self.log_path, errors='replace') as f:
@@ -138,7 +142,7 @@ class Server:
         self._log.close()
 
 
-def start_ours(workdir, devices, nova_url):
+def start_ours(workdir, devices, nova_url, http_server='cheroot'):
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
@@ -154,7 +158,8 @@ def start_ours(workdir, devices, nova_url):
     port = placement_server.free_port()
     return Server('ours', [sys.executable, '-m', 'bench.ours_server',
                            '--db', db, '--port', str(port),
-                           '--nova-url', nova_url], port, workdir)
+                           '--nova-url', nova_url, '--server', http_server],
+                  port, workdir)
 
 
 CYBORG_LOGGERS = ('cyborg', 'oslo_messaging', 'keystoneauth', 'urllib3',
@@ -179,7 +184,8 @@ endpoint_override = {placement}
 """
 
 
-def start_cyborg(workdir, devices, nova_url, placement_url, python):
+def start_cyborg(workdir, devices, nova_url, placement_url, python,
+                 transport='inproc', http_server='cheroot'):
     from bench import cyborg_server
     conf = os.path.join(workdir, 'cyborg.conf')
     with open(conf, 'w') as f:
@@ -197,9 +203,14 @@ def start_cyborg(workdir, devices, nova_url, placement_url, python):
     seed.seed_cyborg(os.path.join(workdir, 'cyborg.sqlite'), devices)
     from cyborg_lite.common import placement_server
     port = placement_server.free_port()
-    return Server('cyborg', [python, os.path.join(HERE, 'cyborg_server.py'),
-                             '--config-file', conf, '--port', str(port)],
-                  port, workdir)
+    argv = [python, os.path.join(HERE, 'cyborg_server.py'),
+            '--config-file', conf, '--port', str(port),
+            '--server', http_server]
+    if transport == 'inproc':
+        # NOTE: the file says fake:// for cyborg-dbsync, which loads the
+        # transport too; the server alone is told to use inproc://.
+        argv += ['--inproc-dir', os.path.join(workdir, 'inproc-driver')]
+    return Server('cyborg', argv, port, workdir)
 
 
 # -- the client -------------------------------------------------------------
@@ -234,8 +245,8 @@ def request(base, method, path, body=None):
 
 def _expect(status, body, wanted, what):
     if status not in wanted:
-        raise RuntimeError('%s: HTTP %s %s' % (what, status,
-                                              json.dumps(body)[:500]))
+        raise RuntimeError('%s: HTTP %s %s'
+                           % (what, status, json.dumps(body)[:500]))
 
 
 # -- scenarios --------------------------------------------------------------
@@ -414,6 +425,14 @@ def main(argv=None):
                         help='measure cyborg_lite only (no Cyborg venv)')
     parser.add_argument('--cyborg-python',
                         help='python of an existing Cyborg 17 venv')
+    parser.add_argument('--cyborg-transport', choices=('inproc', 'fake'),
+                        default='inproc',
+                        help="Cyborg's in-process oslo.messaging driver: "
+                             "inproc (ours, as cyborg_lite's side) or "
+                             "fake (oslo.messaging's, 50 ms polls)")
+    parser.add_argument('--server', choices=('cheroot', 'waitress'),
+                        default='cheroot',
+                        help="both sides' HTTP server (8 threads each)")
     parser.add_argument('--workdir', help='keep databases and logs here')
     parser.add_argument('--output')
     args = parser.parse_args(argv)
@@ -426,7 +445,8 @@ def main(argv=None):
     placement = None
     servers = {}
     try:
-        servers['ours'] = start_ours(workdir, args.devices, nova.url)
+        servers['ours'] = start_ours(workdir, args.devices, nova.url,
+                                     args.server)
         cyborg_version = None
         if not args.no_cyborg:
             python = args.cyborg_python or ensure_cyborg_venv()
@@ -439,7 +459,9 @@ def main(argv=None):
             os.makedirs(placement.basedir, exist_ok=True)
             placement.start()
             servers['cyborg'] = start_cyborg(workdir, args.devices, nova.url,
-                                             placement.endpoint, python)
+                                             placement.endpoint, python,
+                                             args.cyborg_transport,
+                                             args.server)
         for server in servers.values():
             server.wait_ready()
         report = measure(servers, args)

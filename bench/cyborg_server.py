@@ -20,6 +20,8 @@ import signal
 import sys
 import threading
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 PASTE = """[pipeline:main]
 pipeline = cors http_proxy_to_wsgi request_id api_v2
 
@@ -46,12 +48,45 @@ def write_paste(directory):
     return path
 
 
+def offer_inproc_driver(directory):
+    """Make cyborg_lite's ``inproc://`` oslo.messaging driver loadable here.
+
+    oslo.messaging finds drivers by entry point; Cyborg's venv does not
+    have cyborg_lite installed, so a one-entry-point distribution is
+    written into ``directory`` and it and this repository go on sys.path.
+    Only ``cyborg_lite.common.inproc_messaging`` is imported, and only
+    after Cyborg's own imports. Returns a config file selecting it.
+    """
+    info = os.path.join(directory, 'cyborg_bench_inproc-0.dist-info')
+    os.makedirs(info, exist_ok=True)
+    with open(os.path.join(info, 'METADATA'), 'w') as f:
+        f.write('Metadata-Version: 2.1\nName: cyborg-bench-inproc\n'
+                'Version: 0\n')
+    with open(os.path.join(info, 'entry_points.txt'), 'w') as f:
+        f.write('[oslo.messaging.drivers]\n'
+                'inproc = cyborg_lite.common.inproc_messaging:InprocDriver\n')
+    sys.path[:0] = [directory, REPO]
+    # NOTE: a later config file wins; Cyborg's parse_args builds the
+    # transport at once, so the URL cannot be overridden afterwards.
+    conf = os.path.join(directory, 'inproc.conf')
+    with open(conf, 'w') as f:
+        f.write('[DEFAULT]\ntransport_url = inproc://\n')
+    return conf
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument('--config-file', required=True)
     parser.add_argument('--port', type=int, required=True)
     parser.add_argument('--threads', type=int, default=8)
+    parser.add_argument('--server', choices=('cheroot', 'waitress'),
+                        default='cheroot')
+    parser.add_argument('--inproc-dir',
+                        help='use inproc://, its driver offered from here')
     args = parser.parse_args(argv)
+    config_files = []
+    if args.inproc_dir:
+        config_files = ['--config-file', offer_inproc_driver(args.inproc_dir)]
 
     import cyborg.cmd  # noqa: F401  (selects oslo.service's threading)
     from cyborg.api import app
@@ -59,10 +94,9 @@ def main(argv=None):
     from cyborg.common import rpc
     from cyborg.common import service as cyborg_service
     from cyborg.conf import CONF
-    import waitress.server
 
     cyborg_service.prepare_service(['cyborg-bench', '--config-file',
-                                    args.config_file])
+                                    args.config_file] + config_files)
     if rpc.TRANSPORT is None:
         rpc.init(CONF)
     conductor = cyborg_service.RPCService('cyborg.conductor.manager',
@@ -70,17 +104,34 @@ def main(argv=None):
                                           constants.CONDUCTOR_TOPIC)
     conductor.start()
     application = app.load_app()
-    server = waitress.server.create_server(
-        application, host='127.0.0.1', port=args.port,
-        threads=args.threads, clear_untrusted_proxy_headers=True)
+    serve = _serve_cheroot if args.server == 'cheroot' else _serve_waitress
+    stop_serving = serve(application, args.port, args.threads)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    threading.Thread(target=server.run, daemon=True).start()
     print('ready', flush=True)
     stop.wait()
-    server.close()
+    stop_serving()
     os._exit(0)   # Cyborg's service threads are not daemons
+
+
+def _serve_cheroot(app, port, threads):
+    """As cyborg_lite.api.server serves it (not importable here)."""
+    from cheroot import wsgi
+    server = wsgi.Server(('127.0.0.1', port), app, numthreads=threads,
+                         request_queue_size=1024)
+    server.prepare()
+    threading.Thread(target=server.serve, daemon=True).start()
+    return server.stop
+
+
+def _serve_waitress(app, port, threads):
+    import waitress.server
+    server = waitress.server.create_server(
+        app, host='127.0.0.1', port=port, threads=threads,
+        clear_untrusted_proxy_headers=True)
+    threading.Thread(target=server.run, daemon=True).start()
+    return server.close
 
 
 if __name__ == '__main__':

@@ -5,7 +5,7 @@
 
 One SQLite file holds ``--devices`` cards (bench/seed.py: a device, a
 deployable with two attributes and an attach handle each) and as many
-ARQs (half Bound). cyborg_lite serves it (bench/ours_server.py: waitress,
+ARQs (half Bound). cyborg_lite serves it (bench/ours_server.py: cheroot,
 8 threads, ``[api] max_limit = 10000``), and one client reads each list
 in one page over a keep-alive connection: the time from sending the
 request to the last byte of the body (not parsing it).
@@ -93,7 +93,8 @@ class Limit:
         rows = self.db.execute(
             'SELECT a.uuid, a.state, p.name, a.device_profile_group_id, '
             'a.hostname, a.device_rp_uuid, a.instance_uuid, h.attach_type, '
-            'h.uuid, h.attach_info, a.error, ? || a.uuid, a.project_id, %s, %s '
+            'h.uuid, h.attach_info, a.error, ? || a.uuid, a.project_id, '
+            '%s, %s '
             'FROM accelerator_requests a JOIN device_profiles p '
             'ON p.id = a.device_profile_id LEFT JOIN attach_handles h '
             'ON h.id = a.attach_handle_id ORDER BY a.created_at, a.id'

@@ -2,13 +2,15 @@
 
     .venv/bin/python -m bench.ours_server --db sqlite:///x.sqlite
         --port N --nova-url URL [--threads 8]
+        [--server cheroot|waitress]
 
-The same arrangement as cyborg-lite-all-in-one (waitress, in-process
-``inproc://`` messaging, noauth, SQLite) minus Placement and the agent,
-which the API routes measured here do not use. ``[arq] notifier = nova``
-sends the accelerator-request-bound event to ``--nova-url`` (bench/
-fake_nova.py), as Cyborg does. ``[api] max_limit = 10000`` so that
-GET /v2/devices returns all rows, as Cyborg's (unpaged) list does.
+The same arrangement as cyborg-lite-all-in-one (its HTTP server, cheroot,
+in-process ``inproc://`` messaging, noauth, SQLite) minus Placement and
+the agent, which the API routes measured here do not use.
+``[arq] notifier = nova`` sends the accelerator-request-bound event to
+``--nova-url`` (bench/fake_nova.py), as Cyborg does.
+``[api] max_limit = 10000`` so that GET /v2/devices returns all rows, as
+Cyborg's (unpaged) list does.
 The database must already be migrated and seeded (bench/seed.py).
 """
 import argparse
@@ -22,10 +24,11 @@ def main(argv=None):
     parser.add_argument('--port', type=int, required=True)
     parser.add_argument('--nova-url', required=True)
     parser.add_argument('--threads', type=int, default=8)
+    parser.add_argument('--server', choices=('cheroot', 'waitress'),
+                        default='cheroot')
     args = parser.parse_args(argv)
 
     from keystoneauth1 import loading as ks_loading
-    import waitress.server
 
     from cyborg_lite.api import deploy
     from cyborg_lite.common import config
@@ -54,17 +57,31 @@ def main(argv=None):
 
     conductor = service.ConductorService(CONF)
     conductor.start()
-    server = waitress.server.create_server(
-        deploy.loadapp(CONF), host='127.0.0.1', port=args.port,
-        threads=args.threads, clear_untrusted_proxy_headers=True)
+    stop_serving = SERVE[args.server](deploy.loadapp(CONF), args.port,
+                                      args.threads)
     stops = stop_signals.StopSignals()
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
     print('ready', flush=True)
     stops.wait()
-    server.close()
+    stop_serving()
     conductor.stop()
     return 0
+
+
+def _serve_cheroot(app, port, threads):
+    from cyborg_lite.api import server
+    return server.Server(app, '127.0.0.1', port, threads).start().stop
+
+
+def _serve_waitress(app, port, threads):
+    import waitress.server
+    server = waitress.server.create_server(
+        app, host='127.0.0.1', port=port, threads=threads,
+        clear_untrusted_proxy_headers=True)
+    threading.Thread(target=server.run, daemon=True).start()
+    return server.close
+
+
+SERVE = {'cheroot': _serve_cheroot, 'waitress': _serve_waitress}
 
 
 if __name__ == '__main__':

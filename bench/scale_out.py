@@ -22,10 +22,8 @@ can use, or the machine at ~2, is the limit.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 from bench import api
 from bench import common

@@ -67,4 +67,3 @@ def skip_locked(s):
     """Whether a locking read in ``s`` may skip rows others locked."""
     return use_skip_locked and \
         s.get_bind().dialect.name in SKIP_LOCKED_DIALECTS
-

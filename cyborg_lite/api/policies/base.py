@@ -24,6 +24,7 @@ def rule(name, check_str, description, path, method):
         operations=[{'path': path, 'method': method}],
         scope_types=['project'])
 
+
 RULES = [
     policy.RuleDefault(
         'context_is_admin', 'role:admin',
