@@ -62,27 +62,50 @@ def _visible(stmt, visible_to):
     return stmt.where(ARQ.project_id == visible_to)
 
 
-def create_arqs(profile, groups, project_id, group_ids):
-    """One Initial ARQ per requested accelerator, all in one transaction.
+def create_arqs(visible_to, profile_name, project_id, group_id=None):
+    """One Initial ARQ per accelerator of the profile's groups (of group
+    ``group_id`` only, when given): [ARQView].
 
-    :param profile: the DeviceProfile row (already checked visible).
-    :param group_ids: indexes of the groups to create ARQs for.
+    The profile is looked up, as ``visible_to`` sees it, in the
+    transaction that inserts the ARQs (one transaction, not a read and a
+    write). DeviceProfileNotFound, or InvalidField for a group the
+    profile does not have; nothing is written then.
     """
+    with session.core_writer() as conn:
+        profile = device_profiles.find(conn, visible_to, name=profile_name)
+        groups = device_profiles.groups_of(profile)
+        rows = _new_arq_rows(profile, groups, project_id,
+                             _group_ids(profile, groups, group_id))
+        if rows:
+            # NOTE: a Core INSERT: the ORM's unit of work for these new
+            # rows was a third of the request's time.
+            conn.execute(_INSERT, rows)
+    return [ARQView(ARQ(**row), profile.name, None) for row in rows]
+
+
+_INSERT = sa.insert(ARQ.__table__)
+
+
+def _group_ids(profile, groups, group_id):
+    if group_id is None:
+        return range(len(groups))
+    if group_id >= len(groups):
+        raise exception.InvalidField(
+            field='body.device_profile_group_id',
+            reason='profile %s has %d group(s)' % (profile.name, len(groups)))
+    return [group_id]
+
+
+def _new_arq_rows(profile, groups, project_id, group_ids):
     # Sizes such as CUSTOM_FPGA_LOCAL_MEMORY_MB qualify an accelerator,
     # they are not one (common/resources.py).
     counts = [resources.accelerator_count(group) for group in groups]
     now = models.utcnow()
-    rows = [{'uuid': str(uuidlib.uuid4()), 'project_id': project_id,
+    return [{'uuid': str(uuidlib.uuid4()), 'project_id': project_id,
              'state': 'Initial', 'device_profile_id': profile.id,
              'device_profile_group_id': group_id, 'version': 1,
              'created_at': now}
             for group_id in group_ids for _ in range(counts[group_id])]
-    if rows:
-        with session.writer() as s:
-            # NOTE: a Core INSERT: the ORM's unit of work for these new
-            # rows was a third of the request's time.
-            s.execute(sa.insert(ARQ.__table__), rows)
-    return [ARQView(ARQ(**row), profile.name, None) for row in rows]
 
 
 def _listing(stmt, visible_to, instance_uuid, states, page, plain=False):

@@ -19,6 +19,7 @@ from cyborg_lite.db import session
 
 ALL = pagination.ALL
 SORT_KEYS = ('created_at', 'uuid', 'name')
+_INSERT = sa.insert(models.DeviceProfile.__table__)
 
 
 def _visible(stmt, visible_to):
@@ -43,12 +44,11 @@ def create_profile(name, groups, description=None, project_id=None,
         created_at=models.utcnow())
     table = models.DeviceProfile.__table__
     try:
-        with session.writer() as s:
+        with session.core_writer() as conn:
             # NOTE: a Core INSERT: the ORM's unit of work for one object
             # was a third of the request's time.
-            s.execute(sa.insert(table), [{
-                c.key: getattr(profile, c.key) for c in table.columns
-                if c.key != 'id'}])
+            conn.execute(_INSERT, [{c.key: getattr(profile, c.key)
+                                    for c in table.columns if c.key != 'id'}])
     except sa_exc.IntegrityError:
         # NOTE: name and uuid are both unique; say which one clashed.
         with session.reader() as s:
@@ -89,18 +89,25 @@ def _get_statement(by, scoped):
     table = models.DeviceProfile.__table__
     stmt = sa.select(table).where(table.c[by] == sa.bindparam('ident'))
     if scoped:
-        stmt = stmt.where(sa.or_(table.c.project_id.is_(None),
-                                 table.c.project_id == sa.bindparam('project')))
+        stmt = stmt.where(sa.or_(
+            table.c.project_id.is_(None),
+            table.c.project_id == sa.bindparam('project')))
     return stmt
 
 
 def get_profile(visible_to, uuid=None, name=None):
     """The profile with this uuid or name, if the caller may see it: a
     read-only row with the table's columns."""
+    with session.core_reader() as conn:
+        return find(conn, visible_to, uuid=uuid, name=name)
+
+
+def find(conn, visible_to, uuid=None, name=None):
+    """get_profile within the caller's transaction (``conn``: a Core
+    connection, db/session.core_writer or core_reader)."""
     by, ident = ('uuid', uuid) if uuid is not None else ('name', name)
-    with session.reader() as s:
-        profile = s.execute(_get_statement(by, visible_to is not ALL),
-                            {'ident': ident, 'project': visible_to}).first()
+    profile = conn.execute(_get_statement(by, visible_to is not ALL),
+                           {'ident': ident, 'project': visible_to}).first()
     if profile is None:
         raise exception.DeviceProfileNotFound(ident=ident)
     return profile

@@ -18,7 +18,6 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import policy
 from cyborg_lite.common import states
 from cyborg_lite.db import arqs as db
-from cyborg_lite.db import device_profiles as db_profiles
 
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
@@ -83,19 +82,10 @@ def create_arqs(req):
             field='body.image_uuid',
             reason='not supported; name the bitstream in the device '
                    'profile (accel:bitstream_id)')
-    profile = profile_handlers.find_by_name(req, body['device_profile_name'])
-    groups = db_profiles.groups_of(profile)
-    group_ids = range(len(groups))
-    if body.get('device_profile_group_id') is not None:
-        group_id = body['device_profile_group_id']
-        if group_id >= len(groups):
-            raise exception.InvalidField(
-                field='body.device_profile_group_id',
-                reason='profile %s has %d group(s)' % (profile.name,
-                                                       len(groups)))
-        group_ids = [group_id]
-    items = db.create_arqs(profile, groups, utils.context(req).project_id,
-                           group_ids)
+    name = profile_handlers.checked_name(body['device_profile_name'])
+    items = db.create_arqs(utils.visible_to(req), name,
+                           utils.context(req).project_id,
+                           body.get('device_profile_group_id'))
     return utils.response({'arqs': [view(req, i) for i in items]},
                           status=201)
 

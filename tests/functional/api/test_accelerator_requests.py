@@ -5,6 +5,7 @@ runs the real conductor."""
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
 from cyborg_lite.db import models
 from cyborg_lite.db import session
@@ -65,6 +66,27 @@ def test_create_for_one_group(app):
     body['device_profile_group_id'] = 2
     resp = app.post_json(PATH, body, headers=ADMIN, status=400)
     assert 'device_profile_group_id' in error_of(resp)
+    with session.reader() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(
+            models.AcceleratorRequest)) == 1
+
+
+def test_creation_is_one_transaction(app):
+    """The profile is read in the transaction that inserts the ARQs: one
+    transaction a request, and a writer's (two were a third of it)."""
+    fx.create_profile(app, ADMIN)
+    engine = session.get_engine()
+    begun = []
+
+    def on_begin(conn):
+        begun.append(conn.get_execution_options().get('cyborg_lite_writer'))
+
+    sa.event.listen(engine, 'begin', on_begin)
+    try:
+        fx.create_arqs(app, MEMBER_A)
+    finally:
+        sa.event.remove(engine, 'begin', on_begin)
+    assert begun == [True]
 
 
 def test_create_errors(app):
