@@ -42,13 +42,13 @@ def _patch(session, mode, path):
     lock = threading.Lock()
 
     @contextlib.contextmanager
-    def serialised(url, is_writer):
+    def serialised(url, is_writer, core=False):
         if not is_writer:
-            with original(url, is_writer) as s:
+            with original(url, is_writer, core) as s:
                 yield s
             return
         with lock:
-            with original(url, is_writer) as s:
+            with original(url, is_writer, core) as s:
                 yield s
     session._transaction = serialised
     if mode == 'lock+wal':
