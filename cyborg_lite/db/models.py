@@ -85,6 +85,7 @@ class Device(IdMixin, VersionedMixin, Base):
     __tablename__ = 'devices'
     __table_args__ = (
         sa.UniqueConstraint('hostname', 'driver_name', 'identity'),
+        sa.Index('ix_devices_created_at_id', 'created_at', 'id'),
     )
 
     type: orm.Mapped[str] = orm.mapped_column(_enum(DEVICE_TYPES,
@@ -120,6 +121,9 @@ class ControlpathId(IdMixin, Base):
 class Deployable(IdMixin, VersionedMixin, Base):
     """A schedulable part of a device: for an FPGA, one PR region."""
     __tablename__ = 'deployables'
+    __table_args__ = (
+        sa.Index('ix_deployables_created_at_id', 'created_at', 'id'),
+    )
 
     device_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey('devices.id', ondelete='CASCADE'), index=True)
@@ -244,6 +248,9 @@ class DeviceProfile(IdMixin, Base):
 class AcceleratorRequest(IdMixin, VersionedMixin, Base):
     """An ARQ: one accelerator asked for by one device profile group."""
     __tablename__ = 'accelerator_requests'
+    __table_args__ = (
+        sa.Index('ix_accelerator_requests_created_at_id', 'created_at', 'id'),
+    )
 
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
                                                            index=True)
