@@ -55,6 +55,7 @@ import uuid
 from bench import common
 from bench import fake_nova
 from bench import seed
+from bench import serving
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -430,7 +431,7 @@ def main(argv=None):
                         help="Cyborg's in-process oslo.messaging driver: "
                              "inproc (ours, as cyborg_lite's side) or "
                              "fake (oslo.messaging's, 50 ms polls)")
-    parser.add_argument('--server', choices=('cheroot', 'waitress'),
+    parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot',
                         help="both sides' HTTP server (8 threads each)")
     parser.add_argument('--workdir', help='keep databases and logs here')

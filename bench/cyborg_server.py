@@ -88,6 +88,7 @@ def main(argv=None):
     if args.inproc_dir:
         config_files = ['--config-file', offer_inproc_driver(args.inproc_dir)]
 
+    import serving  # bench/serving.py: this script's directory is on sys.path
     import cyborg.cmd  # noqa: F401  (selects oslo.service's threading)
     from cyborg.api import app
     from cyborg.common import constants
@@ -104,8 +105,8 @@ def main(argv=None):
                                           constants.CONDUCTOR_TOPIC)
     conductor.start()
     application = app.load_app()
-    serve = _serve_cheroot if args.server == 'cheroot' else _serve_waitress
-    stop_serving = serve(application, args.port, args.threads)
+    stop_serving = serving.serve(args.server, application, args.port,
+                                 args.threads)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
@@ -113,25 +114,6 @@ def main(argv=None):
     stop.wait()
     stop_serving()
     os._exit(0)   # Cyborg's service threads are not daemons
-
-
-def _serve_cheroot(app, port, threads):
-    """As cyborg_lite.api.server serves it (not importable here)."""
-    from cheroot import wsgi
-    server = wsgi.Server(('127.0.0.1', port), app, numthreads=threads,
-                         request_queue_size=1024)
-    server.prepare()
-    threading.Thread(target=server.serve, daemon=True).start()
-    return server.stop
-
-
-def _serve_waitress(app, port, threads):
-    import waitress.server
-    server = waitress.server.create_server(
-        app, host='127.0.0.1', port=port, threads=threads,
-        clear_untrusted_proxy_headers=True)
-    threading.Thread(target=server.run, daemon=True).start()
-    return server.close
 
 
 if __name__ == '__main__':

@@ -15,7 +15,8 @@ The database must already be migrated and seeded (bench/seed.py).
 """
 import argparse
 import sys
-import threading
+
+from bench import serving
 
 
 def main(argv=None):
@@ -24,7 +25,7 @@ def main(argv=None):
     parser.add_argument('--port', type=int, required=True)
     parser.add_argument('--nova-url', required=True)
     parser.add_argument('--threads', type=int, default=8)
-    parser.add_argument('--server', choices=('cheroot', 'waitress'),
+    parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot')
     args = parser.parse_args(argv)
 
@@ -57,31 +58,14 @@ def main(argv=None):
 
     conductor = service.ConductorService(CONF)
     conductor.start()
-    stop_serving = SERVE[args.server](deploy.loadapp(CONF), args.port,
-                                      args.threads)
+    stop_serving = serving.serve(args.server, deploy.loadapp(CONF),
+                                 args.port, args.threads)
     stops = stop_signals.StopSignals()
     print('ready', flush=True)
     stops.wait()
     stop_serving()
     conductor.stop()
     return 0
-
-
-def _serve_cheroot(app, port, threads):
-    from cyborg_lite.api import server
-    return server.Server(app, '127.0.0.1', port, threads).start().stop
-
-
-def _serve_waitress(app, port, threads):
-    import waitress.server
-    server = waitress.server.create_server(
-        app, host='127.0.0.1', port=port, threads=threads,
-        clear_untrusted_proxy_headers=True)
-    threading.Thread(target=server.run, daemon=True).start()
-    return server.close
-
-
-SERVE = {'cheroot': _serve_cheroot, 'waitress': _serve_waitress}
 
 
 if __name__ == '__main__':
