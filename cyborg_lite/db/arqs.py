@@ -393,15 +393,48 @@ def bind_target(started):
             s, started.device_profile_id, started.group_id))
 
 
-def _lock(s, arq_id, expected_state, expected_version):
+_TABLE = ARQ.__table__
+# A bind's own ARQ statements, built once (its transaction is the hot path
+# of the API's bind): the lock of the ARQ it started, and its move to
+# Bound on the state and version it was started with.
+_LOCK_STARTED = (sa.select(_TABLE.c.id)
+                 .where(_TABLE.c.uuid == sa.bindparam('arq_uuid'),
+                        _TABLE.c.state == 'BindStarted',
+                        _TABLE.c.version == sa.bindparam('started_version'))
+                 .with_for_update())
+
+
+def _bind_move(source, target, values):
+    if not states.ARQ.allows(source, target):
+        raise ValueError('an ARQ cannot go from %s to %s' % (source, target))
+    return conditional.statement(
+        ARQ, ARQ.id == sa.bindparam('arq_id'), dict(values, state=target),
+        ARQ.state == source,
+        ARQ.version == sa.bindparam('started_version'))
+
+
+_BOUND = _bind_move('BindStarted', 'Bound', {
+    'attach_handle_id': sa.bindparam('handle_id'),
+    'deployable_id': sa.bindparam('region_id'), 'error': None})
+
+
+def _lock_started(s, started):
     """Lock the ARQ row (before any region or handle lock) if it is still
-    (state, version); True when it is."""
-    found = s.execute(
-        sa.select(ARQ.id)
-        .where(ARQ.id == arq_id, ARQ.state == expected_state,
-               ARQ.version == expected_version)
-        .with_for_update()).first()
-    return found is not None
+    (BindStarted, started.version); its id, or ARQStateConflict."""
+    arq_id = s.connection().execute(_LOCK_STARTED, {
+        'arq_uuid': started.uuid,
+        'started_version': started.version}).scalar()
+    if arq_id is None:
+        raise _state_conflict(started.uuid, 'no longer BindStarted', 'Bound')
+    return arq_id
+
+
+def _mark_bound(s, started, arq_id, handle_id, deployable_id):
+    if not conditional.run(s, _BOUND, {
+            'arq_id': arq_id, 'started_version': started.version,
+            'handle_id': handle_id, 'region_id': deployable_id}):
+        raise _state_conflict(started.uuid, 'BindStarted (changed '
+                              'meanwhile)', 'Bound')
 
 
 def _bind_failed(arq_uuid, reason):
@@ -414,53 +447,54 @@ def _refused(s, refusal, device, region):
     return refusal(devices.region_rows(s, device, region))
 
 
-def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
+def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
+                device_id=None):
     """Claim a handle of the region and make the ARQ Bound, in one
-    transaction.
+    transaction; the hosts whose publish it requested (a function sibling
+    handles share was claimed: their regions are no longer available).
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
-    when an active programming job holds the region, when
-    ``refusal(rows)`` (rows: db/devices.region_rows, read under the device
-    and region locks) says why the region may not be bound now (its
-    cleaning among the reasons), or when no handle is free. Claiming a
-    function sibling handles share requests a publish of the host: their
-    regions are no longer available.
+    when the region is gone (or is no longer on ``device_id``, its device
+    when the caller read it), when an active programming job holds it,
+    when ``refusal(rows)`` (rows: db/devices.region_rows, read under the
+    device and region locks) says why the region may not be bound now (its
+    cleaning among the reasons), or when no handle is free.
     """
     try:
         with session.writer() as s:
-            arq = _get(s, started.uuid)
-            if arq is None or not _lock(s, arq.id, 'BindStarted',
-                                        started.version):
-                raise _state_conflict(started.uuid, 'no longer BindStarted',
-                                     'Bound')
-            locked = deployables.lock_for_bind(s, deployable_id)
+            arq_id = _lock_started(s, started)
+            locked = deployables.lock_for_bind(s, deployable_id, device_id)
             if locked is None:
                 raise _bind_failed(started.uuid, 'deployable %s is gone'
                                    % deployable_uuid)
             device, region = locked
             job = deployables.active_job_on(s, deployable_id,
-                                            except_arq_id=arq.id)
+                                            except_arq_id=arq_id)
             if job is not None:
                 raise _bind_failed(started.uuid, 'region %s is being '
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
-            why = _refused(s, refusal, device, region)
+            rows = devices.region_rows(s, device, region)
+            why = refusal(rows) if refusal is not None else None
             if why:
                 raise _bind_failed(started.uuid, why)
-            handle = attach_handles.claim_free(s, deployable_id)
-            if handle is None:
+            claimed = attach_handles.claim_in_region(
+                s, device.hostname, rows.handles.get(deployable_id, ()),
+                rows.blocked_handles)
+            if claimed is None:
                 # NOTE: asked again: a racing bind of a sibling region may
                 # have taken the shared function since.
                 raise _bind_failed(started.uuid, _refused(
                     s, refusal, device, region) or 'no free attach handle '
                     'on deployable %s' % deployable_uuid)
-            cleaning.mark_allocated(s, deployable_id)
-            _transition(s, started.uuid, 'Bound', started.version,
-                        attach_handle_id=handle.id,
-                        deployable_id=deployable_id, error=None)
+            handle_id, key = claimed
+            cleaning.mark_allocated(s, deployable_id, region.device_state)
+            _mark_bound(s, started, arq_id, handle_id, deployable_id)
             attach_handles.request_publish_if_offer_changed(
-                s, handle.id, 'attach handle claimed')
+                s, handle_id, 'attach handle claimed',
+                hostname=device.hostname, device_id=device.id, key=key)
+            return publish_requests.requested_in(s)
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.
