@@ -193,6 +193,14 @@ def record_loaded(s, deployable_id, bitstream_uuid, function_id,
     dep.function_name = function_name
 
 
+# Every bind resolves its resource provider: built once, plain rows.
+_REGION_OF_RP = (sa.select(_REGION_TABLE)
+                 .where(_REGION_TABLE.c.rp_uuid == sa.bindparam('rp_uuid'))
+                 .order_by(_REGION_TABLE.c.id).limit(1))
+_DEVICE = sa.select(_DEVICE_TABLE).where(
+    _DEVICE_TABLE.c.id == sa.bindparam('device_id'))
+
+
 def find_by_rp(s, rp_uuid):
     """(deployable, device) whose resource provider is rp_uuid, or None.
 
@@ -200,13 +208,12 @@ def find_by_rp(s, rp_uuid):
     the device's rp_uuid: the deployable is then the device's one whose
     resource class attribute is a whole-device class, or its only one.
     """
-    row = s.execute(
-        sa.select(models.Deployable, models.Device)
-        .join(models.Device, models.Device.id == models.Deployable.device_id)
-        .where(models.Deployable.rp_uuid == rp_uuid)
-        .order_by(models.Deployable.id)).first()
-    if row is not None:
-        return tuple(row)
+    conn = s.connection()
+    region = conn.execute(_REGION_OF_RP, {'rp_uuid': rp_uuid}).first()
+    if region is not None:
+        device = conn.execute(_DEVICE, {'device_id': region.device_id})
+        device = device.first()
+        return (region, device) if device is not None else None
     device = s.scalars(sa.select(models.Device)
                        .where(models.Device.rp_uuid == rp_uuid)).first()
     if device is None:
