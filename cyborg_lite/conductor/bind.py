@@ -37,7 +37,7 @@ LOG = logging.getLogger(__name__)
 # The region a bind aims at and the profile group it must satisfy.
 Target = collections.namedtuple('Target', [
     'deployable_id', 'deployable_uuid', 'bitstream_id', 'function_id',
-    'group'])
+    'group', 'device_id'])
 
 _program_before_bind = None
 
@@ -52,7 +52,7 @@ def set_program_before_bind(program):
 
 
 def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
-              conductor=None):
+              conductor=None, publish=None):
     """Bind each ARQ as asked; returns {arq_uuid: state it ended in}.
 
     bindings: {arq_uuid: {'hostname', 'device_rp_uuid', 'instance_uuid',
@@ -60,7 +60,10 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     wrong state, incomplete binding, taken by another conductor) is logged
     and left as it is (None for an unknown one). Bound and BindFailed ones
     are notified together. ``conductor`` is the name the ARQs are marked
-    taken by ([DEFAULT]host by default).
+    taken by ([DEFAULT]host by default). ``publish()`` is called once at
+    the end when a bind requested a publish of its host (it claimed a
+    function sibling handles share, or on a Kubernetes host): the hosts
+    db/publish_requests holds are to be served.
     """
     program = program_before_bind or _program_before_bind
     started, refused = arqs_db.begin_binds(bindings,
@@ -69,23 +72,28 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     for arq_uuid, (state, exc) in refused.items():
         LOG.warning('Not binding ARQ %s: %s', arq_uuid, exc)
         results[arq_uuid] = state
-    events = []
+    events, publish_hosts = [], set()
     for item in started:
-        state = _bind_started(ctxt, item, program)
+        state = _bind_started(ctxt, item, program, publish_hosts)
         results[item.uuid] = state
         if state in ('Bound', 'BindFailed'):
             events.append(notifier_mod.make_event(
                 item.uuid, item.instance_uuid, state == 'Bound'))
     notifier_mod.notify_safely(ctxt, events, notifier)
+    if publish_hosts and publish is not None:
+        publish()
     return results
 
 
-def _bind_started(ctxt, started, program):
-    """BindStarted -> Bound or BindFailed; returns the state reached."""
+def _bind_started(ctxt, started, program, publish_hosts):
+    """BindStarted -> Bound or BindFailed; returns the state reached, and
+    adds the hosts whose publish a Bound one requested to
+    ``publish_hosts``."""
     try:
         target = _ensure_programmed(ctxt, started, _resolve(started),
                                     program)
-        return _finish_bind(started, target)
+        publish_hosts.update(_finish_bind(started, target))
+        return 'Bound'
     except exception.ArqBindFailed as exc:
         return _fail_bind(started, exc.kwargs['reason'])
     except exception.ARQStateConflict as exc:
@@ -117,7 +125,7 @@ def _resolve(started):
         raise _failed(started, 'device profile group %s does not exist'
                       % started.group_id)
     return Target(deployable.id, deployable.uuid, deployable.bitstream_id,
-                  deployable.function_id, group)
+                  deployable.function_id, group, device.id)
 
 
 def programming_needed(group, bitstream_id, function_id):
@@ -171,15 +179,16 @@ def _ensure_programmed(ctxt, started, target, program):
 
 
 def _finish_bind(started, target):
-    """Claim a handle and make the ARQ Bound, in one transaction."""
+    """Claim a handle and make the ARQ Bound, in one transaction; the hosts
+    whose publish it requested."""
     # NOTE: the region's availability is decided again under the locks
     # of the claim, by the predicate every inventory sink uses.
-    arqs_db.finish_bind(started, target.deployable_id,
-                        target.deployable_uuid,
-                        refusal=host_inventory.region_refusal)
+    publish_hosts = arqs_db.finish_bind(
+        started, target.deployable_id, target.deployable_uuid,
+        refusal=host_inventory.region_refusal, device_id=target.device_id)
     LOG.info('ARQ %s bound to deployable %s', started.uuid,
              target.deployable_uuid)
-    return 'Bound'
+    return publish_hosts
 
 
 def _fail_bind(started, reason):

@@ -69,10 +69,10 @@ class ConductorManager:
     @messaging.expected_exceptions(*_OUTAGE)
     def bind_arqs(self, ctxt, bindings):
         # NOTE: any conductor may take any bind; the database arbitrates.
-        results = bind.bind_arqs(ctxt, bindings, conductor=self.host)
-        # A bind on a function sibling regions share hides them.
-        self._publish_requested()
-        return results
+        # A bind on a function sibling regions share hides them: served
+        # when a bind asked (a plain bind skips the requests' query).
+        return bind.bind_arqs(ctxt, bindings, conductor=self.host,
+                              publish=self._publish_requested)
 
     @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):

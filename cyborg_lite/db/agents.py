@@ -78,9 +78,14 @@ def mark_silent_down(down_time, batch=100):
     return moved
 
 
+# Built once: a bind reads it under its locks (db/devices.region_rows).
+_STATE_OF = sa.select(AGENT.state).where(
+    AGENT.hostname == sa.bindparam('hostname'))
+
+
 def state_of(s, hostname):
     """'up' or 'down' as stored, or None when the host has no row."""
-    return s.scalar(sa.select(AGENT.state).where(AGENT.hostname == hostname))
+    return s.connection().execute(_STATE_OF, {'hostname': hostname}).scalar()
 
 
 def get(hostname):

@@ -16,6 +16,7 @@ ARQ is seen only by its own project.
 """
 import collections
 import datetime
+import functools
 import logging
 import uuid as uuidlib
 
@@ -145,21 +146,64 @@ def list_arq_rows(names, href_prefix, visible_to, instance_uuid=None,
                     plain=True)
 
 
+# What a handle of an ARQView shows (get_arqs' plain rows).
+HandleView = collections.namedtuple('HandleView',
+                                    ['uuid', 'attach_type', 'attach_info'])
+
+
+def _get_arqs_statement():
+    """get_arqs' SELECT, built once: the ARQs' columns, their profile's
+    name and their handle's columns (``handle_*``), plain rows."""
+    handle = models.AttachHandle.__table__
+    profile = models.DeviceProfile.__table__
+    return (sa.select(ARQ.__table__, profile.c.name.label('profile_name'),
+                      handle.c.uuid.label('handle_uuid'),
+                      handle.c.attach_type.label('handle_attach_type'),
+                      handle.c.attach_info.label('handle_attach_info'))
+            .join(profile, profile.c.id == ARQ.device_profile_id)
+            .outerjoin(handle, handle.c.id == ARQ.attach_handle_id)
+            .where(ARQ.uuid.in_(sa.bindparam('uuids', expanding=True))))
+
+
+# NOTE: the API's GET of one ARQ (Nova polls it until Bound) and its
+# PATCH read these; the ORM's three entities per row were 0.65 ms.
+_GET_ARQS = {True: _get_arqs_statement(),
+             False: _get_arqs_statement().where(
+                 ARQ.project_id == sa.bindparam('project_id'))}
+
+
+def _view(row):
+    handle = (HandleView(row.handle_uuid, row.handle_attach_type,
+                         row.handle_attach_info)
+              if row.handle_uuid is not None else None)
+    return ARQView(row, row.profile_name, handle)
+
+
 def get_arqs(visible_to, uuids):
-    """ARQViews in the order of ``uuids``; ARQNotFound for any not seen."""
-    stmt = _visible(_select(), visible_to).where(ARQ.uuid.in_(uuids))
+    """ARQViews in the order of ``uuids``, read-only rows (the ARQ's
+    columns; the handle's uuid, attach_type, attach_info); ARQNotFound
+    for any not seen."""
+    params = {'uuids': list(uuids)}
+    if visible_to is not ALL:
+        params['project_id'] = visible_to
     with session.reader() as s:
-        found = {row[0].uuid: ARQView(*row) for row in s.execute(stmt)}
+        found = {row.uuid: _view(row) for row in s.connection().execute(
+            _GET_ARQS[visible_to is ALL], params)}
     for uuid in uuids:
         if uuid not in found:
             raise exception.ARQNotFound(uuid=uuid)
     return [found[uuid] for uuid in uuids]
 
 
+_INSTANCE_HAS_ARQS = sa.select(ARQ.id).where(
+    ARQ.instance_uuid == sa.bindparam('instance_uuid')).limit(1)
+
+
 def instance_has_arqs(instance_uuid):
     with session.reader() as s:
-        return bool(s.scalar(sa.select(sa.func.count())
-                             .where(ARQ.instance_uuid == instance_uuid)))
+        return s.connection().execute(
+            _INSTANCE_HAS_ARQS,
+            {'instance_uuid': instance_uuid}).first() is not None
 
 
 # What deleting ARQs left for a conductor: hosts whose released regions
@@ -244,12 +288,17 @@ BindTarget = collections.namedtuple('BindTarget',
                                     ['deployable', 'device', 'group'])
 
 
+_GET = sa.select(ARQ.__table__).where(ARQ.uuid == sa.bindparam('arq_uuid'))
+
+
 def _get(s, arq_uuid):
-    return s.scalars(sa.select(ARQ).where(ARQ.uuid == arq_uuid)).first()
+    """The ARQ as a read-only row (its columns), or None; built once: the
+    bind's steps and the API's PATCH read it."""
+    return s.connection().execute(_GET, {'arq_uuid': arq_uuid}).first()
 
 
 def get(arq_uuid):
-    """The ARQ row; ARQNotFound when there is none."""
+    """The ARQ as a read-only row; ARQNotFound when there is none."""
     with session.reader() as s:
         arq = _get(s, arq_uuid)
     if arq is None:
@@ -263,13 +312,34 @@ def state_of(arq_uuid):
         return s.scalar(sa.select(ARQ.state).where(ARQ.uuid == arq_uuid))
 
 
+# The database's clock, as the value of a column an ARQ's move stamps.
+NOW = clock.utc_now()
+
+
+@functools.lru_cache(maxsize=64)
+def _state_update(columns, now_columns):
+    """The conditional UPDATE of an ARQ's state and ``columns`` (set from
+    ``new_<column>``; ``now_columns`` to NOW) on the state and version it
+    was read with, built once per set of columns."""
+    values = {c: sa.bindparam('new_' + c) for c in columns}
+    values.update((c, NOW) for c in now_columns)
+    values['state'] = sa.bindparam('new_state')
+    return conditional.statement(
+        ARQ, ARQ.id == sa.bindparam('arq_id'), values,
+        ARQ.state == sa.bindparam('old_state'),
+        ARQ.version == sa.bindparam('old_version'))
+
+
 def _update_state(s, arq, new_state, **values):
     """Move ``arq`` from the state and version it was read with; the new
-    version, or None when someone else moved it first."""
-    won = conditional.update(s, ARQ, ARQ.id == arq.id,
-                             dict(values, state=new_state),
-                             ARQ.state == arq.state,
-                             ARQ.version == arq.version)
+    version, or None when someone else moved it first. A value is a
+    plain value, or NOW."""
+    now_columns = tuple(sorted(k for k, v in values.items() if v is NOW))
+    columns = tuple(sorted(k for k in values if k not in now_columns))
+    params = {'new_' + c: values[c] for c in columns}
+    params.update(arq_id=arq.id, new_state=new_state, old_state=arq.state,
+                  old_version=arq.version)
+    won = conditional.run(s, _state_update(columns, now_columns), params)
     return arq.version + 1 if won else None
 
 
@@ -331,10 +401,9 @@ def _start_bind(s, arq_uuid, binding, taken_by=None):
     """BindStarted with the binding, stamped with the database's clock
     (taken by conductor ``taken_by`` already, or by none yet); the new
     version."""
-    now = clock.utc_now()
-    return _transition(s, arq_uuid, 'BindStarted', bind_started_at=now,
-                       bind_dispatched_at=now,
-                       bind_taken_at=now if taken_by else None,
+    return _transition(s, arq_uuid, 'BindStarted', bind_started_at=NOW,
+                       bind_dispatched_at=NOW,
+                       bind_taken_at=NOW if taken_by else None,
                        bind_taken_by=taken_by, error=None,
                        **_binding_values(arq_uuid, binding))
 
@@ -361,8 +430,7 @@ def _take_bind(s, arq, conductor):
             uuid=arq.uuid, state='BindStarted, taken by conductor %s'
             % arq.bind_taken_by, action='taking its bind',
             expected='a bind no conductor took yet')
-    version = _update_state(s, arq, 'BindStarted',
-                            bind_taken_at=clock.utc_now(),
+    version = _update_state(s, arq, 'BindStarted', bind_taken_at=NOW,
                             bind_taken_by=conductor)
     if version is None:
         raise _state_conflict(arq.uuid, 'BindStarted (changed meanwhile)',
@@ -416,15 +484,48 @@ def bind_target(started):
             s, started.device_profile_id, started.group_id))
 
 
-def _lock(s, arq_id, expected_state, expected_version):
+_TABLE = ARQ.__table__
+# A bind's own ARQ statements, built once (its transaction is the hot path
+# of the API's bind): the lock of the ARQ it started, and its move to
+# Bound on the state and version it was started with.
+_LOCK_STARTED = (sa.select(_TABLE.c.id)
+                 .where(_TABLE.c.uuid == sa.bindparam('arq_uuid'),
+                        _TABLE.c.state == 'BindStarted',
+                        _TABLE.c.version == sa.bindparam('started_version'))
+                 .with_for_update())
+
+
+def _bind_move(source, target, values):
+    if not states.ARQ.allows(source, target):
+        raise ValueError('an ARQ cannot go from %s to %s' % (source, target))
+    return conditional.statement(
+        ARQ, ARQ.id == sa.bindparam('arq_id'), dict(values, state=target),
+        ARQ.state == source,
+        ARQ.version == sa.bindparam('started_version'))
+
+
+_BOUND = _bind_move('BindStarted', 'Bound', {
+    'attach_handle_id': sa.bindparam('handle_id'),
+    'deployable_id': sa.bindparam('region_id'), 'error': None})
+
+
+def _lock_started(s, started):
     """Lock the ARQ row (before any region or handle lock) if it is still
-    (state, version); True when it is."""
-    found = s.execute(
-        sa.select(ARQ.id)
-        .where(ARQ.id == arq_id, ARQ.state == expected_state,
-               ARQ.version == expected_version)
-        .with_for_update()).first()
-    return found is not None
+    (BindStarted, started.version); its id, or ARQStateConflict."""
+    arq_id = s.connection().execute(_LOCK_STARTED, {
+        'arq_uuid': started.uuid,
+        'started_version': started.version}).scalar()
+    if arq_id is None:
+        raise _state_conflict(started.uuid, 'no longer BindStarted', 'Bound')
+    return arq_id
+
+
+def _mark_bound(s, started, arq_id, handle_id, deployable_id):
+    if not conditional.run(s, _BOUND, {
+            'arq_id': arq_id, 'started_version': started.version,
+            'handle_id': handle_id, 'region_id': deployable_id}):
+        raise _state_conflict(started.uuid, 'BindStarted (changed '
+                              'meanwhile)', 'Bound')
 
 
 def _bind_failed(arq_uuid, reason):
@@ -437,53 +538,54 @@ def _refused(s, refusal, device, region):
     return refusal(devices.region_rows(s, device, region))
 
 
-def finish_bind(started, deployable_id, deployable_uuid, refusal=None):
+def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
+                device_id=None):
     """Claim a handle of the region and make the ARQ Bound, in one
-    transaction.
+    transaction; the hosts whose publish it requested (a function sibling
+    handles share was claimed: their regions are no longer available).
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
-    when an active programming job holds the region, when
-    ``refusal(rows)`` (rows: db/devices.region_rows, read under the device
-    and region locks) says why the region may not be bound now (its
-    cleaning among the reasons), or when no handle is free. Claiming a
-    function sibling handles share requests a publish of the host: their
-    regions are no longer available.
+    when the region is gone (or is no longer on ``device_id``, its device
+    when the caller read it), when an active programming job holds it,
+    when ``refusal(rows)`` (rows: db/devices.region_rows, read under the
+    device and region locks) says why the region may not be bound now (its
+    cleaning among the reasons), or when no handle is free.
     """
     try:
         with session.writer() as s:
-            arq = _get(s, started.uuid)
-            if arq is None or not _lock(s, arq.id, 'BindStarted',
-                                        started.version):
-                raise _state_conflict(started.uuid, 'no longer BindStarted',
-                                     'Bound')
-            locked = deployables.lock_for_bind(s, deployable_id)
+            arq_id = _lock_started(s, started)
+            locked = deployables.lock_for_bind(s, deployable_id, device_id)
             if locked is None:
                 raise _bind_failed(started.uuid, 'deployable %s is gone'
                                    % deployable_uuid)
             device, region = locked
             job = deployables.active_job_on(s, deployable_id,
-                                            except_arq_id=arq.id)
+                                            except_arq_id=arq_id)
             if job is not None:
                 raise _bind_failed(started.uuid, 'region %s is being '
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
-            why = _refused(s, refusal, device, region)
+            rows = devices.region_rows(s, device, region)
+            why = refusal(rows) if refusal is not None else None
             if why:
                 raise _bind_failed(started.uuid, why)
-            handle = attach_handles.claim_free(s, deployable_id)
-            if handle is None:
+            claimed = attach_handles.claim_in_region(
+                s, device.hostname, rows.handles.get(deployable_id, ()),
+                rows.blocked_handles)
+            if claimed is None:
                 # NOTE: asked again: a racing bind of a sibling region may
                 # have taken the shared function since.
                 raise _bind_failed(started.uuid, _refused(
                     s, refusal, device, region) or 'no free attach handle '
                     'on deployable %s' % deployable_uuid)
-            cleaning.mark_allocated(s, deployable_id)
-            _transition(s, started.uuid, 'Bound', started.version,
-                        attach_handle_id=handle.id,
-                        deployable_id=deployable_id, error=None)
+            handle_id, key = claimed
+            cleaning.mark_allocated(s, deployable_id, region.device_state)
+            _mark_bound(s, started, arq_id, handle_id, deployable_id)
             attach_handles.request_publish_if_offer_changed(
-                s, handle.id, 'attach handle claimed')
+                s, handle_id, 'attach handle claimed',
+                hostname=device.hostname, device_id=device.id, key=key)
+            return publish_requests.requested_in(s)
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.
@@ -586,6 +688,6 @@ def resend_untaken_binds(after, batch=100):
             .limit(batch)))
         for arq in untaken:
             if _update_state(s, arq, 'BindStarted',
-                             bind_dispatched_at=clock.utc_now()):
+                             bind_dispatched_at=NOW):
                 due.append((arq.uuid, _binding_of(arq)))
     return due

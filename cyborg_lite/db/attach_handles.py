@@ -41,6 +41,18 @@ def function_key(hostname, attach_info):
 Holder = collections.namedtuple('Holder', ['arq_uuid', 'deployable_name'])
 
 
+_ARQ = models.AcceleratorRequest
+_CLAIM = models.KubernetesClaimDevice
+# Built once: every bind asks (db/devices.region_rows).
+_HOLDERS = (sa.select(HANDLE.in_use_function, _ARQ.uuid, _CLAIM.claim_uid,
+                      DEPLOYABLE.name)
+            .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
+            .outerjoin(_ARQ, _ARQ.attach_handle_id == HANDLE.id)
+            .outerjoin(_CLAIM, _CLAIM.attach_handle_id == HANDLE.id)
+            .where(HANDLE.in_use_function.in_(
+                sa.bindparam('keys', expanding=True))))
+
+
 def holders(s, keys):
     """{key: Holder} of those ``keys`` whose function a handle holds now
     (arq_uuid: the ARQ's uuid or ``k8s:<claim uid>``; None: in use with no
@@ -49,15 +61,7 @@ def holders(s, keys):
     keys = set(keys)
     if not keys:
         return {}
-    arq = models.AcceleratorRequest
-    claim = models.KubernetesClaimDevice
-    rows = s.execute(
-        sa.select(HANDLE.in_use_function, arq.uuid, claim.claim_uid,
-                  DEPLOYABLE.name)
-        .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
-        .outerjoin(arq, arq.attach_handle_id == HANDLE.id)
-        .outerjoin(claim, claim.attach_handle_id == HANDLE.id)
-        .where(HANDLE.in_use_function.in_(keys)))
+    rows = s.connection().execute(_HOLDERS, {'keys': sorted(keys)})
     # A Kubernetes claim's holder is named k8s:<claim uid> (db/k8s_claims).
     return {key: Holder(arq_uuid or ('k8s:' + claim_uid if claim_uid
                                      else None), name)
@@ -74,18 +78,30 @@ def blocked(s, handles, hostname):
             if key in held}
 
 
+_CLAIM_HANDLE = conditional.statement(
+    HANDLE, HANDLE.id == sa.bindparam('handle_id'),
+    {'in_use': True, 'in_use_function': sa.bindparam('key')},
+    HANDLE.version == sa.bindparam('expected_version'),
+    HANDLE.in_use.is_(False))
+
+
 def _claim(s, handle_id, version, key):
     """Mark the handle in use with its function's key; False when another
     transaction claimed the handle or the function first."""
+    params = {'handle_id': handle_id, 'expected_version': version,
+              'key': key}
+    conn = s.connection()
     try:
+        if conn.dialect.name == 'sqlite':
+            # NOTE: no savepoint needed: SQLite undoes a statement refused
+            # by a constraint and goes on with the transaction (and its
+            # one writer at a time leaves no racing claim to refuse).
+            return bool(conditional.run(s, _CLAIM_HANDLE, params))
         # NOTE: a savepoint, so the UNIQUE in_use_function refusing a
         # racing bind's function undoes this UPDATE only, and the next
         # candidate can be tried in the same transaction.
-        with s.begin_nested():
-            return bool(conditional.update(
-                s, HANDLE, HANDLE.id == handle_id,
-                {'in_use': True, 'in_use_function': key},
-                HANDLE.version == version, HANDLE.in_use.is_(False)))
+        with conn.begin_nested():
+            return bool(conditional.run(s, _CLAIM_HANDLE, params))
     except sa_exc.IntegrityError:
         return False
 
@@ -122,47 +138,67 @@ def claim_free(s, deployable_id):
     return None
 
 
-def _shared_by_siblings(s, handle_id):
-    """The hostname when another handle of the same device names the same
-    function (so its deployable's availability follows this one's), else
-    None."""
-    row = s.execute(sa.select(HANDLE.attach_info, DEVICE.hostname, DEVICE.id)
-                    .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
-                    .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
-                    .where(HANDLE.id == handle_id)).first()
-    if row is None:
-        return None
-    info, hostname, device_id = row
-    key = function_key(hostname, info)
-    # NOTE: compared by key, as claims are, whatever the JSON spelling; a
-    # device has a handful of handles.
-    others = s.scalars(
-        sa.select(HANDLE.attach_info)
-        .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
-        .where(DEPLOYABLE.device_id == device_id, HANDLE.id != handle_id))
-    if any(function_key(hostname, other) == key for other in others):
-        return hostname
+def claim_in_region(s, hostname, handles, blocked_handles):
+    """Mark the first free handle of a region in use, from what the caller
+    read under the region's lock (db/devices.region_rows: its ``handles``
+    with their version, and ``blocked_handles``, those whose function
+    another handle holds). Returns (handle id, function key), or None when
+    none could be claimed.
+
+    The region's lock keeps other binds of it out, so no locking read of
+    the handles is needed: the conditional UPDATE on (in_use=false,
+    version) still decides, and the UNIQUE in_use_function refuses a
+    function a sibling region's bind claimed since.
+    """
+    for handle in handles:
+        if handle.in_use or handle.id in blocked_handles:
+            continue
+        key = function_key(hostname, handle.attach_info)
+        if _claim(s, handle.id, handle.version, key):
+            return handle.id, key
     return None
 
 
-def _kubernetes_host(s, handle_id):
-    """The handle's hostname when the host serves Kubernetes, whose
-    ResourceSlices taint a region an ARQ holds; else None."""
-    hostname = s.scalar(sa.select(DEVICE.hostname)
-                        .join(DEPLOYABLE, DEPLOYABLE.device_id == DEVICE.id)
-                        .join(HANDLE, HANDLE.deployable_id == DEPLOYABLE.id)
-                        .where(HANDLE.id == handle_id))
-    return hostname if hostname in CONF.kubernetes.hosts else None
+# The handle's function and host, and the functions of the other handles
+# of its device: built once, asked after every claim and free.
+_HANDLE_HOST = (sa.select(HANDLE.attach_info, DEVICE.hostname, DEVICE.id)
+                .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
+                .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
+                .where(HANDLE.id == sa.bindparam('handle_id')))
+_OTHERS_ON_DEVICE = (sa.select(HANDLE.attach_info)
+                     .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
+                     .where(DEPLOYABLE.device_id == sa.bindparam('device_id'),
+                            HANDLE.id != sa.bindparam('handle_id')))
 
 
-def request_publish_if_offer_changed(s, handle_id, why):
+def _shared_by_siblings(s, handle_id, device_id, hostname, key):
+    """Whether another handle of the device names the handle's function
+    (so its deployable's availability follows this one's)."""
+    # NOTE: compared by key, as claims are, whatever the JSON spelling; a
+    # device has a handful of handles.
+    others = s.connection().execute(
+        _OTHERS_ON_DEVICE, {'device_id': device_id, 'handle_id': handle_id})
+    return any(function_key(hostname, other) == key for (other,) in others)
+
+
+def request_publish_if_offer_changed(s, handle_id, why, hostname=None,
+                                     device_id=None, key=None):
     """Ask for the host to be published again when claiming or freeing
     this handle changed what is offered beyond its own deployable: its
     sibling handles' deployables, or (on a host serving Kubernetes too)
-    the taint of its region in the ResourceSlices."""
-    hostname = (_shared_by_siblings(s, handle_id) or
-                _kubernetes_host(s, handle_id))
-    if hostname is not None:
+    the taint of its region in the ResourceSlices.
+
+    ``hostname``, ``device_id`` and ``key`` (the handle's function_key),
+    when the caller has them all, spare reading them again."""
+    if hostname is None or device_id is None or key is None:
+        row = s.connection().execute(_HANDLE_HOST,
+                                     {'handle_id': handle_id}).first()
+        if row is None:
+            return
+        info, hostname, device_id = row
+        key = function_key(hostname, info)
+    if hostname in CONF.kubernetes.hosts or _shared_by_siblings(
+            s, handle_id, device_id, hostname, key):
         publish_requests.add(s, hostname, why)
 
 

@@ -108,9 +108,29 @@ def bind_refusal(s, deployable_id, label):
         label, state, states.DEVICE_UNSCHEDULABLE_WHY[state])
 
 
-def mark_allocated(s, deployable_id):
-    """A handle of the region was claimed: available -> allocated."""
-    _move(s, deployable_id, ('available',), 'allocated')
+def _move_statement(from_state, to_state):
+    """``_move``'s UPDATE from one state, built once (``deployable_id`` is
+    its parameter)."""
+    if not states.DEVICE.allows(from_state, to_state):
+        raise ValueError('a deployable cannot go from %s to %s'
+                         % (from_state, to_state))
+    return conditional.statement(
+        DEP, DEP.id == sa.bindparam('deployable_id'),
+        {'device_state': to_state, 'device_state_at': clock.utc_now()},
+        DEP.device_state == from_state, bump_version=False)
+
+
+_ALLOCATE = _move_statement('available', 'allocated')
+
+
+def mark_allocated(s, deployable_id, current_state=None):
+    """A handle of the region was claimed: available -> allocated.
+
+    ``current_state``: the region's state as the caller read it under the
+    region's lock (no other writer can have moved it since), when it did;
+    only 'available' then needs the UPDATE."""
+    if current_state in (None, 'available'):
+        conditional.run(s, _ALLOCATE, {'deployable_id': deployable_id})
 
 
 def release(s, handle_id):

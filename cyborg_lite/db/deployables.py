@@ -84,35 +84,59 @@ def lock_region(s, deployable_id):
               .with_for_update())
 
 
-def lock_for_bind(s, deployable_id):
-    """(device, deployable) of a region, locked for a bind: the device row
-    shared (sibling regions bind side by side, but a maintenance switch or
-    a report waits for the bind, and the bind reads their committed
-    result), then the region's row. None when the region is gone."""
-    device_id = s.scalar(sa.select(models.Deployable.device_id)
-                         .where(models.Deployable.id == deployable_id))
-    # NOTE: the device alone, by id: a shared lock taken through a join
-    # would cover the region's row too on MariaDB (no FOR SHARE OF), and
-    # two binds of one region upgrading it would deadlock.
-    device = s.scalars(sa.select(models.Device)
-                       .where(models.Device.id == device_id)
-                       .with_for_update(read=True)).first()
+_DEVICE_TABLE = models.Device.__table__
+_REGION_TABLE = models.Deployable.__table__
+_JOB = models.ProgrammingJob
+# The statements of a bind's locks and checks, built once (the bind's
+# transaction is the hot path of the API's bind, see docs/benchmarks.md).
+_DEVICE_OF = sa.select(_REGION_TABLE.c.device_id).where(
+    _REGION_TABLE.c.id == sa.bindparam('deployable_id'))
+# NOTE: the device alone, by id: a shared lock taken through a join would
+# cover the region's row too on MariaDB (no FOR SHARE OF), and two binds
+# of one region upgrading it would deadlock.
+_DEVICE_SHARED = (sa.select(_DEVICE_TABLE)
+                  .where(_DEVICE_TABLE.c.id == sa.bindparam('device_id'))
+                  .with_for_update(read=True))
+_REGION_LOCKED = (sa.select(_REGION_TABLE)
+                  .where(_REGION_TABLE.c.id == sa.bindparam('deployable_id'),
+                         _REGION_TABLE.c.device_id ==
+                         sa.bindparam('device_id'))
+                  .with_for_update())
+_ACTIVE_JOB = (sa.select(_JOB.uuid)
+               .where(_JOB.active_deployable_id ==
+                      sa.bindparam('deployable_id'))
+               .limit(1))
+_ACTIVE_JOB_OF_ANOTHER = _ACTIVE_JOB.where(sa.or_(
+    _JOB.arq_id.is_(None), _JOB.arq_id != sa.bindparam('arq_id')))
+
+
+def lock_for_bind(s, deployable_id, device_id=None):
+    """(device, deployable) of a region as plain rows, locked for a bind:
+    the device row shared (sibling regions bind side by side, but a
+    maintenance switch or a report waits for the bind, and the bind reads
+    their committed result), then the region's row. None when the region
+    is gone (or is not on ``device_id``, when the caller knows it)."""
+    conn = s.connection()
+    if device_id is None:
+        device_id = conn.execute(
+            _DEVICE_OF, {'deployable_id': deployable_id}).scalar()
+    device = conn.execute(_DEVICE_SHARED, {'device_id': device_id}).first()
     if device is None:
         return None
-    lock_region(s, deployable_id)
-    return device, s.get(models.Deployable, deployable_id)
+    region = conn.execute(_REGION_LOCKED, {'deployable_id': deployable_id,
+                                           'device_id': device_id}).first()
+    return (device, region) if region is not None else None
 
 
 def active_job_on(s, deployable_id, except_arq_id=None):
     """The uuid of the active programming job on the region, or None;
     ``except_arq_id``: not counting the job loading it for that ARQ."""
-    job = models.ProgrammingJob
-    query = sa.select(job.uuid).where(job.active_deployable_id
-                                      == deployable_id)
-    if except_arq_id is not None:
-        query = query.where(sa.or_(job.arq_id.is_(None),
-                                   job.arq_id != except_arq_id))
-    return s.scalars(query.limit(1)).first()
+    if except_arq_id is None:
+        return s.connection().execute(
+            _ACTIVE_JOB, {'deployable_id': deployable_id}).scalar()
+    return s.connection().execute(
+        _ACTIVE_JOB_OF_ANOTHER, {'deployable_id': deployable_id,
+                                 'arq_id': except_arq_id}).scalar()
 
 
 def bound_arq_on(s, deployable_id, except_holder=None):
@@ -169,6 +193,14 @@ def record_loaded(s, deployable_id, bitstream_uuid, function_id,
     dep.function_name = function_name
 
 
+# Every bind resolves its resource provider: built once, plain rows.
+_REGION_OF_RP = (sa.select(_REGION_TABLE)
+                 .where(_REGION_TABLE.c.rp_uuid == sa.bindparam('rp_uuid'))
+                 .order_by(_REGION_TABLE.c.id).limit(1))
+_DEVICE = sa.select(_DEVICE_TABLE).where(
+    _DEVICE_TABLE.c.id == sa.bindparam('device_id'))
+
+
 def find_by_rp(s, rp_uuid):
     """(deployable, device) whose resource provider is rp_uuid, or None.
 
@@ -176,13 +208,12 @@ def find_by_rp(s, rp_uuid):
     the device's rp_uuid: the deployable is then the device's one whose
     resource class attribute is a whole-device class, or its only one.
     """
-    row = s.execute(
-        sa.select(models.Deployable, models.Device)
-        .join(models.Device, models.Device.id == models.Deployable.device_id)
-        .where(models.Deployable.rp_uuid == rp_uuid)
-        .order_by(models.Deployable.id)).first()
-    if row is not None:
-        return tuple(row)
+    conn = s.connection()
+    region = conn.execute(_REGION_OF_RP, {'rp_uuid': rp_uuid}).first()
+    if region is not None:
+        device = conn.execute(_DEVICE, {'device_id': region.device_id})
+        device = device.first()
+        return (region, device) if device is not None else None
     device = s.scalars(sa.select(models.Device)
                        .where(models.Device.rp_uuid == rp_uuid)).first()
     if device is None:

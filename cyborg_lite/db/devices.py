@@ -88,17 +88,10 @@ HostRows = collections.namedtuple(
                  'blocked_handles', 'agent_state', 'k8s_claims'])
 
 
-def _rows_of(s, devices, deps, hostname):
-    dep_ids = [d.id for d in deps]
-    attributes = {dep_id: dict(pairs) for dep_id, pairs in
-                  deployables.attributes_of(s, dep_ids).items()}
-    handles = collections.defaultdict(list)
-    if dep_ids:
-        for handle in s.scalars(
-                sa.select(models.AttachHandle)
-                .where(models.AttachHandle.deployable_id.in_(dep_ids))
-                .order_by(models.AttachHandle.id)):
-            handles[handle.deployable_id].append(handle)
+def _rows_of(s, devices, deps, hostname, attributes, handles):
+    """HostRows of ``devices`` and their ``deps``, given their attributes
+    ({deployable id: {key: value}}) and handles ({deployable id: [handle]}
+    in id order)."""
     blocked = attach_handles.blocked(
         s, [h for hs in handles.values() for h in hs], hostname)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
@@ -130,10 +123,38 @@ def host_rows(hostname, url=None):
                          .where(models.Deployable.device_id.in_(
                              [d.id for d in devices]))
                          .order_by(models.Deployable.id)).all()
-        return _rows_of(s, devices, deps, hostname)
+        dep_ids = [d.id for d in deps]
+        attributes = {dep_id: dict(pairs) for dep_id, pairs in
+                      deployables.attributes_of(s, dep_ids).items()}
+        handles = collections.defaultdict(list)
+        if dep_ids:
+            for handle in s.scalars(
+                    sa.select(models.AttachHandle)
+                    .where(models.AttachHandle.deployable_id.in_(dep_ids))
+                    .order_by(models.AttachHandle.id)):
+                handles[handle.deployable_id].append(handle)
+        return _rows_of(s, devices, deps, hostname, attributes, handles)
+
+
+_ATTR = models.Attribute.__table__
+_HANDLE = models.AttachHandle.__table__
+# One region's rows, read by every bind under its locks: built once.
+_REGION_ATTRIBUTES = sa.select(_ATTR.c.key, _ATTR.c.value).where(
+    _ATTR.c.deployable_id == sa.bindparam('deployable_id'))
+_REGION_HANDLES = (sa.select(_HANDLE)
+                   .where(_HANDLE.c.deployable_id ==
+                          sa.bindparam('deployable_id'))
+                   .order_by(_HANDLE.c.id))
 
 
 def region_rows(s, device, deployable):
     """The HostRows of one region of ``device``, read in the caller's
-    transaction (a bind deciding under its locks)."""
-    return _rows_of(s, [device], [deployable], device.hostname)
+    transaction (a bind deciding under its locks); its handles are plain
+    rows, in id order, with their ``version``."""
+    conn = s.connection()
+    params = {'deployable_id': deployable.id}
+    attributes = dict(conn.execute(_REGION_ATTRIBUTES, params).all())
+    handles = conn.execute(_REGION_HANDLES, params).all()
+    return _rows_of(s, [device], [deployable], device.hostname,
+                    {deployable.id: attributes} if attributes else {},
+                    {deployable.id: handles} if handles else {})

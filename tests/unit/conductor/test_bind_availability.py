@@ -6,12 +6,15 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import manager
+from cyborg_lite.conductor import publishing
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
 from cyborg_lite.db import session
+from cyborg_lite.objects import inventory_sink
 from tests.unit.conductor import bind_helpers as h
 
 
@@ -183,3 +186,48 @@ def test_unknown_states_of_other_rows_do_not_refuse(db):
     # A host that never sent a heartbeat (an older agent) is up.
     region, = h.make_card(regions=1, hostname='old-agent-host')
     assert _bind(region, hostname='old-agent-host')[1] == 'Bound'
+
+
+class _RecordingSink(inventory_sink.InventorySink):
+    def __init__(self):
+        self.published = []
+
+    def publish(self, hostname):
+        self.published.append(hostname)
+        return inventory_sink.PublishResult(hostname, True)
+
+    @classmethod
+    def from_conf(cls, conf):
+        return cls()
+
+    def retry_pending(self):
+        return []
+
+    def pending_hosts(self):
+        return {}
+
+
+class _RecordingPublisher(publishing.Publisher):
+    def __init__(self, sink):
+        super().__init__([sink])
+        self.calls = 0
+
+    def publish_requested(self):
+        self.calls += 1
+        return super().publish_requested()
+
+
+@pytest.mark.parametrize('shared, calls', [(False, 0), (True, 1)])
+def test_the_conductor_serves_publish_requests_after_a_bind_that_asked(
+        db, shared, calls):
+    # Only a claim that changed another region's offer asks for a
+    # publish; any other bind spares the conductor reading the requests.
+    region = h.make_card(sriov=not shared)[0]
+    sink = _RecordingSink()
+    publisher = _RecordingPublisher(sink)
+    conductor = manager.ConductorManager('cond-1', publisher=publisher)
+    arq_uuid = h.make_arq()
+    assert conductor.bind_arqs(None, {arq_uuid: h.binding(region)}) == {
+        arq_uuid: 'Bound'}
+    assert (publisher.calls, sink.published) == (calls, ['host1'] * calls)
+    assert _publish_requests() == []

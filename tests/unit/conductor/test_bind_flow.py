@@ -1,6 +1,8 @@
 """bind_arqs / unbind_arqs on one conductor, and delete after bind."""
+import pytest
 import sqlalchemy as sa
 
+from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.db import arqs as db_arqs
 from cyborg_lite.db import models
@@ -147,3 +149,31 @@ def test_several_arqs_in_one_request(db):
     assert set(result.values()) == {'Bound'}
     assert len(notifier.events) == 3
     assert len(h.check_no_handle_double_use()) == 3
+
+
+def test_a_region_no_longer_on_the_device_read_before_fails_the_bind(db):
+    # The bind resolves the region and its device before its transaction;
+    # a region deleted since (its device kept) is refused by name, with
+    # nothing claimed.
+    region = h.make_region()
+    other = h.make_region()
+    arq_uuid = h.make_arq()
+    [started], _ = db_arqs.begin_binds({arq_uuid: h.binding(region)}, 'c1')
+    with session.reader() as s:
+        device_id, other_device_id = (
+            s.scalar(sa.select(models.Deployable.device_id).where(
+                models.Deployable.id == r['deployable_id']))
+            for r in (region, other))
+    with pytest.raises(exception.ArqBindFailed, match='is gone'):
+        db_arqs.finish_bind(started, region['deployable_id'],
+                            region['deployable_uuid'],
+                            device_id=other_device_id)
+    with session.writer() as s:
+        s.execute(sa.delete(models.Deployable.__table__).where(
+            models.Deployable.id == region['deployable_id']))
+    with pytest.raises(exception.ArqBindFailed, match='is gone'):
+        db_arqs.finish_bind(started, region['deployable_id'],
+                            region['deployable_uuid'], device_id=device_id)
+    arq = h.get_arq(arq_uuid)
+    assert (arq.state, arq.attach_handle_id) == ('BindStarted', None)
+    assert not any(handle.in_use for handle in h.handles_of(other))
