@@ -147,13 +147,18 @@ def _refuse_in_use(s, profile):
         raise exception.DeviceProfileInUse(ident=profile.name, count=in_use)
 
 
+_GROUPS_OF_ID = sa.select(models.DeviceProfile.profile_json).where(
+    models.DeviceProfile.id == sa.bindparam('profile_id'))
+
+
 def group(s, profile_id, group_id):
     """Request group ``group_id`` of a profile as a dict, or None when the
     profile or the group does not exist (an ARQ's group, for its bind)."""
-    profile = s.get(models.DeviceProfile, profile_id)
-    if profile is None:
+    profile_json = s.connection().execute(
+        _GROUPS_OF_ID, {'profile_id': profile_id}).scalar()
+    if profile_json is None:
         return None
-    groups = json.loads(profile.profile_json or '[]')
+    groups = json.loads(profile_json or '[]')
     if not 0 <= group_id < len(groups):
         return None
     return groups[group_id]
