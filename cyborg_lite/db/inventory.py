@@ -48,7 +48,6 @@ from sqlalchemy.orm import exc as orm_exc
 from cyborg_lite.common import exception
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -81,8 +80,8 @@ def apply_report(hostname, scans, attempts=5):
     """
     if not scans:
         return Changes()
-    with session.reader() as s:
-        if _Unchanged(s, hostname, scans).matches():
+    with session.read_connection() as conn:
+        if _Unchanged(conn, hostname, scans).matches():
             return Changes()
     for attempt in range(1, attempts + 1):
         try:
@@ -98,117 +97,164 @@ def apply_report(hostname, scans, attempts=5):
             time.sleep(random.uniform(0, 0.05 * attempt))
 
 
-def _host_rows(table, *joins):
-    """SELECT table.* of one host's reported drivers, through ``joins``
-    (the tables between ``table`` and devices), built once."""
-    stmt = sa.select(table)
-    for parent, column in joins:
-        stmt = stmt.join(parent, column == parent.c.id)
-    devices = models.Device.__table__
-    return (stmt.where(devices.c.hostname == sa.bindparam('hostname'),
-                       devices.c.driver_name.in_(
-                           sa.bindparam('drivers', expanding=True)))
-            .order_by(table.c.id))
-
-
 _DEV = models.Device.__table__
 _DEP = models.Deployable.__table__
 _CPID = models.ControlpathId.__table__
 _ATTR = models.Attribute.__table__
 _HANDLE = models.AttachHandle.__table__
-_DEVICES = _host_rows(_DEV)
-_CPIDS = _host_rows(_CPID, (_DEV, _CPID.c.device_id))
-_DEPLOYABLES = _host_rows(_DEP, (_DEV, _DEP.c.device_id))
-_ATTRIBUTES = _host_rows(_ATTR, (_DEP, _ATTR.c.deployable_id),
-                         (_DEV, _DEP.c.device_id))
-_HANDLES = _host_rows(_HANDLE, (_DEP, _HANDLE.c.deployable_id),
-                      (_DEV, _DEP.c.device_id))
 
 
-def _column_index(table):
-    return {c.name: i for i, c in enumerate(table.c)}
+def _of_host(stmt, drivers):
+    """``stmt`` restricted to one host's ``drivers`` (a number of them):
+    bound as hostname, d0, d1, ..."""
+    return stmt.where(_DEV.c.hostname == sa.bindparam('hostname'),
+                      _DEV.c.driver_name.in_(
+                          [sa.bindparam('d%d' % i) for i in range(drivers)]))
+
+
+def _devices_with_cpids(drivers):
+    # NOTE: a device has at most one control path (the writer keeps one);
+    # a second would show as a repeated device and read as "changed".
+    return _of_host(sa.select(*_DEV.c, _CPID.c.id, _CPID.c.cpid_info)
+                    .select_from(_DEV.outerjoin(
+                        _CPID, _CPID.c.device_id == _DEV.c.id)), drivers)
+
+
+def _deployables_with_handles(drivers):
+    return _of_host(sa.select(*_DEP.c, _HANDLE.c.attach_info,
+                              _HANDLE.c.attach_type, _HANDLE.c.cpid_id)
+                    .select_from(_DEP.join(_DEV, _DEP.c.device_id ==
+                                           _DEV.c.id)
+                                 .outerjoin(_HANDLE, _HANDLE.c.deployable_id ==
+                                            _DEP.c.id)), drivers)
+
+
+def _attributes(drivers):
+    return _of_host(sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
+                              _ATTR.c.value)
+                    .select_from(_ATTR.join(_DEP, _ATTR.c.deployable_id ==
+                                            _DEP.c.id)
+                                 .join(_DEV, _DEP.c.device_id == _DEV.c.id)),
+                    drivers)
+
+
+class _HostReads:
+    """The unchanged check's three SELECTs as the driver's SQL, rendered
+    once per dialect and number of drivers.
+
+    NOTE: run with ``exec_driver_sql`` and read from the DBAPI cursor:
+    SQLAlchemy's compiled-statement path (cache lookup, expanding IN,
+    result set-up) cost more than the database's own work, and this
+    still goes through the connection's events and error handling.
+    """
+
+    _rendered = {}
+
+    @classmethod
+    def _render(cls, dialect, drivers):
+        key = (type(dialect), dialect.paramstyle, drivers)
+        found = cls._rendered.get(key)
+        if found is None:
+            found = cls._rendered[key] = tuple(
+                (str(compiled), compiled.positiontup)
+                for compiled in (
+                    build(drivers).compile(dialect=dialect)
+                    for build in (_devices_with_cpids,
+                                  _deployables_with_handles, _attributes)))
+        return found
+
+    @classmethod
+    def read(cls, conn, hostname, drivers):
+        """(devices with cpids, deployables with handles, attributes):
+        lists of the driver's tuples."""
+        values = {'hostname': hostname}
+        values.update(('d%d' % i, d) for i, d in enumerate(drivers))
+        results = []
+        for sql, positions in cls._render(conn.dialect, len(drivers)):
+            params = (tuple(values[p] for p in positions)
+                      if positions is not None else values)
+            result = conn.exec_driver_sql(sql, params)
+            try:
+                results.append(result.cursor.fetchall())
+            finally:
+                result.close()
+        return results
+
+
+def _index(names, start=0, count=None):
+    """{column name: position} of ``names[start:start + count]``."""
+    stop = None if count is None else start + count
+    return {name: i for i, name in enumerate(names[start:stop], start)}
 
 
 class _Unchanged:
     """Whether the stored rows already are what ``scans`` wants.
 
     Reads the host's rows as the database driver's tuples (no ORM, no
-    writer lock) and compares exactly what ``_apply`` would assign; any
-    difference, or a value of another type, sends the report down the
-    writing path, which decides.
+    writer lock) in three SELECTs and compares exactly what ``_apply``
+    would assign; any difference, or a value of another type, sends the
+    report down the writing path, which decides.
     """
 
-    _COLUMNS = {t.name: _column_index(t)
-                for t in (_DEV, _DEP, _CPID, _ATTR, _HANDLE)}
+    _DEV_COLUMNS = _index([c.name for c in _DEV.c])
+    _CPID_ID = len(_DEV.c)
+    _DEP_COLUMNS = _index([c.name for c in _DEP.c])
+    _INFO, _TYPE, _HANDLE_CPID = range(len(_DEP.c), len(_DEP.c) + 3)
 
-    def __init__(self, s, hostname, scans):
+    def __init__(self, conn, hostname, scans):
         self.scans = scans
-        params = {'hostname': hostname, 'drivers': sorted(scans)}
-
-        def rows(stmt):
-            return pagination.driver_rows(s, stmt, params)
-        self.devices = rows(_DEVICES)
-        self.cpids = rows(_CPIDS)
-        self.deployables = rows(_DEPLOYABLES)
-        self.attributes = rows(_ATTRIBUTES)
-        self.handles = rows(_HANDLES)
-
-    @classmethod
-    def _values(cls, table, row, names):
-        index = cls._COLUMNS[table.name]
-        return {name: row[index[name]] for name in names}
+        self.devices, self.deployables, self.attributes = _HostReads.read(
+            conn, hostname, sorted(scans))
 
     def matches(self):
-        dev = self._COLUMNS['devices']
+        dev = self._DEV_COLUMNS
         stored = {(r[dev['driver_name']], r[dev['identity']]): r
                   for r in self.devices}
         wanted = {(driver, w['identity']): w
                   for driver, devices in self.scans.items()
                   for w in devices}
-        if stored.keys() != wanted.keys():
+        if len(stored) != len(self.devices) or \
+                stored.keys() != wanted.keys():
             return False
-        cpids = self._cpids()
         deployables = self._deployables()
+        if deployables is None:
+            return False
+        cpid_id = self._CPID_ID
         for key, want in wanted.items():
             row = stored[key]
-            device_id = row[dev['id']]
-            cpid = cpids.get(device_id)
             if not (row[dev['health']] == want['health'] and
-                    self._values(_DEV, row, want['values']) ==
-                    want['values'] and
-                    (cpid and cpid[1]) == want['cpid_info'] and
-                    deployables.get(device_id, {}) ==
-                    self._wanted_deployables(want, cpid)):
+                    all(row[dev[name]] == value
+                        for name, value in want['values'].items()) and
+                    row[cpid_id + 1] == want['cpid_info'] and
+                    deployables.get(row[dev['id']], {}) ==
+                    self._wanted_deployables(want, row[cpid_id])):
                 return False
         return True
 
-    def _cpids(self):
-        index = self._COLUMNS['controlpath_ids']
-        return {r[index['device_id']]: (r[index['id']], r[index['cpid_info']])
-                for r in self.cpids}
-
     def _deployables(self):
         """{device id: {name: (values, attributes, handles)}} as stored,
-        the values restricted to the columns a report sets."""
-        attr = self._COLUMNS['attributes']
+        the values restricted to the columns a report sets; None if a
+        handle is stored twice (the writer sorts that out)."""
         attributes = {}
-        for r in self.attributes:
-            attributes.setdefault(r[attr['deployable_id']], {})[
-                r[attr['key']]] = r[attr['value']]
-        handle = self._COLUMNS['attach_handles']
-        handles = {}
-        for r in self.handles:
-            handles.setdefault(r[handle['deployable_id']], {})[
-                r[handle['attach_info']]] = (r[handle['attach_type']],
-                                             r[handle['cpid_id']])
-        dep = self._COLUMNS['deployables']
+        for dep_id, key, value in self.attributes:
+            attributes.setdefault(dep_id, {})[key] = value
+        dep = self._DEP_COLUMNS
         names = self._report_columns()
         result = {}
         for r in self.deployables:
             dep_id = r[dep['id']]
-            result.setdefault(r[dep['device_id']], {})[r[dep['name']]] = (
-                {name: r[dep[name]] for name in names},
-                attributes.get(dep_id, {}), handles.get(dep_id, {}))
+            by_name = result.setdefault(r[dep['device_id']], {})
+            stored = by_name.get(r[dep['name']])
+            if stored is None:
+                stored = by_name[r[dep['name']]] = (
+                    {name: r[dep[name]] for name in names},
+                    attributes.get(dep_id, {}), {})
+            if r[self._INFO] is not None:
+                handles = stored[2]
+                if r[self._INFO] in handles:
+                    return None
+                handles[r[self._INFO]] = (r[self._TYPE],
+                                          r[self._HANDLE_CPID])
         return result
 
     def _report_columns(self):
@@ -219,8 +265,7 @@ class _Unchanged:
         return []
 
     @staticmethod
-    def _wanted_deployables(want, cpid):
-        cpid_id = cpid[0] if cpid else None
+    def _wanted_deployables(want, cpid_id):
         return {name: (dep['values'], dep['attributes'],
                        {info: (attach_type, cpid_id)
                         for info, attach_type in dep['handles'].items()})

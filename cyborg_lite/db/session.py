@@ -217,8 +217,18 @@ def _connect(engine):
 
 
 @contextlib.contextmanager
-def _connection_transaction(engine, is_writer):
+def _lost_connection_is_outage():
     try:
+        yield
+    except sa_exc.DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise _unavailable(exc) from exc
+        raise
+
+
+@contextlib.contextmanager
+def _connection_transaction(engine, is_writer):
+    with _lost_connection_is_outage():
         with _connect(engine) as conn:
             if is_writer:
                 conn = conn.execution_options(cyborg_lite_writer=True)
@@ -230,10 +240,6 @@ def _connection_transaction(engine, is_writer):
                         s.flush()
                     else:
                         txn.rollback()
-    except sa_exc.DBAPIError as exc:
-        if exc.connection_invalidated:
-            raise _unavailable(exc) from exc
-        raise
 
 
 @contextlib.contextmanager
@@ -251,3 +257,15 @@ def reader(url=None):
     """A session for reads; nothing it does is committed."""
     with _transaction(url, False) as s:
         yield s
+
+
+@contextlib.contextmanager
+def read_connection(url=None):
+    """A Core connection for reads, in a transaction rolled back at block
+    end: for a hot read of driver rows (db/inventory.py's unchanged
+    check), without the cost of an ORM session."""
+    with _lost_connection_is_outage():
+        with _connect(get_engine(url)) as conn:
+            with conn.begin() as txn:
+                yield conn
+                txn.rollback()
