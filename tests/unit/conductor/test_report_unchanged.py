@@ -24,7 +24,7 @@ def _scans(*driver_reports):
 
 def _matches(scans):
     with session.read_connection() as conn:
-        return inventory._Unchanged(conn, HOST, scans).matches()
+        return inventory._Diff(conn, HOST, scans).unchanged
 
 
 def _stored():
