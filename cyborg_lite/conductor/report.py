@@ -20,9 +20,18 @@ no longer lists them. The answer is the acknowledgement::
 
 Any bad part (malformed record, unknown type, duplicate identity, absurd
 value) rejects the whole report with InvalidReport before a row changes.
+
+A host's report equal, in its exact form, to its last valid one (nearly
+every periodic report) is neither validated nor turned into rows again:
+``ValidReports`` remembers the rows it stood for. The database is still
+compared every time; only the work that depends on the report alone is
+skipped.
 """
+import collections
 import json
+import marshal
 import re
+import threading
 
 from oslo_log import log as logging
 
@@ -45,18 +54,88 @@ MAX_DEVICES_PER_DRIVER = 4096
 MAX_COLUMN = 255
 
 
+class ValidReports:
+    """The last valid report of each host and the rows it stands for.
+
+    A report is keyed by its exact form: marshal's bytes (version 2, which
+    has no back-references, so the bytes depend on the values only).
+    marshal keeps apart every type validation tells apart (True from 1,
+    1.0 from 1, a tuple from a list, an int key from a str one) and
+    refuses subclasses, so equal bytes are an input validation would
+    answer exactly the same way (validation and the rows depend on the
+    hostname and the report only). A report marshal cannot write is
+    validated every time. The rows are kept marshalled too: each caller
+    gets its own copy, and a host costs ~20 KB (8 cards x 2 regions).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        # hostname -> (form, ((driver, ok, error), ...), marshalled scans)
+        self._last = collections.OrderedDict()
+
+    @staticmethod
+    def form(hostname, driver_reports):
+        """The exact form of a report, or None."""
+        try:
+            return marshal.dumps((hostname, driver_reports), 2)
+        except ValueError:
+            return None
+
+    def get(self, hostname, form):
+        """(drivers, scans) if ``form`` is the host's last valid report."""
+        with self._lock:
+            last = self._last.get(hostname)
+            if last is None or last[0] != form:
+                return None
+            self._last.move_to_end(hostname)
+        return last[1], marshal.loads(last[2])
+
+    def put(self, hostname, form, drivers, scans, hosts):
+        """Remember a valid report; at most ``hosts`` hosts, the least
+        recently reporting forgotten first."""
+        entry = (form, drivers, marshal.dumps(scans, 2))
+        with self._lock:
+            self._last[hostname] = entry
+            self._last.move_to_end(hostname)
+            while len(self._last) > hosts:
+                self._last.popitem(last=False)
+
+    def clear(self):
+        with self._lock:
+            self._last.clear()
+
+
+VALID_REPORTS = ValidReports()
+
+
+def _checked(hostname, driver_reports):
+    """((driver, ok, error) per entry, {driver: [wanted device]}) of a
+    valid report; raises InvalidReport."""
+    hosts = CONF.conductor.report_memo_hosts
+    form = ValidReports.form(hostname, driver_reports) if hosts else None
+    if form is not None:
+        known = VALID_REPORTS.get(hostname, form)
+        if known is not None:
+            return known
+    entries = validate(hostname, driver_reports)
+    drivers = tuple((e['driver'], e['ok'], e['error']) for e in entries)
+    scans = {e['driver']: [desired_device(hostname, r)
+                           for r in e['devices']]
+             for e in entries if e['ok']}
+    if form is not None:
+        VALID_REPORTS.put(hostname, form, drivers, scans, hosts)
+    return drivers, scans
+
+
 def handle_report(hostname, driver_reports):
     """Validate and apply one report; return the acknowledgement dict."""
     try:
-        entries = validate(hostname, driver_reports)
-        for entry in entries:
-            if not entry['ok']:
+        drivers, scans = _checked(hostname, driver_reports)
+        for driver, ok, error in drivers:
+            if not ok:
                 LOG.warning('Driver %s on %s failed its scan (%s); keeping '
-                            'the devices it reported last', entry['driver'],
-                            hostname, entry['error'])
-        scans = {e['driver']: [desired_device(hostname, r)
-                               for r in e['devices']]
-                 for e in entries if e['ok']}
+                            'the devices it reported last', driver,
+                            hostname, error)
         changes = inventory.apply_report(
             hostname, scans, attempts=CONF.conductor.report_retries)
     except exception.InvalidReport as exc:
@@ -67,8 +146,8 @@ def handle_report(hostname, driver_reports):
     return {
         'hostname': hostname,
         'changed': bool(changes),
-        'drivers': {e['driver']: 'applied' if e['ok'] else 'scan failed'
-                    for e in entries},
+        'drivers': {driver: 'applied' if ok else 'scan failed'
+                    for driver, ok, _error in drivers},
         'created': changes.created, 'updated': changes.updated,
         'deleted': changes.deleted, 'kept_in_use': changes.kept_in_use,
     }

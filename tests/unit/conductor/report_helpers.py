@@ -74,6 +74,22 @@ def rows(model, **where):
 
 
 @contextlib.contextmanager
+def count_statements():
+    """The first keyword of every statement run inside the block."""
+    statements = []
+    engine = session.get_engine()
+
+    def before(conn, cursor, statement, params, context, executemany):
+        statements.append(statement.lstrip().split(None, 1)[0].upper())
+
+    sa.event.listen(engine, 'before_cursor_execute', before)
+    try:
+        yield statements
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', before)
+
+
+@contextlib.contextmanager
 def count_writes():
     """Collect the INSERT/UPDATE/DELETE statements run inside the block."""
     writes = []

@@ -23,8 +23,8 @@ def _scans(*driver_reports):
 
 
 def _matches(scans):
-    with session.reader() as s:
-        return inventory._Unchanged(s, HOST, scans).matches()
+    with session.core_reader() as conn:
+        return inventory._Diff(conn, HOST, scans).unchanged
 
 
 def _stored():
@@ -43,6 +43,29 @@ def test_an_unchanged_report_never_opens_the_writing_path(db,
     ack = report.handle_report(HOST, [h.ok('fpga', h.fpga(CARD1),
                                            h.fpga(CARD0)), h.ok('gpu')])
     assert ack['changed'] is False
+
+
+def test_an_unchanged_report_is_three_selects(db):
+    _stored()
+    with h.count_statements() as statements:
+        ack = report.handle_report(HOST, [h.ok('fpga', h.fpga(CARD0),
+                                               h.fpga(CARD1)), h.ok('gpu')])
+    assert ack['changed'] is False
+    # Devices with their control paths, deployables with their attach
+    # handles, attributes (besides the transaction's own statements).
+    assert [s for s in statements if s.startswith('SELECT')] == [
+        'SELECT'] * 3
+    assert not set(statements) - {'SELECT', 'BEGIN', 'ROLLBACK'}
+
+
+def test_a_second_control_path_takes_the_writing_path(db):
+    _stored()
+    with session.writer() as s:
+        device = s.query(models.Device).order_by(models.Device.id)[0]
+        s.add(models.ControlpathId(uuid='1' * 36, device_id=device.id,
+                                   cpid_type='PCI', cpid_info='{}'))
+    assert not _matches(_scans(h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)),
+                               h.ok('gpu')))
 
 
 def _region(card, index=0):

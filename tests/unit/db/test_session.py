@@ -51,6 +51,16 @@ def test_reader_commits_nothing(db):
         assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 0
 
 
+def test_core_reader_commits_nothing(db):
+    with session.core_reader() as conn:
+        conn.execute(sa.insert(models.Device.__table__).values(
+            uuid='0' * 36, type='FPGA', vendor='v', model='m',
+            hostname='h', driver_name='d', identity='i', status='enabled',
+            health='healthy', version=1))
+    with session.reader() as s:
+        assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 0
+
+
 def test_stale_version_is_detected(db):
     with session.writer() as s:
         s.add(_device('c'))
@@ -228,14 +238,17 @@ def test_unreachable_database_is_unavailable_and_logged_once(conf, caplog):
         session.dispose_all()
 
 
+@pytest.mark.parametrize('opener', [session.reader, session.writer,
+                                    session.core_reader,
+                                    session.core_writer])
 def test_connection_lost_under_a_statement_is_unavailable(pg_server, conf,
-                                                         monkeypatch):
-    url = pg_server.create_database('t_lost')
+                                                         monkeypatch, opener):
+    url = pg_server.create_database('t_lost_' + opener.__name__)
     conf.set_override('connection', url, group='database')
     monkeypatch.setattr(session.OUTAGE, 'settle', 0)
     try:
         with pytest.raises(exception.DatabaseUnavailable):
-            with session.reader() as s:
+            with opener() as s:
                 pid = s.scalar(sa.text('SELECT pg_backend_pid()'))
                 killer = sa.create_engine(url)
                 with killer.connect() as other:
