@@ -19,6 +19,8 @@ from cyborg_lite.db import session
 FILTERS = ('type', 'vendor', 'hostname', 'status')
 SORT_KEYS = ('created_at', 'uuid', 'type', 'vendor', 'hostname', 'status')
 DEVICE = models.Device
+_ATTR = models.Attribute.__table__
+_HANDLE = models.AttachHandle.__table__
 
 
 def _with_agent_state():
@@ -109,35 +111,48 @@ def _k8s_claims(s, handles):
                           .where(claim.attach_handle_id.in_(held))).all())
 
 
+_DEP = models.Deployable.__table__
+_HOST_DEVICES = (sa.select(DEVICE.__table__)
+                 .where(DEVICE.hostname == sa.bindparam('hostname'))
+                 .order_by(DEVICE.id))
+_HOST_DEVICE_IDS = (sa.select(DEVICE.id)
+                    .where(DEVICE.hostname == sa.bindparam('hostname'))
+                    .scalar_subquery())
+_HOST_DEPLOYABLES = (sa.select(_DEP)
+                     .where(_DEP.c.device_id.in_(_HOST_DEVICE_IDS))
+                     .order_by(_DEP.c.id))
+_HOST_HANDLES = (sa.select(_HANDLE)
+                 .join(_DEP, _DEP.c.id == _HANDLE.c.deployable_id)
+                 .where(_DEP.c.device_id.in_(_HOST_DEVICE_IDS))
+                 .order_by(_HANDLE.c.id))
+
+
 def host_rows(hostname, url=None):
     """Everything one host offers, read in one transaction: its devices
     and deployables in id order, {deployable id: {key: value}} of their
     attributes, {deployable id: [attach handle]} in id order, the ids of
     the free handles whose function another handle holds, and the state
-    of the host's agent (None when it never sent a heartbeat)."""
+    of the host's agent (None when it never sent a heartbeat).
+
+    Rows are plain (columns as attributes), read by statements built once:
+    every publish reads its host twice (placement/sink.py), and ORM
+    objects were most of that."""
+    params = {'hostname': hostname}
     with session.reader(url) as s:
-        devices = s.scalars(sa.select(DEVICE)
-                            .where(DEVICE.hostname == hostname)
-                            .order_by(DEVICE.id)).all()
-        deps = s.scalars(sa.select(models.Deployable)
-                         .where(models.Deployable.device_id.in_(
-                             [d.id for d in devices]))
-                         .order_by(models.Deployable.id)).all()
-        dep_ids = [d.id for d in deps]
+        conn = s.connection()
+        devices = conn.execute(_HOST_DEVICES, params).all()
+        deps = conn.execute(_HOST_DEPLOYABLES, params).all() if devices \
+            else []
         attributes = {dep_id: dict(pairs) for dep_id, pairs in
-                      deployables.attributes_of(s, dep_ids).items()}
+                      deployables.attributes_of(
+                          s, [d.id for d in deps]).items()}
         handles = collections.defaultdict(list)
-        if dep_ids:
-            for handle in s.scalars(
-                    sa.select(models.AttachHandle)
-                    .where(models.AttachHandle.deployable_id.in_(dep_ids))
-                    .order_by(models.AttachHandle.id)):
+        if deps:
+            for handle in conn.execute(_HOST_HANDLES, params):
                 handles[handle.deployable_id].append(handle)
         return _rows_of(s, devices, deps, hostname, attributes, handles)
 
 
-_ATTR = models.Attribute.__table__
-_HANDLE = models.AttachHandle.__table__
 # One region's rows, read by every bind under its locks: built once.
 _REGION_ATTRIBUTES = sa.select(_ATTR.c.key, _ATTR.c.value).where(
     _ATTR.c.deployable_id == sa.bindparam('deployable_id'))
