@@ -86,6 +86,31 @@ def test_api_bench_tiny_without_cyborg(tmp_path):
     assert result['nova_events'] == 3
 
 
+def test_cyborg_side_is_offered_the_inproc_driver(tmp_path):
+    """What bench/cyborg_server.py --inproc-dir does in Cyborg's venv: a
+    distribution naming our driver, and a config file selecting it. In a
+    clean interpreter (-I: no site-packages, so no cyborg_lite installed)
+    oslo.messaging could not load it otherwise; here the entry point is
+    read back from the written distribution alone."""
+    script = (
+        'import importlib.metadata as md, sys\n'
+        'sys.path.insert(0, %r)\n'
+        'import cyborg_server\n'
+        'conf = cyborg_server.offer_inproc_driver(%r)\n'
+        'print(open(conf).read().strip().splitlines()[-1])\n'
+        'dist = md.distribution("cyborg-bench-inproc")\n'
+        'for ep in dist.entry_points:\n'
+        '    print(ep.group, ep.name, ep.value)\n'
+        % (os.path.join(ROOT, 'bench'), str(tmp_path)))
+    proc = subprocess.run([sys.executable, '-I', '-c', script],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        'transport_url = inproc://',
+        'oslo.messaging.drivers inproc '
+        'cyborg_lite.common.inproc_messaging:InprocDriver']
+
+
 def test_sqlite_writers_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'sqlite_writers', '--requests', '6',
                     '--devices', '10', '--concurrency', '2')
