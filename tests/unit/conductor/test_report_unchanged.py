@@ -1,4 +1,4 @@
-"""The read-only check of db/inventory.py that answers an unchanged
+"""The read-only check (db/inventory_diff.py) that answers an unchanged
 report without the writer: it must say "unchanged" for an equal report
 and "changed" for every difference the writing path would write."""
 import copy
@@ -7,6 +7,7 @@ import pytest
 
 from cyborg_lite.conductor import report
 from cyborg_lite.db import inventory
+from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.unit.conductor import report_helpers as h
@@ -24,7 +25,7 @@ def _scans(*driver_reports):
 
 def _matches(scans):
     with session.core_reader() as conn:
-        return inventory._Diff(conn, HOST, scans).unchanged
+        return inventory_diff.Diff(conn, HOST, scans).unchanged
 
 
 def _stored():
