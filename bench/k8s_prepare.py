@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.k8s_prepare [--claims 30]
         [--program-delay 0] [--clean-delay 0] [--output F]
 
-One process (fake:// messaging, SQLite): the real conductor and an agent
+One process (inproc:// messaging, SQLite): the real conductor and an agent
 with the fake FPGA driver serving the kubelet plugin on unix sockets, a
 test client playing the kubelet, and the kube-apiserver stand-in holding
 the ResourceClaims (tests/functional/kubernetes/wired_env.py). Each claim
