@@ -84,7 +84,7 @@ def apply_report(hostname, scans, attempts=5):
     """
     if not scans:
         return Changes()
-    with session.core_reader() as conn:
+    with session.core_reader(in_turn=True) as conn:
         if inventory_diff.Diff(conn, hostname, scans).unchanged:
             return Changes()
     for attempt in range(1, attempts + 1):

@@ -35,8 +35,10 @@ SUPPORTED_BACKENDS = ('sqlite', 'postgresql', 'mysql')
 
 _lock = threading.Lock()
 _engines = {}
-# One writer lock per SQLite engine, see _transaction.
+# One writer lock per SQLite engine, see _transaction; one lock per SQLite
+# engine for the readers that take turns, see core_reader.
 _sqlite_writer_locks = {}
+_sqlite_turn_locks = {}
 
 
 def validate_url(url):
@@ -173,6 +175,7 @@ def get_engine(url=None):
             engine = _engines[url] = create_engine(url)
             if engine.dialect.name == 'sqlite':
                 _sqlite_writer_locks[engine] = threading.RLock()
+                _sqlite_turn_locks[engine] = threading.Lock()
         return engine
 
 
@@ -183,6 +186,7 @@ def dispose_all():
             engine.dispose()
         _engines.clear()
         _sqlite_writer_locks.clear()
+        _sqlite_turn_locks.clear()
 
 
 @contextlib.contextmanager
@@ -272,7 +276,17 @@ def core_writer(url=None):
 
 
 @contextlib.contextmanager
-def core_reader(url=None):
-    """reader() as a Core connection (see core_writer)."""
-    with _transaction(url, False, core=True) as conn:
-        yield conn
+def core_reader(url=None, in_turn=False):
+    """reader() as a Core connection (see core_writer).
+
+    ``in_turn``: on SQLite, one such reader of the process at a time. The
+    sqlite3 module lets go of the GIL at every row it steps to, so threads
+    reading many rows at once hand the GIL to each other at every row; in
+    turn, four threads reading a host's inventory (db/inventory_diff.py)
+    did the same work in 1.0-1.1 ms a host instead of 1.6-1.8. Other
+    databases fetch a result in one round trip: no effect there.
+    """
+    lock = _sqlite_turn_locks.get(get_engine(url)) if in_turn else None
+    with lock or contextlib.nullcontext():
+        with _transaction(url, False, core=True) as conn:
+            yield conn

@@ -1,4 +1,6 @@
 """Engines, URL validation and transactions."""
+import threading
+
 import pytest
 import sqlalchemy as sa
 
@@ -59,6 +61,35 @@ def test_core_reader_commits_nothing(db):
             health='healthy', version=1))
     with session.reader() as s:
         assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 0
+
+
+def _second_reader_entered(in_turn):
+    """Whether a second thread's core_reader(in_turn) opens while this
+    thread's is open."""
+    entered = threading.Event()
+
+    def second():
+        with session.core_reader(in_turn=in_turn) as conn:
+            conn.execute(sa.text('SELECT 1'))
+            entered.set()
+
+    with session.core_reader(in_turn=in_turn) as conn:
+        conn.execute(sa.text('SELECT 1'))
+        thread = threading.Thread(target=second)
+        thread.start()
+        overlapped = entered.wait(0.5)
+    thread.join(10)
+    assert entered.is_set() and not thread.is_alive()
+    return overlapped
+
+
+def test_readers_in_turn_take_turns_on_sqlite_only(db):
+    """On SQLite a reader in turn waits for the one before it (threads
+    reading rows at once hand the GIL over at every row); elsewhere, and
+    for readers not asking, readers run at once."""
+    assert _second_reader_entered(in_turn=False)
+    is_sqlite = db.startswith('sqlite')
+    assert _second_reader_entered(in_turn=True) is not is_sqlite
 
 
 def test_stale_version_is_detected(db):
