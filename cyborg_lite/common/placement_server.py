@@ -193,6 +193,31 @@ def build_app(database, policy_path=None):
     return deploy.loadapp(conf)
 
 
+_READS = frozenset(('GET', 'HEAD', 'OPTIONS'))
+
+
+def one_writer_at_a_time(app):
+    """``app`` with its writing requests served one at a time.
+
+    For Placement on a SQLite file in one threaded process (the
+    all-in-one's, the tests'): its transactions start deferred, so two
+    writing at once may both hold a read lock and want the write lock,
+    and SQLite refuses one of them at once ("database is locked") instead
+    of waiting: a 500 for a PUT of allocations while a conductor was
+    publishing. A server database (PostgreSQL, MySQL) needs no such lock.
+    """
+    lock = threading.Lock()
+
+    def serve(environ, start_response):
+        if environ.get('REQUEST_METHOD', 'GET') in _READS:
+            return app(environ, start_response)
+        with lock:
+            # NOTE: the whole body is produced inside the lock: Placement
+            # answers with a list, its transaction already ended.
+            return list(app(environ, start_response))
+    return serve
+
+
 def _exit_with_parent(pipe):
     """Exit once ``pipe`` (stdin, written by no one but the parent) ends."""
     def watch():
@@ -218,6 +243,8 @@ def main(argv):
     port, database = int(argv[1]), argv[2]
     _exit_with_parent(sys.stdin.buffer)
     app = build_app(database, argv[3] if len(argv) > 3 and argv[3] else None)
+    if '://' not in database or database.startswith('sqlite'):
+        app = one_writer_at_a_time(app)
     server = simple_server.make_server(
         '127.0.0.1', port, app, server_class=_ThreadingWSGIServer,
         handler_class=_QuietHandler)
