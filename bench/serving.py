@@ -17,7 +17,8 @@ def serve(name, app, port, threads):
 
 
 def _cheroot(app, port, threads):
-    # As cyborg_lite.api.server configures it for the all-in-one.
+    # Threads and listen queue as cyborg_lite.api.server sets them for the
+    # all-in-one (its body and header limits matter only for uploads).
     from cheroot import wsgi
     server = wsgi.Server(('127.0.0.1', port), app, numthreads=threads,
                          request_queue_size=1024)
