@@ -247,9 +247,13 @@ class Conductor:
 
     def __init__(self, conf, workers=1):
         from cyborg_lite.conductor import manager
+        from cyborg_lite.conductor import publishing
         from cyborg_lite.placement import sink as sink_mod
         from cyborg_lite.db import session
         self.sync = sink_mod.PlacementSink.from_conf(conf)
+        # As the conductor service: the publish serves the report's
+        # publish request.
+        self.publisher = publishing.Publisher([self.sync])
         self.timing = TimedClient(self.sync.client)
         self.manager = manager.ConductorManager(
             'bench-conductor', after_report=self._after_report)
@@ -258,9 +262,10 @@ class Conductor:
         self.workers = workers
 
     def _after_report(self, host):
-        result = self.sync.publish(host)
-        if not result.ok:
-            self.sync_failures.append('%s: %s' % (host, result.error))
+        [result] = self.publisher.publish_host(host)
+        if result is None or not result.ok:
+            self.sync_failures.append('%s: %s' % (
+                host, 'no result' if result is None else result.error))
 
     def round(self, name, fleet, hosts):
         failures_before = len(self.sync_failures)

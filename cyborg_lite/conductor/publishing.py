@@ -5,9 +5,16 @@ stevedore from the ``cyborg_lite.inventory_sinks`` entry points (see
 objects/inventory_sink.py for the interface)::
 
     publisher = Publisher.from_conf(CONF)
-    publisher.publish('node1')     # after a report or job changed the host
-    publisher.retry_pending()      # periodic
-    publisher.publish_requested()  # hosts db/publish_requests holds
+    publisher.publish_host('node1')  # after a report, job or clean
+                                     # changed the host
+    publisher.publish('node1')       # the same, its requests left alone
+    publisher.retry_pending()        # periodic
+    publisher.publish_requested()    # hosts db/publish_requests holds
+
+A change of what a host offers commits with a publish request
+(db/publish_requests.py); ``publish_host`` deletes the host's requests
+once every sink has it, so those of a conductor killed before publishing
+are served by another's ``publish_requested``.
 
 A sink that is named but not configured (Placement without [placement])
 is left out with a warning; a name with no entry point stops the
@@ -59,6 +66,24 @@ class Publisher:
         return [self._safely(sink, sink.publish, hostname)
                 for sink in self.sinks]
 
+    def publish_host(self, hostname):
+        """Publish ``hostname`` to each sink, then delete its publish
+        requests up to the newest one before (each sink reads the host
+        after that) once every sink has converged; their results. (A
+        host whose removed providers still hold allocations keeps its
+        requests, so a conductor restarted meanwhile deletes them once
+        freed.)"""
+        try:
+            last_id = publish_requests.last_id(hostname)
+            results = self.publish(hostname)
+            if last_id is not None and _all_converged(results):
+                publish_requests.served(hostname, last_id)
+        except exception.DatabaseUnavailable:
+            # NOTE: said once by db/session.py; the requests stay for the
+            # periodic task.
+            return [None] * len(self.sinks)
+        return results
+
     def retry_pending(self):
         results = []
         for sink in self.sinks:
@@ -100,7 +125,7 @@ class Publisher:
         served = []
         for hostname, last_id in publish_requests.pending().items():
             results = self.publish(hostname)
-            if all(r is not None and r.ok for r in results):
+            if _all_converged(results):
                 publish_requests.served(hostname, last_id)
                 served.append(hostname)
         return served
@@ -118,3 +143,7 @@ class Publisher:
         except Exception:
             LOG.exception('Inventory sink %s failed', type(sink).__name__)
             return None
+
+
+def _all_converged(results):
+    return all(r is not None and r.converged for r in results)

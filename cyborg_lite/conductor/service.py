@@ -55,7 +55,10 @@ class ConductorService(rpc_loop.RpcLoop):
                           interval=conf.arq.reap_interval)
         if manager is None:
             publisher = self._publisher()
-            publish = publisher.publish if publisher else None
+            # NOTE: each change committed a publish request; publish_host
+            # serves it (one left by a conductor killed before publishing
+            # is served by the periodic publish_requested below).
+            publish = publisher.publish_host if publisher else None
             manager = conductor_manager.ConductorManager(
                 self.host, after_report=publish,
                 programming=programming.ProgrammingFlow(

@@ -18,7 +18,9 @@ Who moves a region, and with what:
 Each move is one conditional UPDATE (db/conditional.py) on the state it
 was decided on and, for a try, on its ``cleaning_uuid``: of two
 conductors, or of an agent's late report and a reaper, exactly one wins,
-and a report of an older try never makes a region available. Times are
+and a report of an older try never makes a region available. A move that
+offers a hidden region again requests a publish of its host in the same
+transaction (db/publish_requests.py). Times are
 the database's clock (db/clock.py). ``version`` is left alone (see
 models.Deployable): the states themselves are the guard.
 """
@@ -35,6 +37,7 @@ from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import models
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -82,9 +85,23 @@ def _move(s, deployable_id, from_states, to_state, *conditions, **values):
                                     'to %s' % (state, to_state))
     values = dict(values, device_state=to_state,
                   device_state_at=clock.utc_now())
-    return bool(conditional.update(
+    moved = bool(conditional.update(
         s, DEP, DEP.id == deployable_id, values,
         DEP.device_state.in_(from_states), *conditions, bump_version=False))
+    if moved and _offers_again(from_states, to_state):
+        publish_requests.add_for_deployable(s, deployable_id,
+                                            'region now %s' % to_state)
+    return moved
+
+
+def _offers_again(from_states, to_state):
+    """Whether a move from one of ``from_states`` to ``to_state`` may offer
+    a hidden region again: then its host's publish is requested with the
+    move. (A move that hides one needs no request: the regions waiting
+    for a clean are published by every ``start`` of the cleaning flow,
+    which its periodic task runs.)"""
+    return to_state in states.DEVICE_SCHEDULABLE and any(
+        state not in states.DEVICE_SCHEDULABLE for state in from_states)
 
 
 def _holder_exists():

@@ -8,6 +8,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import naming
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
@@ -186,11 +187,14 @@ def region_bound_arq(deployable_id, except_holder=None):
 
 def record_loaded(s, deployable_id, bitstream_uuid, function_id,
                   function_name):
-    """What a succeeded programming job left in the region."""
+    """What a succeeded programming job left in the region; the host's
+    publish is requested in the same transaction (its traits change)."""
     dep = s.get(models.Deployable, deployable_id)
     dep.bitstream_id = bitstream_uuid
     dep.function_id = function_id
     dep.function_name = function_name
+    publish_requests.add_for_deployable(s, deployable_id,
+                                        'function %s loaded' % function_id)
 
 
 # Every bind resolves its resource provider: built once, plain rows.

@@ -32,6 +32,8 @@ Rules:
   changes values of stored rows is written as UPDATEs by id and version
   from the same comparison (``_apply_values``); only one that adds or
   removes rows loads the host as ORM objects (``_apply``).
+- A report that writes rows requests a publish of the host in the same
+  transaction (db/publish_requests.py).
 - A row missing from the scan is deleted, except an attach handle in use
   (flag set or an ARQ pointing at it): it is kept with its deployable and
   the device is marked unhealthy until a later scan no longer needs it.
@@ -52,6 +54,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import conditional
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 
 LOG = logging.getLogger(__name__)
@@ -93,6 +96,12 @@ def apply_report(hostname, scans, attempts=5):
                 changes = _apply_values(s, hostname, scans)
                 if changes is None:
                     changes = _apply(s, hostname, scans)
+                if changes:
+                    # NOTE: committed with the rows, so a conductor killed
+                    # before it publishes them leaves the host to the
+                    # next one's periodic task.
+                    publish_requests.add(s, hostname, 'report changed '
+                                         'its inventory')
                 return changes
         except _RETRYABLE as exc:
             if attempt == attempts:

@@ -388,11 +388,11 @@ class Agent(TimestampMixin, Base):
 
 
 class PublishRequest(Base):
-    """A host whose offer changed outside an agent report (a bind on a
-    shared function, a device disabled, an agent down): written in the
-    transaction of the change, deleted once every inventory sink has the
-    host again (see db/publish_requests.py). Insert-only, so writers never
-    contend on it."""
+    """A host whose offer changed (a report, a loaded function, a clean, a
+    bind on a shared function, a device disabled, an agent down): written
+    in the transaction of the change, deleted once every inventory sink
+    has the host again (see db/publish_requests.py). Insert-only, so
+    writers never contend on it."""
     __tablename__ = 'publish_requests'
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,

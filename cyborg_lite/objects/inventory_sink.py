@@ -5,8 +5,10 @@ it. Placement is the first (placement/sink.py: a provider tree); a
 Kubernetes ResourceSlice sink is a sibling. The conductor loads the sinks
 [conductor]inventory_sinks names, by their entry point in the
 ``cyborg_lite.inventory_sinks`` namespace, calls ``publish(hostname)``
-after each report that changed rows (and after a job changed a region's
-function), and ``retry_pending()`` periodically.
+after each change of what a host offers (a report that changed rows, a
+job that changed a region's function, a clean, ...; each also commits a
+publish request, see db/publish_requests.py, deleted once every sink's
+result has ``converged``), and ``retry_pending()`` periodically.
 
 A sink reads the neutral view (objects/host_inventory.load) and
 translates it itself. ``publish`` never raises for trouble on the

@@ -28,13 +28,12 @@ class Host:
         publisher = publishing.Publisher(
             [sink_mod.PlacementSink(client, conf)])
         self.conductor = conductor_manager.ConductorManager(
-            'cond1', after_report=publisher.publish, publisher=publisher)
+            'cond1', after_report=publisher.publish_host, publisher=publisher)
         self.driver = fake.FakeDriver(conf)
 
     def report(self):
-        entry = agent_manager.driver_entry(
-            'fake', [r.to_dict() for r in self.driver.discover()])
-        return self.conductor.report(self.ctxt, self.hostname, [entry])
+        return self.conductor.report(self.ctxt, self.hostname,
+                                     [self.entry()])
 
     @property
     def root(self):
@@ -53,6 +52,17 @@ class Host:
         return {name: {rc: inv['reserved'] for rc, inv in self.placement.get(
             '/resource_providers/%s/inventories' % rp)['inventories'].items()}
             for rp, name in self.regions().items()}
+
+    def traits(self):
+        """{region name: set of traits} as Placement has them."""
+        return {name: set(self.placement.get(
+            '/resource_providers/%s/traits' % rp)['traits'])
+            for rp, name in self.regions().items()}
+
+    def entry(self):
+        """The fake driver's report entry as an agent sends it."""
+        return agent_manager.driver_entry(
+            'fake', [r.to_dict() for r in self.driver.discover()])
 
     def candidates(self, groups=1):
         """[{group: region name}] Placement offers in this host's tree."""

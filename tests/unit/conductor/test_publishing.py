@@ -8,6 +8,8 @@ from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager as manager_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import service as service_mod
+from cyborg_lite.db import publish_requests
+from cyborg_lite.db import session
 from cyborg_lite.objects import inventory_sink
 from cyborg_lite.placement import sink as placement_sink
 from tests.functional.placement import conftest as placement_conftest
@@ -86,6 +88,43 @@ def test_a_database_outage_in_a_sink_logs_no_traceback(caplog):
     assert 'Inventory sink' not in caplog.text
 
 
+def _request(hostname, reason='test'):
+    with session.writer() as s:
+        publish_requests.add(s, hostname, reason)
+
+
+def test_publish_host_serves_the_requests_it_published(sqlite_db):
+    _request('node1')
+    _request('node2')
+    sink = RecordingSink()
+    [result] = publishing.Publisher([sink]).publish_host('node1')
+    assert result.ok and sink.published == ['node1']
+    assert set(publish_requests.pending()) == {'node2'}
+
+
+def test_publish_host_keeps_the_requests_a_sink_failed(sqlite_db):
+    _request('node1')
+    results = publishing.Publisher(
+        [RecordingSink(), RecordingSink(broken=True)]).publish_host('node1')
+    assert results[0].ok and results[1] is None
+    # The periodic publish_requested serves them later.
+    assert set(publish_requests.pending()) == {'node1'}
+
+
+def test_publish_host_in_a_database_outage_leaves_the_requests(
+        sqlite_db, monkeypatch, caplog):
+    _request('node1')
+
+    def outage(hostname):
+        raise exception.DatabaseUnavailable()
+    monkeypatch.setattr(publish_requests, 'last_id', outage)
+    sink = RecordingSink()
+    assert publishing.Publisher([sink]).publish_host('node1') == [None]
+    assert sink.published == [] and 'Traceback' not in caplog.text
+    monkeypatch.undo()
+    assert set(publish_requests.pending()) == {'node1'}
+
+
 @pytest.mark.parametrize('sinks', [[], ['placement']])
 def test_conductor_without_a_usable_sink_publishes_nothing(conf, sinks):
     conf.set_override('transport_url', 'inproc://')
@@ -107,6 +146,8 @@ def test_conductor_publishes_reports_and_retries_through_its_sinks(conf):
         [sink] = publish.__self__.sinks
         assert isinstance(sink, placement_sink.PlacementSink)
         assert service.manager.programming.after_success == publish
+        # Each publish serves the publish request its change committed.
+        assert publish.__func__ is publishing.Publisher.publish_host
         retries = [t for t in service._tasks
                    if t.func == publish.__self__.retry_pending]
         assert len(retries) == 1
