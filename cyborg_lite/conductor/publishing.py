@@ -21,6 +21,7 @@ is left out with a warning; a name with no entry point stops the
 conductor at start with a ConfigError.
 """
 import threading
+import uuid
 
 from oslo_log import log as logging
 from stevedore import driver as stevedore_driver
@@ -46,8 +47,12 @@ def load_sink_class(name):
 class Publisher:
     """Publishes to every sink; one sink's failure never stops another."""
 
-    def __init__(self, sinks):
+    def __init__(self, sinks, trust_own_publish=True):
         self.sinks = list(sinks)
+        self.trust_own_publish = trust_own_publish
+        # Who serves publish requests, as db/publish_requests records it:
+        # one per process (a restarted conductor remembers nothing).
+        self.id = uuid.uuid4().hex
         self._requests_lock = threading.Lock()
         self._serving = False
         self._asked_again = False
@@ -56,7 +61,8 @@ class Publisher:
     def from_conf(cls, conf):
         sinks = [load_sink_class(name).from_conf(conf)
                  for name in conf.conductor.inventory_sinks]
-        return cls(s for s in sinks if s is not None)
+        return cls((s for s in sinks if s is not None),
+                   trust_own_publish=conf.conductor.trust_own_publish)
 
     def __bool__(self):
         return bool(self.sinks)
@@ -72,12 +78,21 @@ class Publisher:
         after that) once every sink has converged; their results. (A
         host whose removed providers still hold allocations keeps its
         requests, so a conductor restarted meanwhile deletes them once
-        freed.)"""
+        freed.)
+
+        When this publisher served the host last and at most the change
+        at hand is pending, nobody else has published the host since:
+        each sink is asked to ``publish_known``, trusting what it
+        remembers of its consumer (db/publish_requests.state)."""
         try:
-            last_id = publish_requests.last_id(hostname)
-            results = self.publish(hostname)
-            if last_id is not None and _all_converged(results):
-                publish_requests.served(hostname, last_id)
+            known = publish_requests.state(hostname)
+            mine = (self.trust_own_publish and known.pending <= 1 and
+                    known.publisher == self.id)
+            results = [self._safely(sink, sink.publish_known if mine
+                                    else sink.publish, hostname)
+                       for sink in self.sinks]
+            if known.last_id is not None and _all_converged(results):
+                publish_requests.served(hostname, known.last_id, self.id)
         except exception.DatabaseUnavailable:
             # NOTE: said once by db/session.py; the requests stay for the
             # periodic task.
@@ -126,7 +141,7 @@ class Publisher:
         for hostname, last_id in publish_requests.pending().items():
             results = self.publish(hostname)
             if _all_converged(results):
-                publish_requests.served(hostname, last_id)
+                publish_requests.served(hostname, last_id, self.id)
                 served.append(hostname)
         return served
 

@@ -56,6 +56,16 @@ OPTS = [
                     'Nothing is deleted, bound accelerators stay bound, '
                     'and the host is offered again with its next '
                     'heartbeat.'),
+    cfg.BoolOpt('trust_own_publish',
+                default=True,
+                help='Let the conductor that served a host\'s publish '
+                     'requests last publish the host\'s next change from '
+                     'what it wrote then, without reading the host\'s '
+                     'provider tree from Placement first (one request less '
+                     'per change; any other conductor reads it). Set it '
+                     'to false while conductors older than database '
+                     'revision 0008 still run (a rolling upgrade): they '
+                     'serve publish requests without recording it.'),
     cfg.ListOpt('inventory_sinks',
                 default=['placement'],
                 help='Where the conductor publishes each host\'s inventory '

@@ -402,3 +402,17 @@ class PublishRequest(Base):
     reason: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, nullable=False, default=utcnow)
+
+
+class PublishedHost(Base):
+    """Which conductor's publisher last served a host's publish requests,
+    and up to which request: that publisher alone may trust what it
+    remembers of the host in the sinks (see db/publish_requests.py)."""
+    __tablename__ = 'published_hosts'
+
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  primary_key=True)
+    publisher: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    request_id: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)

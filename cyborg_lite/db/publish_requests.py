@@ -13,13 +13,22 @@ from its periodic task (``publish_requested``), and then deletes the
 requests it served: a conductor killed in between leaves them for the
 next one (a host published twice is harmless). Insert-only rows: writers
 never wait for each other here.
-"""
-import sqlalchemy as sa
 
+``published_hosts`` records, with each serve, which publisher (one per
+conductor process, conductor/publishing.py) served the host last; see
+``state``.
+"""
+import collections
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 
 REQUEST = models.PublishRequest
+PUBLISHED = models.PublishedHost
 MAX_REASON = 255
 
 
@@ -60,18 +69,60 @@ def pending(limit=1000):
         return dict(rows.all())
 
 
-def last_id(hostname):
-    """The host's highest request id, or None: a publish that reads the
-    host after this serves every request up to it."""
+# What a publisher needs to know of a host before publishing it.
+State = collections.namedtuple('State', ['last_id', 'pending', 'publisher'])
+
+
+def state(hostname):
+    """State(highest request id or None, how many are pending, the
+    publisher that served the host last or None).
+
+    A publish that reads the host after this serves every request up to
+    ``last_id``. A publisher that served the host last, with at most the
+    change at hand pending (``pending <= 1``), may trust what it wrote:
+    every other publish of the host since would have left or served a
+    request (placement/sink.py writes the difference without reading)."""
     with session.reader() as s:
-        return s.scalar(sa.select(sa.func.max(REQUEST.id))
-                        .where(REQUEST.hostname == hostname))
+        ids = s.scalars(sa.select(REQUEST.id)
+                        .where(REQUEST.hostname == hostname)).all()
+        publisher = s.scalar(sa.select(PUBLISHED.publisher)
+                             .where(PUBLISHED.hostname == hostname))
+    return State(max(ids, default=None), len(ids), publisher)
 
 
-def served(hostname, up_to_id):
+def served(hostname, up_to_id, publisher=None):
     """Delete the host's requests up to ``up_to_id``: those published. A
-    request added meanwhile has a higher id and stays."""
-    with session.writer() as s:
-        return s.execute(sa.delete(REQUEST).where(
-            REQUEST.hostname == hostname,
-            REQUEST.id <= up_to_id)).rowcount
+    request added meanwhile has a higher id and stays. ``publisher``
+    (who published) is recorded as the host's last, in the same
+    transaction."""
+    for attempt in range(2):
+        try:
+            with session.writer() as s:
+                deleted = s.execute(sa.delete(REQUEST).where(
+                    REQUEST.hostname == hostname,
+                    REQUEST.id <= up_to_id)).rowcount
+                if publisher is not None:
+                    _record(s, hostname, publisher, up_to_id)
+                return deleted
+        except sa_exc.IntegrityError:
+            # NOTE: two publishers recorded a new host at once; the
+            # second try finds the row.
+            if attempt:
+                raise
+    raise AssertionError('unreachable')
+
+
+def _record(s, hostname, publisher, request_id):
+    """``publisher`` served the host up to ``request_id``: the host's last
+    publisher, unless one already served a later request (a slow publish
+    serving last must not pass for the one that knows the newest
+    state)."""
+    values = {'publisher': publisher, 'request_id': request_id}
+    if conditional.update(s, PUBLISHED, PUBLISHED.hostname == hostname,
+                          values, PUBLISHED.request_id <= request_id,
+                          bump_version=False):
+        return
+    if s.scalar(sa.select(PUBLISHED.hostname)
+                .where(PUBLISHED.hostname == hostname)) is None:
+        s.add(PUBLISHED(hostname=hostname, **values))
+        s.flush()

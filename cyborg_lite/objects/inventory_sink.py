@@ -52,6 +52,14 @@ class InventorySink(abc.ABC):
         has it now; a PublishResult. Never raises for the consumer's
         trouble (database errors do propagate)."""
 
+    def publish_known(self, hostname):
+        """``publish``, when the caller knows the consumer still shows what
+        this sink last published of the host, apart from the change at
+        hand (this conductor served the host last, db/publish_requests):
+        a sink may trust what it remembers of the consumer instead of
+        reading it back first. By default the same as ``publish``."""
+        return self.publish(hostname)
+
     @abc.abstractmethod
     def retry_pending(self):
         """Publish again every pending host whose backoff has passed; the

@@ -33,6 +33,13 @@ and returns a ``SyncReport``. Rules:
   resource classes it made are remembered too; if one was deleted since
   (a PUT of traits or inventories answers 400), the reporter forgets
   them, creates what is missing and retries that write once.
+- ``sync(..., known=True)``, when the caller knows nobody else wrote
+  the host's tree since this reporter's last sync of it (the conductor
+  that served the host's publish requests last, see
+  db/publish_requests.state): the providers remembered then stand for
+  what Placement has, so the tree is not listed; a one-region change
+  costs its writes only. A 409 or 404 on the way means they did not:
+  forgotten, and the tree is read as usual.
 - Providers no longer wanted are deleted children first; one that still
   holds allocations (or has such a child) is kept with reserved = total
   and reported in ``SyncReport.held``.
@@ -104,6 +111,9 @@ class Reporter:
         self._foreign = {}
         # hostname -> compute node provider uuid.
         self._roots = {}
+        # hostname -> (root uuid, uuids of our providers) after a sync
+        # that left nothing held (with ``cache``): what ``known`` trusts.
+        self._trees = {}
         # POST /reshaper for the inventories of several providers, until
         # Placement refuses it (403).
         self.bulk_inventories = True
@@ -235,10 +245,22 @@ class Reporter:
 
     # -- the loop --------------------------------------------------------
 
-    def sync(self, hostname, devices, create_root=False):
-        """Make Placement match ``devices``; a SyncReport of what changed."""
+    def sync(self, hostname, devices, create_root=False, known=False):
+        """Make Placement match ``devices``; a SyncReport of what changed.
+
+        ``known``: the caller knows nobody else wrote the host's tree since
+        this reporter's last sync of it (see PlacementSink.publish_known):
+        with the cache, the providers remembered then are taken for what
+        Placement has, without listing the tree, if every one of them is
+        remembered. A write refused on a generation (409) or a missing
+        provider (404) means they were not, and the tree is read as
+        usual."""
         if not self.cache:
             self._ensured = set()
+        if known and self.cache:
+            report = self._sync_known(hostname, devices)
+            if report is not None:
+                return report
         root, listing = self._root(hostname, create_root)
         desired = tree_mod.build_tree(hostname, root, devices)
         wanted = set(desired.by_uuid())
@@ -250,10 +272,12 @@ class Reporter:
             listing = None
             try:
                 self._apply(desired, current, report)
+                self._remember_tree(hostname, report)
                 return report
             except exception.PlacementError as exc:
                 # What we remember of this tree may be what failed.
                 self._roots.pop(hostname, None)
+                self._trees.pop(hostname, None)
                 for uuid in current:
                     self._forget(uuid)
                 if not _retryable(exc) or \
@@ -262,6 +286,43 @@ class Reporter:
                 LOG.info('Placement changed under us while syncing %s '
                          '(%s); re-reading', hostname, exc)
         raise AssertionError('unreachable')
+
+    def _sync_known(self, hostname, devices):
+        """The sync from the providers remembered at the host's last sync;
+        None when one is not remembered, or Placement refused a write for
+        a generation or a provider it does not have (then forgotten)."""
+        root, uuids = self._trees.get(hostname, (None, ()))
+        current = {}
+        for uuid in uuids:
+            have = self._providers.get(uuid)
+            if have is None:
+                return None
+            current[uuid] = dataclasses.replace(
+                have, inventories=dict(have.inventories))
+        if root is None:
+            return None
+        desired = tree_mod.build_tree(hostname, root, devices)
+        report = SyncReport(root_uuid=root, tree=desired)
+        try:
+            self._apply(desired, current, report)
+        except exception.PlacementError as exc:
+            self._trees.pop(hostname, None)
+            for uuid in current:
+                self._forget(uuid)
+            if not _retryable(exc):
+                raise
+            LOG.info('Placement has changed what was remembered of %s '
+                     '(%s); reading its tree', hostname, exc)
+            return None
+        self._remember_tree(hostname, report)
+        return report
+
+    def _remember_tree(self, hostname, report):
+        if not self.cache or report.held:
+            self._trees.pop(hostname, None)
+            return
+        self._trees[hostname] = (report.root_uuid,
+                                 frozenset(report.tree.by_uuid()))
 
     def _apply(self, desired, current, report):
         """Create, rename, then the inventories of every provider in one

@@ -7,6 +7,8 @@ Public API (all the conductor needs)::
     # from_conf remembers providers by generation (cache_providers=True):
     # an unchanged provider is not read again; see placement/reporter.py.
     result = sink.publish(hostname)        # after each applied report
+    result = sink.publish_known(hostname)  # the same, when this conductor
+                                           # published the host last
     sink.retry_pending()                   # from a periodic task
     sink.pending_hosts()                   # {hostname: due monotonic time}
 
@@ -55,6 +57,7 @@ class SyncResult(inventory_sink.PublishResult):
 
 class PlacementSink(inventory_sink.InventorySink):
     FRESHNESS_ROUNDS = 3
+
     def __init__(self, client, conf, clock=time.monotonic, db_url=None,
                  cache_providers=False):
         self.client = client
@@ -83,8 +86,17 @@ class PlacementSink(inventory_sink.InventorySink):
 
     def publish(self, hostname):
         """Push the DB's view of ``hostname`` to Placement; a SyncResult."""
+        return self._publish(hostname, known=False)
+
+    def publish_known(self, hostname):
+        """``publish``, trusting the providers remembered from this sink's
+        last publish of the host (placement/reporter.py, ``known``):
+        without reading the tree back, when they are all remembered."""
+        return self._publish(hostname, known=True)
+
+    def _publish(self, hostname, known):
         try:
-            inventory, report = self._sync_current(hostname)
+            inventory, report = self._sync_current(hostname, known)
         except exception.PlacementError as exc:
             self._failed(hostname, exc)
             return SyncResult(hostname, ok=False, error=str(exc))
@@ -102,7 +114,7 @@ class PlacementSink(inventory_sink.InventorySink):
                          % ', '.join(report.held))
         return result
 
-    def _sync_current(self, hostname):
+    def _sync_current(self, hostname, known=False):
         """Sync until what was written is still what the database says.
 
         Another conductor may publish the same host at the same time, from
@@ -114,9 +126,13 @@ class PlacementSink(inventory_sink.InventorySink):
         """
         inventory = host_inventory.load(hostname, self.db_url)
         for _round in range(self.FRESHNESS_ROUNDS):
+            # NOTE: only the first round may trust what is remembered: a
+            # host that changed meanwhile may have been published by
+            # another conductor.
             report = self.reporter.sync(
                 hostname, inventory.devices,
-                create_root=self.conf.placement.create_compute_node_rp)
+                create_root=self.conf.placement.create_compute_node_rp,
+                known=known and _round == 0)
             now = host_inventory.load(hostname, self.db_url)
             report.stale = tree_mod.build_tree(
                 hostname, report.root_uuid, now.devices) != report.tree

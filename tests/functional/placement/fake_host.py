@@ -19,14 +19,15 @@ class Host:
     """The card, the conductor endpoint publishing to Placement, and a
     Nova-like scheduler's view of Placement."""
 
-    def __init__(self, conf, placement, hostname):
+    def __init__(self, conf, placement, hostname, client=None,
+                 cache=False):
         self.hostname = hostname
         self.ctxt = context.get_admin_context()
-        client = client_mod.PlacementClient(
+        client = client or client_mod.PlacementClient(
             client_mod.adapter_from_conf(conf))
         self.placement = client
-        publisher = publishing.Publisher(
-            [sink_mod.PlacementSink(client, conf)])
+        self.publisher = publisher = publishing.Publisher(
+            [sink_mod.PlacementSink(client, conf, cache_providers=cache)])
         self.conductor = conductor_manager.ConductorManager(
             'cond1', after_report=publisher.publish_host, publisher=publisher)
         self.driver = fake.FakeDriver(conf)

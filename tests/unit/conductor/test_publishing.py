@@ -117,12 +117,61 @@ def test_publish_host_in_a_database_outage_leaves_the_requests(
 
     def outage(hostname):
         raise exception.DatabaseUnavailable()
-    monkeypatch.setattr(publish_requests, 'last_id', outage)
+    monkeypatch.setattr(publish_requests, 'state', outage)
     sink = RecordingSink()
     assert publishing.Publisher([sink]).publish_host('node1') == [None]
     assert sink.published == [] and 'Traceback' not in caplog.text
     monkeypatch.undo()
     assert set(publish_requests.pending()) == {'node1'}
+
+
+class KnownSink(RecordingSink):
+    def publish_known(self, hostname):
+        self.published.append(('known', hostname))
+        return inventory_sink.PublishResult(hostname, True)
+
+
+def test_the_last_publisher_is_who_served_the_newest_request(sqlite_db):
+    for _ in range(3):
+        _request('node1')
+    newest = publish_requests.state('node1').last_id
+    publish_requests.served('node1', newest, 'fast')
+    # A slower publish, of an older read, serving after it.
+    publish_requests.served('node1', newest - 1, 'slow')
+    assert publish_requests.state('node1') == (None, 0, 'fast')
+    _request('node1')
+    publish_requests.served('node1', newest + 1, 'slow')
+    assert publish_requests.state('node1').publisher == 'slow'
+
+
+def test_publish_host_asks_known_only_after_serving_the_host_last(
+        sqlite_db):
+    sink = KnownSink()
+    publisher = publishing.Publisher([sink])
+    _request('node1')
+    publisher.publish_host('node1')      # served by nobody before
+    _request('node1')
+    publisher.publish_host('node1')      # it served node1 last
+    _request('node1')
+    _request('node1')
+    publisher.publish_host('node1')      # two changes pending
+    publish_requests.served('node1', 10 ** 6, 'another')
+    _request('node1')
+    publisher.publish_host('node1')      # another served it last
+    assert sink.published == ['node1', ('known', 'node1'), 'node1',
+                              'node1']
+
+
+def test_trust_in_its_own_publish_can_be_turned_off(conf, sqlite_db):
+    conf.set_override('trust_own_publish', False, group='conductor')
+    assert publishing.Publisher.from_conf(conf).trust_own_publish is False
+    sink = KnownSink()
+    publisher = publishing.Publisher([sink], trust_own_publish=False)
+    for _ in range(2):
+        _request('node1')
+        publisher.publish_host('node1')
+    assert sink.published == ['node1', 'node1']
+    assert publish_requests.state('node1').publisher == publisher.id
 
 
 @pytest.mark.parametrize('sinks', [[], ['placement']])

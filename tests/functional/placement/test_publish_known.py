@@ -1,0 +1,146 @@
+"""The conductor that served a host's publish requests last writes the
+host's next change without reading its provider tree back, against the
+real openstack-placement; anything else reads it first.
+
+Two conductors are two Publishers, each with its own caching Placement
+sink (as ``PlacementSink.from_conf`` makes them), sharing the database.
+"""
+import pytest
+
+from cyborg_lite.common import context
+from cyborg_lite.conductor import manager as manager_mod
+from cyborg_lite.conductor import publishing
+from cyborg_lite.db import publish_requests
+from cyborg_lite.placement import client as client_mod
+from cyborg_lite.placement import sink as sink_mod
+from tests.functional.placement import fake_host
+
+FUNCTIONS = ('c0ffee01' * 4, 'c0ffee02' * 4)
+
+
+def _trait(function_id):
+    return 'CUSTOM_FUNCTION_ID_' + function_id.upper()
+
+
+class LoggingClient(client_mod.PlacementClient):
+    """The real client, noting each request (method, path) it sends."""
+
+    def __init__(self, adapter):
+        super().__init__(adapter)
+        self.log = []
+
+    def request(self, method, url, body=None, ok=(200, 201, 204)):
+        self.log.append((method, url))
+        return super().request(method, url, body, ok)
+
+    def taken(self):
+        log, self.log = self.log, []
+        return log
+
+
+def _client(conf):
+    return LoggingClient(client_mod.adapter_from_conf(conf))
+
+
+@pytest.fixture
+def host(placement, configured, conf, sqlite_db, hostname, tmp_path):
+    configured(placement)
+    fake_host.configure_card(conf, tmp_path / 'fake_fpga', sriov=True)
+    host = fake_host.Host(conf, placement, hostname, client=_client(conf),
+                          cache=True)
+    assert host.report()['changed']
+    assert publish_requests.state(hostname).publisher == host.publisher.id
+    host.placement.taken()
+    return host
+
+
+@pytest.fixture
+def other_conductor(host, conf):
+    client = _client(conf)
+    publisher = publishing.Publisher(
+        [sink_mod.PlacementSink(client, conf, cache_providers=True)])
+    return manager_mod.ConductorManager(
+        'cond2', after_report=publisher.publish_host, publisher=publisher)
+
+
+def _report(conductor, host, function_id):
+    """The host's report with region0 holding ``function_id``, applied by
+    ``conductor``."""
+    entry = host.entry()
+    entry['devices'][0]['deployables'][0]['function_id'] = function_id
+    ack = conductor.report(context.get_admin_context(), host.hostname,
+                           [entry])
+    assert ack['changed']
+
+
+def _listed_tree(log):
+    return any(m == 'GET' and 'in_tree=' in url for m, url in log)
+
+
+def test_the_last_publisher_writes_a_change_without_reading(host):
+    _report(host.conductor, host, FUNCTIONS[0])
+
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    assert host.placement.taken() == [
+        ('PUT', '/traits/%s' % _trait(FUNCTIONS[0])),
+        ('PUT', '/resource_providers/%s/traits' % rp)]
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+    assert publish_requests.pending() == {}
+
+
+def test_a_change_published_by_another_conductor_in_between_is_read(
+        host, other_conductor):
+    # The other conductor publishes a change: it serves the host now.
+    _report(other_conductor, host, FUNCTIONS[0])
+    assert publish_requests.state(host.hostname).publisher == \
+        other_conductor.publisher.id
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+    host.placement.taken()
+    # Back to the card's own function, on the first conductor: what it
+    # remembers is what the DB wants now, not what Placement has.
+    # Trusted, it would write nothing.
+    assert host.report()['changed']
+
+    assert _listed_tree(host.placement.taken())
+    assert _trait(FUNCTIONS[0]) not in host.traits()['region0']
+    assert publish_requests.state(host.hostname).publisher == \
+        host.publisher.id
+
+
+def test_a_publish_that_died_before_serving_makes_it_read(
+        host, other_conductor):
+    # The other conductor writes its change to Placement and dies before
+    # it serves the request: nothing says it published the host.
+    dying = manager_mod.ConductorManager(
+        'dying', after_report=other_conductor.publisher.publish)
+    _report(dying, host, FUNCTIONS[0])
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+    host.placement.taken()
+    # Back to the card's own function: two requests pending.
+    assert host.report()['changed']
+
+    assert _listed_tree(host.placement.taken())
+    assert _trait(FUNCTIONS[0]) not in host.traits()['region0']
+    assert publish_requests.pending() == {}
+
+
+def test_placement_changed_behind_its_back_is_read_again(host):
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    # Someone else writes the region's traits: its generation moves on.
+    url = '/resource_providers/%s/traits' % rp
+    have = host.placement.get(url)
+    host.placement.put('/traits/CUSTOM_SOMEONE_ELSE')
+    host.placement.put(url, {
+        'resource_provider_generation': have['resource_provider_generation'],
+        'traits': have['traits'] + ['CUSTOM_SOMEONE_ELSE']})
+    host.placement.taken()
+
+    _report(host.conductor, host, FUNCTIONS[0])
+
+    log = host.placement.taken()
+    # The remembered generation is refused (409); the tree is read.
+    assert log[:2] == [('PUT', '/traits/%s' % _trait(FUNCTIONS[0])),
+                       ('PUT', url)]
+    assert _listed_tree(log[2:])
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+    assert publish_requests.pending() == {}
