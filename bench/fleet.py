@@ -8,9 +8,10 @@ report an agent with ``--cards`` FPGA cards of ``--regions`` regions each
 sends (``DeviceRecord`` dicts, as drivers/base.py defines them, shaped like
 the fake driver's), and hands every host's report to the conductor's RPC
 endpoint method (``ConductorManager.report``, the code the RPC server
-calls) whose after-report hook is the real ``PlacementSink`` against the
-real openstack-placement (``PlacementServer``, its own process and SQLite
-database). One conductor, reports applied one after the other.
+calls) whose after-report hook is the conductor's ``Publisher.publish_host``
+with the real ``PlacementSink`` against the real openstack-placement
+(``PlacementServer``, its own process and SQLite or PostgreSQL database).
+One conductor; ``--workers`` reports applied at once.
 
 Rounds, each over every host:
 
@@ -20,6 +21,10 @@ Rounds, each over every host:
 - ``change``: ``--change-pct`` percent of all regions report another
   loaded function (the traits of those region providers change);
 - ``unchanged_again``: the same reports as ``change`` again.
+- with ``--ab-rounds N``, N more ``change`` rounds, alternately with and
+  without ``[conductor]trust_own_publish``: the ratio of their medians
+  says what writing a change without listing the host's tree saves,
+  measured in one run.
 
 Per round: wall time, Placement requests by method (the counting
 ``PlacementClient``), SQL statements by kind (a SQLAlchemy
@@ -37,6 +42,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -340,6 +346,33 @@ def measure_candidates(placement_url, count, limit=None):
     return summary
 
 
+def trust_own_publish_ab(conductor, fleet, hosts, pct, rounds):
+    """Change rounds alternately with and without [conductor]
+    trust_own_publish (the conductor that served a host last writes its
+    change without listing the tree): each round's wall time and the
+    ratio of the medians, read tree / trusted."""
+    if not rounds:
+        return None
+    walls = {'trusted': [], 'read_tree': []}
+    requests_of = {}
+    for i in range(rounds):
+        variant = 'trusted' if i % 2 == 0 else 'read_tree'
+        conductor.publisher.trust_own_publish = variant == 'trusted'
+        fleet.change(pct)
+        result = conductor.round('change_%s' % variant, fleet, hosts)
+        walls[variant].append(result['wall_s'])
+        requests_of[variant] = result['placement']['requests']
+    conductor.publisher.trust_own_publish = True
+    medians = {k: statistics.median(v) for k, v in walls.items() if v}
+    summary = {'wall_s': walls, 'median_s': medians,
+               'placement_requests': requests_of}
+    if len(medians) == 2:
+        summary['read_tree_over_trusted'] = round(
+            medians['read_tree'] / medians['trusted'], 2)
+    common.log('trust_own_publish A/B: %s' % summary)
+    return summary
+
+
 def count_providers(placement_url):
     resp = requests.get(placement_url + '/resource_providers',
                         headers=PLACEMENT_HEADERS)
@@ -403,6 +436,8 @@ def run(args):
                       regions_verified=len(changed) - len(wrong))
         rounds.append(change)
         rounds.append(conductor.round('unchanged_again', fleet, hosts))
+        trust_ab = trust_own_publish_ab(conductor, fleet, hosts,
+                                        args.change_pct, args.ab_rounds)
         providers = count_providers(placement.endpoint)
         candidates = []
         if args.candidates:
@@ -426,6 +461,7 @@ def run(args):
             'expected_providers': args.hosts * (1 + args.cards +
                                                 args.cards * args.regions),
             'allocation_candidates': candidates,
+            'trust_own_publish_ab': trust_ab,
             'sync_failures': conductor.sync_failures[:10],
         }
     finally:
@@ -456,6 +492,10 @@ def main(argv=None):
     parser.add_argument('--no-reshape', action='store_true',
                         help="Placement's default policy: no POST /reshaper "
                              'for the admin token')
+    parser.add_argument('--ab-rounds', type=int, default=0,
+                        help='then this many more change rounds, '
+                             'alternately with and without [conductor]'
+                             'trust_own_publish (0: none)')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--state-dir', help='keep DBs here (default: temp)')
     parser.add_argument('--keep', action='store_true',

@@ -32,7 +32,7 @@ def _bench(tmp_path, name, *args, timeout=300):
 def test_fleet_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'fleet', '--hosts', '2', '--cards', '2',
                     '--regions', '2', '--change-pct', '25',
-                    '--candidates', '2')
+                    '--candidates', '2', '--ab-rounds', '2')
 
     assert result['bench'] == 'fleet'
     assert result['params']['regions'] == 8
@@ -55,10 +55,16 @@ def test_fleet_bench_tiny(tmp_path):
     assert change['regions_not_in_placement'] == []
     assert change['regions_verified'] == 2
     assert change['placement']['writes'] > 0
-    # With the provider cache a changed host costs the name lookup, two
-    # listings and its writes, not two reads per provider.
-    reads = change['placement']['by_method'].get('GET', 0)
-    assert reads <= 3 * change['changed_hosts']
+    # The conductor served every host last: a changed host costs its
+    # writes only, no read.
+    assert change['placement']['by_method'].get('GET', 0) == 0
+    ab = result['trust_own_publish_ab']
+    assert set(ab['wall_s']) == {'trusted', 'read_tree'}
+    assert all(len(walls) == 1 for walls in ab['wall_s'].values())
+    # Without the trust, each changed host lists its tree first.
+    assert ab['placement_requests']['read_tree'] > \
+        ab['placement_requests']['trusted']
+    assert ab['read_tree_over_trusted'] > 0
     assert result['placement_providers'] == result['expected_providers']
     for query in result['allocation_candidates']:
         assert query['requests'] == 2

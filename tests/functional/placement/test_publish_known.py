@@ -144,3 +144,23 @@ def test_placement_changed_behind_its_back_is_read_again(host):
     assert _listed_tree(log[2:])
     assert _trait(FUNCTIONS[0]) in host.traits()['region0']
     assert publish_requests.pending() == {}
+
+
+def test_a_provider_deleted_behind_its_back_is_made_again(host):
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    host.placement.delete('/resource_providers/%s' % rp)
+    host.placement.taken()
+
+    _report(host.conductor, host, FUNCTIONS[0])
+
+    log = host.placement.taken()
+    # The remembered provider is gone (404); the tree is read, and the
+    # region made again with its inventory and the new function.
+    assert log[:2] == [('PUT', '/traits/%s' % _trait(FUNCTIONS[0])),
+                       ('PUT', '/resource_providers/%s/traits' % rp)]
+    assert _listed_tree(log[2:])
+    assert ('POST', '/resource_providers') in log
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+    assert host.reserved()['region0'] == {
+        'FPGA': 0, 'CUSTOM_FPGA_LOCAL_MEMORY_MB': 0}
+    assert publish_requests.pending() == {}
