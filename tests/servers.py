@@ -222,6 +222,7 @@ class MariaDBServer:
         self.basedir = tempfile.mkdtemp(prefix='cyborg-lite-mariadb-')
         self.datadir = os.path.join(self.basedir, 'data')
         self.socket = os.path.join(self.basedir, 'mysqld.sock')
+        self.tmpdir = os.path.join(self.basedir, 'tmp')
         self.port = free_port()
         self._proc = None
         self._run_as = None
@@ -237,12 +238,18 @@ class MariaDBServer:
         return os.path.join(self.basedir, name)
 
     def _install(self):
+        # NOTE: a private tmpdir: in the shared /tmp, the bootstrap's
+        # temporary tables were now and then removed under it (it then
+        # fails with "Unknown table 'mysql.tmp_user_nopasswd,...'").
+        os.mkdir(self.tmpdir)
         args = [self.install_db, '--no-defaults', '--datadir=' +
                 self.datadir, '--skip-test-db',
-                '--auth-root-authentication-method=normal']
+                '--auth-root-authentication-method=normal',
+                '--tmpdir=' + self.tmpdir]
         if self._run_as is not None:
             args.append('--user=' + self._run_as.pw_name)
-            os.chown(self.basedir, self._run_as.pw_uid, self._run_as.pw_gid)
+            for path in (self.basedir, self.tmpdir):
+                os.chown(path, self._run_as.pw_uid, self._run_as.pw_gid)
             os.chmod(self.basedir, 0o700)
         _run(args, cwd=self.basedir)
 
@@ -266,6 +273,7 @@ class MariaDBServer:
                 '--pid-file=' + self._path('mysqld.pid'),
                 '--log-error=' + self._path('error.log'),
                 '--port=%d' % self.port, '--bind-address=127.0.0.1',
+                '--tmpdir=' + self.tmpdir,
                 '--skip-name-resolve', '--skip-log-bin',
                 '--sql-mode=TRADITIONAL',
                 '--character-set-server=utf8mb4',

@@ -83,11 +83,12 @@ def state(hostname):
     every other publish of the host since would have left or served a
     request (placement/sink.py writes the difference without reading)."""
     with session.reader() as s:
-        ids = s.scalars(sa.select(REQUEST.id)
-                        .where(REQUEST.hostname == hostname)).all()
+        last_id, pending = s.execute(
+            sa.select(sa.func.max(REQUEST.id), sa.func.count(REQUEST.id))
+            .where(REQUEST.hostname == hostname)).one()
         publisher = s.scalar(sa.select(PUBLISHED.publisher)
                              .where(PUBLISHED.hostname == hostname))
-    return State(max(ids, default=None), len(ids), publisher)
+    return State(last_id, pending, publisher)
 
 
 def served(hostname, up_to_id, publisher=None):
