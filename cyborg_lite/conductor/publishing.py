@@ -67,9 +67,11 @@ class Publisher:
     def __bool__(self):
         return bool(self.sinks)
 
-    def publish(self, hostname):
-        """Publish ``hostname`` to each sink; their results."""
-        return [self._safely(sink, sink.publish, hostname)
+    def publish(self, hostname, known=False):
+        """Publish ``hostname`` to each sink (``known``: with
+        ``publish_known``, see publish_host); their results."""
+        return [self._safely(sink, sink.publish_known if known
+                             else sink.publish, hostname)
                 for sink in self.sinks]
 
     def publish_host(self, hostname):
@@ -88,9 +90,7 @@ class Publisher:
             known = publish_requests.state(hostname)
             mine = (self.trust_own_publish and known.pending <= 1 and
                     known.publisher == self.id)
-            results = [self._safely(sink, sink.publish_known if mine
-                                    else sink.publish, hostname)
-                       for sink in self.sinks]
+            results = self.publish(hostname, known=mine)
             if known.last_id is not None and _all_converged(results):
                 publish_requests.served(hostname, known.last_id, self.id)
         except exception.DatabaseUnavailable:

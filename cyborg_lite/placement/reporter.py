@@ -198,18 +198,23 @@ class Reporter:
         known = self._providers.get(rp['uuid'])
         if known is None or known.generation != rp['generation']:
             return None
-        return dataclasses.replace(
-            known, name=rp['name'], parent_uuid=rp['parent_provider_uuid'],
-            inventories=dict(known.inventories))
+        return _copy(known, name=rp['name'],
+                     parent_uuid=rp['parent_provider_uuid'])
 
     def _remember(self, have):
         if self.cache:
-            self._providers[have.uuid] = dataclasses.replace(
-                have, inventories=dict(have.inventories))
+            self._providers[have.uuid] = _copy(have)
 
     def _forget(self, uuid):
         self._providers.pop(uuid, None)
         self._foreign.pop(uuid, None)
+
+    def _forget_tree(self, hostname, uuids):
+        """Forget the host's tree and these providers of it: what failed
+        to be written may be what was remembered."""
+        self._trees.pop(hostname, None)
+        for uuid in uuids:
+            self._forget(uuid)
 
     def _root(self, hostname, create):
         """(root uuid, the tree listing or None): with the cache, the
@@ -275,11 +280,8 @@ class Reporter:
                 self._remember_tree(hostname, report)
                 return report
             except exception.PlacementError as exc:
-                # What we remember of this tree may be what failed.
                 self._roots.pop(hostname, None)
-                self._trees.pop(hostname, None)
-                for uuid in current:
-                    self._forget(uuid)
+                self._forget_tree(hostname, current)
                 if not _retryable(exc) or \
                         attempt > self.conflict_retries:
                     raise
@@ -297,8 +299,7 @@ class Reporter:
             have = self._providers.get(uuid)
             if have is None:
                 return None
-            current[uuid] = dataclasses.replace(
-                have, inventories=dict(have.inventories))
+            current[uuid] = _copy(have)
         if root is None:
             return None
         desired = tree_mod.build_tree(hostname, root, devices)
@@ -306,9 +307,7 @@ class Reporter:
         try:
             self._apply(desired, current, report)
         except exception.PlacementError as exc:
-            self._trees.pop(hostname, None)
-            for uuid in current:
-                self._forget(uuid)
+            self._forget_tree(hostname, current)
             if not _retryable(exc):
                 raise
             LOG.info('Placement has changed what was remembered of %s '
@@ -520,6 +519,12 @@ class Reporter:
                 for rc, inv in held.items()})
             self._remember(have)
         report.held.append(have.name)
+
+
+def _copy(have, **changes):
+    """A Current of its own: the inventories dict is not shared."""
+    return dataclasses.replace(have, inventories=dict(have.inventories),
+                               **changes)
 
 
 def _depth(have, current):
