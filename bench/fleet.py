@@ -28,7 +28,10 @@ Rounds, each over every host:
 
 Per round: wall time, Placement requests by method (the counting
 ``PlacementClient``), SQL statements by kind (a SQLAlchemy
-``before_cursor_execute`` listener on the conductor's engine).
+``before_cursor_execute`` listener on the conductor's engine), and the
+CPU seconds of each process (``cpu_s``, bench/cpu.py: this process, the
+conductor; Placement and its workers; Placement's PostgreSQL; the whole
+machine), which say whose work a round waits for.
 
 Then ``GET /allocation_candidates`` for the scheduler test's profile
 (FPGA:1 + CUSTOM_FPGA_LOCAL_MEMORY_MB:4096 + required region trait),
@@ -52,6 +55,7 @@ import requests
 import sqlalchemy as sa
 
 from bench import common
+from bench import cpu
 
 REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'   # as the scheduler test
 FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'   # the fake's initial one
@@ -251,7 +255,7 @@ class Conductor:
     PostgreSQL or MySQL, so the default is one.
     """
 
-    def __init__(self, conf, workers=1):
+    def __init__(self, conf, workers=1, parties=None):
         from cyborg_lite.conductor import manager
         from cyborg_lite.conductor import publishing
         from cyborg_lite.placement import sink as sink_mod
@@ -266,6 +270,9 @@ class Conductor:
         self.sql = StatementCounter(session.get_engine())
         self.sync_failures = []
         self.workers = workers
+        # CPU seconds by process: this one (the conductor), Placement, its
+        # database.
+        self.parties = parties or cpu.Parties({})
 
     def _after_report(self, host):
         [result] = self.publisher.publish_host(host)
@@ -280,6 +287,7 @@ class Conductor:
         self.sql.reset()
         acks = collections.Counter()
         lock = threading.Lock()
+        cpu_before = self.parties.sample()
 
         def report(host):
             ack = self.manager.report(None, hostname(host),
@@ -296,6 +304,8 @@ class Conductor:
             else:
                 for host in hosts:
                     report(host)
+        cpu_s = self.parties.spent(cpu_before)
+        cpu_s['conductor'] = cpu_s.pop('self')
         counts = dict(self.sync.client.counts)
         placement_writes = self.sync.client.writes
         result = {
@@ -308,12 +318,14 @@ class Conductor:
                           'by_kind': self.timing.snapshot()},
             'db': self.sql.snapshot(),
             'sync_failures': len(self.sync_failures) - failures_before,
+            'cpu_s': cpu_s,
         }
         common.log('%-16s %5d hosts %9.2f s  %7.2f ms/host  placement %6d '
-                   'req (%5d writes)  sql %7d (%5d writes)'
+                   'req (%5d writes)  sql %7d (%5d writes)  cpu s %s'
                    % (name, len(hosts), t.elapsed, result['per_host_ms'],
                       result['placement']['requests'], placement_writes,
-                      result['db']['statements'], result['db']['writes']))
+                      result['db']['statements'], result['db']['writes'],
+                      cpu_s))
         return result
 
 
@@ -408,6 +420,16 @@ def start_placement(args, state_dir):
     return placement, pg
 
 
+def cpu_parties(placement, pg):
+    """Placement's processes (gunicorn's workers too) and its PostgreSQL's,
+    if any; this process is the conductor."""
+    parties = {'placement': lambda: cpu.children(placement.pid)}
+    if pg is not None:
+        postmaster = cpu.postmaster(pg)
+        parties['placement_db'] = lambda: cpu.children(postmaster)
+    return cpu.Parties(parties)
+
+
 def run(args):
     from cyborg_lite.db import migration
     from cyborg_lite.db import session
@@ -420,7 +442,8 @@ def run(args):
         common.quiet()
         migration.upgrade()
         from cyborg_lite.conf import CONF
-        conductor = Conductor(CONF, workers=args.workers)
+        conductor = Conductor(CONF, workers=args.workers,
+                              parties=cpu_parties(placement, pg))
         fleet = Fleet(args.hosts, args.cards, args.regions, seed=args.seed)
         hosts = list(range(args.hosts))
         rounds = [conductor.round('first', fleet, hosts),

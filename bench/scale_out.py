@@ -27,6 +27,7 @@ import tempfile
 
 from bench import api
 from bench import common
+from bench import cpu
 from bench import seed
 
 ROOT = api.ROOT
@@ -39,52 +40,6 @@ connection = {url}
 auth_strategy = noauth
 max_limit = 10000
 """
-
-
-def _ticks(pids):
-    """CPU seconds (user + system) of ``pids`` so far."""
-    total = 0
-    for pid in pids:
-        try:
-            with open('/proc/%d/stat' % pid) as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf('SC_CLK_TCK')
-
-
-def _machine_busy():
-    """CPU seconds every process of the machine used so far (/proc/stat)."""
-    with open('/proc/stat') as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
-
-
-def _children(parent):
-    """``parent`` and every process below it."""
-    found, frontier = {parent}, [parent]
-    by_parent = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/%s/stat' % entry) as f:
-                    ppid = int(f.read().rsplit(')', 1)[1].split()[1])
-            except OSError:
-                continue
-            by_parent.setdefault(ppid, []).append(int(entry))
-    while frontier:
-        for child in by_parent.get(frontier.pop(), []):
-            if child not in found:
-                found.add(child)
-                frontier.append(child)
-    return found
-
-
-def _postmaster(pg):
-    with open(os.path.join(pg.datadir, 'postmaster.pid')) as f:
-        return int(f.readline())
 
 
 def start_gunicorn(workdir, conf_path, workers):
@@ -118,21 +73,21 @@ def measure(server, args, pg_pids_of):
             ('create_arq', args.requests)]
     result = {}
     for name, count in plan:
-        api_pids = _children(server.proc.pid)
+        api_pids = cpu.children(server.proc.pid)
         db_pids = pg_pids_of()
-        before = (_ticks(api_pids), _ticks(db_pids),
-                  sum(os.times()[:2]), _machine_busy())
+        parties = cpu.Parties({'api': lambda: api_pids,
+                               'db': lambda: db_pids})
+        before = parties.sample()
         run = api._run_collect(server.url, getattr(routes, name), count,
                                args.concurrency)
-        after = (_ticks(api_pids), _ticks(db_pids), sum(os.times()[:2]),
-                 _machine_busy())
+        spent = parties.spent(before)
+        spent['load_generator'] = spent.pop('self')
         wall = run['wall']
         entry = common.latency_summary(run['latencies'], wall)
         entry['errors'] = run['errors']
         entry['first_errors'] = run['first_errors']
-        entry['cores_busy'] = {
-            side: round((a - b) / wall, 2) for side, a, b in zip(
-                ('api', 'db', 'load_generator', 'machine'), after, before)}
+        entry['cores_busy'] = {side: round(seconds / wall, 2)
+                               for side, seconds in spent.items()}
         result[name] = entry
         common.log('%-15s %7.1f req/s p50 %7.2f ms p99 %7.2f ms  cores: '
                    'api %.2f db %.2f client %.2f machine %.2f' % (
@@ -176,14 +131,14 @@ def main(argv=None):
         conf_path = os.path.join(workdir, 'cyborg_lite.conf')
         with open(conf_path, 'w') as f:
             f.write(CONF_TEMPLATE.format(url=url))
-        postmaster = _postmaster(pg)
+        postmaster = cpu.postmaster(pg)
         for count in workers:
             server = start_gunicorn(workdir, conf_path, count)
             try:
                 server.wait_ready()
                 common.log('-- gunicorn %d worker(s)' % count)
                 report[str(count)] = measure(
-                    server, args, lambda: _children(postmaster))
+                    server, args, lambda: cpu.children(postmaster))
             finally:
                 server.stop()
         common.emit({'bench': 'scale_out', 'machine': common.machine(),

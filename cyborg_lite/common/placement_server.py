@@ -113,6 +113,11 @@ class PlacementServer:
             raise
         return self
 
+    @property
+    def pid(self):
+        """The server's process id (gunicorn's master), None if stopped."""
+        return None if self._proc is None else self._proc.pid
+
     def _wait_ready(self, timeout):
         # NOTE: a listening socket is not enough: the app answers only
         # once migrations and trait/RC syncing are done.

@@ -11,6 +11,7 @@ handle too, even when two binds race on two regions. The agent report's
 sync of handles is db/inventory.py's.
 """
 import collections
+import functools
 import hashlib
 import json
 
@@ -28,6 +29,7 @@ DEPLOYABLE = models.Deployable
 DEVICE = models.Device
 
 
+@functools.lru_cache(maxsize=65536)
 def function_key(hostname, attach_info):
     """The key of the function a handle names: the same PCI function or
     mdev on the same host has the same key, whatever the JSON spelling."""
@@ -68,11 +70,25 @@ def holders(s, keys):
             for key, arq_uuid, claim_uid, name in rows}
 
 
-def blocked(s, handles, hostname):
+def blocked(s, handles, hostname, all_of_host=False):
     """{handle id: Holder} of the free ``handles`` whose function another
-    handle holds."""
+    handle holds.
+
+    ``all_of_host``: ``handles`` are every handle of ``hostname``. A key
+    names its host, so only a handle of the same host can hold it: only
+    the keys its handles in use hold are looked up, and a host with none
+    in use (most of a fleet) needs no hashing and no query."""
+    held_here = None
+    if all_of_host:
+        held_here = {h.in_use_function for h in handles if h.in_use}
+        held_here.discard(None)
+        if not held_here:
+            return {}
     keys = {h.id: function_key(hostname, h.attach_info)
             for h in handles if not h.in_use}
+    if held_here is not None:
+        keys = {handle_id: key for handle_id, key in keys.items()
+                if key in held_here}
     held = holders(s, keys.values())
     return {handle_id: held[key] for handle_id, key in keys.items()
             if key in held}

@@ -10,7 +10,6 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import conditional
-from cyborg_lite.db import deployables
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
@@ -90,12 +89,14 @@ HostRows = collections.namedtuple(
                  'blocked_handles', 'agent_state', 'k8s_claims'])
 
 
-def _rows_of(s, devices, deps, hostname, attributes, handles):
+def _rows_of(s, devices, deps, hostname, attributes, handles,
+             all_of_host=False):
     """HostRows of ``devices`` and their ``deps``, given their attributes
     ({deployable id: {key: value}}) and handles ({deployable id: [handle]}
-    in id order)."""
+    in id order); ``all_of_host``: every handle of the host is there."""
     blocked = attach_handles.blocked(
-        s, [h for hs in handles.values() for h in hs], hostname)
+        s, [h for hs in handles.values() for h in hs], hostname,
+        all_of_host=all_of_host)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
                     blocked, agents.state_of(s, hostname),
                     _k8s_claims(s, handles))
@@ -125,6 +126,11 @@ _HOST_HANDLES = (sa.select(_HANDLE)
                  .join(_DEP, _DEP.c.id == _HANDLE.c.deployable_id)
                  .where(_DEP.c.device_id.in_(_HOST_DEVICE_IDS))
                  .order_by(_HANDLE.c.id))
+_HOST_ATTRIBUTES = (sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
+                              _ATTR.c.value)
+                    .join(_DEP, _DEP.c.id == _ATTR.c.deployable_id)
+                    .where(_DEP.c.device_id.in_(_HOST_DEVICE_IDS))
+                    .order_by(_ATTR.c.deployable_id, _ATTR.c.key))
 
 
 def host_rows(hostname, url=None):
@@ -143,14 +149,15 @@ def host_rows(hostname, url=None):
         devices = conn.execute(_HOST_DEVICES, params).all()
         deps = conn.execute(_HOST_DEPLOYABLES, params).all() if devices \
             else []
-        attributes = {dep_id: dict(pairs) for dep_id, pairs in
-                      deployables.attributes_of(
-                          s, [d.id for d in deps]).items()}
+        attributes = collections.defaultdict(dict)
         handles = collections.defaultdict(list)
         if deps:
+            for dep_id, key, value in conn.execute(_HOST_ATTRIBUTES, params):
+                attributes[dep_id][key] = value
             for handle in conn.execute(_HOST_HANDLES, params):
                 handles[handle.deployable_id].append(handle)
-        return _rows_of(s, devices, deps, hostname, attributes, handles)
+        return _rows_of(s, devices, deps, hostname, dict(attributes),
+                        handles, all_of_host=True)
 
 
 # One region's rows, read by every bind under its locks: built once.

@@ -42,7 +42,10 @@ def test_fleet_bench_tiny(tmp_path):
     for r in rounds.values():
         assert r['hosts'] == 2 and r['sync_failures'] == 0
         assert {'wall_s', 'per_host_ms', 'placement', 'db'} <= set(r)
+        # CPU seconds by process (SQLite Placement: no database process).
+        assert set(r['cpu_s']) == {'conductor', 'placement', 'machine'}
     first = rounds['first']
+    assert first['cpu_s']['placement'] > 0 and first['cpu_s']['conductor'] > 0
     assert first['acks']['changed'] == 2
     assert first['placement']['writes'] > 0 and first['db']['writes'] > 0
     for name in ('unchanged', 'unchanged_again'):

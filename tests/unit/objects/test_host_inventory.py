@@ -162,3 +162,52 @@ def test_load_sees_the_held_function_and_the_agent_state(db):
     assert device.agent_down and not device.schedulable
     assert host_inventory.unavailable_reasons(device, second) == (
         'agent_down', 'handle_shared_in_use')
+
+
+def _host_handles(s, hostname):
+    return s.query(models.AttachHandle).join(models.Deployable).join(
+        models.Device).filter(models.Device.hostname == hostname).all()
+
+
+def test_a_function_held_on_another_host_blocks_nothing_here(db):
+    """A function's key names its host, so a host's load looks up only the
+    keys its own handles hold; the answer is the one the lookup of every
+    free handle's key gives."""
+    from cyborg_lite.conductor import bind
+    from cyborg_lite.db import attach_handles
+    from cyborg_lite.db import devices as devices_db
+    from tests.unit.conductor import bind_helpers as h
+    h.make_card(hostname='node1', sriov=False)
+    there, _sibling = h.make_card(hostname='node2', sriov=False)
+    with session.writer() as s:
+        # node2's card at node1's PCI address: the same attach_info.
+        info = _host_handles(s, 'node1')[0].attach_info
+        for handle in _host_handles(s, 'node2'):
+            handle.attach_info = info
+    bind.bind_arqs(None, {h.make_arq(): h.binding(there, hostname='node2')},
+                   notifier=h.RecordingNotifier())
+
+    assert devices_db.host_rows('node1').blocked_handles == {}
+    assert len(devices_db.host_rows('node2').blocked_handles) == 1
+    with session.reader() as s:
+        for host in ('node1', 'node2'):
+            assert (devices_db.host_rows(host).blocked_handles ==
+                    attach_handles.blocked(s, _host_handles(s, host), host))
+
+
+def test_a_host_with_no_handle_in_use_is_loaded_without_a_holder_query(db):
+    import sqlalchemy as sa
+    from cyborg_lite.db import devices as devices_db
+    from tests.unit.conductor import bind_helpers as h
+    h.make_card(hostname='node1', sriov=False)
+    statements = []
+    engine = session.get_engine()
+    listener = lambda *args: statements.append(args[2])  # noqa: E731
+    sa.event.listen(engine, 'before_cursor_execute', listener)
+    try:
+        rows = devices_db.host_rows('node1')
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', listener)
+    assert rows.blocked_handles == {} and rows.handles
+    assert not [q for q in statements if 'in_use_function IN' in q]
+    assert statements, 'the listener saw no statement at all'
