@@ -73,6 +73,34 @@ def pending(limit=1000):
 State = collections.namedtuple('State', ['last_id', 'pending', 'publisher'])
 
 
+# Built once: every publish asks, in one round trip.
+_REQUESTS_TABLE = REQUEST.__table__
+_PUBLISHED_TABLE = PUBLISHED.__table__
+_STATE = sa.select(
+    sa.func.max(_REQUESTS_TABLE.c.id), sa.func.count(_REQUESTS_TABLE.c.id),
+    sa.select(_PUBLISHED_TABLE.c.publisher)
+    .where(_PUBLISHED_TABLE.c.hostname == sa.bindparam('hostname'))
+    .scalar_subquery(),
+).where(_REQUESTS_TABLE.c.hostname == sa.bindparam('hostname'))
+
+
+_DELETE_SERVED = sa.delete(_REQUESTS_TABLE).where(
+    _REQUESTS_TABLE.c.hostname == sa.bindparam('hostname'),
+    _REQUESTS_TABLE.c.id <= sa.bindparam('up_to_id'))
+# (Parameters named apart from the columns: SQLAlchemy keeps a column's
+# name for itself in an INSERT's or UPDATE's values.)
+_RECORD = conditional.statement(
+    PUBLISHED, PUBLISHED.hostname == sa.bindparam('host'),
+    {'publisher': sa.bindparam('served_by'),
+     'request_id': sa.bindparam('served_id')},
+    PUBLISHED.request_id <= sa.bindparam('served_id'), bump_version=False)
+_PUBLISHED_ROW = sa.select(_PUBLISHED_TABLE.c.hostname).where(
+    _PUBLISHED_TABLE.c.hostname == sa.bindparam('host'))
+_INSERT_PUBLISHED = sa.insert(_PUBLISHED_TABLE).values(
+    hostname=sa.bindparam('host'), publisher=sa.bindparam('served_by'),
+    request_id=sa.bindparam('served_id'))
+
+
 def state(hostname):
     """State(highest request id or None, how many are pending, the
     publisher that served the host last or None).
@@ -82,13 +110,8 @@ def state(hostname):
     change at hand pending (``pending <= 1``), may trust what it wrote:
     every other publish of the host since would have left or served a
     request (placement/sink.py writes the difference without reading)."""
-    with session.reader() as s:
-        last_id, pending = s.execute(
-            sa.select(sa.func.max(REQUEST.id), sa.func.count(REQUEST.id))
-            .where(REQUEST.hostname == hostname)).one()
-        publisher = s.scalar(sa.select(PUBLISHED.publisher)
-                             .where(PUBLISHED.hostname == hostname))
-    return State(last_id, pending, publisher)
+    with session.core_reader() as conn:
+        return State(*conn.execute(_STATE, {'hostname': hostname}).one())
 
 
 def served(hostname, up_to_id, publisher=None):
@@ -99,9 +122,9 @@ def served(hostname, up_to_id, publisher=None):
     for attempt in range(2):
         try:
             with session.writer() as s:
-                deleted = s.execute(sa.delete(REQUEST).where(
-                    REQUEST.hostname == hostname,
-                    REQUEST.id <= up_to_id)).rowcount
+                deleted = s.connection().execute(
+                    _DELETE_SERVED, {'hostname': hostname,
+                                     'up_to_id': up_to_id}).rowcount
                 if publisher is not None:
                     _record(s, hostname, publisher, up_to_id)
                 return deleted
@@ -118,12 +141,10 @@ def _record(s, hostname, publisher, request_id):
     publisher, unless one already served a later request (a slow publish
     serving last must not pass for the one that knows the newest
     state)."""
-    values = {'publisher': publisher, 'request_id': request_id}
-    if conditional.update(s, PUBLISHED, PUBLISHED.hostname == hostname,
-                          values, PUBLISHED.request_id <= request_id,
-                          bump_version=False):
+    params = {'host': hostname, 'served_by': publisher,
+              'served_id': request_id}
+    if conditional.run(s, _RECORD, params):
         return
-    if s.scalar(sa.select(PUBLISHED.hostname)
-                .where(PUBLISHED.hostname == hostname)) is None:
-        s.add(PUBLISHED(hostname=hostname, **values))
-        s.flush()
+    conn = s.connection()
+    if conn.execute(_PUBLISHED_ROW, params).first() is None:
+        conn.execute(_INSERT_PUBLISHED, params)

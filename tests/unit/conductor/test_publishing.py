@@ -131,7 +131,7 @@ class KnownSink(RecordingSink):
         return inventory_sink.PublishResult(hostname, True)
 
 
-def test_the_last_publisher_is_who_served_the_newest_request(sqlite_db):
+def test_the_last_publisher_is_who_served_the_newest_request(db):
     for _ in range(3):
         _request('node1')
     newest = publish_requests.state('node1').last_id
