@@ -19,7 +19,9 @@ Rounds, each over every host:
 - ``unchanged``: the same reports again (target: no DB write, no
   Placement write);
 - ``change``: ``--change-pct`` percent of all regions report another
-  loaded function (the traits of those region providers change);
+  loaded function (the traits of those region providers change): one
+  never seen before, or with ``--functions N`` another of the fleet's N
+  (see ``Fleet``);
 - ``unchanged_again``: the same reports as ``change`` again.
 - with ``--ab-rounds N``, N more ``change`` rounds, alternately with and
   without ``[conductor]trust_own_publish``: the ratio of their medians
@@ -41,6 +43,7 @@ Placement's cost over the whole tree, reported for operators.
 import argparse
 import collections
 from concurrent import futures
+import functools
 import os
 import random
 import re
@@ -101,17 +104,26 @@ def device_record(card, regions, functions):
 
 
 class Fleet:
-    """The report of every host; ``change(pct)`` reprograms some regions."""
+    """The report of every host; ``change(pct)`` reprograms some regions.
 
-    def __init__(self, hosts, cards, regions, seed=42):
+    ``functions`` 0: every region starts with the fake's function and each
+    change loads a function never seen before (a new trait for Placement
+    each time: the worst case). N >= 2: the fleet's N bitstreams, loaded
+    round-robin at the start, and a change loads another of them (traits
+    Placement already has: a fleet's usual day)."""
+
+    def __init__(self, hosts, cards, regions, seed=42, functions=0):
         self.hosts = hosts
         self.cards = cards
         self.regions = regions
         self.random = random.Random(seed)
+        self.pool = ['%032x' % self.random.getrandbits(128)
+                     for _ in range(functions)]
+        keys = [(h, c, r) for h in range(hosts) for c in range(cards)
+                for r in range(regions)]
         self.functions = {
-            (h, c, r): FUNCTION_ID
-            for h in range(hosts) for c in range(cards)
-            for r in range(regions)}
+            key: self.pool[i % len(self.pool)] if self.pool else FUNCTION_ID
+            for i, key in enumerate(keys)}
 
     def report(self, host):
         functions = {(c, r): self.functions[(host, c, r)]
@@ -126,8 +138,13 @@ class Fleet:
         count = max(1, round(len(keys) * pct / 100.0))
         changed = self.random.sample(keys, count)
         for key in changed:
-            self.functions[key] = '%032x' % self.random.getrandbits(128)
+            self.functions[key] = self._another(self.functions[key])
         return changed
+
+    def _another(self, current):
+        if not self.pool:
+            return '%032x' % self.random.getrandbits(128)
+        return self.random.choice([f for f in self.pool if f != current])
 
 
 def region_rp_uuid(host, card, region):
@@ -178,13 +195,13 @@ class StatementCounter:
         self.counts.clear()
 
 
-def _configure(state_dir, placement_url):
+def _configure(state_dir, placement_url, db_url=None):
     from keystoneauth1 import loading as ks_loading
 
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     config.parse_args([], default_config_files=[])
-    CONF.set_override('connection', 'sqlite:///%s' % os.path.join(
+    CONF.set_override('connection', db_url or 'sqlite:///%s' % os.path.join(
         state_dir, 'cyborg_lite.sqlite'), group='database')
     CONF.set_override('state_path', state_dir)
     CONF.register_opts(
@@ -273,6 +290,10 @@ class Conductor:
         # CPU seconds by process: this one (the conductor), Placement, its
         # database.
         self.parties = parties or cpu.Parties({})
+
+    def trust(self, trusted):
+        """[conductor]trust_own_publish, for the A/B rounds."""
+        self.publisher.trust_own_publish = trusted
 
     def _after_report(self, host):
         [result] = self.publisher.publish_host(host)
@@ -369,12 +390,12 @@ def trust_own_publish_ab(conductor, fleet, hosts, pct, rounds):
     requests_of = {}
     for i in range(rounds):
         variant = 'trusted' if i % 2 == 0 else 'read_tree'
-        conductor.publisher.trust_own_publish = variant == 'trusted'
+        conductor.trust(variant == 'trusted')
         fleet.change(pct)
         result = conductor.round('change_%s' % variant, fleet, hosts)
         walls[variant].append(result['wall_s'])
         requests_of[variant] = result['placement']['requests']
-    conductor.publisher.trust_own_publish = True
+    conductor.trust(True)
     medians = {k: statistics.median(v) for k, v in walls.items() if v}
     summary = {'wall_s': walls, 'median_s': medians,
                'placement_requests': requests_of}
@@ -420,14 +441,25 @@ def start_placement(args, state_dir):
     return placement, pg
 
 
-def cpu_parties(placement, pg):
-    """Placement's processes (gunicorn's workers too) and its PostgreSQL's,
-    if any; this process is the conductor."""
+def cpu_parties(placement, pg, conductor_pg=None):
+    """Placement's processes (gunicorn's workers too), its PostgreSQL's and
+    the conductor's PostgreSQL's, if any; this process is the conductor
+    (bench/fleet_processes.py adds its processes)."""
     parties = {'placement': lambda: cpu.children(placement.pid)}
-    if pg is not None:
-        postmaster = cpu.postmaster(pg)
-        parties['placement_db'] = lambda: cpu.children(postmaster)
+    for name, server in (('placement_db', pg), ('conductor_db',
+                                                 conductor_pg)):
+        if server is not None:
+            parties[name] = functools.partial(cpu.children,
+                                              cpu.postmaster(server))
     return cpu.Parties(parties)
+
+
+def start_conductor_db():
+    """The conductor processes' PostgreSQL: (server, URL)."""
+    sys.path.insert(0, ROOT)
+    from tests import servers
+    server = servers.PostgresServer().start()
+    return server, server.create_database('cyborg_lite')
 
 
 def run(args):
@@ -437,14 +469,27 @@ def run(args):
     state_dir = args.state_dir or tempfile.mkdtemp(prefix='bench-fleet-')
     os.makedirs(state_dir, exist_ok=True)
     placement, pg = start_placement(args, state_dir)
+    conductor_pg, conductor = None, None
     try:
-        _configure(state_dir, placement.endpoint)
+        db_url = None
+        if args.conductor_processes > 1:
+            conductor_pg, db_url = start_conductor_db()
+        _configure(state_dir, placement.endpoint, db_url=db_url)
         common.quiet()
         migration.upgrade()
         from cyborg_lite.conf import CONF
-        conductor = Conductor(CONF, workers=args.workers,
-                              parties=cpu_parties(placement, pg))
-        fleet = Fleet(args.hosts, args.cards, args.regions, seed=args.seed)
+        fleet = Fleet(args.hosts, args.cards, args.regions, seed=args.seed,
+                      functions=args.functions)
+        parties = cpu_parties(placement, pg, conductor_pg)
+        if args.conductor_processes > 1:
+            from bench import fleet_processes
+            session.dispose_all()
+            conductor = fleet_processes.ConductorProcesses(
+                args.conductor_processes, state_dir, placement.endpoint,
+                db_url, args.workers, fleet, args.seed, parties)
+        else:
+            conductor = Conductor(CONF, workers=args.workers,
+                                  parties=parties)
         hosts = list(range(args.hosts))
         rounds = [conductor.round('first', fleet, hosts),
                   conductor.round('unchanged', fleet, hosts)]
@@ -475,6 +520,8 @@ def run(args):
                        'regions_per_card': args.regions,
                        'regions': args.hosts * args.cards * args.regions,
                        'change_pct': args.change_pct,
+                       'functions': args.functions,
+                       'conductor_processes': args.conductor_processes,
                        'workers': args.workers,
                        'placement_db': args.placement_db,
                        'placement_workers': args.placement_workers,
@@ -488,12 +535,22 @@ def run(args):
             'sync_failures': conductor.sync_failures[:10],
         }
     finally:
+        if hasattr(conductor, 'stop'):
+            conductor.stop()
         session.dispose_all()
         placement.stop()
-        if pg is not None:
-            pg.stop()
+        for server in (pg, conductor_pg):
+            if server is not None:
+                server.stop()
         if not args.state_dir and not args.keep:
             shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _function_count(text):
+    count = int(text)
+    if count == 1 or count < 0:
+        raise argparse.ArgumentTypeError('0, or at least 2 functions')
+    return count
 
 
 def main(argv=None):
@@ -519,12 +576,26 @@ def main(argv=None):
                         help='then this many more change rounds, '
                              'alternately with and without [conductor]'
                              'trust_own_publish (0: none)')
+    parser.add_argument('--conductor-processes', type=int, default=1,
+                        help='conductor processes, each with --workers '
+                             'threads, on a PostgreSQL of their own '
+                             '(bench/fleet_processes.py); more than one '
+                             'needs --placement-db postgresql')
+    parser.add_argument('--functions', type=_function_count, default=0,
+                        help='the fleet has this many bitstreams (>= 2) '
+                             'and a change loads another of them; 0: a '
+                             'function never seen before each time')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--state-dir', help='keep DBs here (default: temp)')
     parser.add_argument('--keep', action='store_true',
                         help='keep the temp state dir')
     parser.add_argument('--output', help='also write the JSON here')
     args = parser.parse_args(argv)
+    if args.conductor_processes < 1 or (
+            args.conductor_processes > 1 and
+            args.placement_db != 'postgresql'):
+        parser.error('--conductor-processes: 1, or more with '
+                     '--placement-db postgresql')
     common.emit(run(args), args.output)
 
 

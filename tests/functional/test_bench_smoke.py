@@ -58,6 +58,8 @@ def test_fleet_bench_tiny(tmp_path):
     assert change['regions_not_in_placement'] == []
     assert change['regions_verified'] == 2
     assert change['placement']['writes'] > 0
+    # A function never seen before: its trait is made first.
+    assert 'PUT /traits/{name}' in change['placement']['by_kind']
     # The conductor served every host last: a changed host costs its
     # writes only, no read.
     assert change['placement']['by_method'].get('GET', 0) == 0
@@ -73,6 +75,53 @@ def test_fleet_bench_tiny(tmp_path):
         assert query['requests'] == 2
         assert query['candidates_returned'] == 8
         assert query['p50_ms'] is not None
+
+
+def test_fleet_bench_known_functions(tmp_path):
+    result = _bench(tmp_path, 'fleet', '--hosts', '2', '--cards', '2',
+                    '--regions', '2', '--change-pct', '25',
+                    '--candidates', '0', '--functions', '3')
+
+    assert result['params']['functions'] == 3
+    change = result['rounds']['change']
+    assert change['regions_verified'] == 2
+    # The fleet's functions all got their traits in the first round: a
+    # change writes the region providers' traits, nothing else.
+    assert set(change['placement']['by_kind']) == {
+        'PUT /resource_providers/{uuid}/traits'}
+
+
+@pytest.mark.postgresql
+def test_fleet_bench_conductor_processes(tmp_path):
+    result = _bench(tmp_path, 'fleet', '--hosts', '4', '--cards', '2',
+                    '--regions', '2', '--change-pct', '25',
+                    '--candidates', '0', '--placement-db', 'postgresql',
+                    '--placement-workers', '1', '--workers', '2',
+                    '--conductor-processes', '2', '--ab-rounds', '2')
+
+    assert result['params']['conductor_processes'] == 2
+    rounds = result['rounds']
+    for r in rounds.values():
+        assert r['processes'] == 2 and r['sync_failures'] == 0
+        assert set(r['cpu_s']) == {'conductor', 'conductor_db', 'placement',
+                                   'placement_db', 'machine', 'bench'}
+    assert rounds['first']['acks']['changed'] == 4
+    assert rounds['first']['cpu_s']['conductor'] > 0
+    for name in ('unchanged', 'unchanged_again'):
+        assert rounds[name]['acks']['unchanged'] == 4
+        assert rounds[name]['db']['writes'] == 0
+        assert rounds[name]['placement']['requests'] == 0
+    assert rounds['change']['regions_verified'] == 4
+    assert result['placement_providers'] == result['expected_providers']
+    assert result['sync_failures'] == []
+
+
+@pytest.mark.parametrize('text', ['1', '-2', 'x'])
+def test_fleet_bench_refuses_a_single_or_no_function_count(text):
+    import argparse
+    from bench import fleet
+    with pytest.raises((argparse.ArgumentTypeError, ValueError)):
+        fleet._function_count(text)
 
 
 def test_api_bench_tiny_without_cyborg(tmp_path):
