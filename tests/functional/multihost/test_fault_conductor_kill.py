@@ -68,8 +68,11 @@ def test_kill9_conductor_holding_binds(cluster, arq_cleanup):
     errors = dict(cluster.query(
         'SELECT uuid, error FROM accelerator_requests WHERE uuid IN '
         '(SELECT unnest(CAST(:u AS text[])))', u=list(aimed)))
-    assert {u for u, a in done.items() if a['state'] == 'BindFailed'} == \
-        held, errors
+    failed = {u for u, a in done.items() if a['state'] == 'BindFailed'}
+    # NOTE: each unexpected failure's whole reason, one per line (the
+    # dict's repr is cut short in the report).
+    assert failed == held, '\n'.join(
+        '%s held=%s: %s' % (u, u in held, errors[u]) for u in failed ^ held)
     assert all(errors[u] == REASON for u in held), errors
     bound = set(aimed) - held
     assert all(done[u]['state'] == 'Bound' and
