@@ -46,7 +46,9 @@ def _serve(pipe, state_dir, placement_url, db_url, workers, fleet_args):
         elif command == 'round':
             pipe.recv()     # the go, once every process has its hosts
             name, hosts = arg
-            pipe.send(conductor.round(name, replica, hosts))
+            seen = len(conductor.sync_failures)
+            result = conductor.round(name, replica, hosts)
+            pipe.send((result, conductor.sync_failures[seen:]))
 
 
 class ConductorProcesses:
@@ -97,12 +99,13 @@ class ConductorProcesses:
         with common.Timer() as t:
             for pipe in self.pipes:
                 pipe.send('go')
-            results = [pipe.recv() for pipe in self.pipes]
+            answers = [pipe.recv() for pipe in self.pipes]
         cpu_s = self.parties.spent(cpu_before)
+        results = [result for result, _ in answers]
+        for _, failures in answers:
+            self.sync_failures.extend(failures)
         cpu_s['bench'] = cpu_s.pop('self')
         merged = _merge(name, hosts, t.elapsed, results, cpu_s)
-        self.sync_failures.extend(['(see the processes\' logs)'] *
-                                  merged['sync_failures'])
         common.log('%-16s %5d hosts %9.2f s over %d processes  placement '
                    '%6d req  sql %7d (%5d writes)  cpu s %s'
                    % (name, len(hosts), t.elapsed, len(self.pipes),
