@@ -25,7 +25,10 @@ A host's report equal, in its exact form, to its last valid one (nearly
 every periodic report) is neither validated nor turned into rows again:
 ``ValidReports`` remembers the rows it stood for. The database is still
 compared every time; only the work that depends on the report alone is
-skipped.
+skipped. A report that differs from the host's remembered one goes
+straight to the writer (db/inventory.apply_report, ``expect_change``),
+without first comparing the database read-only: that comparison only
+spares an unchanged report the writer, and the writer compares again.
 """
 import collections
 import json
@@ -90,6 +93,11 @@ class ValidReports:
             self._last.move_to_end(hostname)
         return last[1], marshal.loads(last[2])
 
+    def remembers(self, hostname):
+        """Whether a valid report of ``hostname`` is remembered."""
+        with self._lock:
+            return hostname in self._last
+
     def put(self, hostname, form, drivers, scans, hosts):
         """Remember a valid report; at most ``hosts`` hosts, the least
         recently reporting forgotten first."""
@@ -108,36 +116,45 @@ class ValidReports:
 VALID_REPORTS = ValidReports()
 
 
+# A valid report: (driver, ok, error) per entry, {driver: [wanted
+# device]}, and whether it is not the host's last valid report (so its
+# rows are expected to differ from the stored ones).
+Checked = collections.namedtuple('Checked', ['drivers', 'scans', 'new'])
+
+
 def _checked(hostname, driver_reports):
-    """((driver, ok, error) per entry, {driver: [wanted device]}) of a
-    valid report; raises InvalidReport."""
+    """The Checked of a valid report; raises InvalidReport."""
     hosts = CONF.conductor.report_memo_hosts
     form = ValidReports.form(hostname, driver_reports) if hosts else None
     if form is not None:
         known = VALID_REPORTS.get(hostname, form)
         if known is not None:
-            return known
+            return Checked(*known, new=False)
     entries = validate(hostname, driver_reports)
     drivers = tuple((e['driver'], e['ok'], e['error']) for e in entries)
     scans = {e['driver']: [desired_device(hostname, r)
                            for r in e['devices']]
              for e in entries if e['ok']}
+    # NOTE: a host with nothing remembered (a conductor just started, or
+    # the memo off) is most likely unchanged: not new.
+    new = form is not None and VALID_REPORTS.remembers(hostname)
     if form is not None:
         VALID_REPORTS.put(hostname, form, drivers, scans, hosts)
-    return drivers, scans
+    return Checked(drivers, scans, new)
 
 
 def handle_report(hostname, driver_reports):
     """Validate and apply one report; return the acknowledgement dict."""
     try:
-        drivers, scans = _checked(hostname, driver_reports)
+        drivers, scans, new = _checked(hostname, driver_reports)
         for driver, ok, error in drivers:
             if not ok:
                 LOG.warning('Driver %s on %s failed its scan (%s); keeping '
                             'the devices it reported last', driver,
                             hostname, error)
         changes = inventory.apply_report(
-            hostname, scans, attempts=CONF.conductor.report_retries)
+            hostname, scans, attempts=CONF.conductor.report_retries,
+            expect_change=new)
     except exception.InvalidReport as exc:
         LOG.error('%s', exc)
         raise

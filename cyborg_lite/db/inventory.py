@@ -78,8 +78,13 @@ class Changes:
         return bool(self.created or self.updated or self.deleted)
 
 
-def apply_report(hostname, scans, attempts=5):
+def apply_report(hostname, scans, attempts=5, expect_change=False):
     """Apply ``{driver: [wanted device]}`` for ``hostname``; return Changes.
+
+    ``expect_change``: the caller has reason to think the rows differ (the
+    report is not the host's last one), so the read-only comparison that
+    spares an unchanged report the writer is skipped; the writer's own
+    comparison still decides what, if anything, is written.
 
     Raises InvalidReport (nothing changed) when a device is already stored
     under another driver of the host, ReportConflict after ``attempts``
@@ -87,9 +92,10 @@ def apply_report(hostname, scans, attempts=5):
     """
     if not scans:
         return Changes()
-    with session.core_reader(in_turn=True) as conn:
-        if inventory_diff.Diff(conn, hostname, scans).unchanged:
-            return Changes()
+    if not expect_change:
+        with session.core_reader(in_turn=True) as conn:
+            if inventory_diff.Diff(conn, hostname, scans).unchanged:
+                return Changes()
     for attempt in range(1, attempts + 1):
         try:
             with session.writer() as s:
@@ -114,16 +120,19 @@ def apply_report(hostname, scans, attempts=5):
 
 
 _DEV = models.Device.__table__
+_LOCK_DEVICES = (sa.select(_DEV.c.id)
+                 .where(_DEV.c.hostname == sa.bindparam('hostname'),
+                        _DEV.c.driver_name.in_(
+                            sa.bindparam('drivers', expanding=True)))
+                 .order_by(_DEV.c.id).with_for_update())
 
 
 def _lock_devices(s, hostname, drivers):
     # NOTE: as _Stored: FOR UPDATE (ignored by SQLite, whose writer holds
     # the database lock) makes a second conductor applying a report of
     # the same host wait here, then read what the first one committed.
-    s.execute(sa.select(_DEV.c.id)
-              .where(_DEV.c.hostname == hostname,
-                     _DEV.c.driver_name.in_(drivers))
-              .order_by(_DEV.c.id).with_for_update())
+    s.connection().execute(_LOCK_DEVICES, {'hostname': hostname,
+                                           'drivers': list(drivers)})
 
 
 def _apply_values(s, hostname, scans):

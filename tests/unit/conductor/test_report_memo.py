@@ -119,3 +119,74 @@ def test_zero_hosts_validates_every_report(sqlite_db, conf, validations):
     report.handle_report(HOST, _report())
     report.handle_report(HOST, _report())
     assert validations == [HOST, HOST]
+
+
+@pytest.fixture
+def read_only_compares(monkeypatch):
+    """How many times apply_report compared the database read-only,
+    before (and so without) the writer."""
+    from cyborg_lite.db import inventory
+    calls = []
+    core_reader = session.core_reader
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs)
+        return core_reader(*args, **kwargs)
+    monkeypatch.setattr(inventory.session, 'core_reader', counting)
+    return calls
+
+
+def _loaded(function_id):
+    """The report with region0's function loaded."""
+    reports = _report()
+    reports[0]['devices'][0]['deployables'][0]['function_id'] = function_id
+    return reports
+
+
+def test_a_report_unlike_the_last_goes_to_the_writer(sqlite_db,
+                                                     read_only_compares):
+    report.handle_report(HOST, _report())
+    # Nothing remembered yet for the host: compared read-only first.
+    assert len(read_only_compares) == 1
+
+    ack = report.handle_report(HOST, _loaded('f' * 32))
+    assert ack['changed'] is True and ack['updated'] == 1
+    assert len(read_only_compares) == 1
+    [region] = [d for d in h.rows(models.Deployable) if d.name.endswith(
+        'region0')]
+    assert region.function_id == 'f' * 32
+
+    # The same report again: compared read-only, no writer.
+    with h.count_writes() as writes:
+        again = report.handle_report(HOST, _loaded('f' * 32))
+    assert again['changed'] is False and writes == []
+    assert len(read_only_compares) == 2
+
+
+def test_a_new_report_already_stored_writes_nothing(sqlite_db,
+                                                    read_only_compares):
+    """Another conductor applied this report already: the writer's own
+    comparison finds nothing to write, and no publish is requested."""
+    from cyborg_lite.db import inventory
+    report.handle_report(HOST, _report())
+    scans = {'fpga': [report.desired_device(HOST, r) for r in report.validate(
+        HOST, _loaded('e' * 32))[0]['devices']]}
+    assert inventory.apply_report(HOST, scans)   # the other conductor
+    before = h.snapshot()
+
+    with h.count_writes() as writes:
+        ack = report.handle_report(HOST, _loaded('e' * 32))
+    assert ack['changed'] is False
+    assert writes == []
+    assert h.snapshot() == before
+    assert len(read_only_compares) == 2   # the first report, the other's
+
+
+def test_a_host_not_remembered_is_compared_read_only(sqlite_db,
+                                                     read_only_compares):
+    report.handle_report(HOST, _report())
+    report.VALID_REPORTS.clear()   # as after a restart
+    with h.count_writes() as writes:
+        ack = report.handle_report(HOST, _report())
+    assert ack['changed'] is False and writes == []
+    assert len(read_only_compares) == 2
