@@ -89,17 +89,22 @@ HostRows = collections.namedtuple(
                  'blocked_handles', 'agent_state', 'k8s_claims'])
 
 
+_READ = object()
+
+
 def _rows_of(s, devices, deps, hostname, attributes, handles,
-             all_of_host=False):
+             all_of_host=False, agent_state=_READ):
     """HostRows of ``devices`` and their ``deps``, given their attributes
     ({deployable id: {key: value}}) and handles ({deployable id: [handle]}
-    in id order); ``all_of_host``: every handle of the host is there."""
+    in id order); ``all_of_host``: every handle of the host is there;
+    ``agent_state``: as db/agents stores it, when the caller read it."""
     blocked = attach_handles.blocked(
         s, [h for hs in handles.values() for h in hs], hostname,
         all_of_host=all_of_host)
+    if agent_state is _READ:
+        agent_state = agents.state_of(s, hostname)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
-                    blocked, agents.state_of(s, hostname),
-                    _k8s_claims(s, handles))
+                    blocked, agent_state, _k8s_claims(s, handles))
 
 
 def _k8s_claims(s, handles):
@@ -113,16 +118,32 @@ def _k8s_claims(s, handles):
 
 
 _DEP = models.Deployable.__table__
-_HOST_DEVICES = (sa.select(DEVICE.__table__)
+# What a host's inventory is made of (objects/host_inventory.py), and no
+# more: no JSON board info, no versions, no times to parse.
+_DEVICE_VIEW_COLUMNS = ('id', 'uuid', 'type', 'vendor', 'identity',
+                        'pci_address', 'health', 'status', 'rp_uuid',
+                        'model', 'driver_name')
+_DEPLOYABLE_VIEW_COLUMNS = ('id', 'device_id', 'uuid', 'name',
+                            'num_accelerators', 'region_type',
+                            'function_id', 'local_memory_mb', 'rp_uuid',
+                            'function_name', 'bitstream_id', 'device_state')
+_HANDLE_VIEW_COLUMNS = ('id', 'deployable_id', 'uuid', 'attach_type',
+                        'attach_info', 'in_use', 'in_use_function')
+_HOST_DEVICES = (sa.select(*(DEVICE.__table__.c[n]
+                             for n in _DEVICE_VIEW_COLUMNS),
+                           models.Agent.state.label('agent_state'))
+                 .select_from(DEVICE.__table__.outerjoin(
+                     models.Agent.__table__,
+                     models.Agent.hostname == DEVICE.hostname))
                  .where(DEVICE.hostname == sa.bindparam('hostname'))
                  .order_by(DEVICE.id))
 _HOST_DEVICE_IDS = (sa.select(DEVICE.id)
                     .where(DEVICE.hostname == sa.bindparam('hostname'))
                     .scalar_subquery())
-_HOST_DEPLOYABLES = (sa.select(_DEP)
+_HOST_DEPLOYABLES = (sa.select(*(_DEP.c[n] for n in _DEPLOYABLE_VIEW_COLUMNS))
                      .where(_DEP.c.device_id.in_(_HOST_DEVICE_IDS))
                      .order_by(_DEP.c.id))
-_HOST_HANDLES = (sa.select(_HANDLE)
+_HOST_HANDLES = (sa.select(*(_HANDLE.c[n] for n in _HANDLE_VIEW_COLUMNS))
                  .join(_DEP, _DEP.c.id == _HANDLE.c.deployable_id)
                  .where(_DEP.c.device_id.in_(_HOST_DEVICE_IDS))
                  .order_by(_HANDLE.c.id))
@@ -140,9 +161,9 @@ def host_rows(hostname, url=None):
     the free handles whose function another handle holds, and the state
     of the host's agent (None when it never sent a heartbeat).
 
-    Rows are plain (columns as attributes), read by statements built once:
-    every publish reads its host twice (placement/sink.py), and ORM
-    objects were most of that."""
+    Rows are plain (columns as attributes), of the columns an inventory is
+    made of, read by statements built once: every publish reads its host
+    twice (placement/sink.py), and ORM objects were most of that."""
     params = {'hostname': hostname}
     with session.reader(url) as s:
         conn = s.connection()
@@ -157,7 +178,9 @@ def host_rows(hostname, url=None):
             for handle in conn.execute(_HOST_HANDLES, params):
                 handles[handle.deployable_id].append(handle)
         return _rows_of(s, devices, deps, hostname, dict(attributes),
-                        handles, all_of_host=True)
+                        handles, all_of_host=True,
+                        agent_state=devices[0].agent_state if devices
+                        else None)
 
 
 # One region's rows, read by every bind under its locks: built once.

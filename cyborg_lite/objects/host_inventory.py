@@ -78,6 +78,9 @@ class DeviceView:
 class HostInventory:
     hostname: str
     devices: tuple = ()
+    # The rows it was built from (db/devices.HostRows), see ``load``.
+    rows: tuple | None = dataclasses.field(default=None, compare=False,
+                                           repr=False)
 
 
 def _shared_function_in_use(deployable):
@@ -204,10 +207,17 @@ def _views(rows):
                  for d in rows.devices)
 
 
-def load(hostname, url=None):
-    """The HostInventory of ``hostname`` as the database has it now."""
-    return HostInventory(hostname, _views(devices_db.host_rows(hostname,
-                                                               url)))
+def load(hostname, url=None, previous=None):
+    """The HostInventory of ``hostname`` as the database has it now.
+
+    ``previous``, an inventory of the same host loaded before, is returned
+    itself when the rows read now are equal to its rows (every column,
+    versions and times included): equal rows make an equal inventory, and
+    a publish's second read (placement/sink.py) is spared building it."""
+    rows = devices_db.host_rows(hostname, url)
+    if previous is not None and previous.rows == rows:
+        return previous
+    return HostInventory(hostname, _views(rows), rows)
 
 
 def region_refusal(rows):

@@ -133,8 +133,9 @@ class PlacementSink(inventory_sink.InventorySink):
                 hostname, inventory.devices,
                 create_root=self.conf.placement.create_compute_node_rp,
                 known=known and _round == 0)
-            now = host_inventory.load(hostname, self.db_url)
-            report.stale = tree_mod.build_tree(
+            now = host_inventory.load(hostname, self.db_url,
+                                      previous=inventory)
+            report.stale = now is not inventory and tree_mod.build_tree(
                 hostname, report.root_uuid, now.devices) != report.tree
             if not report.stale:
                 return now, report

@@ -397,3 +397,67 @@ def test_refused_reshape_falls_back_once(placement, make_sync, inspector,
     got = _tree(inspector(placement), other)
     assert got['%s_0000:5e:00.0_region1' % other][1] == {
         'FPGA': (1, 0), 'CUSTOM_FPGA_LOCAL_MEMORY_MB': (4096, 0)}
+
+
+def _change_function_during_first_write(monkeypatch, sync, hostname):
+    """Commit a new function of region0 right after the publish's first
+    write to Placement: what a conductor publishing from a newer read
+    may have written before us."""
+    real = sync.reporter.sync
+    calls = []
+
+    def sync_then_change(*args, **kwargs):
+        report = real(*args, **kwargs)
+        calls.append(kwargs.get('known'))
+        if len(calls) == 1:
+            with session.writer() as s:
+                s.execute(sa.update(models.Deployable).where(
+                    models.Deployable.name.like('%_region0')).values(
+                        function_id='beef'))
+        return report
+    monkeypatch.setattr(sync.reporter, 'sync', sync_then_change)
+    return calls
+
+
+def test_a_host_changed_while_published_is_written_again(
+        placement, make_sync, inspector, hostname, monkeypatch):
+    db_rows.add_fpga(hostname)
+    sync = make_sync(placement)
+    assert sync.publish(hostname).converged
+    calls = _change_function_during_first_write(monkeypatch, sync, hostname)
+
+    result = sync.publish(hostname)
+
+    assert result.converged and not result.report.stale
+    assert len(calls) == 2
+    traits = _tree(inspector(placement), hostname)[
+        '%s_0000:5e:00.0_region0' % hostname][2]
+    assert 'CUSTOM_FUNCTION_ID_BEEF' in traits
+    assert 'CUSTOM_FUNCTION_ID_F00D' not in traits
+
+
+def test_a_host_unchanged_while_published_is_read_not_rebuilt(
+        placement, make_sync, hostname, monkeypatch):
+    """The read after the write finds the same rows: the inventory read
+    before stands, no views or tree are built again."""
+    from cyborg_lite.objects import host_inventory
+    db_rows.add_fpga(hostname)
+    sync = make_sync(placement)
+    assert sync.publish(hostname).converged
+    builds, reads = [], []
+    views = host_inventory._views
+    host_rows = host_inventory.devices_db.host_rows
+    monkeypatch.setattr(host_inventory, '_views',
+                        lambda rows: builds.append(1) or views(rows))
+    monkeypatch.setattr(host_inventory.devices_db, 'host_rows',
+                        lambda *a: reads.append(1) or host_rows(*a))
+    trees = []
+    build_tree = tree.build_tree
+    monkeypatch.setattr(sink_mod.tree_mod, 'build_tree',
+                        lambda *a: trees.append(1) or build_tree(*a))
+
+    result = sync.publish(hostname)
+
+    assert result.converged and not result.report.stale
+    assert (len(reads), len(builds)) == (2, 1)
+    assert len(trees) == 1    # the reporter's; none to compare
