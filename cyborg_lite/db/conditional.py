@@ -45,15 +45,8 @@ def update(s, model, key, values, *conditions, bump_version=True):
     ``version`` goes up by one on a versioned model unless
     ``bump_version`` is false (derived columns only one writer sets).
     """
-    values = dict(values)
-    if bump_version and _versioned(model):
-        values['version'] = model.version + 1
-    if before_update is not None:
-        before_update(model.__tablename__)
-    result = s.execute(
-        sa.update(model).where(key, *conditions).values(**values)
-        .execution_options(synchronize_session=False))
-    return result.rowcount
+    return run(s, statement(model, key, values, *conditions,
+                            bump_version=bump_version), {})
 
 
 def statement(model, key, values, *conditions, bump_version=True):
