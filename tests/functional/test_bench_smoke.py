@@ -116,6 +116,21 @@ def test_fleet_bench_conductor_processes(tmp_path):
     assert result['sync_failures'] == []
 
 
+def test_change_cost_bench_tiny(tmp_path):
+    # This tree against itself: the plumbing, not a comparison.
+    result = _bench(tmp_path, 'change_cost', '--baseline', ROOT,
+                    '--hosts', '2', '--rounds', '2', '--trials', '1')
+
+    assert result['bench'] == 'change_cost'
+    for name in ('this', 'baseline'):
+        [trial] = result['trials'][name]
+        assert os.path.realpath(trial['root']) == os.path.realpath(ROOT)
+        assert trial['changed_hosts'] >= 2
+        assert trial['cpu_ms_per_changed_host'] > 0
+        assert trial['sync_failures'] == 0
+    assert result['baseline_over_this'] > 0
+
+
 @pytest.mark.parametrize('text', ['1', '-2', 'x'])
 def test_fleet_bench_refuses_a_single_or_no_function_count(text):
     import argparse

@@ -1,0 +1,144 @@
+"""The conductor's CPU per changed host, this tree against another
+checkout, alternated in one run.
+
+A fleet's 1%-changed round is the conductor's Python (docs/benchmarks.md
+8.4): each changed host costs a report applied and a publish to
+Placement. This measures that cost in process, for two code trees on the
+same machine at the same time, so that a change of the code is told apart
+from the machine's own drift (CPU seconds of the same code move by a
+quarter between runs here)::
+
+    git worktree add /tmp/base <commit>
+    .venv/bin/python -m bench.change_cost --baseline /tmp/base
+
+Each trial is a child process (``--child``) importing cyborg_lite and
+bench.fleet from one tree: a real Placement (one process, SQLite) and the
+conductor's report endpoint with its Placement publisher on a SQLite
+database; ``--hosts`` hosts registered, then ``--rounds`` rounds each
+loading a known function into about one region in 16 (a changed host has
+one or two changed regions, as in the fleet bench's 1% round), and only
+the changed hosts' reports (report + publish) timed, by the child's
+process CPU clock. Trials alternate: this tree, the baseline, this tree...
+The result: each tree's CPU milliseconds per changed host, their medians
+and the ratio baseline / this tree.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench import common
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child(args):
+    """One trial in this process, with ``args.root`` first on the path."""
+    sys.path.insert(0, args.root)
+    from bench import fleet
+
+    state = tempfile.mkdtemp(prefix='bench-change-cost-')
+
+    class Placement:
+        placement_db, no_reshape, placement_workers = 'sqlite', False, 0
+
+    placement, _pg = fleet.start_placement(Placement, state)
+    try:
+        fleet._configure(state, placement.endpoint)
+        common.quiet()
+        from cyborg_lite.db import migration
+        migration.upgrade()
+        from cyborg_lite.conf import CONF
+        hosts = fleet.Fleet(args.hosts, 8, 2, functions=16)
+        conductor = fleet.Conductor(CONF, workers=1)
+        everyone = list(range(args.hosts))
+        conductor.round('first', hosts, everyone)
+        cpu_s, changed_hosts = 0.0, 0
+        for _ in range(args.rounds):
+            changed = sorted({h for h, _, _ in hosts.change(100.0 / 16)})
+            start = time.process_time()
+            for host in changed:
+                conductor.manager.report(None, fleet.hostname(host),
+                                         hosts.report(host))
+            cpu_s += time.process_time() - start
+            changed_hosts += len(changed)
+        import cyborg_lite
+        return {'root': os.path.dirname(os.path.dirname(
+                    cyborg_lite.__file__)),
+                'changed_hosts': changed_hosts,
+                'cpu_ms_per_changed_host': round(
+                    cpu_s * 1000 / max(1, changed_hosts), 3),
+                'sync_failures': len(conductor.sync_failures)}
+    finally:
+        placement.stop()
+
+
+def _trial(root, args):
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, 'bench', 'change_cost.py'),
+         '--child', '--root', root, '--hosts', str(args.hosts),
+         '--rounds', str(args.rounds)],
+        env=env, check=True, stdout=subprocess.PIPE, cwd=root).stdout
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    if os.path.realpath(result['root']) != os.path.realpath(root):
+        raise RuntimeError('the trial of %s imported cyborg_lite from %s'
+                           % (root, result['root']))
+    common.log('%-40s %8.2f ms a changed host (%d hosts, %d sync '
+               'failures)' % (root, result['cpu_ms_per_changed_host'],
+                              result['changed_hosts'],
+                              result['sync_failures']))
+    return result
+
+
+def run(args):
+    trees = {'this': HERE, 'baseline': os.path.abspath(args.baseline)}
+    trials = {name: [] for name in trees}
+    for _ in range(args.trials):
+        for name, root in trees.items():
+            trials[name].append(_trial(root, args))
+    medians = {name: statistics.median(t['cpu_ms_per_changed_host']
+                                       for t in results)
+               for name, results in trials.items()}
+    return {
+        'bench': 'change_cost',
+        'machine': common.machine(),
+        'params': {'hosts': args.hosts, 'rounds': args.rounds,
+                   'trials': args.trials, 'baseline': trees['baseline']},
+        'trials': trials,
+        'median_cpu_ms_per_changed_host': medians,
+        'baseline_over_this': common.ratio(medians['baseline'],
+                                           medians['this']),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--baseline',
+                        help='a checkout of the code to compare with')
+    parser.add_argument('--hosts', type=int, default=40)
+    parser.add_argument('--rounds', type=int, default=10)
+    parser.add_argument('--trials', type=int, default=2,
+                        help='trials of each tree, alternated')
+    parser.add_argument('--output', help='also write the JSON here')
+    parser.add_argument('--child', action='store_true',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=HERE, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for name in ('hosts', 'rounds', 'trials'):
+        if getattr(args, name) < 1:
+            parser.error('--%s must be at least 1' % name)
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    if not args.baseline:
+        parser.error('--baseline: a checkout to compare with is needed')
+    common.emit(run(args), args.output)
+
+
+if __name__ == '__main__':
+    main()
