@@ -211,9 +211,10 @@ def load(hostname, url=None, previous=None):
     """The HostInventory of ``hostname`` as the database has it now.
 
     ``previous``, an inventory of the same host loaded before, is returned
-    itself when the rows read now are equal to its rows (every column,
-    versions and times included): equal rows make an equal inventory, and
-    a publish's second read (placement/sink.py) is spared building it."""
+    itself when the rows read now are equal to its rows (every column
+    db/devices.host_rows reads, which are all an inventory is made of):
+    equal rows make an equal inventory, and a publish's second read
+    (placement/sink.py) is spared building it."""
     rows = devices_db.host_rows(hostname, url)
     if previous is not None and previous.rows == rows:
         return previous

@@ -399,7 +399,7 @@ def test_refused_reshape_falls_back_once(placement, make_sync, inspector,
         'FPGA': (1, 0), 'CUSTOM_FPGA_LOCAL_MEMORY_MB': (4096, 0)}
 
 
-def _change_function_during_first_write(monkeypatch, sync, hostname):
+def _change_function_during_first_write(monkeypatch, sync):
     """Commit a new function of region0 right after the publish's first
     write to Placement: what a conductor publishing from a newer read
     may have written before us."""
@@ -424,7 +424,7 @@ def test_a_host_changed_while_published_is_written_again(
     db_rows.add_fpga(hostname)
     sync = make_sync(placement)
     assert sync.publish(hostname).converged
-    calls = _change_function_during_first_write(monkeypatch, sync, hostname)
+    calls = _change_function_during_first_write(monkeypatch, sync)
 
     result = sync.publish(hostname)
 
