@@ -116,6 +116,8 @@ def _field_name(error, root):
 
 def validate(data, schema, root):
     """Raise InvalidField naming the first bad field of ``data``."""
+    if validator.accepts(schema, data):
+        return
     error = js_exc.best_match(
         validator.for_schema(schema).iter_errors(data))
     if error is not None:

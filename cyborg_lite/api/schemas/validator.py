@@ -9,8 +9,17 @@ keep Python from reading them more loosely than JSON Schema means.
   newline, so ``'^[0-9a-f]{64}$'`` would take a hash followed by ``\\n``.
   The schemas keep the standard form (docs/api/openapi.yaml publishes
   them); the validator runs each ``$`` as ``\\Z``.
+
+``for_schema`` is that validator (the jsonschema library): it names the
+first bad field. ``accepts`` is the fast test that runs first: the same
+schema compiled by jsonschema-rs, about 100 times faster. It reads the
+schema exactly as written (ECMA-262 ``$``, JSON's types: ``true`` is not
+``1``), which is these rules, except that JSON Schema counts 1.0 as an
+integer; so a document holding a float is never judged by it. Anything
+it does not accept goes to ``for_schema``, which decides and explains.
 """
 import jsonschema
+import jsonschema_rs
 
 
 def _is_integer(checker, instance):
@@ -78,3 +87,39 @@ def for_schema(schema):
         entry = (schema, _Validator(_python_schema(schema)))
         _validators[id(schema)] = entry
     return entry[1]
+
+
+# {id(schema): (schema, compiled)}, as _validators.
+_fast = {}
+# What jsonschema-rs refuses to convert (a value JSON has no form for).
+_UNCONVERTIBLE = (ValueError, TypeError, OverflowError)
+
+
+def _fast_validator(schema):
+    entry = _fast.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = (schema, jsonschema_rs.Draft202012Validator(
+            schema, validate_formats=False))
+        _fast[id(schema)] = entry
+    return entry[1]
+
+
+def _holds_float(data):
+    if isinstance(data, float):
+        return True
+    if isinstance(data, dict):
+        return any(_holds_float(value) for value in data.values())
+    if isinstance(data, list):
+        return any(_holds_float(value) for value in data)
+    return False
+
+
+def accepts(schema, data):
+    """True when ``data`` is certainly valid against ``schema``; False
+    means "ask for_schema", not "invalid"."""
+    if _holds_float(data):
+        return False
+    try:
+        return _fast_validator(schema).is_valid(data)
+    except _UNCONVERTIBLE:
+        return False
