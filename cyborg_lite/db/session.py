@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import re
+import sqlite3
 import threading
 
 import sqlalchemy as sa
@@ -75,7 +76,16 @@ def _sqlite_begin(conn):
     # first write, letting two writers read the same row and both update
     # it; BEGIN IMMEDIATE serialises writers as PostgreSQL's row locks do.
     writer = conn.get_execution_options().get('cyborg_lite_writer')
-    conn.exec_driver_sql('BEGIN IMMEDIATE' if writer else 'BEGIN')
+    statement = 'BEGIN IMMEDIATE' if writer else 'BEGIN'
+    # NOTE: sent on the driver's connection: through exec_driver_sql (an
+    # execution context, cursor events, a result) these two words cost
+    # as much as the INSERT they open. A failure ("database is locked"
+    # past busy_timeout) is still SQLAlchemy's OperationalError.
+    try:
+        conn.connection.driver_connection.execute(statement)
+    except sqlite3.Error as exc:
+        raise sa_exc.DBAPIError.instance(statement, (), exc,
+                                         sqlite3.Error) from exc
 
 
 # MySQL/MariaDB error codes of a CHECK constraint refusing a row (MariaDB
@@ -169,6 +179,9 @@ def create_engine(url):
 
 def get_engine(url=None):
     url = url or CONF.database.connection
+    engine = _engines.get(url)
+    if engine is not None:
+        return engine
     with _lock:
         engine = _engines.get(url)
         if engine is None:

@@ -148,6 +148,32 @@ def test_writers_of_one_process_queue_on_a_lock(db, conf):
         assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 20
 
 
+def test_a_write_lock_held_elsewhere_is_sqlalchemys_operational_error(
+        sqlite_db, conf):
+    # Our BEGIN IMMEDIATE goes straight to the driver; past busy_timeout
+    # its "database is locked" must still be the error the report retries
+    # (db/inventory._RETRYABLE), not sqlite3's own.
+    import sqlite3
+    conf.set_override('sqlite_busy_timeout_ms', 50, group='database')
+    session.dispose_all()
+    other = sqlite3.connect(sa.make_url(sqlite_db).database,
+                            isolation_level=None)
+    other.execute('BEGIN IMMEDIATE')
+    try:
+        with pytest.raises(sa.exc.OperationalError, match='locked'):
+            with session.core_writer():
+                pass
+        assert issubclass(sa.exc.OperationalError, inventory._RETRYABLE)
+        # Readers are not held up by it.
+        with session.core_reader() as conn:
+            assert conn.exec_driver_sql('SELECT 1').scalar() == 1
+    finally:
+        other.rollback()
+        other.close()
+    with session.core_writer() as conn:
+        conn.exec_driver_sql('SELECT 1')
+
+
 # --- MySQL / MariaDB -------------------------------------------------------
 
 @pytest.mark.mariadb
