@@ -54,19 +54,61 @@ def test_a_decision_is_evaluated_once(evaluations):
     assert evaluations == [RULE] * 3
 
 
-def test_a_changed_policy_file_is_obeyed(evaluations, conf, tmp_path):
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _edit(rules, text):
+    rules.write_text(text)
+    later = os.stat(rules).st_mtime + 10
+    os.utime(rules, (later, later))
+
+
+def test_a_changed_policy_file_is_obeyed_within_a_second(evaluations, conf,
+                                                         tmp_path):
     rules = tmp_path / 'policy.yaml'
     rules.write_text('"%s": "role:member"\n' % RULE)
     conf.set_override('policy_file', str(rules), group='oslo_policy')
-    policy.reset()
-    member = _caller('member')
-    assert policy.check(member, RULE, {'project_id': 'p1'})
-    assert policy.check(member, RULE, {'project_id': 'p1'})
-    rules.write_text('"%s": "role:admin"\n' % RULE)
-    later = os.stat(rules).st_mtime + 10
-    os.utime(rules, (later, later))
-    assert not policy.check(member, RULE, {'project_id': 'p1'})
+    clock = Clock()
+    enforcer = policy.CachingEnforcer(conf, clock=clock)
+    enforcer.register_defaults(policy.default_rules())
+    member = _caller('member').to_policy_values()
+    assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    _edit(rules, '"%s": "role:admin"\n' % RULE)
+    clock.now = policy.CachingEnforcer.CHECK_TTL_S * 0.9
+    assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    clock.now = policy.CachingEnforcer.CHECK_TTL_S
+    assert not enforcer.enforce(RULE, {'project_id': 'p1'}, member)
     assert evaluations == [RULE, RULE]
+
+
+def test_rules_are_checked_once_a_second(conf, monkeypatch):
+    loads = []
+    load = oslo_policy.Enforcer.load_rules
+
+    def counting(self, *args, **kwargs):
+        loads.append(1)
+        return load(self, *args, **kwargs)
+    monkeypatch.setattr(oslo_policy.Enforcer, 'load_rules', counting)
+    clock = Clock()
+    enforcer = policy.CachingEnforcer(conf, clock=clock)
+    enforcer.register_defaults(policy.default_rules())
+    member = _caller('member').to_policy_values()
+    for _ in range(5):
+        assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    assert len(loads) == 1
+    clock.now = policy.CachingEnforcer.CHECK_TTL_S
+    assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
+    assert len(loads) == 2
+    # Rules changed in process (a default registered) are loaded at once.
+    enforcer.register_default(oslo_policy.RuleDefault('cyborg:test:x', '!'))
+    assert not enforcer.enforce('cyborg:test:x', {}, member)
+    assert len(loads) == 3
 
 
 def test_unhashable_credentials_are_evaluated_each_time(evaluations):
@@ -78,14 +120,6 @@ def test_unhashable_credentials_are_evaluated_each_time(evaluations):
 
 
 # --- where the policy file and policy.d are ---------------------------------
-
-class Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
 
 def test_policy_locations_are_looked_up_once_a_second(conf, tmp_path,
                                                       monkeypatch):
@@ -113,10 +147,9 @@ def test_policy_locations_are_looked_up_once_a_second(conf, tmp_path,
     # A policy file that appears is obeyed once the second has passed.
     rules.write_text('"%s": "role:admin"\n' % RULE)
     assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
-    clock.now = policy.CachingEnforcer.LOCATION_TTL_S
+    clock.now = policy.CachingEnforcer.CHECK_TTL_S
     assert not enforcer.enforce(RULE, {'project_id': 'p1'}, member)
-    # Found, its edits are obeyed at once (its mtime is read each time).
-    rules.write_text('"%s": "role:member"\n' % RULE)
-    later = os.stat(rules).st_mtime + 10
-    os.utime(rules, (later, later))
+    # Found, its edits are obeyed once the second has passed.
+    _edit(rules, '"%s": "role:member"\n' % RULE)
+    clock.now = 2 * policy.CachingEnforcer.CHECK_TTL_S
     assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
