@@ -81,10 +81,11 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
             # NOTE: a Core INSERT: the ORM's unit of work for these new
             # rows was a third of the request's time.
             conn.execute(_INSERT, rows)
-    return [ARQView(ARQ(**row), profile.name, None) for row in rows]
+    return [ARQView(_NewARQ(**row), profile.name, None) for row in rows]
 
 
 _INSERT = sa.insert(ARQ.__table__)
+_NewARQ = models.new_row_type(ARQ)
 
 
 def _group_ids(profile, groups, group_id):

@@ -11,6 +11,7 @@ Conventions:
 - Enumerations are VARCHAR with a CHECK constraint (portable, and a bad value
   is refused by the database itself).
 """
+import collections
 import datetime
 
 import sqlalchemy as sa
@@ -40,6 +41,16 @@ NAMING_CONVENTION = {
     'fk': 'fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s',
     'pk': 'pk_%(table_name)s',
 }
+
+
+def new_row_type(model):
+    """A plain stand-in for a new ``model`` object that is written with a
+    Core INSERT and shown at once: its columns as attributes (of the same
+    names), the unset ones None, as the new ORM object has them. Building
+    the ORM object (its instrumentation) cost a tenth of the request."""
+    keys = [column.key for column in model.__table__.columns]
+    return collections.namedtuple('New' + model.__name__, keys,
+                                  defaults=[None] * len(keys))
 
 
 def utcnow():
