@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -78,16 +77,9 @@ def child(args):
 
 
 def _trial(root, args):
-    env = dict(os.environ, PYTHONPATH=root)
-    out = subprocess.run(
-        [sys.executable, os.path.join(HERE, 'bench', 'change_cost.py'),
-         '--child', '--root', root, '--hosts', str(args.hosts),
-         '--rounds', str(args.rounds)],
-        env=env, check=True, stdout=subprocess.PIPE, cwd=root).stdout
-    result = json.loads(out.decode().strip().splitlines()[-1])
-    if os.path.realpath(result['root']) != os.path.realpath(root):
-        raise RuntimeError('the trial of %s imported cyborg_lite from %s'
-                           % (root, result['root']))
+    result = common.run_in_tree(
+        root, os.path.join(HERE, 'bench', 'change_cost.py'),
+        ['--hosts', str(args.hosts), '--rounds', str(args.rounds)])
     common.log('%-40s %8.2f ms a changed host (%d hosts, %d sync '
                'failures)' % (root, result['cpu_ms_per_changed_host'],
                               result['changed_hosts'],

@@ -80,3 +80,19 @@ def quiet(*names):
 
 def log(*args):
     print(*args, file=sys.stderr, flush=True)
+
+
+def run_in_tree(root, script, argv):
+    """The JSON a bench's ``--child`` run printed last, run with the code
+    tree ``root`` (a checkout) first on the path; refused when the child
+    imported cyborg_lite from elsewhere (its ``root`` field says where)."""
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run(
+        [sys.executable, script, '--child', '--root', root] + list(argv),
+        env=env, check=True, stdout=subprocess.PIPE, cwd=root).stdout
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    if os.path.realpath(result['root']) != os.path.realpath(root):
+        raise RuntimeError('the trial of %s imported cyborg_lite from %s'
+                           % (root, result['root']))
+    return result

@@ -253,3 +253,18 @@ def test_k8s_prepare_bench_tiny(tmp_path):
         assert kind['unprepare']['requests'] == 2
     # Each prepare of the second kind ran one programming job.
     assert kinds['programming']['jobs_succeeded'] == 2
+
+
+def test_post_cost_bench_tiny(tmp_path):
+    # This tree against itself: the plumbing, not a comparison.
+    result = _bench(tmp_path, 'post_cost', '--baseline', ROOT,
+                    '--posts', '8', '--trials', '1')
+
+    assert result['bench'] == 'post_cost'
+    keys = {'profile_1t', 'arq_1t', 'profile_4t', 'arq_4t'}
+    for name in ('this', 'baseline'):
+        [trial] = result['trials'][name]
+        assert os.path.realpath(trial['root']) == os.path.realpath(ROOT)
+        assert set(trial['cpu_ms_per_post']) == keys
+        assert all(v > 0 for v in trial['cpu_ms_per_post'].values())
+    assert set(result['baseline_over_this']) == keys

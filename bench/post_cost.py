@@ -1,0 +1,168 @@
+"""The API's CPU per POST, this tree against another checkout,
+alternated in one run.
+
+The API bench's POSTs (section 8.2 of docs/benchmarks.md) move by a
+sixth between runs on this machine; this tells a change of the code
+apart from that drift::
+
+    git worktree add /tmp/base <commit>
+    .venv/bin/python -m bench.post_cost --baseline /tmp/base
+
+Each trial is a child process (``--child``) importing cyborg_lite from
+one tree: a migrated, seeded SQLite database and the API's whole WSGI
+application (``deploy.loadapp``, noauth, as bench/ours_server.py serves
+it) called in process, without HTTP, so that only the application is
+measured. ``--posts`` POST /v2/device_profiles, then as many POST
+/v2/accelerator_requests, from 1 thread and from 4; the process CPU
+clock per POST. Trials alternate: this tree, the baseline, this tree...
+The result: each tree's median CPU milliseconds per POST, per route and
+thread count, and the ratios baseline / this tree.
+"""
+import argparse
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+from bench import common
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+THREADS = (1, 4)
+BIND_PROFILE = 'bench-post-cost'
+GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required'}
+HEADERS = {'HTTP_X_ROLES': 'admin,member',
+           'HTTP_X_PROJECT_ID': '9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d',
+           'HTTP_X_USER_ID': '1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed',
+           'HTTP_ACCEPT': 'application/json',
+           'HTTP_OPENSTACK_API_VERSION': 'accelerator 2.3'}
+
+
+def _poster(app):
+    """post(path, body): one POST through the WSGI app; 201 or raise."""
+    def post(path, body):
+        raw = json.dumps(body).encode()
+        environ = dict(HEADERS, REQUEST_METHOD='POST', PATH_INFO=path,
+                       QUERY_STRING='', SERVER_NAME='127.0.0.1',
+                       SERVER_PORT='80', SERVER_PROTOCOL='HTTP/1.1',
+                       HTTP_HOST='127.0.0.1:80',
+                       CONTENT_TYPE='application/json',
+                       CONTENT_LENGTH=str(len(raw)))
+        environ['wsgi.url_scheme'] = 'http'
+        environ['wsgi.input'] = io.BytesIO(raw)
+        status = []
+        body = b''.join(app(environ, lambda s, h, e=None: status.append(s)))
+        if not status[0].startswith('201'):
+            raise RuntimeError('POST %s: %s %s'
+                               % (path, status[0], body[:300]))
+    return post
+
+
+def _cpu_ms_per_call(func, count, threads):
+    per_thread = max(1, count // threads)
+
+    def work():
+        for _ in range(per_thread):
+            func()
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    start = time.process_time()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return (time.process_time() - start) * 1000 / (per_thread * threads)
+
+
+def child(args):
+    """One trial in this process, with ``args.root`` first on the path."""
+    sys.path.insert(0, args.root)
+    state = tempfile.mkdtemp(prefix='bench-post-cost-')
+    db = 'sqlite:///%s' % os.path.join(state, 'api.sqlite')
+    from cyborg_lite.common import config
+    from cyborg_lite.conf import CONF
+    config.parse_args([], default_config_files=[])
+    common.quiet()
+    CONF.set_override('connection', db, group='database')
+    CONF.set_override('auth_strategy', 'noauth', group='api')
+    from cyborg_lite.db import migration
+    migration.upgrade()
+    from bench import seed
+    seed.seed_ours(db, 10)
+    from cyborg_lite.api import deploy
+    post = _poster(deploy.loadapp(CONF))
+    names = iter(range(10 ** 9))
+    scenarios = {
+        'profile': lambda: post('/v2/device_profiles', [
+            {'name': 'p%d' % next(names), 'groups': [GROUP]}]),
+        'arq': lambda: post('/v2/accelerator_requests',
+                            {'device_profile_name': BIND_PROFILE}),
+    }
+    post('/v2/device_profiles', [{'name': BIND_PROFILE, 'groups': [GROUP]}])
+    for func in scenarios.values():   # warm-up: imports, caches
+        for _ in range(50):
+            func()
+    cpu = {'%s_%dt' % (name, threads):
+           round(_cpu_ms_per_call(func, args.posts, threads), 4)
+           for threads in THREADS for name, func in scenarios.items()}
+    import cyborg_lite
+    return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),
+            'posts': args.posts, 'cpu_ms_per_post': cpu}
+
+
+def run(args):
+    trees = {'this': HERE, 'baseline': os.path.abspath(args.baseline)}
+    script = os.path.join(HERE, 'bench', 'post_cost.py')
+    trials = {name: [] for name in trees}
+    for _ in range(args.trials):
+        for name, root in trees.items():
+            result = common.run_in_tree(root, script,
+                                        ['--posts', str(args.posts)])
+            common.log('%-40s %s' % (root, result['cpu_ms_per_post']))
+            trials[name].append(result)
+    keys = sorted(trials['this'][0]['cpu_ms_per_post'])
+    medians = {name: {key: statistics.median(
+                   t['cpu_ms_per_post'][key] for t in results)
+                   for key in keys}
+               for name, results in trials.items()}
+    return {
+        'bench': 'post_cost',
+        'machine': common.machine(),
+        'params': {'posts': args.posts, 'trials': args.trials,
+                   'baseline': trees['baseline']},
+        'trials': trials,
+        'median_cpu_ms_per_post': medians,
+        'baseline_over_this': {key: common.ratio(medians['baseline'][key],
+                                                 medians['this'][key])
+                               for key in keys},
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--baseline',
+                        help='a checkout of the code to compare with')
+    parser.add_argument('--posts', type=int, default=2000,
+                        help='POSTs per route and thread count')
+    parser.add_argument('--trials', type=int, default=4,
+                        help='trials of each tree, alternated')
+    parser.add_argument('--output', help='also write the JSON here')
+    parser.add_argument('--child', action='store_true',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=HERE, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    for name in ('posts', 'trials'):
+        if getattr(args, name) < 1:
+            parser.error('--%s must be at least 1' % name)
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    if not args.baseline:
+        parser.error('--baseline: a checkout to compare with is needed')
+    common.emit(run(args), args.output)
+
+
+if __name__ == '__main__':
+    main()
