@@ -105,12 +105,17 @@ def _fast_validator(schema):
 
 
 def _holds_float(data):
-    if isinstance(data, float):
-        return True
-    if isinstance(data, dict):
-        return any(_holds_float(value) for value in data.values())
-    if isinstance(data, list):
-        return any(_holds_float(value) for value in data)
+    # NOTE: a loop, not recursion: json.loads takes documents nested
+    # nearly as deep as the recursion limit.
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, float):
+            return True
+        if isinstance(value, dict):
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
     return False
 
 

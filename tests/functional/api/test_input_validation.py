@@ -122,6 +122,21 @@ def test_group_key_with_a_newline_is_refused(app, key):
     assert _profile_names(app) == []
 
 
+
+@pytest.mark.parametrize('depth', [100, 900, 5000])
+@pytest.mark.parametrize('where', ['whole', 'value'])
+def test_deeply_nested_bodies_are_refused_cleanly(app, depth, where):
+    # Nested nearly as deep as json.loads takes (or deeper): a 400 from
+    # every step that walks the document, never a RecursionError's 500.
+    nested = '[' * depth + ']' * depth
+    body = nested if where == 'whole' else (
+        '[{"name": "deep", "groups": [{"accel:x": %s}]}]' % nested)
+    resp = app.post('/v2/device_profiles', body, headers=dict(
+        ADMIN, **{'Content-Type': 'application/json'}), status=400)
+    assert 'body' in error_of(resp)
+    assert _profile_names(app) == []
+
+
 @pytest.mark.parametrize('pattern,python', [
     ('^a$', r'^a\Z'),
     ('^(a|b$)', r'^(a|b\Z)'),
