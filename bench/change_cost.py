@@ -22,8 +22,6 @@ process CPU clock. Trials alternate: this tree, the baseline, this tree...
 The result: each tree's CPU milliseconds per changed host, their medians
 and the ratio baseline / this tree.
 """
-import argparse
-import json
 import os
 import statistics
 import sys
@@ -109,27 +107,13 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--baseline',
-                        help='a checkout of the code to compare with')
+    parser = common.tree_ab_parser(__doc__.split('\n')[0], HERE)
     parser.add_argument('--hosts', type=int, default=40)
     parser.add_argument('--rounds', type=int, default=10)
     parser.add_argument('--trials', type=int, default=2,
                         help='trials of each tree, alternated')
-    parser.add_argument('--output', help='also write the JSON here')
-    parser.add_argument('--child', action='store_true',
-                        help=argparse.SUPPRESS)
-    parser.add_argument('--root', default=HERE, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    for name in ('hosts', 'rounds', 'trials'):
-        if getattr(args, name) < 1:
-            parser.error('--%s must be at least 1' % name)
-    if args.child:
-        print(json.dumps(child(args)))
-        return
-    if not args.baseline:
-        parser.error('--baseline: a checkout to compare with is needed')
-    common.emit(run(args), args.output)
+    common.tree_ab_main(parser, argv, ('hosts', 'rounds', 'trials'),
+                        child, run)
 
 
 if __name__ == '__main__':

@@ -4,6 +4,7 @@ Every bench prints one JSON document on stdout (``--output`` also writes
 it to a file) and a short human table on stderr, so a person reads the
 table and a script (or tests/functional/test_bench_smoke.py) reads JSON.
 """
+import argparse
 import json
 import os
 import platform
@@ -96,3 +97,32 @@ def run_in_tree(root, script, argv):
         raise RuntimeError('the trial of %s imported cyborg_lite from %s'
                            % (root, result['root']))
     return result
+
+
+def tree_ab_parser(description, here):
+    """The options every this-tree-against-a-checkout bench has; the
+    bench adds its own (counts, trials) and calls tree_ab_main."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument('--baseline',
+                        help='a checkout of the code to compare with')
+    parser.add_argument('--output', help='also write the JSON here')
+    parser.add_argument('--child', action='store_true',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=here, help=argparse.SUPPRESS)
+    return parser
+
+
+def tree_ab_main(parser, argv, counts, child, run):
+    """Parse; ``counts`` name the options that must be at least 1. A
+    ``--child`` prints ``child(args)`` as JSON (run_in_tree reads it);
+    otherwise ``run(args)`` is the result, emitted."""
+    args = parser.parse_args(argv)
+    for name in counts:
+        if getattr(args, name) < 1:
+            parser.error('--%s must be at least 1' % name)
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    if not args.baseline:
+        parser.error('--baseline: a checkout to compare with is needed')
+    emit(run(args), args.output)

@@ -18,7 +18,6 @@ clock per POST. Trials alternate: this tree, the baseline, this tree...
 The result: each tree's median CPU milliseconds per POST, per route and
 thread count, and the ratios baseline / this tree.
 """
-import argparse
 import io
 import json
 import os
@@ -141,27 +140,12 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--baseline',
-                        help='a checkout of the code to compare with')
+    parser = common.tree_ab_parser(__doc__.split('\n')[0], HERE)
     parser.add_argument('--posts', type=int, default=2000,
                         help='POSTs per route and thread count')
     parser.add_argument('--trials', type=int, default=4,
                         help='trials of each tree, alternated')
-    parser.add_argument('--output', help='also write the JSON here')
-    parser.add_argument('--child', action='store_true',
-                        help=argparse.SUPPRESS)
-    parser.add_argument('--root', default=HERE, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    for name in ('posts', 'trials'):
-        if getattr(args, name) < 1:
-            parser.error('--%s must be at least 1' % name)
-    if args.child:
-        print(json.dumps(child(args)))
-        return
-    if not args.baseline:
-        parser.error('--baseline: a checkout to compare with is needed')
-    common.emit(run(args), args.output)
+    common.tree_ab_main(parser, argv, ('posts', 'trials'), child, run)
 
 
 if __name__ == '__main__':

@@ -62,6 +62,14 @@ class Clock:
         return self.now
 
 
+def _enforcer(conf):
+    """A CachingEnforcer on a clock of the test's, with the API's rules."""
+    clock = Clock()
+    enforcer = policy.CachingEnforcer(conf, clock=clock)
+    enforcer.register_defaults(policy.default_rules())
+    return enforcer, clock
+
+
 def _edit(rules, text):
     rules.write_text(text)
     later = os.stat(rules).st_mtime + 10
@@ -73,9 +81,7 @@ def test_a_changed_policy_file_is_obeyed_within_a_second(evaluations, conf,
     rules = tmp_path / 'policy.yaml'
     rules.write_text('"%s": "role:member"\n' % RULE)
     conf.set_override('policy_file', str(rules), group='oslo_policy')
-    clock = Clock()
-    enforcer = policy.CachingEnforcer(conf, clock=clock)
-    enforcer.register_defaults(policy.default_rules())
+    enforcer, clock = _enforcer(conf)
     member = _caller('member').to_policy_values()
     assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
     assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
@@ -95,9 +101,7 @@ def test_rules_are_checked_once_a_second(conf, monkeypatch):
         loads.append(1)
         return load(self, *args, **kwargs)
     monkeypatch.setattr(oslo_policy.Enforcer, 'load_rules', counting)
-    clock = Clock()
-    enforcer = policy.CachingEnforcer(conf, clock=clock)
-    enforcer.register_defaults(policy.default_rules())
+    enforcer, clock = _enforcer(conf)
     member = _caller('member').to_policy_values()
     for _ in range(5):
         assert enforcer.enforce(RULE, {'project_id': 'p1'}, member)
@@ -135,9 +139,7 @@ def test_policy_locations_are_looked_up_once_a_second(conf, tmp_path,
     oslo_policy_opts.set_defaults(conf)
     conf.set_override('policy_file', str(rules), group='oslo_policy')
     conf.set_override('policy_dirs', [str(rules_dir)], group='oslo_policy')
-    clock = Clock()
-    enforcer = policy.CachingEnforcer(conf, clock=clock)
-    enforcer.register_defaults(policy.default_rules())
+    enforcer, clock = _enforcer(conf)
     member = _caller('member').to_policy_values()
 
     for _ in range(5):
