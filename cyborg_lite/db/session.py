@@ -17,7 +17,6 @@ import contextlib
 import logging
 import os
 import re
-import sqlite3
 import threading
 
 import sqlalchemy as sa
@@ -81,11 +80,12 @@ def _sqlite_begin(conn):
     # execution context, cursor events, a result) these two words cost
     # as much as the INSERT they open. A failure ("database is locked"
     # past busy_timeout) is still SQLAlchemy's OperationalError.
+    dbapi_error = conn.dialect.dbapi.Error
     try:
         conn.connection.driver_connection.execute(statement)
-    except sqlite3.Error as exc:
+    except dbapi_error as exc:
         raise sa_exc.DBAPIError.instance(statement, (), exc,
-                                         sqlite3.Error) from exc
+                                         dbapi_error) from exc
 
 
 # MySQL/MariaDB error codes of a CHECK constraint refusing a row (MariaDB
