@@ -32,7 +32,6 @@ from bench import common
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 THREADS = (1, 4)
 BIND_PROFILE = 'bench-post-cost'
-GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required'}
 HEADERS = {'HTTP_X_ROLES': 'admin,member',
            'HTTP_X_PROJECT_ID': '9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d',
            'HTTP_X_USER_ID': '1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed',
@@ -88,18 +87,20 @@ def child(args):
     CONF.set_override('auth_strategy', 'noauth', group='api')
     from cyborg_lite.db import migration
     migration.upgrade()
+    from bench import api
     from bench import seed
     seed.seed_ours(db, 10)
+    group = api.PROFILE_GROUP   # the API bench's POSTs
     from cyborg_lite.api import deploy
     post = _poster(deploy.loadapp(CONF))
     names = iter(range(10 ** 9))
     scenarios = {
         'profile': lambda: post('/v2/device_profiles', [
-            {'name': 'p%d' % next(names), 'groups': [GROUP]}]),
+            {'name': 'p%d' % next(names), 'groups': [group]}]),
         'arq': lambda: post('/v2/accelerator_requests',
                             {'device_profile_name': BIND_PROFILE}),
     }
-    post('/v2/device_profiles', [{'name': BIND_PROFILE, 'groups': [GROUP]}])
+    post('/v2/device_profiles', [{'name': BIND_PROFILE, 'groups': [group]}])
     for func in scenarios.values():   # warm-up: imports, caches
         for _ in range(50):
             func()

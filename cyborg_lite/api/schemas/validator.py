@@ -75,33 +75,33 @@ def _python_schema(schema):
     return result
 
 
-# {id(schema): (schema, validator)}: built once per schema (they are
-# module constants); the schema is kept so that its id is never reused.
+def _built_once(cache, schema, build):
+    """``build(schema)``, made once per schema (they are module
+    constants): ``cache`` maps id(schema) to (schema, built), the schema
+    kept so that its id is never reused."""
+    entry = cache.get(id(schema))
+    if entry is None or entry[0] is not schema:
+        entry = cache[id(schema)] = (schema, build(schema))
+    return entry[1]
+
+
 _validators = {}
 
 
 def for_schema(schema):
     """The validator of ``schema``."""
-    entry = _validators.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = (schema, _Validator(_python_schema(schema)))
-        _validators[id(schema)] = entry
-    return entry[1]
+    return _built_once(_validators, schema,
+                       lambda s: _Validator(_python_schema(s)))
 
 
-# {id(schema): (schema, compiled)}, as _validators.
 _fast = {}
 # What jsonschema-rs refuses to convert (a value JSON has no form for).
 _UNCONVERTIBLE = (ValueError, TypeError, OverflowError)
 
 
 def _fast_validator(schema):
-    entry = _fast.get(id(schema))
-    if entry is None or entry[0] is not schema:
-        entry = (schema, jsonschema_rs.Draft202012Validator(
-            schema, validate_formats=False))
-        _fast[id(schema)] = entry
-    return entry[1]
+    return _built_once(_fast, schema, lambda s: jsonschema_rs.
+                       Draft202012Validator(s, validate_formats=False))
 
 
 def _holds_float(data):

@@ -73,35 +73,23 @@ def _integer(schema):
 
 
 def _object(schema, depth):
-    keys = dict(schema.get('properties', {}))
-    for pattern, sub in schema.get('patternProperties', {}).items():
-        keys[pattern] = sub
-    fixed = list(schema.get('properties', {}))
-
-    def entries(draw_keys):
-        return st.fixed_dictionaries({}, optional={
-            key: near(sub, depth + 1) for key, sub in draw_keys.items()})
-
+    """Objects of any of the schema's own properties and of keys its
+    patternProperties match, with or without one unknown key."""
+    known = st.fixed_dictionaries({}, optional={
+        key: near(sub, depth + 1)
+        for key, sub in schema.get('properties', {}).items()})
     patterned = [
         st.dictionaries(
             st.from_regex(validator.whole_string_pattern(p), fullmatch=True),
             near(sub, depth + 1), max_size=3)
         for p, sub in schema.get('patternProperties', {}).items()]
-    base = entries({k: schema['properties'][k] for k in fixed})
-    parts = st.tuples(base, *patterned, st.dictionaries(
-        st.text(max_size=6), _any_json, max_size=1)) if patterned else \
-        st.tuples(base, st.dictionaries(st.text(max_size=6), _any_json,
-                                        max_size=1))
+    unknown = st.dictionaries(st.text(max_size=6), _any_json, max_size=1)
 
-    def merge(dicts):
-        merged = {}
-        for d in dicts[:-1]:
-            merged.update(d)
-        # The last part (an unknown key) joins only sometimes.
-        return merged
+    def merged(dicts):
+        return {k: v for d in dicts for k, v in d.items()}
 
-    return parts.map(merge) | parts.map(
-        lambda dicts: {k: v for d in dicts for k, v in d.items()})
+    return st.tuples(known, *patterned).map(merged) \
+        | st.tuples(known, *patterned, unknown).map(merged)
 
 
 def near(schema, depth=0):
