@@ -188,8 +188,16 @@ def region_bound_arq(deployable_id, except_holder=None):
 def record_loaded(s, deployable_id, bitstream_uuid, function_id,
                   function_name):
     """What a succeeded programming job left in the region; the host's
-    publish is requested in the same transaction (its traits change)."""
-    dep = s.get(models.Deployable, deployable_id)
+    publish is requested in the same transaction (its traits change).
+
+    The row is read locked: a report of the host may change it meanwhile
+    (PostgreSQL's READ COMMITTED, MariaDB's snapshot), and a plain read's
+    version would make the UPDATE match no row (StaleDataError), failing
+    a job whose region was programmed. Locked, the read waits for that
+    writer and sees what it committed.
+    """
+    dep = s.get(models.Deployable, deployable_id, with_for_update=True,
+                populate_existing=True)
     dep.bitstream_id = bitstream_uuid
     dep.function_id = function_id
     dep.function_name = function_name

@@ -270,10 +270,15 @@ def succeed(job_uuid, function_id, function_name=None, try_number=None):
     Both in one transaction: a region is never shown with a function that
     no succeeded job loaded, nor a succeeded job with a stale region. An
     earlier try's error is cleared (its try keeps it).
+
+    The region is locked before the job is written, as create_job locks
+    it before inserting: the other order deadlocks with a new job's
+    insert waiting on this job's active_deployable_id.
     """
     with session.writer() as s:
         row = _get(s, job_uuid)
         _check_try(row, try_number)
+        deployables.lock_region(s, row.deployable_id)
         row = _apply(s, row, ('verifying',), 'succeeded', {'error': None})
         bitstream = s.get(models.Bitstream, row.bitstream_id)
         deployables.record_loaded(s, row.deployable_id, bitstream.uuid,

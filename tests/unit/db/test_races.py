@@ -25,6 +25,7 @@ from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import session
+from tests import waiting
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.bitstreams.conftest import add_region
 from tests.unit.conductor import bind_helpers as h
@@ -177,6 +178,101 @@ def test_job_cancel_vs_reap(pg_db, monkeypatch):
         assert isinstance(reaped, exception.StaleObject)
         assert after.state == 'cancelled'
     assert after.active_deployable_id is None
+
+
+def _waiting_on_a_lock():
+    with session.reader() as s:
+        return s.scalar(sa.text(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND datname = current_database()"))
+
+
+def test_job_success_vs_a_report_writing_its_region(pg_db):
+    # Not one winner: both must land. A report of the host rewrites the
+    # region's row (version +1) while the job's success is recorded; the
+    # success used to read the row's old version, UPDATE no row and fail
+    # a job whose region was programmed (StaleDataError, seen in CI).
+    region = add_region()
+    job = jobs_db.create_job(region.id, add_bitstream().id)
+    for state in ('downloading', 'programming', 'verifying'):
+        job = jobs_db.transition(job.uuid, job.state, state)
+    holding, release = threading.Event(), threading.Event()
+    results = {}
+
+    def report():
+        with session.writer() as s:
+            dep = s.get(models.Deployable, region.id)
+            dep.function_name = 'as the report saw it'
+            s.flush()          # the version moves; the row stays locked
+            holding.set()
+            release.wait(30)
+
+    def succeed():
+        try:
+            results['job'] = jobs_db.succeed(job.uuid, 'f' * 32, 'nlb')
+        except Exception as exc:  # the assertions look at it
+            results['job'] = exc
+
+    reporter = threading.Thread(target=report)
+    reporter.start()
+    assert holding.wait(30)
+    succeeding = threading.Thread(target=succeed)
+    succeeding.start()
+    try:
+        assert waiting.until(lambda: _waiting_on_a_lock() >= 1, 30)
+    finally:
+        release.set()
+        reporter.join(30)
+        succeeding.join(30)
+    assert getattr(results['job'], 'state', results['job']) == 'succeeded'
+    with session.reader() as s:
+        dep = s.get(models.Deployable, region.id)
+        assert (dep.function_id, dep.function_name, dep.version) == (
+            'f' * 32, 'nlb', region.version + 2)
+
+
+def test_job_success_vs_a_new_job_of_its_region(pg_db, monkeypatch):
+    # A new job holds the region's lock and is about to insert; the
+    # running job's success waits for the region before it writes its
+    # job, as create_job does. In the other order, the insert (its
+    # active_deployable_id taken by the running job) waits on the success
+    # and the success on the region: a deadlock, one of them killed.
+    from cyborg_lite.db import cleaning
+    region = add_region()
+    bitstream = add_bitstream()
+    job = jobs_db.create_job(region.id, bitstream.id)
+    for state in ('downloading', 'programming', 'verifying'):
+        job = jobs_db.transition(job.uuid, job.state, state)
+    holding, release = threading.Event(), threading.Event()
+    refusal = cleaning.programming_refusal
+
+    def held_refusal(s, deployable_id, label):
+        holding.set()
+        release.wait(30)
+        return refusal(s, deployable_id, label)
+    monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
+    results = {}
+
+    def run(name, call):
+        try:
+            results[name] = call()
+        except Exception as exc:  # the assertions look at it
+            results[name] = exc
+    new_job = threading.Thread(target=run, args=(
+        'new', lambda: jobs_db.create_job(region.id, bitstream.id)))
+    new_job.start()
+    assert holding.wait(30)
+    succeeding = threading.Thread(target=run, args=(
+        'done', lambda: jobs_db.succeed(job.uuid, 'f' * 32, 'nlb')))
+    succeeding.start()
+    try:
+        assert waiting.until(lambda: _waiting_on_a_lock() >= 1, 30)
+    finally:
+        release.set()
+        new_job.join(30)
+        succeeding.join(30)
+    assert isinstance(results['new'], exception.RegionBusy), results
+    assert getattr(results['done'], 'state', results['done']) == 'succeeded'
 
 
 # --- availability: one PCI function per ARQ, agents up and down ------------
