@@ -5,7 +5,8 @@
 Runs ``[conductor]workers`` processes sharing the RPC topic until SIGTERM
 or SIGINT, then stops each cleanly (calls in flight finish). A bad
 configuration, an unknown transport or an unmigrated database is one
-line on stderr and exit status 1.
+line on stderr and exit status 1; so is a database still unreachable
+after [database]max_retries tries (it may be starting too).
 """
 import os
 import signal
@@ -57,6 +58,15 @@ def serve(service):
 
 def _check_database():
     session.validate_url(CONF.database.connection)
+    try:
+        session.wait_until_reachable(CONF.database.max_retries,
+                                     CONF.database.retry_interval)
+    except exception.DatabaseUnavailable as exc:
+        raise exception.DatabaseUnavailable(
+            message='the database is unreachable after %d tries %d s '
+                    'apart ([database]max_retries, retry_interval); the log '
+                    'says why' % (CONF.database.max_retries + 1,
+                                  CONF.database.retry_interval)) from exc
     if migration.current() != migration.head():
         raise exception.ConfigError(
             reason='database %s is not at the latest schema revision; run '

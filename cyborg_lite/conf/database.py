@@ -29,6 +29,20 @@ OPTS = [
                                    'synchronous=FULL: an fsync per commit')],
                help='Journal of a SQLite database (ignored for other '
                     'backends). bench/sqlite_writers.py measures both.'),
+    # NOTE: oslo.db's names and defaults, which operators know.
+    cfg.IntOpt('max_retries',
+               default=10,
+               min=-1,
+               help='How many more times a service starting (the '
+                    'conductor) tries to reach the database when it cannot, '
+                    'before it exits with status 1; -1 tries forever. A '
+                    'database that answers but is not migrated fails at '
+                    'once.'),
+    cfg.IntOpt('retry_interval',
+               default=10,
+               min=1,
+               max=3600,
+               help='Seconds between those tries.'),
     cfg.IntOpt('sqlite_busy_timeout_ms',
                default=30000,
                min=0,

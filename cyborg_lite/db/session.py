@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import threading
+import time
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -235,6 +236,24 @@ def _connect(engine):
         raise _unavailable(exc) from exc
     OUTAGE.succeeded()
     return conn
+
+
+def wait_until_reachable(retries, interval, url=None, sleep=time.sleep):
+    """Return once a connection to the database opens, trying again every
+    ``interval`` s up to ``retries`` more times (-1: forever); then
+    DatabaseUnavailable. For a service starting: a database that is
+    restarting, or not up yet, must not make it exit. The outage log
+    says it once, and again when the database is back."""
+    tries = 0
+    while True:
+        try:
+            _connect(get_engine(url)).close()
+            return
+        except exception.DatabaseUnavailable:
+            if 0 <= retries <= tries:
+                raise
+            tries += 1
+            sleep(interval)
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ MORE_BAD_VALUES = [
     ('DEFAULT', 'host', 'two words', "doesn't match regex"),
     ('conductor', 'workers', '0', 'greater than or equal to 1'),
     ('api', 'max_limit', '1000001', 'less than or equal to 100000'),
+    ('database', 'max_retries', '-2', 'greater than or equal to -1'),
 ]
 SERVICES = ['cyborg-lite-api', 'cyborg-lite-conductor', 'cyborg-lite-agent',
             'cyborg-lite-dbsync', 'cyborg-lite-all-in-one']
@@ -59,3 +60,24 @@ def test_a_bad_value_stops_the_service_with_one_line(tmp_path, name, group,
     if name == 'cyborg-lite-all-in-one':
         assert process.placement_children(args[-1]) == []
         assert not (tmp_path / 'aio' / 'placement').exists()
+
+
+def test_a_conductor_that_never_reaches_its_database_exits_1(tmp_path):
+    conf = tmp_path / 'c.conf'
+    conf.write_text(
+        '[DEFAULT]\nstate_path = %s\ntransport_url = inproc://\n'
+        '[database]\nconnection = postgresql+psycopg2://nobody@127.0.0.1:%d'
+        '/x\nmax_retries = 1\nretry_interval = 1\n'
+        % (tmp_path, servers.free_port()))
+    script = console.Script('cyborg-lite-conductor', '--config-file', conf)
+    assert script.run(timeout=60) == 1
+    lines = script.stderr.strip().splitlines()
+    assert lines[-1] == (
+        'cyborg-lite-conductor: error: the database is unreachable after 2 '
+        'tries 1 s apart ([database]max_retries, retry_interval); the log '
+        'says why'), script.stderr
+    # The why, logged once (no log file: on stdout).
+    logged = [line for line in script.stdout.splitlines()
+              if 'Database unreachable: ' in line]
+    assert len(logged) == 1 and 'Connection refused' in logged[0], (
+        script.stdout)

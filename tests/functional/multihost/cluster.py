@@ -325,9 +325,19 @@ class Cluster:
         return self.services[name].kill9()
 
     def restart(self, name):
+        """Stop ``name`` and start it again; a conductor is waited for
+        until it serves (a test that went on at once could take away the
+        database it was still connecting to)."""
         service = self.services[name]
         service.stop()
-        return service.start()
+        offset = service.log_size()
+        service.start()
+        if name in self.conductor_names:
+            started = 'Conductor %s started' % name
+            self.wait_for(lambda: started in service.read_log_since(offset)
+                          or not service.alive(), 90, started)
+            assert service.alive(), service.read_log_since(offset)
+        return service
 
     def stop_placement(self):
         self.placement.stop()

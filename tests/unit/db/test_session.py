@@ -5,6 +5,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import outage
 from cyborg_lite.db import inventory
 from cyborg_lite.db import models
 from cyborg_lite.db import session
@@ -292,6 +293,58 @@ def test_unreachable_database_is_unavailable_and_logged_once(conf, caplog):
         assert 'Connection refused' in lines[0]
     finally:
         session.OUTAGE.succeeded()
+        session.dispose_all()
+
+
+@pytest.fixture
+def outage_log(monkeypatch):
+    """A fresh outage log (another test's outage may still be settling),
+    whose first success ends an outage."""
+    fresh = outage.OutageLog('Database', session.LOG, settle=0)
+    monkeypatch.setattr(session, 'OUTAGE', fresh)
+    return fresh
+
+
+def test_a_starting_service_waits_for_the_database(conf, caplog,
+                                                   outage_log):
+    """A conductor started while PostgreSQL is down (restarting, or not up
+    yet) waits for it, logging the outage once, instead of exiting."""
+    from tests import servers
+    server = servers.PostgresServer().start()
+    try:
+        conf.set_override('connection', server.url(), group='database')
+        caplog.set_level('INFO', logger='cyborg_lite.db.session')
+        server.stop_server()
+        slept = []
+
+        def sleep(seconds):
+            slept.append(seconds)
+            if len(slept) == 2:
+                server.start_server()
+        session.wait_until_reachable(5, 7, sleep=sleep)
+        assert slept == [7, 7]
+        assert not outage_log.down
+        lines = [r.getMessage() for r in caplog.records]
+        assert [line.split(':')[0] for line in lines] == [
+            'Database unreachable', 'Database reachable again']
+    finally:
+        session.dispose_all()
+        server.stop()
+
+
+@pytest.mark.parametrize('retries, tries', [(0, 1), (2, 3)])
+def test_a_database_never_reached_is_unavailable_after_the_retries(
+        conf, outage_log, retries, tries):
+    from tests import servers
+    url = 'postgresql+psycopg2://nobody@127.0.0.1:%d/x' % servers.free_port()
+    conf.set_override('connection', url, group='database')
+    slept = []
+    try:
+        with pytest.raises(exception.DatabaseUnavailable):
+            session.wait_until_reachable(retries, 3, sleep=slept.append)
+        assert slept == [3] * (tries - 1)
+        assert outage_log.down
+    finally:
         session.dispose_all()
 
 
