@@ -62,10 +62,14 @@ OPTS = [
                      'requests last publish the host\'s next change from '
                      'what it wrote then, without reading the host\'s '
                      'provider tree from Placement first (one request less '
-                     'per change; any other conductor reads it). Set it '
+                     'per change; any other conductor reads its listing), '
+                     'and let every conductor take the providers it lists '
+                     'from the records conductors keep of them in the '
+                     'database (two requests less per provider). Set it '
                      'to false while conductors older than database '
-                     'revision 0008 still run (a rolling upgrade): they '
-                     'serve publish requests without recording it.'),
+                     'revision 0009 still run (a rolling upgrade): they '
+                     'serve publish requests without recording it, and '
+                     'delete providers without dropping their records.'),
     cfg.ListOpt('inventory_sinks',
                 default=['placement'],
                 help='Where the conductor publishes each host\'s inventory '

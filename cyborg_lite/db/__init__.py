@@ -11,6 +11,8 @@ call them and never see a session:
 - devices: reads, and everything one host offers (for the sinks).
 - inventory: applying an agent report; the Placement sink's rp uuids.
 - programming_jobs: the job table, its transitions, reaper and reads.
+- placement_providers: our Placement resource providers as last seen,
+  by generation, shared by every conductor's reporter.
 - bitstreams, device_profiles, attributes: their tables.
 
 Shared: session (engines, transactions), conditional (the one

@@ -415,6 +415,22 @@ class PublishRequest(Base):
         sa.DateTime, nullable=False, default=utcnow)
 
 
+class PlacementProvider(Base):
+    """What a conductor last read or wrote of one of our resource
+    providers in Placement, at a generation: any other conductor (or this
+    one after a restart) that lists the provider at that generation knows
+    its inventories and traits without reading them
+    (placement/reporter.py, db/placement_providers.py)."""
+    __tablename__ = 'placement_providers'
+
+    rp_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                 primary_key=True)
+    generation: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    # Canonical JSON: {resource class: {field: value}}, [trait, ...].
+    inventories: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    traits: orm.Mapped[str] = orm.mapped_column(sa.Text)
+
+
 class PublishedHost(Base):
     """Which conductor's publisher last served a host's publish requests,
     and up to which request: that publisher alone may trust what it

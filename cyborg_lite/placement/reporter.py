@@ -33,6 +33,13 @@ and returns a ``SyncReport``. Rules:
   resource classes it made are remembered too; if one was deleted since
   (a PUT of traits or inventories answers 400), the reporter forgets
   them, creates what is missing and retries that write once.
+- With the cache and ``records`` (db/placement_providers.Store, what the
+  conductor's sink passes), what is remembered is also recorded in the
+  database when a provider's generation moves, and a listed provider
+  this process does not know at its listed generation is taken from the
+  record of that generation: a conductor publishing a host another
+  conductor published last (or itself before a restart) reads the
+  tree's listing, not each provider.
 - ``sync(..., known=True)``, when the caller knows nobody else wrote
   the host's tree since this reporter's last sync of it (the conductor
   that served the host's publish requests last, see
@@ -97,10 +104,16 @@ def _same_inventories(current, desired):
 
 
 class Reporter:
-    def __init__(self, client, conflict_retries=5, cache=False):
+    def __init__(self, client, conflict_retries=5, cache=False,
+                 records=None):
         self.client = client
         self.conflict_retries = conflict_retries
         self.cache = cache
+        # With ``cache``: where providers are recorded for every conductor
+        # (db/placement_providers.Store), and the generation at which this
+        # process knows each one recorded.
+        self.records = records if cache else None
+        self._recorded = {}
         # Custom names made: during the current sync only without the
         # cache; across syncs with it (a deleted one is caught by the 400
         # of the write that needs it, see _retry_unknown).
@@ -153,6 +166,7 @@ class Reporter:
         """
         if everything is None:
             everything = self.list_tree(root_uuid)
+        self._recall(root_uuid, everything)
         owned = self._known_owners(root_uuid, everything, wanted_uuids)
         if owned is None:
             owned = {rp['uuid'] for rp in self.client.get(
@@ -192,6 +206,47 @@ class Reporter:
                 owned.add(rp['uuid'])
         return owned
 
+    def _recall(self, root_uuid, everything):
+        """Remember the listed providers this process does not know at
+        their listed generation but the records do (another conductor
+        wrote them, or this one before a restart): one SELECT instead of
+        two GETs each."""
+        if self.records is None:
+            return
+        unknown = {}
+        for rp in everything:
+            uuid, generation = rp['uuid'], rp['generation']
+            known = self._providers.get(uuid)
+            if uuid != root_uuid and self._foreign.get(uuid) != generation \
+                    and (known is None or known.generation != generation):
+                unknown[uuid] = rp
+        if not unknown:
+            return
+        for uuid, record in self.records.load(unknown).items():
+            rp = unknown[uuid]
+            if record.generation == rp['generation']:
+                self._providers[uuid] = Current(
+                    uuid=uuid, name=rp['name'],
+                    parent_uuid=rp['parent_provider_uuid'],
+                    generation=record.generation,
+                    inventories=record.inventories, traits=record.traits)
+                self._recorded[uuid] = record.generation
+
+    def _record(self, report):
+        """Record the host's providers whose generation moved since this
+        process last recorded them."""
+        if self.records is None:
+            return
+        moved = {}
+        for uuid in report.tree.by_uuid():
+            have = self._providers.get(uuid)
+            if have is not None and \
+                    self._recorded.get(uuid) != have.generation:
+                moved[uuid] = _copy(have)
+        if moved and self.records.save(moved):
+            self._recorded.update(
+                (uuid, have.generation) for uuid, have in moved.items())
+
     def _cached(self, rp):
         """A copy of the remembered provider if Placement's generation
         says it has not changed since, else None."""
@@ -208,6 +263,7 @@ class Reporter:
     def _forget(self, uuid):
         self._providers.pop(uuid, None)
         self._foreign.pop(uuid, None)
+        self._recorded.pop(uuid, None)
 
     def _forget_tree(self, hostname, uuids):
         """Forget the host's tree and these providers of it: what failed
@@ -278,6 +334,7 @@ class Reporter:
             try:
                 self._apply(desired, current, report)
                 self._remember_tree(hostname, report)
+                self._record(report)
                 return report
             except exception.PlacementError as exc:
                 self._roots.pop(hostname, None)
@@ -314,6 +371,7 @@ class Reporter:
                      '(%s); reading its tree', hostname, exc)
             return None
         self._remember_tree(hostname, report)
+        self._record(report)
         return report
 
     def _remember_tree(self, hostname, report):
@@ -498,6 +556,8 @@ class Reporter:
                 continue
             self.client.delete('/resource_providers/%s' % have.uuid)
             self._forget(have.uuid)
+            if self.records is not None:
+                self.records.forget([have.uuid])
             del current[have.uuid]
             report.deleted.append(have.name)
 

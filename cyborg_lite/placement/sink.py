@@ -36,6 +36,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.db import inventory as inventory_db
+from cyborg_lite.db import placement_providers
 from cyborg_lite.objects import host_inventory
 from cyborg_lite.objects import inventory_sink
 from cyborg_lite.objects import provider_tree as tree_mod
@@ -66,10 +67,18 @@ class PlacementSink(inventory_sink.InventorySink):
         self.db_url = db_url
         self.reporter = reporter_mod.Reporter(
             client, conf.placement.sync_conflict_retries,
-            cache=cache_providers)
+            cache=cache_providers, records=self._records(conf, db_url))
         self._pending = inventory_sink.PendingHosts(
             conf.placement.sync_retry_initial_interval,
             conf.placement.sync_retry_max_interval, clock)
+
+    @staticmethod
+    def _records(conf, db_url):
+        """The providers' records every conductor keeps, unless conductors
+        that do not keep them may run ([conductor]trust_own_publish)."""
+        if not conf.conductor.trust_own_publish:
+            return None
+        return placement_providers.Store(db_url)
 
     @classmethod
     def from_conf(cls, conf, **kwargs):

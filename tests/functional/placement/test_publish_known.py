@@ -6,11 +6,14 @@ Two conductors are two Publishers, each with its own caching Placement
 sink (as ``PlacementSink.from_conf`` makes them), sharing the database.
 """
 import pytest
+import sqlalchemy as sa
 
 from cyborg_lite.common import context
 from cyborg_lite.conductor import manager as manager_mod
 from cyborg_lite.conductor import publishing
+from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
+from cyborg_lite.db import session
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
 from tests.functional.placement import fake_host
@@ -164,3 +167,99 @@ def test_a_provider_deleted_behind_its_back_is_made_again(host):
     assert host.reserved()['region0'] == {
         'FPGA': 0, 'CUSTOM_FPGA_LOCAL_MEMORY_MB': 0}
     assert publish_requests.pending() == {}
+
+
+# --- the providers' records: another conductor reads the listing only -----
+
+def _provider_reads(log):
+    """GETs of one provider's inventories or traits."""
+    return [url for m, url in log if m == 'GET' and
+            url.endswith(('/inventories', '/traits'))]
+
+
+def _recorded():
+    with session.reader() as s:
+        return {row.rp_uuid: row.generation
+                for row in s.scalars(sa.select(models.PlacementProvider))}
+
+
+def test_every_provider_is_recorded_at_its_generation(host):
+    listed = {rp['uuid']: rp['generation'] for rp in host.placement.get(
+        '/resource_providers?in_tree=%s' % host.root)['resource_providers']}
+    recorded = _recorded()
+    # Ours, at the generation Placement lists; the compute node is not.
+    assert recorded == {u: g for u, g in listed.items() if u != host.root}
+    assert set(host.regions()) < set(recorded)
+
+
+def test_another_conductor_knows_the_providers_from_their_records(
+        host, other_conductor):
+    _report(other_conductor, host, FUNCTIONS[0])
+
+    log = other_conductor.publisher.sinks[0].client.taken()
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    # Its first publish of the host: the compute node by name, the tree's
+    # listing, the change. No provider read: they were recorded at the
+    # generations listed (two GETs each before, 50 for this card).
+    assert _provider_reads(log) == []
+    assert _listed_tree(log)
+    assert ('PUT', '/resource_providers/%s/traits' % rp) in log
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+    # And what it wrote is recorded for the next one.
+    generation = host.placement.get('/resource_providers/%s' % rp)[
+        'generation']
+    assert _recorded()[rp] == generation
+
+
+def test_a_provider_changed_behind_the_records_is_read(host,
+                                                       other_conductor):
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    url = '/resource_providers/%s/traits' % rp
+    have = host.placement.get(url)
+    host.placement.put('/traits/CUSTOM_SOMEONE_ELSE')
+    host.placement.put(url, {
+        'resource_provider_generation': have['resource_provider_generation'],
+        'traits': have['traits'] + ['CUSTOM_SOMEONE_ELSE']})
+
+    _report(other_conductor, host, FUNCTIONS[0])
+
+    log = other_conductor.publisher.sinks[0].client.taken()
+    # The listed generation is not the recorded one: that provider alone
+    # is read, then written at the generation read (ours: its traits are
+    # the region's, the stranger's gone).
+    assert sorted(_provider_reads(log)) == ['%s/inventories' % url[:-7],
+                                            url]
+    traits = host.traits()['region0']
+    assert _trait(FUNCTIONS[0]) in traits
+    assert 'CUSTOM_SOMEONE_ELSE' not in traits
+
+
+def test_a_deleted_provider_loses_its_record(host):
+    rp = {name: rp for rp, name in host.regions().items()}['region1']
+    assert rp in _recorded()
+    with session.writer() as s:
+        s.execute(sa.update(models.Deployable.__table__)
+                  .where(models.Deployable.__table__.c.rp_uuid == rp)
+                  .values(name='renamed'))
+    # The host's next publish wants another region provider: the old one
+    # is deleted in Placement and its record dropped.
+    host.publisher.publish_host(host.hostname)
+    assert host.placement.taken().count(
+        ('DELETE', '/resource_providers/%s' % rp)) == 1
+    assert rp not in _recorded()
+
+
+def test_records_are_off_while_old_conductors_may_run(host, conf):
+    # [conductor]trust_own_publish = false (a rolling upgrade from before
+    # revision 0009): the providers are read, as before the records.
+    conf.set_override('trust_own_publish', False, group='conductor')
+    client = _client(conf)
+    publisher = publishing.Publisher(
+        [sink_mod.PlacementSink(client, conf, cache_providers=True)],
+        trust_own_publish=False)
+    cautious = manager_mod.ConductorManager(
+        'cond3', after_report=publisher.publish_host, publisher=publisher)
+
+    _report(cautious, host, FUNCTIONS[0])
+
+    assert len(_provider_reads(client.taken())) == 2 * len(_recorded())

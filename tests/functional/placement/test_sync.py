@@ -379,6 +379,33 @@ def test_new_hosts_inventories_are_one_reshape(reshaping_placement,
     assert sync.client.writes == 0
 
 
+def test_reshaped_providers_are_recorded_at_placements_generation(
+        reshaping_placement, configured, inspector, sqlite_db, hostname):
+    # POST /reshaper answers without generations: the reporter counts
+    # them (RESHAPE_GENERATION_STEP). Recorded for every conductor, a
+    # wrong count would stand for another generation's traits.
+    from cyborg_lite.db import placement_providers
+    db_rows.add_fpga(hostname)
+    db_rows.add_gpu(hostname, mig_slices=7)
+    conf = configured(reshaping_placement)
+    sync = sink_mod.PlacementSink.from_conf(conf)
+    assert sync.publish(hostname).converged
+
+    client = inspector(reshaping_placement)
+    root = client.get('/resource_providers?name=%s' % hostname)[
+        'resource_providers'][0]['uuid']
+    listed = {rp['uuid']: rp['generation'] for rp in client.get(
+        '/resource_providers?in_tree=%s' % root)['resource_providers']
+        if rp['uuid'] != root}
+    recorded = placement_providers.load(listed)
+    assert {u: r.generation for u, r in recorded.items()} == listed
+    for rp_uuid, record in recorded.items():
+        url = '/resource_providers/%s' % rp_uuid
+        assert record.traits == set(client.get(url + '/traits')['traits'])
+        assert record.inventories == client.get(url + '/inventories')[
+            'inventories']
+
+
 def test_refused_reshape_falls_back_once(placement, make_sync, inspector,
                                         hostname):
     db_rows.add_fpga(hostname)
