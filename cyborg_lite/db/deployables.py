@@ -190,14 +190,12 @@ def record_loaded(s, deployable_id, bitstream_uuid, function_id,
     """What a succeeded programming job left in the region; the host's
     publish is requested in the same transaction (its traits change).
 
-    The row is read locked: a report of the host may change it meanwhile
-    (PostgreSQL's READ COMMITTED, MariaDB's snapshot), and a plain read's
-    version would make the UPDATE match no row (StaleDataError), failing
-    a job whose region was programmed. Locked, the read waits for that
-    writer and sees what it committed.
+    The caller holds the region's lock (lock_region) from before this
+    read: a report of the host changing the row between a plain read and
+    the UPDATE would make it match no row (StaleDataError) and fail a
+    job whose region was programmed.
     """
-    dep = s.get(models.Deployable, deployable_id, with_for_update=True,
-                populate_existing=True)
+    dep = s.get(models.Deployable, deployable_id)
     dep.bitstream_id = bitstream_uuid
     dep.function_id = function_id
     dep.function_name = function_name

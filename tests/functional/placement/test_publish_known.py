@@ -127,9 +127,9 @@ def test_a_publish_that_died_before_serving_makes_it_read(
     assert publish_requests.pending() == {}
 
 
-def test_placement_changed_behind_its_back_is_read_again(host):
-    rp = {name: rp for rp, name in host.regions().items()}['region0']
-    # Someone else writes the region's traits: its generation moves on.
+def _someone_else_adds_a_trait(host, rp):
+    """A write to ``rp`` not by us: its generation moves on. The URL of
+    its traits."""
     url = '/resource_providers/%s/traits' % rp
     have = host.placement.get(url)
     host.placement.put('/traits/CUSTOM_SOMEONE_ELSE')
@@ -137,6 +137,12 @@ def test_placement_changed_behind_its_back_is_read_again(host):
         'resource_provider_generation': have['resource_provider_generation'],
         'traits': have['traits'] + ['CUSTOM_SOMEONE_ELSE']})
     host.placement.taken()
+    return url
+
+
+def test_placement_changed_behind_its_back_is_read_again(host):
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    url = _someone_else_adds_a_trait(host, rp)
 
     _report(host.conductor, host, FUNCTIONS[0])
 
@@ -214,12 +220,7 @@ def test_another_conductor_knows_the_providers_from_their_records(
 def test_a_provider_changed_behind_the_records_is_read(host,
                                                        other_conductor):
     rp = {name: rp for rp, name in host.regions().items()}['region0']
-    url = '/resource_providers/%s/traits' % rp
-    have = host.placement.get(url)
-    host.placement.put('/traits/CUSTOM_SOMEONE_ELSE')
-    host.placement.put(url, {
-        'resource_provider_generation': have['resource_provider_generation'],
-        'traits': have['traits'] + ['CUSTOM_SOMEONE_ELSE']})
+    url = _someone_else_adds_a_trait(host, rp)
 
     _report(other_conductor, host, FUNCTIONS[0])
 

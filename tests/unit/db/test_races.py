@@ -187,44 +187,72 @@ def _waiting_on_a_lock():
             "WHERE wait_event_type = 'Lock' AND datname = current_database()"))
 
 
+def _verifying_job(region, bitstream):
+    job = jobs_db.create_job(region.id, bitstream.id)
+    for state in ('downloading', 'programming', 'verifying'):
+        job = jobs_db.transition(job.uuid, job.state, state)
+    return job
+
+
+class Held:
+    """A point a transaction waits at (``hold()``) until released."""
+
+    def __init__(self):
+        self.holding, self.release = threading.Event(), threading.Event()
+
+    def hold(self):
+        self.holding.set()
+        self.release.wait(30)
+
+
+def _blocked_behind(held, first, second):
+    """Run ``first`` until it holds at ``held``, then ``second`` until
+    PostgreSQL shows it waiting on a lock; then release ``first``.
+    {'first': its result or exception, 'second': the same}."""
+    results = {}
+
+    def run(name, call):
+        try:
+            results[name] = call()
+        except Exception as exc:  # the assertions look at it
+            results[name] = exc
+    threads = [threading.Thread(target=run, args=('first', first))]
+    threads[0].start()
+    assert held.holding.wait(30)
+    threads.append(threading.Thread(target=run, args=('second', second)))
+    threads[1].start()
+    try:
+        assert waiting.until(lambda: _waiting_on_a_lock() >= 1, 30)
+    finally:
+        held.release.set()
+        for thread in threads:
+            thread.join(30)
+    return results
+
+
+def _state(result):
+    return getattr(result, 'state', result)
+
+
 def test_job_success_vs_a_report_writing_its_region(pg_db):
     # Not one winner: both must land. A report of the host rewrites the
     # region's row (version +1) while the job's success is recorded; the
     # success used to read the row's old version, UPDATE no row and fail
     # a job whose region was programmed (StaleDataError, seen in CI).
     region = add_region()
-    job = jobs_db.create_job(region.id, add_bitstream().id)
-    for state in ('downloading', 'programming', 'verifying'):
-        job = jobs_db.transition(job.uuid, job.state, state)
-    holding, release = threading.Event(), threading.Event()
-    results = {}
+    job = _verifying_job(region, add_bitstream())
+    held = Held()
 
     def report():
         with session.writer() as s:
             dep = s.get(models.Deployable, region.id)
             dep.function_name = 'as the report saw it'
             s.flush()          # the version moves; the row stays locked
-            holding.set()
-            release.wait(30)
+            held.hold()
 
-    def succeed():
-        try:
-            results['job'] = jobs_db.succeed(job.uuid, 'f' * 32, 'nlb')
-        except Exception as exc:  # the assertions look at it
-            results['job'] = exc
-
-    reporter = threading.Thread(target=report)
-    reporter.start()
-    assert holding.wait(30)
-    succeeding = threading.Thread(target=succeed)
-    succeeding.start()
-    try:
-        assert waiting.until(lambda: _waiting_on_a_lock() >= 1, 30)
-    finally:
-        release.set()
-        reporter.join(30)
-        succeeding.join(30)
-    assert getattr(results['job'], 'state', results['job']) == 'succeeded'
+    results = _blocked_behind(
+        held, report, lambda: jobs_db.succeed(job.uuid, 'f' * 32, 'nlb'))
+    assert _state(results['second']) == 'succeeded'
     with session.reader() as s:
         dep = s.get(models.Deployable, region.id)
         assert (dep.function_id, dep.function_name, dep.version) == (
@@ -238,41 +266,20 @@ def test_job_success_vs_a_new_job_of_its_region(pg_db, monkeypatch):
     # active_deployable_id taken by the running job) waits on the success
     # and the success on the region: a deadlock, one of them killed.
     from cyborg_lite.db import cleaning
-    region = add_region()
-    bitstream = add_bitstream()
-    job = jobs_db.create_job(region.id, bitstream.id)
-    for state in ('downloading', 'programming', 'verifying'):
-        job = jobs_db.transition(job.uuid, job.state, state)
-    holding, release = threading.Event(), threading.Event()
-    refusal = cleaning.programming_refusal
+    region, bitstream = add_region(), add_bitstream()
+    job = _verifying_job(region, bitstream)
+    held, refusal = Held(), cleaning.programming_refusal
 
     def held_refusal(s, deployable_id, label):
-        holding.set()
-        release.wait(30)
+        held.hold()
         return refusal(s, deployable_id, label)
     monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
-    results = {}
 
-    def run(name, call):
-        try:
-            results[name] = call()
-        except Exception as exc:  # the assertions look at it
-            results[name] = exc
-    new_job = threading.Thread(target=run, args=(
-        'new', lambda: jobs_db.create_job(region.id, bitstream.id)))
-    new_job.start()
-    assert holding.wait(30)
-    succeeding = threading.Thread(target=run, args=(
-        'done', lambda: jobs_db.succeed(job.uuid, 'f' * 32, 'nlb')))
-    succeeding.start()
-    try:
-        assert waiting.until(lambda: _waiting_on_a_lock() >= 1, 30)
-    finally:
-        release.set()
-        new_job.join(30)
-        succeeding.join(30)
-    assert isinstance(results['new'], exception.RegionBusy), results
-    assert getattr(results['done'], 'state', results['done']) == 'succeeded'
+    results = _blocked_behind(
+        held, lambda: jobs_db.create_job(region.id, bitstream.id),
+        lambda: jobs_db.succeed(job.uuid, 'f' * 32, 'nlb'))
+    assert isinstance(results['first'], exception.RegionBusy), results
+    assert _state(results['second']) == 'succeeded'
 
 
 # --- availability: one PCI function per ARQ, agents up and down ------------
