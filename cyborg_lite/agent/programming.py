@@ -34,6 +34,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 
 import oslo_messaging as messaging
 
@@ -284,7 +285,8 @@ class JobRunner(gated_runner.GatedRunner):
             # report: once it lands, the conductor may send the region's
             # next job at once, and that one must not be turned away.
             self._free_region(job_uuid)
-        for attempt in range(1, self.REPORT_TRIES + 1):
+        attempt, outage_since = 0, None
+        while True:
             if self._cut.is_set():
                 raise exception.Conflict(reason='the agent stopped')
             try:
@@ -292,10 +294,26 @@ class JobRunner(gated_runner.GatedRunner):
                     context.get_admin_context(), job_uuid, state,
                     error=error, **extra)
             except messaging.MessagingTimeout:
+                attempt += 1
                 if attempt == self.REPORT_TRIES:
                     raise
                 LOG.warning('Report %r of job %s got no answer; sending it '
                             'again', state, job_uuid)
+            except exception.DatabaseUnavailable:
+                # NOTE: the conductor's database is down: the work done
+                # must not be reported failed for it. Sent again at the
+                # heartbeats' pace until the heartbeat timeout, after
+                # which the reaper decides (once the database is back).
+                now = time.monotonic()
+                outage_since = outage_since or now
+                if now - outage_since >= CONF.programming.heartbeat_timeout:
+                    raise
+                if outage_since == now:
+                    LOG.warning('Report %r of job %s: the conductor\'s '
+                                'database is unavailable; sending it again '
+                                'every %d s', state, job_uuid,
+                                CONF.programming.heartbeat_interval)
+                self._cut.wait(CONF.programming.heartbeat_interval)
 
     def _heartbeat(self, job_uuid, try_number=None):
         if self._cut.is_set():

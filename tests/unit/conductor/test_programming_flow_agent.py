@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent import programming as agent_programming
 from cyborg_lite.common import context
+from cyborg_lite.common import exception
 from cyborg_lite.common import image_store
 from cyborg_lite.common import naming
 from cyborg_lite.common import states
@@ -276,4 +277,41 @@ def test_a_report_that_got_no_answer_is_sent_again(setup, conf, applied):
     assert (job.state, job.error) == ('succeeded', None)
     assert jobs.conductor.lost == ['downloading', 'programming', 'verifying',
                                    'succeeded']
+    assert driver.loaded_function(pe.CARD, 'region0') == pe.NEW_FUNCTION
+
+
+class ConductorWithoutDatabase(DirectConductor):
+    """The first ``outages`` reports of each state meet the conductor's
+    database down (DatabaseUnavailable, as the RPC client raises it)."""
+
+    def __init__(self, manager, outages):
+        super().__init__(manager)
+        self.outages = outages
+        self.refused = []
+
+    def __getattr__(self, name):
+        call = super().__getattr__(name)
+        if name != 'job_progress':
+            return call
+
+        def progress(ctxt, job_uuid, state, **kwargs):
+            if self.refused.count(state) < self.outages:
+                self.refused.append(state)
+                raise exception.DatabaseUnavailable()
+            return call(ctxt, job_uuid, state, **kwargs)
+        return progress
+
+
+def test_a_report_the_database_refused_is_sent_again(setup, conf):
+    # Before: the success met the outage, the agent reported the job
+    # failed (which met it too) and a programmed region's job was left to
+    # the reaper.
+    conf.set_override('heartbeat_interval', 1, group='programming')
+    runner, program, driver, _bitstream = setup
+    jobs = runner(image_fetch.make_fetcher(conf))
+    jobs.conductor = ConductorWithoutDatabase(jobs.conductor.manager, 1)
+    job = program()
+    assert (job.state, job.attempts, job.error) == ('succeeded', 1, None)
+    assert jobs.conductor.refused == ['downloading', 'programming',
+                                      'verifying', 'succeeded']
     assert driver.loaded_function(pe.CARD, 'region0') == pe.NEW_FUNCTION
