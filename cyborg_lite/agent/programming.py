@@ -305,14 +305,15 @@ class JobRunner(gated_runner.GatedRunner):
                 # heartbeats' pace until the heartbeat timeout, after
                 # which the reaper decides (once the database is back).
                 now = time.monotonic()
-                outage_since = outage_since or now
-                if now - outage_since >= CONF.programming.heartbeat_timeout:
-                    raise
-                if outage_since == now:
+                if outage_since is None:
+                    outage_since = now
                     LOG.warning('Report %r of job %s: the conductor\'s '
                                 'database is unavailable; sending it again '
                                 'every %d s', state, job_uuid,
                                 CONF.programming.heartbeat_interval)
+                elif now - outage_since >= \
+                        CONF.programming.heartbeat_timeout:
+                    raise
                 self._cut.wait(CONF.programming.heartbeat_interval)
 
     def _heartbeat(self, job_uuid, try_number=None):

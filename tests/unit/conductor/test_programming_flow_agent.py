@@ -243,7 +243,18 @@ def test_a_stale_try_on_a_live_agent_is_stopped_before_writing(setup, conf):
     assert (current.state, current.attempts) == ('downloading', 2)
 
 
-class DyingConductor(DirectConductor):
+class ProgressTroubles(DirectConductor):
+    """DirectConductor whose job_progress goes through ``progress(call,
+    ctxt, job_uuid, state, **kwargs)``, where a test makes its trouble."""
+
+    def __getattr__(self, name):
+        call = super().__getattr__(name)
+        if name != 'job_progress':
+            return call
+        return lambda *args, **kwargs: self.progress(call, *args, **kwargs)
+
+
+class DyingConductor(ProgressTroubles):
     """Each first report of a state is lost as to a conductor killed while
     it handled the call: ``applied`` says whether it had written it."""
 
@@ -252,19 +263,13 @@ class DyingConductor(DirectConductor):
         self.applied = applied
         self.lost = []
 
-    def __getattr__(self, name):
-        call = super().__getattr__(name)
-        if name != 'job_progress':
-            return call
-
-        def progress(ctxt, job_uuid, state, **kwargs):
-            if state not in self.lost:
-                self.lost.append(state)
-                if self.applied:
-                    call(ctxt, job_uuid, state, **kwargs)
-                raise messaging.MessagingTimeout('no reply')
-            return call(ctxt, job_uuid, state, **kwargs)
-        return progress
+    def progress(self, call, ctxt, job_uuid, state, **kwargs):
+        if state not in self.lost:
+            self.lost.append(state)
+            if self.applied:
+                call(ctxt, job_uuid, state, **kwargs)
+            raise messaging.MessagingTimeout('no reply')
+        return call(ctxt, job_uuid, state, **kwargs)
 
 
 @pytest.mark.parametrize('applied', [False, True],
@@ -280,7 +285,7 @@ def test_a_report_that_got_no_answer_is_sent_again(setup, conf, applied):
     assert driver.loaded_function(pe.CARD, 'region0') == pe.NEW_FUNCTION
 
 
-class ConductorWithoutDatabase(DirectConductor):
+class ConductorWithoutDatabase(ProgressTroubles):
     """The first ``outages`` reports of each state meet the conductor's
     database down (DatabaseUnavailable, as the RPC client raises it)."""
 
@@ -289,17 +294,11 @@ class ConductorWithoutDatabase(DirectConductor):
         self.outages = outages
         self.refused = []
 
-    def __getattr__(self, name):
-        call = super().__getattr__(name)
-        if name != 'job_progress':
-            return call
-
-        def progress(ctxt, job_uuid, state, **kwargs):
-            if self.refused.count(state) < self.outages:
-                self.refused.append(state)
-                raise exception.DatabaseUnavailable()
-            return call(ctxt, job_uuid, state, **kwargs)
-        return progress
+    def progress(self, call, ctxt, job_uuid, state, **kwargs):
+        if self.refused.count(state) < self.outages:
+            self.refused.append(state)
+            raise exception.DatabaseUnavailable()
+        return call(ctxt, job_uuid, state, **kwargs)
 
 
 def test_a_report_the_database_refused_is_sent_again(setup, conf):
