@@ -403,8 +403,11 @@ class PublishRequest(Base):
     bind on a shared function, a device disabled, an agent down): written
     in the transaction of the change, deleted once every inventory sink
     has the host again (see db/publish_requests.py). Insert-only, so
-    writers never contend on it."""
+    writers never contend on it. Ids only grow (AUTOINCREMENT on SQLite,
+    which would otherwise hand out an emptied table's ids again): a serve
+    deletes up to an id, and published_hosts keeps the highest served."""
     __tablename__ = 'publish_requests'
+    __table_args__ = {'sqlite_autoincrement': True}
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
                                             autoincrement=True)
