@@ -18,9 +18,11 @@ database; ``--hosts`` hosts registered, then ``--rounds`` rounds each
 loading a known function into about one region in 16 (a changed host has
 one or two changed regions, as in the fleet bench's 1% round), and only
 the changed hosts' reports (report + publish) timed, by the child's
-process CPU clock. Trials alternate: this tree, the baseline, this tree...
-The result: each tree's CPU milliseconds per changed host, their medians
-and the ratio baseline / this tree.
+process CPU clock; then ``--rounds`` rounds of every host's same report
+again (the periodic, unchanged ones), timed the same way. Trials
+alternate: this tree, the baseline, this tree... The result: each tree's
+CPU milliseconds per changed host and per unchanged one, their medians
+and the ratios baseline / this tree.
 """
 import os
 import statistics
@@ -63,12 +65,22 @@ def child(args):
                                          hosts.report(host))
             cpu_s += time.process_time() - start
             changed_hosts += len(changed)
+        # The same reports again: what each host's periodic report costs
+        # (most of a fleet's round, changed or not).
+        start = time.process_time()
+        for _ in range(args.rounds):
+            for host in everyone:
+                conductor.manager.report(None, fleet.hostname(host),
+                                         hosts.report(host))
+        unchanged_s = time.process_time() - start
         import cyborg_lite
         return {'root': os.path.dirname(os.path.dirname(
                     cyborg_lite.__file__)),
                 'changed_hosts': changed_hosts,
                 'cpu_ms_per_changed_host': round(
                     cpu_s * 1000 / max(1, changed_hosts), 3),
+                'cpu_ms_per_unchanged_host': round(
+                    unchanged_s * 1000 / (args.rounds * args.hosts), 3),
                 'sync_failures': len(conductor.sync_failures)}
     finally:
         placement.stop()
@@ -79,9 +91,10 @@ def _trial(root, args):
         root, os.path.join(HERE, 'bench', 'change_cost.py'),
         ['--hosts', str(args.hosts), '--rounds', str(args.rounds)])
     common.log('%-40s %8.2f ms a changed host (%d hosts, %d sync '
-               'failures)' % (root, result['cpu_ms_per_changed_host'],
-                              result['changed_hosts'],
-                              result['sync_failures']))
+               'failures), %.3f ms an unchanged one'
+               % (root, result['cpu_ms_per_changed_host'],
+                  result['changed_hosts'], result['sync_failures'],
+                  result['cpu_ms_per_unchanged_host']))
     return result
 
 
@@ -94,6 +107,9 @@ def run(args):
     medians = {name: statistics.median(t['cpu_ms_per_changed_host']
                                        for t in results)
                for name, results in trials.items()}
+    unchanged = {name: statistics.median(t['cpu_ms_per_unchanged_host']
+                                         for t in results)
+                 for name, results in trials.items()}
     return {
         'bench': 'change_cost',
         'machine': common.machine(),
@@ -103,6 +119,9 @@ def run(args):
         'median_cpu_ms_per_changed_host': medians,
         'baseline_over_this': common.ratio(medians['baseline'],
                                            medians['this']),
+        'median_cpu_ms_per_unchanged_host': unchanged,
+        'unchanged_baseline_over_this': common.ratio(unchanged['baseline'],
+                                                     unchanged['this']),
     }
 
 

@@ -27,16 +27,31 @@ def _of_host(stmt, drivers):
                           [sa.bindparam('d%d' % i) for i in range(drivers)]))
 
 
+# The columns compared: those a report's rows set (conductor/report.py's
+# desired_device), and what finds and versions a row. A value the report
+# sets that is not read here makes the difference structural (the ORM
+# path writes it): slower, never wrong. Reading no more than these halves
+# the deployables' columns, most of a host's rows.
+_DEV_COLUMNS = ('id', 'version', 'driver_name', 'identity', 'health', 'type',
+                'vendor', 'model', 'pci_address', 'std_board_info',
+                'vendor_board_info', 'rp_uuid')
+_DEP_COLUMNS = ('id', 'version', 'device_id', 'name', 'num_accelerators',
+                'region_type', 'function_id', 'function_name',
+                'local_memory_mb', 'rp_uuid')
+
+
 def _devices_with_cpids(drivers):
     # NOTE: a device has at most one control path (the writer keeps one);
     # a second would show as a repeated device and read as "changed".
-    return _of_host(sa.select(*_DEV.c, _CPID.c.id, _CPID.c.cpid_info)
+    return _of_host(sa.select(*(_DEV.c[n] for n in _DEV_COLUMNS),
+                              _CPID.c.id, _CPID.c.cpid_info)
                     .select_from(_DEV.outerjoin(
                         _CPID, _CPID.c.device_id == _DEV.c.id)), drivers)
 
 
 def _deployables_with_handles(drivers):
-    return _of_host(sa.select(*_DEP.c, _HANDLE.c.attach_info,
+    return _of_host(sa.select(*(_DEP.c[n] for n in _DEP_COLUMNS),
+                              _HANDLE.c.attach_info,
                               _HANDLE.c.attach_type, _HANDLE.c.cpid_id,
                               _HANDLE.c.id, _HANDLE.c.version)
                     .select_from(_DEP.join(_DEV, _DEP.c.device_id ==
@@ -115,11 +130,11 @@ class Diff:
     another type reads as a difference, never as equal.
     """
 
-    _DEV_AT = _index([c.name for c in _DEV.c])
-    _CPID_ID = len(_DEV.c)
-    _DEP_AT = _index([c.name for c in _DEP.c])
+    _DEV_AT = _index(_DEV_COLUMNS)
+    _CPID_ID = len(_DEV_COLUMNS)
+    _DEP_AT = _index(_DEP_COLUMNS)
     _INFO, _TYPE, _HANDLE_CPID, _HANDLE_ID, _HANDLE_VERSION = range(
-        len(_DEP.c), len(_DEP.c) + 5)
+        len(_DEP_COLUMNS), len(_DEP_COLUMNS) + 5)
 
     def __init__(self, conn, hostname, scans):
         devices, deployables, attributes = _HostReads.read(
@@ -146,8 +161,9 @@ class Diff:
             return False
         for key, want in wanted.items():
             row = stored[key]
-            self._update(models.Device, row, dev,
-                         dict(want['values'], health=want['health']))
+            if not self._update(models.Device, row, dev,
+                                dict(want['values'], health=want['health'])):
+                return False
             if not self._compare_cpid(row, want['cpid_info']):
                 return False
             deps = by_device.get(row[dev['id']], {})
@@ -160,12 +176,17 @@ class Diff:
         return True
 
     def _update(self, model, row, index, values):
-        """Record the columns of ``row`` that differ from ``values``."""
-        new = {name: value for name, value in values.items()
-               if row[index[name]] != value}
+        """Record the columns of ``row`` that differ from ``values``;
+        False if one of them is not read here."""
+        try:
+            new = {name: value for name, value in values.items()
+                   if row[index[name]] != value}
+        except KeyError:
+            return False
         if new:
-            version = row[index['version']] if 'version' in index else None
-            self.updates.append((model, row[index['id']], version, new))
+            self.updates.append((model, row[index['id']],
+                                 row[index['version']], new))
+        return True
 
     def _compare_cpid(self, row, info):
         cpid_id = row[self._CPID_ID]
@@ -178,7 +199,9 @@ class Diff:
 
     def _compare_deployable(self, stored, want, cpid_id):
         row, attributes, handles = stored
-        self._update(models.Deployable, row, self._DEP_AT, want['values'])
+        if not self._update(models.Deployable, row, self._DEP_AT,
+                            want['values']):
+            return False
         if attributes.keys() != want['attributes'].keys() or \
                 handles.keys() != want['handles'].keys():
             return False

@@ -127,8 +127,10 @@ def test_change_cost_bench_tiny(tmp_path):
         assert os.path.realpath(trial['root']) == os.path.realpath(ROOT)
         assert trial['changed_hosts'] >= 2
         assert trial['cpu_ms_per_changed_host'] > 0
+        assert trial['cpu_ms_per_unchanged_host'] > 0
         assert trial['sync_failures'] == 0
     assert result['baseline_over_this'] > 0
+    assert result['unchanged_baseline_over_this'] > 0
 
 
 @pytest.mark.parametrize('text', ['1', '-2', 'x'])

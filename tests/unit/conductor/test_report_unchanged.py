@@ -153,3 +153,28 @@ def test_a_stored_row_the_scan_lacks_is_seen(db):
                                   attach_info='{"kept":"1"}'))
     assert not _matches(_scans(h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)),
                                h.ok('gpu')))
+
+
+def test_every_value_a_report_sets_is_compared(db):
+    # The check reads only some columns; each value the report's rows set
+    # must be one of them, or every report would take the writing path.
+    _stored()
+    [want] = _scans(h.ok('fpga', h.fpga(CARD0)))['fpga']
+    assert set(want['values']) | {'health'} <= set(
+        inventory_diff._DEV_COLUMNS)
+    for dep in want['deployables'].values():
+        assert set(dep['values']) <= set(inventory_diff._DEP_COLUMNS)
+
+
+@pytest.mark.parametrize('row', ['device', 'deployable'])
+def test_a_value_the_check_does_not_read_takes_the_writing_path(db, row):
+    _stored()
+    scans = _scans(h.ok('fpga', h.fpga(CARD0), h.fpga(CARD1)), h.ok('gpu'))
+    [want, _] = scans['fpga']
+    if row == 'device':
+        want['values']['status'] = 'enabled'
+    else:
+        next(iter(want['deployables'].values()))['values'][
+            'driver_name'] = 'fpga'
+
+    assert not _matches(scans)
