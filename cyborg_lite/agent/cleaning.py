@@ -31,6 +31,7 @@ import time
 from cyborg_lite.agent import gated_runner
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
@@ -190,7 +191,7 @@ class CleaningRunner(gated_runner.GatedRunner):
     def _end(self, request, error=None):
         state = 'error' if error is not None else 'available'
         try:
-            self._report(request, state, error=error)
+            self._report(request, state, error=error, through_outage=True)
         except _Stop as exc:
             LOG.info('End of cleaning try %s refused: %s',
                      request['cleaning_uuid'], exc)
@@ -199,13 +200,24 @@ class CleaningRunner(gated_runner.GatedRunner):
             LOG.exception('Could not report the end of cleaning try %s',
                           request['cleaning_uuid'])
 
-    def _report(self, request, state, error=None):
+    def _report(self, request, state, error=None, through_outage=False):
+        """``through_outage``: sent again while the conductor's database
+        is down (a clean's end: lost, the reaper would start the whole
+        clean over), for up to [cleaning]heartbeat_timeout."""
         if self._cut.is_set():
             raise _Stop('the agent stopped')
-        try:
+
+        def send():
             self.conductor.cleaning_progress(
                 context.get_admin_context(), request['deployable_uuid'],
                 request['cleaning_uuid'], state, error=error)
+        try:
+            if not through_outage:
+                return send()
+            return self._through_outage(
+                send, 'Report %r of cleaning try %s'
+                % (state, request['cleaning_uuid']),
+                self.heartbeat_interval, CONF.cleaning.heartbeat_timeout)
         except (exception.Conflict, exception.NotFound) as exc:
             raise _Stop(str(exc))
 

@@ -10,6 +10,9 @@ leaves the threads as a killed agent would, cut off from the conductor
 """
 import logging
 import threading
+import time
+
+from cyborg_lite.common import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -60,6 +63,30 @@ class GatedRunner:
         finally:
             with self._lock:
                 self._threads.discard(threading.current_thread())
+
+    def _through_outage(self, send, what, interval, timeout):
+        """``send()``'s answer, sent again every ``interval`` s while the
+        conductor answers that its database is unavailable, for up to
+        ``timeout`` s (then that DatabaseUnavailable). Work done on the
+        hardware must not be reported failed, nor done again, for an
+        outage of the conductor's database. Conflict once the agent is
+        stopped. ``what`` names the report in the log."""
+        outage_since = None
+        while True:
+            if self._cut.is_set():
+                raise exception.Conflict(reason='the agent stopped')
+            try:
+                return send()
+            except exception.DatabaseUnavailable:
+                now = time.monotonic()
+                if outage_since is None:
+                    outage_since = now
+                    LOG.warning('%s: the conductor\'s database is '
+                                'unavailable; sending it again every %d s',
+                                what, interval)
+                elif now - outage_since >= timeout:
+                    raise
+                self._cut.wait(interval)
 
     def _busy(self):
         """With the lock held: whether a thread of this runner is alive."""

@@ -34,7 +34,6 @@ import logging
 import os
 import tempfile
 import threading
-import time
 
 import oslo_messaging as messaging
 
@@ -285,36 +284,24 @@ class JobRunner(gated_runner.GatedRunner):
             # report: once it lands, the conductor may send the region's
             # next job at once, and that one must not be turned away.
             self._free_region(job_uuid)
-        attempt, outage_since = 0, None
-        while True:
-            if self._cut.is_set():
-                raise exception.Conflict(reason='the agent stopped')
+
+        def send():
+            return self.conductor.job_progress(
+                context.get_admin_context(), job_uuid, state, error=error,
+                **extra)
+
+        # NOTE: past the heartbeat timeout of an outage, the reaper
+        # decides (once the database is back).
+        what = 'Report %r of job %s' % (state, job_uuid)
+        for attempt in range(1, self.REPORT_TRIES + 1):
             try:
-                return self.conductor.job_progress(
-                    context.get_admin_context(), job_uuid, state,
-                    error=error, **extra)
+                return self._through_outage(
+                    send, what, CONF.programming.heartbeat_interval,
+                    CONF.programming.heartbeat_timeout)
             except messaging.MessagingTimeout:
-                attempt += 1
                 if attempt == self.REPORT_TRIES:
                     raise
-                LOG.warning('Report %r of job %s got no answer; sending it '
-                            'again', state, job_uuid)
-            except exception.DatabaseUnavailable:
-                # NOTE: the conductor's database is down: the work done
-                # must not be reported failed for it. Sent again at the
-                # heartbeats' pace until the heartbeat timeout, after
-                # which the reaper decides (once the database is back).
-                now = time.monotonic()
-                if outage_since is None:
-                    outage_since = now
-                    LOG.warning('Report %r of job %s: the conductor\'s '
-                                'database is unavailable; sending it again '
-                                'every %d s', state, job_uuid,
-                                CONF.programming.heartbeat_interval)
-                elif now - outage_since >= \
-                        CONF.programming.heartbeat_timeout:
-                    raise
-                self._cut.wait(CONF.programming.heartbeat_interval)
+                LOG.warning('%s got no answer; sending it again', what)
 
     def _heartbeat(self, job_uuid, try_number=None):
         if self._cut.is_set():

@@ -200,3 +200,58 @@ def test_a_newer_try_for_a_busy_region_runs_after_the_current_one(setup):
     # The first ran; of the waiting ones only the newest was tried (and
     # refused before the driver: the conductor knows no such try).
     assert len(driver.cleaned) == 1
+
+
+class EndsMeetAnOutage(DirectConductor):
+    """The first ``outages`` reports of a clean's end meet the conductor's
+    database down (DatabaseUnavailable, as the RPC client raises it)."""
+
+    def __init__(self, manager, outages):
+        super().__init__(manager)
+        self.outages = outages
+        self.refused = []
+
+    def __getattr__(self, name):
+        call = super().__getattr__(name)
+        if name != 'cleaning_progress':
+            return call
+
+        def progress(ctxt, deployable_uuid, try_uuid, state, **kwargs):
+            if state != 'cleaning' and len(self.refused) < self.outages:
+                self.refused.append(state)
+                raise exception.DatabaseUnavailable()
+            return call(ctxt, deployable_uuid, try_uuid, state, **kwargs)
+        return progress
+
+
+def test_an_end_the_database_refused_is_sent_again(setup):
+    # Before: the end was logged as lost and the region stayed cleaning
+    # until the reaper started the whole clean over.
+    runner, release, _flow = setup
+    driver = CleaningDriver()
+    worker = runner(driver)
+    worker.conductor = EndsMeetAnOutage(worker.conductor.manager, 2)
+    worker.open()
+    region, request = release()
+
+    worker.submit(request)
+
+    _wait(region, 'available')
+    assert worker.conductor.refused == ['available', 'available']
+    assert len(driver.cleaned) == 1
+
+
+def test_an_end_refused_past_the_heartbeat_timeout_is_left_to_the_reaper(
+        setup, conf):
+    conf.set_override('heartbeat_timeout', 1, group='cleaning')
+    runner, release, _flow = setup
+    worker = runner(CleaningDriver())
+    worker.conductor = EndsMeetAnOutage(worker.conductor.manager, 100)
+    worker.open()
+    region, request = release()
+
+    worker.submit(request)
+
+    assert waiting.until(worker.idle)
+    assert 2 <= len(worker.conductor.refused) <= 3
+    assert _state(region).device_state == 'cleaning'
