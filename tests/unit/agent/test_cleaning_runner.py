@@ -16,6 +16,8 @@ from cyborg_lite.drivers import base
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.conductor.test_cleaning_flow import RecordingAgents
+from tests.unit.conductor.test_programming_flow_agent import (
+    ConductorWithoutDatabase)
 from tests.unit.conductor.test_programming_flow_agent import DirectConductor
 
 
@@ -202,26 +204,13 @@ def test_a_newer_try_for_a_busy_region_runs_after_the_current_one(setup):
     assert len(driver.cleaned) == 1
 
 
-class EndsMeetAnOutage(DirectConductor):
-    """The first ``outages`` reports of a clean's end meet the conductor's
-    database down (DatabaseUnavailable, as the RPC client raises it)."""
+class EndsMeetAnOutage(ConductorWithoutDatabase):
+    """A clean's end (not its start or heartbeats) meets the conductor's
+    database down, ``outages`` times."""
+    progress_method = 'cleaning_progress'
 
     def __init__(self, manager, outages):
-        super().__init__(manager)
-        self.outages = outages
-        self.refused = []
-
-    def __getattr__(self, name):
-        call = super().__getattr__(name)
-        if name != 'cleaning_progress':
-            return call
-
-        def progress(ctxt, deployable_uuid, try_uuid, state, **kwargs):
-            if state != 'cleaning' and len(self.refused) < self.outages:
-                self.refused.append(state)
-                raise exception.DatabaseUnavailable()
-            return call(ctxt, deployable_uuid, try_uuid, state, **kwargs)
-        return progress
+        super().__init__(manager, outages, spared=('cleaning',))
 
 
 def test_an_end_the_database_refused_is_sent_again(setup):

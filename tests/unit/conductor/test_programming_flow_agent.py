@@ -244,12 +244,14 @@ def test_a_stale_try_on_a_live_agent_is_stopped_before_writing(setup, conf):
 
 
 class ProgressTroubles(DirectConductor):
-    """DirectConductor whose job_progress goes through ``progress(call,
-    ctxt, job_uuid, state, **kwargs)``, where a test makes its trouble."""
+    """DirectConductor whose ``progress_method`` (job_progress) goes
+    through ``progress(call, ctxt, *args, **kwargs)``, where a test makes
+    its trouble."""
+    progress_method = 'job_progress'
 
     def __getattr__(self, name):
         call = super().__getattr__(name)
-        if name != 'job_progress':
+        if name != self.progress_method:
             return call
         return lambda *args, **kwargs: self.progress(call, *args, **kwargs)
 
@@ -286,19 +288,24 @@ def test_a_report_that_got_no_answer_is_sent_again(setup, conf, applied):
 
 
 class ConductorWithoutDatabase(ProgressTroubles):
-    """The first ``outages`` reports of each state meet the conductor's
-    database down (DatabaseUnavailable, as the RPC client raises it)."""
+    """The first ``outages`` reports of each state, but those ``spared``,
+    meet the conductor's database down (DatabaseUnavailable, as the RPC
+    client raises it). The state is the call's last positional argument
+    (job_progress and cleaning_progress alike)."""
 
-    def __init__(self, manager, outages):
+    def __init__(self, manager, outages, spared=()):
         super().__init__(manager)
         self.outages = outages
+        self.spared = spared
         self.refused = []
 
-    def progress(self, call, ctxt, job_uuid, state, **kwargs):
-        if self.refused.count(state) < self.outages:
+    def progress(self, call, ctxt, *args, **kwargs):
+        state = args[-1]
+        if state not in self.spared and \
+                self.refused.count(state) < self.outages:
             self.refused.append(state)
             raise exception.DatabaseUnavailable()
-        return call(ctxt, job_uuid, state, **kwargs)
+        return call(ctxt, *args, **kwargs)
 
 
 def test_a_report_the_database_refused_is_sent_again(setup, conf):
