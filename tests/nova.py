@@ -6,10 +6,7 @@ developer's machine, and fails under CI=true: CI must run Nova's code,
 not only the copies of it in the tests.
 """
 import json
-import os
 import subprocess
-
-import pytest
 
 from tests import servers
 
@@ -18,15 +15,10 @@ ENV = 'CYBORG_LITE_NOVA_PYTHON'
 
 def python():
     """The path of a Python with nova, or skip (fail under CI)."""
-    path = os.environ.get(ENV)
-    if path:
-        return path
-    reason = ('set %s to a Python with nova installed (python3 -m venv V '
-              '&& V/bin/pip install "nova==34.*"; .ci/run does) to run '
-              "Nova's own code" % ENV)
-    if servers.under_ci():
-        pytest.fail('CI=true: ' + reason)
-    pytest.skip(reason)
+    return servers.require_python(ENV, (
+        'set %s to a Python with nova installed (python3 -m venv V && '
+        'V/bin/pip install "nova==34.*"; .ci/run does) to run Nova\'s own '
+        'code' % ENV))
 
 
 def run(script, payload):

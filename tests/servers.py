@@ -109,6 +109,18 @@ def require_binary(name, package, extra_globs=()):
     return path
 
 
+def require_python(env, reason):
+    """The Python that the variable ``env`` names (a venv with another
+    OpenStack project); skip with ``reason`` (or fail under CI) when it
+    is not set."""
+    path = os.environ.get(env)
+    if path:
+        return path
+    if under_ci():
+        pytest.fail('CI=true: ' + reason)
+    pytest.skip(reason)  # only outside CI: under CI=true it failed above
+
+
 def _run(args, **kwargs):
     proc = subprocess.run(args, capture_output=True, text=True, **kwargs)
     if proc.returncode != 0:

@@ -11,6 +11,7 @@ from cyborg_lite.api import deploy
 from cyborg_lite.common import policy
 from cyborg_lite.db import models
 from cyborg_lite.db import session
+from tests import real_keystone
 
 ADMIN = {'X-Roles': 'admin', 'X-Project-Id': 'admin-project',
          'X-User-Id': 'admin'}
@@ -67,7 +68,8 @@ def api_conf(conf):
 
 def configure_keystone(conf, keystone_url):
     """[api] auth_strategy keystone, keystonemiddleware's service user
-    against the Keystone at ``keystone_url`` (a KeystoneStandIn)."""
+    against the Keystone at ``keystone_url`` (a KeystoneStandIn or the
+    real one of the ``keystone`` fixture)."""
     group = 'keystone_authtoken'
     conf.set_override('auth_strategy', 'keystone', group='api')
     # NOTE: keystoneauth registers a plugin's options only when it loads
@@ -81,6 +83,28 @@ def configure_keystone(conf, keystone_url):
                         ('user_domain_name', 'Default'),
                         ('project_domain_name', 'Default')):
         conf.set_override(name, value, group=group)
+
+
+@pytest.fixture(scope='session')
+def keystone(tmp_path_factory):
+    """A real Keystone (tests/real_keystone.py) for the worker's session:
+    its tests share the xdist group ``keystone``, and other modules' tests
+    may run between them. keystonemiddleware's user (``cyborg``) and
+    Nova's have the service role, as devstack gives them; alice, rita and
+    anne are project-a's member, reader and manager, bob project-b's
+    member."""
+    server = real_keystone.KeystoneServer(
+        tmp_path_factory.mktemp('keystone')).start()
+    try:
+        server.user('cyborg', 'service', ['service'])
+        server.user('nova', 'service', ['service'])
+        server.user('alice', 'project-a', ['member'])
+        server.user('rita', 'project-a', ['reader'])
+        server.user('anne', 'project-a', ['manager'])
+        server.user('bob', 'project-b', ['member'])
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
