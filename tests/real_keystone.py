@@ -170,6 +170,14 @@ class KeystoneServer:
                 found, user, identity.find_role(role, ignore_missing=False))
         return user
 
+    def password_options(self, user, project):
+        """keystoneauth's password options of ``user`` in ``project``, as
+        a service's configuration file holds them."""
+        return {'auth_type': 'password', 'auth_url': self.auth_url,
+                'username': user, 'password': PASSWORD,
+                'user_domain_name': DOMAIN, 'project_name': project,
+                'project_domain_name': DOMAIN}
+
     def login(self, user, project=None, system_scope=None):
         """keystoneauth's AccessInfo of a new token of ``user`` scoped to
         ``project`` (or the system): the token, its roles, its catalog."""
@@ -201,3 +209,10 @@ class KeystoneServer:
         else:
             identity.create_endpoint(service_id=service.id, url=url,
                                      interface='public', region_id=REGION)
+
+
+def ini(sections):
+    """An oslo.config file of {section: {option: value}}."""
+    return ''.join('[%s]\n%s' % (name, ''.join(
+        '%s = %s\n' % item for item in options.items()))
+        for name, options in sections.items())

@@ -43,21 +43,6 @@ OUR_4XX_FOR_CYBORGS_500 = {
 RESULT = re.compile(r'^\{\d+\} (.+?) \[[\d.]+s\] \.\.\. (ok|FAILED|SKIPPED)',
                     re.M)
 
-AIO_CONF = """[DEFAULT]
-log_file = {state}/all-in-one.log
-[api]
-auth_strategy = keystone
-[keystone_authtoken]
-www_authenticate_uri = {auth_url}
-auth_url = {auth_url}
-auth_type = password
-username = cyborg
-password = {password}
-project_name = service
-user_domain_name = {domain}
-project_domain_name = {domain}
-"""
-
 TEMPEST_CONF = """[DEFAULT]
 log_file = {workspace}/tempest.log
 [oslo_concurrency]
@@ -125,9 +110,12 @@ def all_in_one(keystone, tmp_path):
     state = tmp_path / 'state'
     state.mkdir()
     conf = tmp_path / 'aio.conf'
-    conf.write_text(AIO_CONF.format(
-        state=state, auth_url=keystone.auth_url, password=ks.PASSWORD,
-        domain=ks.DOMAIN))
+    conf.write_text(ks.ini({
+        'DEFAULT': {'log_file': state / 'all-in-one.log'},
+        'api': {'auth_strategy': 'keystone'},
+        'keystone_authtoken': dict(
+            keystone.password_options('cyborg', 'service'),
+            www_authenticate_uri=keystone.auth_url)}))
     aio = process.AllInOneProcess(state, '--config-file', str(conf))
     keystone.set_endpoint('accelerator', aio.api + '/v2')
     aio.start().wait_api()

@@ -235,19 +235,6 @@ print(json.dumps({
     'created': arqs, 'resolved': resolved, 'shown': shown, 'left': left}))
 '''
 
-NOVA_CONF = '''[cyborg]
-region_name = {region}
-[service_user]
-send_service_user_token = true
-auth_type = password
-auth_url = {auth_url}
-username = nova
-password = {password}
-user_domain_name = {domain}
-project_name = service
-project_domain_name = {domain}
-'''
-
 
 def test_novas_own_cyborg_client_with_user_and_service_tokens(
         keystone, endpoint, tmp_path):
@@ -256,9 +243,10 @@ def test_novas_own_cyborg_client_with_user_and_service_tokens(
     alice.create_device_profile(name='nova_code_dp', groups=[
         {'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL': 'required'}])
     conf = tmp_path / 'nova.conf'
-    conf.write_text(NOVA_CONF.format(
-        region=ks.REGION, auth_url=keystone.auth_url,
-        password=ks.PASSWORD, domain=ks.DOMAIN))
+    conf.write_text(ks.ini({
+        'cyborg': {'region_name': ks.REGION},
+        'service_user': dict(keystone.password_options('nova', 'service'),
+                             send_service_user_token='true')}))
     access = keystone.login('alice', 'project-a')
     got = nova.run(NOVA_CYBORG_CLIENT, {
         'conf': str(conf), 'user_id': access.user_id,
