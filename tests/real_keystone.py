@@ -50,6 +50,24 @@ password_hash_rounds = 4
 """
 
 
+def password_auth(auth_url, user, project=None, system_scope=None):
+    """keystoneauth's password-auth arguments of ``user``, in the Default
+    domain, scoped to ``project`` or the system (the test password)."""
+    args = {'auth_url': auth_url, 'username': user, 'password': PASSWORD,
+            'user_domain_name': DOMAIN}
+    if project is not None:
+        args.update(project_name=project, project_domain_name=DOMAIN)
+    if system_scope is not None:
+        args['system_scope'] = system_scope
+    return args
+
+
+def password_options(auth_url, user, project):
+    """The same as a service's [keystone_authtoken] or [service_user]
+    section holds them: with ``auth_type``."""
+    return dict(password_auth(auth_url, user, project), auth_type='password')
+
+
 def python():
     """The path of a Python with keystone, or skip (fail under CI)."""
     return servers.require_python(ENV, (
@@ -145,13 +163,7 @@ class KeystoneServer:
 
     def auth(self, user, project=None, system_scope=None):
         """openstacksdk / keystoneauth password-auth arguments."""
-        args = {'auth_url': self.auth_url, 'username': user,
-                'password': PASSWORD, 'user_domain_name': DOMAIN}
-        if project is not None:
-            args.update(project_name=project, project_domain_name=DOMAIN)
-        if system_scope is not None:
-            args['system_scope'] = system_scope
-        return args
+        return password_auth(self.auth_url, user, project, system_scope)
 
     def user(self, name, project, roles):
         """A user with ``roles`` on ``project`` (both made if missing)."""
@@ -173,10 +185,7 @@ class KeystoneServer:
     def password_options(self, user, project):
         """keystoneauth's password options of ``user`` in ``project``, as
         a service's configuration file holds them."""
-        return {'auth_type': 'password', 'auth_url': self.auth_url,
-                'username': user, 'password': PASSWORD,
-                'user_domain_name': DOMAIN, 'project_name': project,
-                'project_domain_name': DOMAIN}
+        return password_options(self.auth_url, user, project)
 
     def login(self, user, project=None, system_scope=None):
         """keystoneauth's AccessInfo of a new token of ``user`` scoped to

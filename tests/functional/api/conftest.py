@@ -76,12 +76,10 @@ def configure_keystone(conf, keystone_url):
     # the plugin; register them first so they can be set.
     conf.register_opts(ks_loading.get_auth_plugin_conf_options('password'),
                        group=group)
-    for name, value in (('www_authenticate_uri', keystone_url + '/v3'),
-                        ('auth_url', keystone_url + '/v3'),
-                        ('auth_type', 'password'), ('username', 'cyborg'),
-                        ('password', 'secret'), ('project_name', 'service'),
-                        ('user_domain_name', 'Default'),
-                        ('project_domain_name', 'Default')):
+    auth_url = keystone_url + '/v3'
+    options = real_keystone.password_options(auth_url, 'cyborg', 'service')
+    options['www_authenticate_uri'] = auth_url
+    for name, value in options.items():
         conf.set_override(name, value, group=group)
 
 

@@ -168,10 +168,8 @@ def _cli(keystone, *argv):
     an admin openrc; its JSON output."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith('OS_') and k != 'CYBORG_LITE_URL'}
-    env.update(OS_AUTH_URL=keystone.auth_url, OS_USERNAME='admin',
-               OS_PASSWORD=ks.PASSWORD, OS_PROJECT_NAME='admin',
-               OS_USER_DOMAIN_NAME=ks.DOMAIN,
-               OS_PROJECT_DOMAIN_NAME=ks.DOMAIN,
+    env.update({'OS_' + name.upper(): value for name, value in
+                keystone.password_options('admin', 'admin').items()},
                OS_IDENTITY_API_VERSION='3', OS_REGION_NAME=ks.REGION)
     proc = subprocess.run([os.path.join(BIN, argv[0])] + list(argv[1:]),
                           capture_output=True, text=True, env=env,
