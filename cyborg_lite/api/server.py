@@ -14,9 +14,21 @@ in JSON, from the headers alone, and the upload streams to disk. cheroot
 keep-alive and chunked request bodies.
 
 ``cyborg-lite-api`` uses gunicorn, which streams request bodies as well.
-"""
-import threading
 
+A response given before the whole request body was read (a 413 from the
+headers, or mid-upload) closes the connection with a lingering close:
+cheroot would close at once, and the kernel answers the bytes the client
+is still sending with a reset, which can reach the client before it has
+read the response (it then sees "broken pipe", not the 413). So the
+server sends its FIN, then reads and discards what still comes, for a
+bounded time, before closing (RFC 9112 section 9.6; Apache's and nginx's
+lingering close).
+"""
+import socket
+import threading
+import time
+
+from cheroot import server as cheroot_server
 from cheroot import wsgi
 
 THREADS = 8
@@ -25,6 +37,46 @@ MAX_HEADER_BYTES = 256 * 1024
 LISTEN_BACKLOG = 1024
 # Seconds a connection may stay silent (mid-upload included).
 SOCKET_TIMEOUT = 60
+# Lingering close: at most this long in all, and this long per silent read
+# (Apache's values); the worker thread is held meanwhile.
+LINGER_SECONDS = 30
+LINGER_READ_SECONDS = 2
+
+
+def _body_left_unread(rfile):
+    if isinstance(rfile, cheroot_server.ChunkedRFile):
+        return not rfile.closed
+    return getattr(rfile, 'remaining', 0) > 0
+
+
+def _discard_until_quiet(sock):
+    """Half-close ``sock``, then read and drop what the client still sends
+    until it closes, falls silent, or the time is up."""
+    deadline = time.monotonic() + LINGER_SECONDS
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(LINGER_READ_SECONDS)
+        while time.monotonic() < deadline and sock.recv(65536):
+            pass
+    except OSError:   # a timeout, or the client reset it: done either way
+        pass
+
+
+class _Request(cheroot_server.HTTPRequest):
+    def respond(self):
+        super().respond()
+        if self.close_connection and _body_left_unread(self.rfile):
+            self.conn.body_left_unread = True
+
+
+class _Connection(cheroot_server.HTTPConnection):
+    RequestHandlerClass = _Request
+    body_left_unread = False
+
+    def close(self):
+        if self.body_left_unread and not self.linger:
+            _discard_until_quiet(self.socket)
+        super().close()
 
 
 class Server:
@@ -36,6 +88,7 @@ class Server:
             (host, port), app, numthreads=threads,
             request_queue_size=LISTEN_BACKLOG, timeout=SOCKET_TIMEOUT,
             server_name='cyborg-lite')
+        self._server.ConnectionClass = _Connection
         # Body limits are the application's (JSON errors, per route).
         self._server.max_request_body_size = 0
         self._server.max_request_header_size = MAX_HEADER_BYTES

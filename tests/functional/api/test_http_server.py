@@ -119,6 +119,23 @@ def test_one_byte_over_is_413_before_the_body_is_sent(api):
     assert bitstreams_db.get(uuid).status == 'queued'
 
 
+def test_a_client_sending_the_whole_oversized_body_reads_the_413(api):
+    """http.client (as requests) sends the whole body before it reads: the
+    413 answered from the headers must still reach it, not a reset."""
+    uuid = _create(api)
+    body = b'\0' * (32 * MIB)   # far more than the sockets' buffers hold
+    conn = http.client.HTTPConnection('127.0.0.1', api, timeout=TIMEOUT)
+    conn.request('PUT', '/v2/bitstreams/%s/file' % uuid, body,
+                 headers=dict(bh.h(MEMBER_A),
+                              **{'Content-Type': bh.OCTETS}))
+    resp = conn.getresponse()
+    assert resp.status == 413
+    assert resp.getheader('Connection') == 'close'
+    assert str(MIB) in json_error({'content-type': resp.getheader(
+        'Content-Type')}, resp.read())
+    assert bitstreams_db.get(uuid).status == 'queued'
+
+
 def test_expect_continue_over_the_limit_is_413_too(api):
     uuid = _create(api)
     status, headers, body = exchange(api, head(
@@ -154,7 +171,7 @@ def test_chunked_upload_streams_and_is_cut_at_the_limit(api):
 
     other = _create(api)
     conn = http.client.HTTPConnection('127.0.0.1', api, timeout=TIMEOUT)
-    big = (b'\0' * 65536 for _ in range(20))   # 1.25 MiB
+    big = (b'\0' * 65536 for _ in range(512))   # 32 MiB, cut at 1 MiB
     conn.request('PUT', '/v2/bitstreams/%s/file' % other, big,
                  headers=dict(bh.h(MEMBER_A),
                               **{'Content-Type': bh.OCTETS}),
