@@ -3,7 +3,8 @@
 From the outside in, each layer seeing the request before the next:
 
 1. RequestId: every request and response gets ``x-openstack-request-id``
-   first, so that even a 500 can be traced in the log.
+   first, so that even a 500 can be traced in the log (oslo.middleware's
+   keys and header, middleware.RequestId).
 2. FaultWrapper: error responses of every layer below, in Cyborg's JSON
    form; an unexpected exception becomes a JSON 500 with no traceback.
 3. BodySizeLimit: 413 before anything reads or parses an oversized body.
@@ -17,7 +18,6 @@ From the outside in, each layer seeing the request before the next:
    and turns the errors handlers raise into JSON.
 """
 from oslo_log import log
-from oslo_middleware import request_id
 
 from cyborg_lite.api import fault
 from cyborg_lite.api import handler
@@ -42,7 +42,7 @@ def loadapp(conf=CONF, conductor_factory=None):
     app = _auth(app, conf)
     app = middleware.BodySizeLimit(app, conf.api.max_request_body_size)
     app = fault.FaultWrapper(app)
-    return request_id.RequestId(app)
+    return middleware.RequestId(app)
 
 
 def loadapp_serving(conf=CONF):

@@ -2,7 +2,8 @@
 import re
 
 from keystonemiddleware import auth_token
-import webob
+from oslo_context import context as oslo_context
+from oslo_middleware import request_id
 
 from cyborg_lite.api import fault
 from cyborg_lite.api import microversion
@@ -16,6 +17,37 @@ PUBLIC_PATHS = ('/', '/v2', '/v2/')
 # document parsed in memory: their handler enforces its own, larger limit
 # ([bitstreams]max_size_mb) while it streams (handlers/bitstream_file).
 STREAMED_UPLOADS = (('PUT', re.compile(r'(/v2)?/bitstreams/[^/]+/file/?')),)
+
+
+# A global request id a caller may pass on (oslo.middleware's format,
+# matched as a whole string).
+_GLOBAL_REQUEST_ID = re.compile(request_id.ID_FORMAT.strip('^$'))
+
+
+class RequestId:
+    """oslo.middleware's RequestId as a plain WSGI middleware: the same
+    environ keys (which oslo.context and oslo.log read), the same inbound
+    global request id, the same response header; without the webob
+    Request and Response it builds around every request (a twelfth of a
+    small POST's time)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        global_id = environ.get('HTTP_X_OPENSTACK_REQUEST_ID', '')
+        if _GLOBAL_REQUEST_ID.fullmatch(global_id):
+            environ[request_id.GLOBAL_REQ_ID] = global_id
+        req_id = oslo_context.generate_request_id()
+        environ[request_id.ENV_REQUEST_ID] = req_id
+
+        def add_header(status, headers, exc_info=None):
+            name = request_id.HTTP_RESP_HEADER_REQUEST_ID
+            if not any(key.lower() == name for key, _ in headers):
+                headers = list(headers) + [(name, req_id)]
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, add_header)
 
 
 class _LimitedInput:
@@ -129,9 +161,8 @@ class Microversion:
         self.app = app
 
     def __call__(self, environ, start_response):
-        headers = webob.Request(environ).headers
         try:
-            version = microversion.negotiate(headers)
+            version = microversion.negotiate(environ)
         except microversion.NotAcceptableVersion as exc:
             resp = fault.error_response(
                 406, str(exc), microversion.response_headers(None))

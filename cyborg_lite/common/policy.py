@@ -114,19 +114,27 @@ class CachingEnforcer(policy.Enforcer):
         return decisions[key]
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+_SEQUENCES = frozenset({list, tuple, set, frozenset})
+
+
 def _frozen(mapping):
     """A hashable form of a dict of plain values (lists and sets as
-    tuples); None when some value is not plain."""
+    tuples); None when some value is not plain. Equal forms are equal
+    dicts of the same types (True is 1 to Python, not to a policy rule);
+    equal dicts built in another order only miss the cache."""
     items = []
     for name, value in mapping.items():
-        if isinstance(value, (list, tuple, set, frozenset)):
+        kind = type(value)
+        if kind in _SEQUENCES:
             value = tuple(value)
-            if not all(isinstance(v, str) for v in value):
-                return None
-        elif not isinstance(value, (str, int, float, bool, type(None))):
+            for item in value:
+                if type(item) is not str:
+                    return None
+        elif kind not in _PLAIN:
             return None
-        items.append((name, value))
-    return tuple(sorted(items))
+        items.append((name, kind, value))
+    return tuple(items)
 
 
 def _decision_key(rule, target, creds):

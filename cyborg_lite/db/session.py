@@ -40,6 +40,8 @@ _engines = {}
 # engine for the readers that take turns, see core_reader.
 _sqlite_writer_locks = {}
 _sqlite_turn_locks = {}
+# The connection each SQLite engine's writers share, see _checked_out.
+_sqlite_writer_connections = {}
 
 
 def validate_url(url):
@@ -196,6 +198,9 @@ def get_engine(url=None):
 def dispose_all():
     """Close every pooled connection (tests, and after fork)."""
     with _lock:
+        for conn in _sqlite_writer_connections.values():
+            conn.close()
+        _sqlite_writer_connections.clear()
         for engine in _engines.values():
             engine.dispose()
         _engines.clear()
@@ -256,12 +261,43 @@ def wait_until_reachable(retries, interval, url=None, sleep=time.sleep):
             sleep(interval)
 
 
+def _as_writer(conn):
+    return conn.execution_options(cyborg_lite_writer=True)
+
+
+def _kept_sqlite_writer(engine):
+    """The connection kept checked out for ``engine``'s writers, who hold
+    the writer lock while they use it; None where there is none (not
+    SQLite) or it is in use (a writer nested in another)."""
+    if engine not in _sqlite_writer_locks:
+        return None
+    conn = _sqlite_writer_connections.get(engine)
+    if conn is not None and conn.invalidated:
+        conn.close()
+        conn = None
+    if conn is None:
+        conn = _sqlite_writer_connections[engine] = _as_writer(
+            _connect(engine))
+    return None if conn.in_transaction() else conn
+
+
+@contextlib.contextmanager
+def _checked_out(engine, is_writer):
+    # NOTE: SQLite's writers take turns on the writer lock anyway; one
+    # connection kept for them spares each write the pool's checkout and
+    # checkin (a twelfth of a one-row POST's time).
+    kept = _kept_sqlite_writer(engine) if is_writer else None
+    if kept is not None:
+        yield kept
+        return
+    with _connect(engine) as conn:
+        yield _as_writer(conn) if is_writer else conn
+
+
 @contextlib.contextmanager
 def _connection_transaction(engine, is_writer):
     try:
-        with _connect(engine) as conn:
-            if is_writer:
-                conn = conn.execution_options(cyborg_lite_writer=True)
+        with _checked_out(engine, is_writer) as conn:
             with conn.begin() as txn:
                 yield conn
                 if not is_writer:

@@ -54,6 +54,18 @@ def test_a_decision_is_evaluated_once(evaluations):
     assert evaluations == [RULE] * 3
 
 
+def test_values_equal_to_python_but_not_to_a_rule_are_two_decisions(
+        evaluations):
+    """True == 1 in Python, but a rule compares their strings."""
+    enforcer = policy.get_enforcer()
+    enforcer.register_default(oslo_policy.RuleDefault(
+        'test:flag', 'flag:%(flag)s'))
+    assert enforcer.enforce('test:flag', {'flag': True}, {'flag': True})
+    assert not enforcer.enforce('test:flag', {'flag': 1}, {'flag': True})
+    assert not enforcer.enforce('test:flag', {'flag': True}, {'flag': 1})
+    assert evaluations == ['test:flag'] * 3
+
+
 class Clock:
     def __init__(self):
         self.now = 0.0

@@ -46,6 +46,33 @@ def test_writer_rolls_back_everything_on_error(db):
         assert s.scalar(sa.select(sa.func.count(models.Device.id))) == 0
 
 
+def test_sqlite_writers_share_one_kept_connection(db):
+    """On SQLite the writers, who take turns anyway, use one connection
+    kept checked out; a failed write leaves it without a transaction, and
+    dispose_all gives it back. Elsewhere each writer checks one out."""
+    engine = session.get_engine()
+    checkouts = []
+
+    def count(*_args):
+        checkouts.append(1)
+    sa.event.listen(engine, 'checkout', count)
+    for name in 'cde':
+        with session.writer() as s:
+            s.add(_device(name))
+    with pytest.raises(RuntimeError):
+        with session.core_writer() as conn:
+            conn.execute(sa.text('DELETE FROM devices'))
+            raise RuntimeError('boom')
+    with session.core_writer() as conn:
+        conn.execute(sa.text("DELETE FROM devices WHERE uuid = 'c'"))
+    sa.event.remove(engine, 'checkout', count)
+    assert len(checkouts) == (1 if db.startswith('sqlite') else 5)
+    with session.reader() as s:
+        assert sorted(s.scalars(sa.select(models.Device.uuid))) == ['d', 'e']
+    session.dispose_all()
+    assert engine.pool.checkedout() == 0
+
+
 def test_reader_commits_nothing(db):
     with session.reader() as s:
         s.add(_device('b'))
