@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import socket
-import socketserver
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from wsgiref import simple_server
+
+from cheroot import wsgi as cheroot_wsgi
 
 TOKEN = 'admin'
 
@@ -59,9 +59,11 @@ class PlacementServer:
         policy (e.g. letting the admin token reshape, as a deployment
         whose Cyborg user has the service role). ``db_url``: a database
         (e.g. PostgreSQL) instead of the SQLite file. ``workers`` > 0:
-        served by gunicorn with that many worker processes, not wsgiref
-        (the child-exits-with-parent guarantee then does not hold: stop()
-        it)."""
+        served by gunicorn with that many worker processes (gthread,
+        GUNICORN_THREADS each), not one cheroot process (the
+        child-exits-with-parent guarantee then does not hold: stop() it).
+        Both keep connections alive between requests, as Placement's
+        deployments (uwsgi, mod_wsgi) do."""
         self.port = port or free_port()
         self.policy = dict(policy or {})
         self.db_url = db_url
@@ -92,8 +94,12 @@ class PlacementServer:
                            check=True, capture_output=True)
             env = dict(os.environ, **{_DB_ENV: database,
                                       _POLICY_ENV: policy_path})
+            # NOTE: gthread, not the sync worker, which closes every
+            # connection after one request.
             argv = [sys.executable, '-m', 'gunicorn', '-w',
-                    str(self.workers), '-b', '127.0.0.1:%d' % self.port,
+                    str(self.workers), '-k', 'gthread', '--threads',
+                    str(GUNICORN_THREADS), '--keep-alive',
+                    str(SOCKET_TIMEOUT), '-b', '127.0.0.1:%d' % self.port,
                     '--timeout', '300',
                     'cyborg_lite.common.placement_server:gunicorn_app()']
         log = open(self.log_path, 'ab')
@@ -163,17 +169,24 @@ class PlacementServer:
             return ''
 
 
-class _ThreadingWSGIServer(socketserver.ThreadingMixIn,
-                           simple_server.WSGIServer):
-    daemon_threads = True
-    # NOTE: restart binds the same port while old connections may sit in
-    # TIME_WAIT.
-    allow_reuse_address = True
+# Threads serving requests; a connection kept alive between requests
+# holds none. (wsgiref, served before, speaks HTTP/1.0: a new connection
+# for every request, as no deployment of Placement does.)
+THREADS = 32
+KEEP_ALIVE_CONNECTIONS = 1024
+# Seconds a connection may stay silent, mid-request or between requests.
+SOCKET_TIMEOUT = 60
+# Threads of each gunicorn worker (``workers`` > 0).
+GUNICORN_THREADS = 4
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
+def _serve(app, port):
+    server = cheroot_wsgi.Server(
+        ('127.0.0.1', port), app, numthreads=THREADS,
+        request_queue_size=1024, timeout=SOCKET_TIMEOUT,
+        server_name='placement')
+    server.keep_alive_conn_limit = KEEP_ALIVE_CONNECTIONS
+    server.start()
 
 
 def build_app(database, policy_path=None):
@@ -250,10 +263,7 @@ def main(argv):
     app = build_app(database, argv[3] if len(argv) > 3 and argv[3] else None)
     if '://' not in database or database.startswith('sqlite'):
         app = one_writer_at_a_time(app)
-    server = simple_server.make_server(
-        '127.0.0.1', port, app, server_class=_ThreadingWSGIServer,
-        handler_class=_QuietHandler)
-    server.serve_forever()
+    _serve(app, port)
 
 
 if __name__ == '__main__':
