@@ -56,6 +56,7 @@ from bench import common
 from bench import fake_nova
 from bench import seed
 from bench import serving
+from cyborg_lite.common import processes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -133,13 +134,7 @@ class Server:
             return f.read()[-3000:]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        processes.stop(self.proc, 15)
         self._log.close()
 
 

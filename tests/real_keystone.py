@@ -23,6 +23,7 @@ import openstack
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
+from cyborg_lite.common import processes
 from tests import servers
 
 ENV = 'CYBORG_LITE_KEYSTONE_PYTHON'
@@ -66,6 +67,14 @@ def password_options(auth_url, user, project):
     """The same as a service's [keystone_authtoken] or [service_user]
     section holds them: with ``auth_type``."""
     return dict(password_auth(auth_url, user, project), auth_type='password')
+
+
+def authtoken_options(auth_url):
+    """keystonemiddleware's [keystone_authtoken] section of the API:
+    its service user ``cyborg`` in project ``service``, against the
+    Keystone whose identity endpoint is ``auth_url``."""
+    return dict(password_options(auth_url, 'cyborg', 'service'),
+                www_authenticate_uri=auth_url)
 
 
 def python():
@@ -130,14 +139,8 @@ class KeystoneServer:
                                           % (args[0], out[-3000:]))
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
         if self.proc is not None:
+            processes.stop(self.proc, 15)
             self._log.close()
 
     def _tails(self):

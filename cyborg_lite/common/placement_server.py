@@ -28,6 +28,8 @@ import urllib.request
 
 from cheroot import wsgi as cheroot_wsgi
 
+from cyborg_lite.common import processes
+
 TOKEN = 'admin'
 
 
@@ -143,12 +145,7 @@ class PlacementServer:
     def stop(self):
         if self._proc is None:
             return
-        self._proc.terminate()
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
+        processes.stop(self._proc, 10)
         self._proc.stdin.close()
         self._proc = None
 

@@ -5,6 +5,7 @@ import signal
 import socket
 import subprocess
 
+from cyborg_lite.common import processes
 from tests import servers
 from tests.functional import console
 
@@ -51,15 +52,9 @@ class AllInOneProcess:
         return self.proc.returncode, out, err
 
     def stop(self, sig=signal.SIGTERM):
-        if self.proc is None or self.proc.poll() is not None:
-            return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        return self.proc.returncode
+        if self.proc is None:
+            return None
+        return processes.stop(self.proc, 60, sig)
 
 
 def placement_children(port):
