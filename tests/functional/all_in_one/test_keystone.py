@@ -3,6 +3,7 @@
 import pytest
 import requests
 
+from tests import real_keystone
 from tests.functional.all_in_one import keystone_standin
 from tests.functional.all_in_one import process
 
@@ -12,14 +13,10 @@ HEADERS = {'OpenStack-API-Version': 'accelerator 2.3'}
 
 
 def _config(path, keystone):
-    path.write_text('\n'.join([
-        '[api]', 'auth_strategy = keystone',
-        '[keystone_authtoken]',
-        'www_authenticate_uri = %s/v3' % keystone.url,
-        'auth_url = %s/v3' % keystone.url,
-        'auth_type = password', 'username = cyborg', 'password = secret',
-        'project_name = service', 'user_domain_name = Default',
-        'project_domain_name = Default', '']))
+    path.write_text(real_keystone.ini({
+        'api': {'auth_strategy': 'keystone'},
+        'keystone_authtoken': real_keystone.authtoken_options(
+            keystone.url + '/v3')}))
     return str(path)
 
 

@@ -76,9 +76,7 @@ def configure_keystone(conf, keystone_url):
     # the plugin; register them first so they can be set.
     conf.register_opts(ks_loading.get_auth_plugin_conf_options('password'),
                        group=group)
-    auth_url = keystone_url + '/v3'
-    options = real_keystone.password_options(auth_url, 'cyborg', 'service')
-    options['www_authenticate_uri'] = auth_url
+    options = real_keystone.authtoken_options(keystone_url + '/v3')
     for name, value in options.items():
         conf.set_override(name, value, group=group)
 

@@ -113,9 +113,7 @@ def all_in_one(keystone, tmp_path):
     conf.write_text(ks.ini({
         'DEFAULT': {'log_file': state / 'all-in-one.log'},
         'api': {'auth_strategy': 'keystone'},
-        'keystone_authtoken': dict(
-            keystone.password_options('cyborg', 'service'),
-            www_authenticate_uri=keystone.auth_url)}))
+        'keystone_authtoken': ks.authtoken_options(keystone.auth_url)}))
     aio = process.AllInOneProcess(state, '--config-file', str(conf))
     keystone.set_endpoint('accelerator', aio.api + '/v2')
     aio.start().wait_api()
