@@ -9,6 +9,7 @@ from oslo_log import log as logging
 import webob
 import webob.exc
 
+from cyborg_lite.api import json_list
 from cyborg_lite.api.schemas import common as common_schemas
 from cyborg_lite.api.schemas import validator
 from cyborg_lite.common import exception
@@ -206,10 +207,12 @@ def href_prefix(req, resource):
     return '%s/v2/%s/' % (base_url(req), resource)
 
 
-def list_names(fmt):
-    """The column names (db pagination.list_columns) of the row keys of a
-    json_list.RowFormat: its keys, ``links`` read as the ``href``."""
-    return tuple('href' if key == 'links' else key for key in fmt.row_keys)
+def list_format(keys, raw=()):
+    """The json_list.RowFormat of a listed object with ``keys`` (those of
+    its ``view``, in order): ``links`` is ``link``'s list of the href
+    column (db pagination.list_columns)."""
+    return json_list.RowFormat(keys, {'links': LINK_TEMPLATE}, raw=raw,
+                               columns={'links': 'href'})
 
 
 def timestamp(value):
@@ -253,18 +256,20 @@ def collection(key, items, req, resource, limit):
     return body
 
 
-def collection_response(key, items_json, rows, req, resource, limit):
+def collection_response(key, items_pieces, rows, req, resource, limit):
     """The response of ``collection`` for items already encoded
-    (api/json_list.py): ``items_json`` the objects of the list, without
-    brackets, from ``rows`` whose first value is the uuid. The same bytes
-    as ``response(collection(...))`` of the same items."""
+    (api/json_list.py): ``items_pieces`` the text of the objects of the
+    list, without brackets, in pieces, from ``rows`` whose first value is
+    the uuid. The same bytes as ``response(collection(...))`` of the same
+    items."""
     tail = ']'
     if rows and len(rows) == limit:
         tail += ', %s: %s' % (json.dumps(key + '_links'), json.dumps(
             _next_links(req, resource, limit, rows[-1][0])))
     # NOTE: the items are megabytes; they are not copied into one string.
-    parts = [('{%s: [' % json.dumps(key)).encode('ascii'),
-             items_json.encode('ascii'), (tail + '}').encode('ascii')]
+    parts = [('{%s: [' % json.dumps(key)).encode('ascii')]
+    parts += [piece.encode('ascii') for piece in items_pieces]
+    parts.append((tail + '}').encode('ascii'))
     resp = webob.Response(status=200, charset=None)
     resp.content_type = JSON
     resp.app_iter = parts

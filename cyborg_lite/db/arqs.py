@@ -116,8 +116,11 @@ def _listing(stmt, visible_to, instance_uuid, states, page, plain=False):
         stmt = stmt.where(ARQ.instance_uuid == instance_uuid)
     if states is not None:
         stmt = stmt.where(ARQ.state.in_(states))
+    if plain:
+        with session.core_reader(in_turn=True) as conn:
+            return pagination.paginate(conn, stmt, ARQ, plain=True, **page)
     with session.reader() as s:
-        return pagination.paginate(s, stmt, ARQ, plain=plain, **page)
+        return pagination.paginate(s, stmt, ARQ, **page)
 
 
 def list_arqs(visible_to, instance_uuid=None, states=None, **page):

@@ -41,12 +41,12 @@ def list_deployable_rows(names, href_prefix, filters=None, **page):
     stmt = pagination.apply_filters(
         sa.select(*pagination.list_columns(dep, names, href_prefix)), dep,
         FILTERS, filters)
-    with session.reader() as s:
-        page_stmt = pagination.page_statement(s, stmt, dep, **page)
-        rows = pagination.driver_rows(s, page_stmt)
+    with session.core_reader(in_turn=True) as conn:
+        page_stmt = pagination.page_statement(conn, stmt, dep, **page)
+        rows = pagination.driver_rows(conn, page_stmt)
         attributes = collections.defaultdict(list)
         # NOTE: the page's ids by subquery, not as 10,000 bound values.
-        for dep_id, key, value in pagination.driver_rows(s, sa.select(
+        for dep_id, key, value in pagination.driver_rows(conn, sa.select(
                 models.Attribute.deployable_id, models.Attribute.key,
                 models.Attribute.value)
                 .where(models.Attribute.deployable_id.in_(

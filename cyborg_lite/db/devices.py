@@ -49,8 +49,8 @@ def list_device_rows(names, href_prefix, filters=None, **page):
         stmt = stmt.outerjoin(models.Agent.__table__,
                               models.Agent.hostname == DEVICE.hostname)
     stmt = pagination.apply_filters(stmt, DEVICE, FILTERS, filters)
-    with session.reader() as s:
-        return pagination.paginate(s, stmt, DEVICE, plain=True, **page)
+    with session.core_reader(in_turn=True) as conn:
+        return pagination.paginate(conn, stmt, DEVICE, plain=True, **page)
 
 
 def get_device(uuid):

@@ -8,6 +8,7 @@ unknown in SQL and would drop rows from every page after it).
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import json_text
 from cyborg_lite.db import timestamps
 
 ALL = object()
@@ -26,7 +27,8 @@ def paginate(s, stmt, model, plain=False, **page):
         load for a long list that is only read. ``plain`` gives the
         database driver's own tuples: cheaper still, and without
         SQLAlchemy's result processing, so only for columns whose stored
-        form is what the caller wants (text, integers).
+        form is what the caller wants (text, integers); ``s`` must then be
+        a Core connection (``driver_rows``).
     """
     stmt = page_statement(s, stmt, model, **page)
     if plain:
@@ -67,12 +69,14 @@ def page_statement(s, stmt, model, sort_key='created_at', sort_dir='asc',
     return stmt
 
 
-def driver_rows(s, stmt, params=None):
-    """The database driver's own tuples of ``stmt`` (see ``paginate``)."""
+def driver_rows(conn, stmt, params=None):
+    """The database driver's own tuples of ``stmt`` (see ``paginate``),
+    read on the Core connection ``conn`` (session.core_reader: on SQLite,
+    ``in_turn`` for a long list)."""
     # NOTE: a Core execution's DBAPI cursor, read directly: for 10,000
     # rows SQLAlchemy's Row objects and type processors (Enum checks,
     # ORM loading) cost three times the fetch itself.
-    result = s.connection().execute(stmt, params)
+    result = conn.execute(stmt, params)
     try:
         return result.cursor.fetchall()
     finally:
@@ -92,20 +96,22 @@ def list_columns(model, names, href_prefix='', extra=None):
     ``created_at`` and ``updated_at`` as the API's ISO text
     (db/timestamps.py), ``href`` as ``href_prefix`` + uuid, a name in
     ``extra`` ({name: expression}) as given, any other name the column of
-    ``model``. With ``paginate(..., plain=True)`` a row is then exactly
-    what a list body shows (api/json_list.py)."""
+    ``model``; a ``json_text.JsonText`` as its text, with the values of
+    the columns it names as JSON. With ``paginate(..., plain=True)`` a row
+    is then exactly what a list body shows (api/json_list.py)."""
     extra = extra or {}
-    columns = []
-    for name in names:
+
+    def column_of(name):
         if name in extra:
-            columns.append(extra[name])
-        elif name in ('created_at', 'updated_at'):
-            columns.append(timestamps.iso_text(getattr(model, name)))
-        elif name == 'href':
-            columns.append(sa.literal(href_prefix, sa.String) + model.uuid)
-        else:
-            columns.append(getattr(model, name))
-    return columns
+            return extra[name]
+        if name in ('created_at', 'updated_at'):
+            return timestamps.iso_text(getattr(model, name))
+        if name == 'href':
+            return sa.literal(href_prefix, sa.String) + model.uuid
+        return getattr(model, name)
+    return [name.expression(column_of)
+            if isinstance(name, json_text.JsonText) else column_of(name)
+            for name in names]
 
 
 def apply_filters(stmt, model, allowed, filters):

@@ -9,7 +9,6 @@ import json
 
 from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles as profile_handlers
-from cyborg_lite.api import json_list
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
@@ -55,9 +54,8 @@ def _list_format(with_project):
             'error', 'links']
     if with_project:
         keys.append('project_id')
-    return json_list.RowFormat(keys + ['created_at', 'updated_at'],
-                               {'links': utils.LINK_TEMPLATE},
-                               raw=['attach_handle_info'])
+    return utils.list_format(keys + ['created_at', 'updated_at'],
+                             raw=['attach_handle_info'])
 
 
 _LIST_FORMATS = {False: _list_format(False), True: _list_format(True)}
@@ -107,7 +105,7 @@ def list_arqs(req):
     resolved = states.ARQ_RESOLVED if 'bind_state' in params else None
     fmt = _LIST_FORMATS[microversion.of(req).matches('2.1')]
     rows = db.list_arq_rows(
-        utils.list_names(fmt) + ('attach_handle_info',),
+        fmt.columns() + ('attach_handle_info',),
         utils.href_prefix(req, 'accelerator_requests'),
         _scope(req, policies.GET_ALL), instance_uuid=instance,
         states=resolved, **page)

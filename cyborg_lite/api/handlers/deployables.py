@@ -13,7 +13,6 @@ import json
 
 from oslo_log import log as logging
 
-from cyborg_lite.api import json_list
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import deployables as policies
 from cyborg_lite.api.schemas import deployables as schemas
@@ -71,9 +70,8 @@ def _list_format(with_cleaning):
             'local_memory_mb', 'links']
     if with_cleaning:
         keys += ['device_state', 'cleaning_error']
-    return json_list.RowFormat(keys + ['created_at', 'updated_at'],
-                               {'links': utils.LINK_TEMPLATE},
-                               raw=['attributes_list'])
+    return utils.list_format(keys + ['created_at', 'updated_at'],
+                             raw=['attributes_list'])
 
 
 _LIST_FORMATS = {False: _list_format(False), True: _list_format(True)}
@@ -95,7 +93,7 @@ def list_deployables(req):
     page = utils.page(params)
     fmt = _LIST_FORMATS[microversion.of(req).matches(CLEANING_VERSION)]
     rows, attributes = db.list_deployable_rows(
-        utils.list_names(fmt) + ('id',),
+        fmt.columns() + ('id',),
         utils.href_prefix(req, 'deployables'), filters, **page)
     raw = {'attributes_list': [
         _attributes_list_json(tuple(attributes.get(row[-1], ())))

@@ -6,7 +6,6 @@ import json
 
 from oslo_log import log as logging
 
-from cyborg_lite.api import json_list
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import devices as policies
 from cyborg_lite.api.schemas import devices as schemas
@@ -55,9 +54,8 @@ def _list_format(with_status, with_reasons):
     if with_reasons:
         keys.append('unavailable_reasons')
     keys += ['created_at', 'updated_at']
-    return json_list.RowFormat(keys, {'links': utils.LINK_TEMPLATE},
-                               raw=['unavailable_reasons'] if with_reasons
-                               else ())
+    return utils.list_format(keys, raw=['unavailable_reasons']
+                             if with_reasons else ())
 
 
 # What a listed device's reasons are worked out from (after its keys).
@@ -76,7 +74,7 @@ def _reasons_json(status, health, agent_state):
 
 
 def list_devices(req):
-    """The same body as ``view`` of each device, encoded in bulk
+    """The same body as ``view`` of each device, written by the database
     (api/json_list.py): 10,000 devices in one page is Cyborg's usual list
     (it does not page), and a dict per row was most of its cost."""
     utils.authorize(req, policies.GET_ALL)
@@ -85,7 +83,7 @@ def list_devices(req):
     page = utils.page(params)
     version = microversion.of(req)
     fmt = _list_format(version.matches('2.3'), version.matches('2.5'))
-    names = utils.list_names(fmt)
+    names = fmt.columns()
     if fmt.raw:
         names += _REASON_COLUMNS
     known_type = filters.get('type', schemas.TYPES[0]) in schemas.TYPES
@@ -93,7 +91,7 @@ def list_devices(req):
                                 filters, **page) if known_type else [])
     raw = {}
     if fmt.raw:
-        first = len(fmt.row_keys)
+        first = len(fmt.columns())
         raw['unavailable_reasons'] = [_reasons_json(*row[first:])
                                       for row in rows]
     return utils.collection_response('devices', fmt.encode(rows, raw),

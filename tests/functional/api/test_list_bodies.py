@@ -15,7 +15,13 @@ from tests.functional.api.conftest import create_arqs
 from tests.functional.api.conftest import create_profile
 from tests.functional.api.conftest import set_arq
 
-ODD_TEXT = 'quote " backslash \\ newline \n percent %s é 中'
+# Every kind of escape json.dumps writes: the databases write the JSON
+# of a listed row (db/json_text.py) and must spell it the same way.
+ODD_TEXT = ('quote " backslash \\ newline \n percent %s é 中 \u2028 \U0001f600'
+            ' controls \x01\x08\t\x0b\x0c\r\x1f del \x7f slash /')
+# The escapes json.dumps spells with two characters only: a row with this
+# text is the database's own spelling, not re-encoded (api/json_list.py).
+ASCII_TEXT = 'quote " backslash \\ \b\t\n\f\r slash / percent %s'
 
 
 def _headers(version):
@@ -41,7 +47,7 @@ def _odd_devices():
     odd = add_device(hostname='host-down')
     with session.writer() as s:
         s.query(models.Device).filter_by(id=sick.id).update(
-            {'health': 'unhealthy'})
+            {'health': 'unhealthy', 'model': ASCII_TEXT})
         s.query(models.Device).filter_by(id=odd.id).update(
             {'model': ODD_TEXT, 'vendor_board_info': None,
              'updated_at': datetime.datetime(2026, 1, 2, 3, 4, 5, 678)})
@@ -85,8 +91,9 @@ def test_unknown_device_type_lists_nothing(pg_app):
 def test_deployable_list_is_the_deployable_views(pg_app, version):
     device = add_device()
     add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
-    add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
-    add_deployable(device)
+    add_deployable(device, name=ODD_TEXT,
+                   attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
+    add_deployable(device, name=ASCII_TEXT)
     _assert_list_is_the_views(pg_app, 'deployables', 'deployables', version)
 
 
@@ -101,5 +108,6 @@ def test_arq_list_is_the_arq_views(pg_app, version):
             device_rp_uuid='4f9b1b57-6a0b-4a8c-8a3a-9a0d2cb1c0de',
             instance_uuid='0b6e8e8e-4c2a-4b7f-9a55-33d7b2a3e0a1',
             attach_handle_id=handle.id, error=ODD_TEXT)
+    set_arq(arqs[1], error=ASCII_TEXT)
     _assert_list_is_the_views(pg_app, 'accelerator_requests', 'arqs',
                               version)
