@@ -111,3 +111,18 @@ def test_arq_list_is_the_arq_views(pg_app, version):
     set_arq(arqs[1], error=ASCII_TEXT)
     _assert_list_is_the_views(pg_app, 'accelerator_requests', 'arqs',
                               version)
+
+
+def test_hrefs_from_a_hostile_host_header_are_escaped(pg_app):
+    # The href's prefix is the request's URL (the Host header): the
+    # database writes it into each row's text, escaped as a value.
+    _odd_devices()
+    headers = dict(_headers('2.5'), Host='evil"\\%s%n.example:80')
+    listed = pg_app.get('/v2/devices', headers=headers)
+    hrefs = {d['links'][0]['href'] for d in listed.json['devices']}
+    assert len(hrefs) == 4
+    assert all(h.startswith('http://evil"\\%s%n.example/v2/devices/')
+               for h in hrefs)
+    one = listed.json['devices'][0]['uuid']
+    view = pg_app.get('/v2/devices/' + one, headers=headers).body
+    assert view in listed.body
