@@ -1,21 +1,23 @@
-"""Long list bodies, written by the database (db/json_text.py).
+"""Long list bodies, one text per row from the database layer
+(db/json_text.py).
 
 An item of a list is the JSON object ``view`` makes of one row: its keys
-in order, json.dumps's default separators and escapes. The database
-writes each row's object as text around the values it holds; the values
-only Python works out (``raw`` keys: a device's reasons, an ARQ's attach
-handle info, a deployable's attributes) the caller encodes, and they are
-placed between the database's texts. No Python work per value, and one
-string per row from the driver: building a dict per row and handing
-10,000 of them to ``json.dumps`` cost most of a list. The text is what
-``json.dumps`` gives for the same dicts, so a list and the one-object
-view agree byte for byte (tests/functional/api/test_list_bodies.py).
+in order, json.dumps's default separators and escapes. A RowFormat gives
+the text of a row's object around its values, as JsonText columns; the
+database layer hands back each row's text (SQLite writes it, in C; on a
+server database it is made from the values read). The values only Python
+works out (``raw`` keys: a device's reasons, an ARQ's attach handle
+info, a deployable's attributes) the caller encodes, and they are placed
+between those texts. Building a dict per row and handing 10,000 of them
+to ``json.dumps`` cost most of a list. The text is what ``json.dumps``
+gives for the same dicts, so a list and the one-object view agree byte
+for byte (tests/functional/api/test_list_bodies.py).
 
     fmt = RowFormat(['uuid', 'links', 'reasons'],
                     wraps={'links': '[{"href": %s, "rel": "self"}]'},
                     raw=['reasons'], columns={'links': 'href'})
     rows = db.list_rows(fmt.columns() + ('status',), ...)
-    text = fmt.encode(rows, {'reasons': ['[]', ...]})
+    pieces = fmt.encode(rows, {'reasons': ['[]', ...]})
 """
 import json
 
@@ -109,10 +111,9 @@ def _pieces(texts):
 def _as_dumped(text):
     """Whether the database's text is spelled as json.dumps would: it is
     unless a value has characters past ASCII or DEL (json.dumps writes
-    \\uXXXX, the databases the character), or a control character
-    written as \\u00XX (MariaDB's hex digits are upper case)."""
-    # NOTE: str.isascii is O(1); the searches are C.
-    return text.isascii() and '\x7f' not in text and '\\u00' not in text
+    \\uXXXX, SQLite the character)."""
+    # NOTE: str.isascii is O(1); the search is C.
+    return text.isascii() and '\x7f' not in text
 
 
 def _as_json_dumps(text):

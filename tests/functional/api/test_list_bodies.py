@@ -15,13 +15,14 @@ from tests.functional.api.conftest import create_arqs
 from tests.functional.api.conftest import create_profile
 from tests.functional.api.conftest import set_arq
 
-# Every kind of escape json.dumps writes: the databases write the JSON
-# of a listed row (db/json_text.py) and must spell it the same way.
+# Every kind of escape json.dumps writes: SQLite writes the JSON of a
+# listed row (db/json_text.py) and must spell it the same way.
 ODD_TEXT = ('quote " backslash \\ newline \n percent %s é 中 \u2028 \U0001f600'
             ' controls \x01\x08\t\x0b\x0c\r\x1f del \x7f slash /')
-# The escapes json.dumps spells with two characters only: a row with this
-# text is the database's own spelling, not re-encoded (api/json_list.py).
-ASCII_TEXT = 'quote " backslash \\ \b\t\n\f\r slash / percent %s'
+# Printable ASCII and the control characters: a row with this text is
+# the database's own spelling, not re-encoded (api/json_list.py).
+ASCII_TEXT = ('quote " backslash \\ \b\t\n\f\r \x01\x0b\x1f slash / '
+              'percent %s')
 
 
 def _headers(version):
