@@ -1,6 +1,6 @@
-"""Long lists are encoded column by column (api/json_list.py): their
-bodies are, byte for byte, the one-object views of the same rows, on every
-backend and microversion."""
+"""Long lists come as one JSON text per row (api/json_list.py,
+db/json_text.py): their bodies are, byte for byte, the one-object views
+of the same rows, on every backend and microversion."""
 import datetime
 
 import pytest
@@ -115,8 +115,8 @@ def test_arq_list_is_the_arq_views(pg_app, version):
 
 
 def test_hrefs_from_a_hostile_host_header_are_escaped(pg_app):
-    # The href's prefix is the request's URL (the Host header): the
-    # database writes it into each row's text, escaped as a value.
+    # The href's prefix is the request's URL (the Host header): it goes
+    # into each row's text (db/json_text.py) escaped as a value.
     _odd_devices()
     headers = dict(_headers('2.5'), Host='evil"\\%s%n.example:80')
     listed = pg_app.get('/v2/devices', headers=headers)
