@@ -21,13 +21,13 @@ is left out with a warning; a name with no entry point stops the
 conductor at start with a ConfigError.
 """
 import threading
-import uuid
 
 from oslo_log import log as logging
 from stevedore import driver as stevedore_driver
 from stevedore import exception as stevedore_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import uuids
 from cyborg_lite.db import publish_requests
 from cyborg_lite.objects import inventory_sink
 
@@ -52,7 +52,7 @@ class Publisher:
         self.trust_own_publish = trust_own_publish
         # Who serves publish requests, as db/publish_requests records it:
         # one per process (a restarted conductor remembers nothing).
-        self.id = uuid.uuid4().hex
+        self.id = uuids.uuid4().hex
         self._requests_lock = threading.Lock()
         self._serving = False
         self._asked_again = False

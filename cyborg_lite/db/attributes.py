@@ -1,10 +1,10 @@
 """Attributes: reads, and the admin's create/delete from the API."""
-import uuid as uuidlib
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import uuids
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
@@ -38,7 +38,7 @@ def create_attribute(deployable_id, key, value):
                 raise exception.InvalidField(
                     field='deployable_id',
                     reason='no deployable has id %s' % deployable_id)
-            attr = models.Attribute(uuid=str(uuidlib.uuid4()),
+            attr = models.Attribute(uuid=uuids.new(),
                                     deployable_id=deployable_id, key=key,
                                     value=value)
             s.add(attr)

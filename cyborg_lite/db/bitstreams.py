@@ -3,11 +3,11 @@
 Rows are returned detached (sessions use expire_on_commit=False), so
 callers read their attributes after the transaction ended.
 """
-import uuid as uuidlib
 
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import uuids
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
@@ -52,7 +52,7 @@ def _validate(values):
 def create(values):
     """Insert a bitstream (status 'queued' until its bytes are stored)."""
     _validate(values)
-    row = models.Bitstream(uuid=str(uuidlib.uuid4()), status='queued',
+    row = models.Bitstream(uuid=uuids.new(), status='queued',
                            **values)
     with session.writer() as s:
         s.add(row)

@@ -27,12 +27,12 @@ models.Deployable): the states themselves are the guard.
 import collections
 import datetime
 import logging
-import uuid as uuidlib
 
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
+from cyborg_lite.common import uuids
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
@@ -219,7 +219,7 @@ def begin(deployable_id):
     """pending_cleaning -> cleaning, a new try; the Region with its try's
     cleaning_uuid, or None when another conductor began it first or a
     holder came back."""
-    try_uuid = str(uuidlib.uuid4())
+    try_uuid = uuids.new()
     with session.writer() as s:
         deployables.lock_region(s, deployable_id)
         if not _move(s, deployable_id, ('pending_cleaning',), 'cleaning',

@@ -44,13 +44,13 @@ computed, touching only rows whose value differs.
 import dataclasses
 import random
 import time
-import uuid
 
 import sqlalchemy as sa
 from oslo_log import log as logging
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import uuids
 from cyborg_lite.db import conditional
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
@@ -226,7 +226,7 @@ def _rows(s, model, column, ids):
 
 
 def _new_uuid():
-    return str(uuid.uuid4())
+    return uuids.new()
 
 
 def _set(obj, field, value):

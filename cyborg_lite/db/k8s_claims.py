@@ -11,12 +11,12 @@ held (or the UNIQUE constraints refuse it). The holder's name is
 ``k8s:<claim uid>`` (``holder_name``).
 """
 import collections
-import uuid as uuidlib
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import deployables
@@ -107,7 +107,7 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
             if handle is None:
                 raise refused('no free attach handle on region %s'
                               % region.uuid)
-            row = CLAIM(uuid=str(uuidlib.uuid4()), claim_uid=claim_uid,
+            row = CLAIM(uuid=uuids.new(), claim_uid=claim_uid,
                         namespace=namespace, claim_name=claim_name,
                         device_name=device_name, project_id=project_id,
                         deployable_id=deployable_id,

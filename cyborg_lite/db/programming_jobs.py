@@ -29,13 +29,13 @@ its number; success clears it (the tries keep it). ``started_at`` is when
 the current try began (or the job was queued again).
 """
 import datetime
-import uuid as uuidlib
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
+from cyborg_lite.common import uuids
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
@@ -108,7 +108,7 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
     lock that binds take too, so a bind and a job cannot both slip past
     each other's check.
     """
-    row = Job(uuid=str(uuidlib.uuid4()), deployable_id=deployable_id,
+    row = Job(uuid=uuids.new(), deployable_id=deployable_id,
               bitstream_id=bitstream_id, active_deployable_id=deployable_id,
               state='queued', hostname=hostname, attempts=0,
               max_attempts=max_attempts or CONF.programming.max_attempts,
