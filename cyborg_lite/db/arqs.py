@@ -18,7 +18,6 @@ import collections
 import datetime
 import functools
 import logging
-import uuid as uuidlib
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -27,6 +26,7 @@ from sqlalchemy.orm import exc as orm_exc
 from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
+from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
@@ -34,6 +34,7 @@ from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_profiles
 from cyborg_lite.db import devices
+from cyborg_lite.db import direct_statement
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
@@ -78,14 +79,18 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
         rows = _new_arq_rows(profile, groups, project_id,
                              _group_ids(profile, groups, group_id))
         if rows:
-            # NOTE: a Core INSERT: the ORM's unit of work for these new
-            # rows was a third of the request's time.
-            conn.execute(_INSERT, rows)
+            # NOTE: not through the ORM, whose unit of work for these new
+            # rows was a third of the request's time (see direct_statement).
+            _INSERT.rows(conn, rows)
     return [ARQView(_NewARQ(**row), profile.name, None) for row in rows]
 
 
-_INSERT = sa.insert(ARQ.__table__)
 _NewARQ = models.new_row_type(ARQ)
+# The columns _new_arq_rows sets.
+_INSERT = direct_statement.DirectStatement(sa.insert(ARQ.__table__).values(
+    {key: sa.bindparam(key) for key in (
+        'uuid', 'project_id', 'state', 'device_profile_id',
+        'device_profile_group_id', 'version', 'created_at')}))
 
 
 def _group_ids(profile, groups, group_id):
@@ -103,7 +108,7 @@ def _new_arq_rows(profile, groups, project_id, group_ids):
     # they are not one (common/resources.py).
     counts = [resources.accelerator_count(group) for group in groups]
     now = models.utcnow()
-    return [{'uuid': str(uuidlib.uuid4()), 'project_id': project_id,
+    return [{'uuid': uuids.new(), 'project_id': project_id,
              'state': 'Initial', 'device_profile_id': profile.id,
              'device_profile_group_id': group_id, 'version': 1,
              'created_at': now}

@@ -344,6 +344,33 @@ def core_writer(url=None):
 
 
 @contextlib.contextmanager
+def statement_writer(url=None):
+    """core_writer for a block that sends a single statement, which is
+    then its own transaction on SQLite: no BEGIN IMMEDIATE before it and
+    no COMMIT after (the sqlite3 connections are in autocommit mode, see
+    create_engine), each a call that lets go of the GIL and, with other
+    threads waiting for it, a hand-over and back. Only for a statement
+    run on the driver's connection (db/direct_statement.py); a Core
+    execute would begin a transaction, which is committed at block end
+    all the same. Elsewhere the same as core_writer."""
+    engine = get_engine(url)
+    lock = _sqlite_writer_locks.get(engine)
+    if lock is None:
+        with core_writer(url) as conn:
+            yield conn
+        return
+    with lock, _checked_out(engine, True) as conn:
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction():
+                conn.rollback()
+            raise
+        if conn.in_transaction():
+            conn.commit()
+
+
+@contextlib.contextmanager
 def core_reader(url=None, in_turn=False):
     """reader() as a Core connection (see core_writer).
 
