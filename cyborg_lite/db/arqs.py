@@ -68,20 +68,26 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
     """One Initial ARQ per accelerator of the profile's groups (of group
     ``group_id`` only, when given): [ARQView].
 
-    The profile is looked up, as ``visible_to`` sees it, in the
-    transaction that inserts the ARQs (one transaction, not a read and a
-    write). DeviceProfileNotFound, or InvalidField for a group the
-    profile does not have; nothing is written then.
+    The profile is looked up, as ``visible_to`` sees it, then the ARQs
+    inserted, in one transaction except on SQLite, where the INSERT's
+    foreign key checks again that the profile is there (a profile is
+    never changed, only deleted; session.statement_writer).
+    DeviceProfileNotFound, or InvalidField for a group the profile does
+    not have; nothing is written then.
     """
-    with session.core_writer() as conn:
+    with session.statement_writer() as conn:
         profile = device_profiles.find(conn, visible_to, name=profile_name)
         groups = device_profiles.groups_of(profile)
         rows = _new_arq_rows(profile, groups, project_id,
                              _group_ids(profile, groups, group_id))
-        if rows:
+        try:
             # NOTE: not through the ORM, whose unit of work for these new
             # rows was a third of the request's time (see direct_statement).
             _INSERT.rows(conn, rows)
+        except sa_exc.IntegrityError:
+            # NOTE: the profile's foreign key, the one constraint new rows
+            # can break: the profile was deleted since it was read.
+            raise exception.DeviceProfileNotFound(ident=profile_name)
     return [ARQView(_NewARQ(**row), profile.name, None) for row in rows]
 
 

@@ -345,14 +345,17 @@ def core_writer(url=None):
 
 @contextlib.contextmanager
 def statement_writer(url=None):
-    """core_writer for a block that sends a single statement, which is
-    then its own transaction on SQLite: no BEGIN IMMEDIATE before it and
+    """core_writer for a block whose statements may each be a transaction
+    of its own, as they are on SQLite: no BEGIN IMMEDIATE before them and
     no COMMIT after (the sqlite3 connections are in autocommit mode, see
     create_engine), each a call that lets go of the GIL and, with other
-    threads waiting for it, a hand-over and back. Only for a statement
-    run on the driver's connection (db/direct_statement.py); a Core
-    execute would begin a transaction, which is committed at block end
-    all the same. Elsewhere the same as core_writer."""
+    threads waiting for it, a hand-over and back. For one write, or reads
+    and then one write whose constraints check again what the reads found
+    (a new ARQ's profile: its foreign key); the block holds the writer
+    lock, so no other writer of this process comes in between. Only for
+    statements run on the driver's connection (db/direct_statement.py): a
+    Core execute begins a transaction, committed at block end. Elsewhere
+    the same as core_writer, one transaction."""
     engine = get_engine(url)
     lock = _sqlite_writer_locks.get(engine)
     if lock is None:

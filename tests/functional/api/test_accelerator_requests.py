@@ -71,22 +71,28 @@ def test_create_for_one_group(app):
             models.AcceleratorRequest)) == 1
 
 
-def test_creation_is_one_transaction(app):
-    """The profile is read in the transaction that inserts the ARQs: one
-    transaction a request, and a writer's (two were a third of it)."""
+def test_creation_is_a_lookup_and_an_insert(app):
+    """On SQLite the profile's lookup and the ARQs' INSERT are sent as
+    they are, each its own transaction (no BEGIN, no COMMIT: each a GIL
+    hand-over; db/arqs.create_arqs says why that is safe)."""
     fx.create_profile(app, ADMIN)
     engine = session.get_engine()
-    begun = []
+    begun, sent = [], []
 
     def on_begin(conn):
-        begun.append(conn.get_execution_options().get('cyborg_lite_writer'))
+        begun.append(conn)
 
     sa.event.listen(engine, 'begin', on_begin)
+    with session.statement_writer() as conn:
+        sqlite = conn.connection.driver_connection
+    sqlite.set_trace_callback(sent.append)
     try:
         fx.create_arqs(app, MEMBER_A)
     finally:
+        sqlite.set_trace_callback(None)
         sa.event.remove(engine, 'begin', on_begin)
-    assert begun == [True]
+    assert begun == []
+    assert [s.split()[0] for s in sent] == ['SELECT', 'INSERT']
 
 
 def test_create_errors(app):
