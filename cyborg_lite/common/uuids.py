@@ -28,17 +28,28 @@ def _reset():
 os.register_at_fork(after_in_child=_reset)
 
 
-def uuid4():
-    """A new uuid.UUID, version 4, as uuid.uuid4() makes."""
+def _random16():
     global _buffer, _offset
     with _lock:
         if _offset == len(_buffer):
             _buffer, _offset = os.urandom(_BUFFER_SIZE), 0
         random = _buffer[_offset:_offset + 16]
         _offset += 16
-    return uuid.UUID(bytes=random, version=4)
+    return random
+
+
+def uuid4():
+    """A new uuid.UUID, version 4, as uuid.uuid4() makes."""
+    return uuid.UUID(bytes=_random16(), version=4)
 
 
 def new():
-    """A new version 4 UUID as the string the database and API use."""
-    return str(uuid4())
+    """A new version 4 UUID as the string the database and API use:
+    str(uuid4()), without building the UUID object (a third of the
+    time)."""
+    value = bytearray(_random16())
+    value[6] = value[6] & 0x0F | 0x40   # version 4
+    value[8] = value[8] & 0x3F | 0x80   # the RFC 4122 variant
+    text = value.hex()
+    return '%s-%s-%s-%s-%s' % (text[:8], text[8:12], text[12:16],
+                               text[16:20], text[20:])

@@ -43,6 +43,34 @@ def test_nul_character_is_400_not_a_database_error(app):
     assert 'body.0.description' in error_of(resp)
 
 
+@pytest.mark.parametrize('text, field', [
+    # Only a \\u escape makes these in JSON (utils.json_body).
+    ('[{"name": "x", "groups": [{"resources:FPGA": "1"}], '
+     '"description": "a\\ud800"}]', 'body.0.description'),
+    ('[{"name": "x", "groups": [{"resources:FPGA": "1", '
+     '"trait:A\\u0000": "required"}]}]', 'body.0.groups.0'),
+])
+def test_escaped_nul_or_lone_surrogate_is_400(app, text, field):
+    resp = app.post('/v2/device_profiles', text.encode(), headers=dict(
+        ADMIN, **{'Content-Type': 'application/json'}), status=400)
+    assert field in error_of(resp)
+
+
+def test_raw_nul_or_encoded_surrogate_is_not_json(app):
+    for raw in (b'[{"name": "x\x00"}]', b'[{"name": "x\xed\xa0\x80"}]'):
+        resp = app.post('/v2/device_profiles', raw, headers=dict(
+            ADMIN, **{'Content-Type': 'application/json'}), status=400)
+        assert 'not a JSON document' in error_of(resp)
+
+
+def test_an_escaped_backslash_before_u_is_plain_text(app):
+    text = ('[{"name": "x", "groups": [{"resources:FPGA": "1"}], '
+            '"description": "C:\\\\u0000"}]')
+    resp = app.post('/v2/device_profiles', text.encode(), headers=dict(
+        ADMIN, **{'Content-Type': 'application/json'}), status=201)
+    assert resp.json['description'] == 'C:\\u0000'
+
+
 def test_deeply_nested_body_is_400(app):
     resp = app.post('/v2/accelerator_requests', '[' * 100000,
                     headers=dict(ADMIN, **{'Content-Type':

@@ -48,3 +48,18 @@ def test_a_forked_child_does_not_repeat_its_parents_uuids():
     assert child != parent
     assert not set(child[i:i + 36] for i in range(0, 180, 36)) & \
         set(parent[i:i + 36] for i in range(0, 180, 36))
+
+
+def test_the_string_is_the_uuid_modules_for_the_same_bytes(monkeypatch):
+    drawn = []
+
+    def random16(real=uuids._random16):
+        drawn.append(real())
+        return drawn[-1]
+
+    monkeypatch.setattr(uuids, '_random16', random16)
+    for _ in range(2000):
+        text = uuids.new()
+        assert text == str(uuid.UUID(bytes=drawn[-1], version=4))
+    # Every bit the version and variant leave was random somewhere.
+    assert {b for raw in drawn for b in raw} == set(range(256))
