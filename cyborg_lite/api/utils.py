@@ -1,5 +1,6 @@
 """Helpers every resource handler uses: the caller, bodies, query strings,
 pagination, links and responses."""
+import http
 import io
 import json
 import re
@@ -245,15 +246,37 @@ def timestamps(row):
             'updated_at': timestamp(row.updated_at)}
 
 
+class JsonResponse:
+    """A response with a JSON body (or none), as a WSGI application: the
+    status line and headers webob.Response gives it, without building
+    one (a twentieth of a small POST's time). ``location`` sets the
+    Location header, as on webob's."""
+
+    def __init__(self, body, status):
+        self.status = '%d %s' % (status, http.HTTPStatus(status).phrase)
+        if body is None:
+            self.body = b''
+            self.headerlist = [('Content-Length', '0')]
+        else:
+            self.body = json.dumps(body).encode('utf-8')
+            self.headerlist = [('Content-Type', JSON),
+                               ('Content-Length', str(len(self.body)))]
+
+    @property
+    def location(self):
+        return dict(self.headerlist).get('Location')
+
+    @location.setter
+    def location(self, url):
+        self.headerlist.append(('Location', url))
+
+    def __call__(self, environ, start_response):
+        start_response(self.status, self.headerlist)
+        return [self.body]
+
+
 def response(body=None, status=200):
-    resp = webob.Response(status=status, charset=None)
-    if body is None:
-        resp.content_type = None
-        resp.body = b''
-    else:
-        resp.content_type = JSON
-        resp.body = json.dumps(body).encode('utf-8')
-    return resp
+    return JsonResponse(body, status)
 
 
 def _next_links(req, resource, limit, last_uuid):
