@@ -150,11 +150,14 @@ def require(req, version, what):
                        of(req)))
 
 
+# NOTE: every response carries them: made once for each version.
+@functools.lru_cache(maxsize=64)
 def response_headers(version):
-    """Headers every response carries (the negotiated one when known)."""
-    headers = [(MIN_HEADER, str(min_version())),
+    """Headers every response carries (the negotiated one when known), a
+    tuple of (name, value)."""
+    headers = ((MIN_HEADER, str(min_version())),
                (MAX_HEADER, str(max_version())),
-               ('Vary', HEADER)]
+               ('Vary', HEADER))
     if version is not None:
-        headers.append((HEADER, '%s %s' % (SERVICE_TYPE, version)))
+        headers += ((HEADER, '%s %s' % (SERVICE_TYPE, version)),)
     return headers
