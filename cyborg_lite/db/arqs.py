@@ -76,7 +76,8 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
     not have; nothing is written then.
     """
     with session.statement_writer() as conn:
-        profile = device_profiles.find(conn, visible_to, name=profile_name)
+        profile = device_profiles.find(conn, visible_to, name=profile_name,
+                                       columns=_PROFILE_COLUMNS)
         groups = device_profiles.groups_of(profile)
         rows = _new_arq_rows(profile, groups, project_id,
                              _group_ids(profile, groups, group_id))
@@ -92,6 +93,8 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
 
 
 _NewARQ = models.new_row_type(ARQ)
+# What create_arqs reads of the profile (its times would be parsed).
+_PROFILE_COLUMNS = ('id', 'name', 'profile_json')
 # The columns _new_arq_rows sets.
 _INSERT = direct_statement.DirectStatement(sa.insert(ARQ.__table__).values(
     {key: sa.bindparam(key) for key in (

@@ -88,11 +88,15 @@ def _lookup(s, visible_to, uuid=None, name=None):
 
 
 @functools.lru_cache(maxsize=None)
-def _get_statement(by, scoped):
+def _get_statement(by, scoped, columns):
     # NOTE: built once: composing the select was a good part of an ARQ
     # creation's profile lookup (the ORM entity load the rest).
     table = models.DeviceProfile.__table__
-    stmt = sa.select(table).where(table.c[by] == sa.bindparam('ident'))
+    if columns:
+        stmt = sa.select(*(table.c[name] for name in columns))
+    else:
+        stmt = sa.select(table)
+    stmt = stmt.where(table.c[by] == sa.bindparam('ident'))
     if scoped:
         stmt = stmt.where(sa.or_(
             table.c.project_id.is_(None),
@@ -107,14 +111,16 @@ def get_profile(visible_to, uuid=None, name=None):
         return find(conn, visible_to, uuid=uuid, name=name)
 
 
-def find(conn, visible_to, uuid=None, name=None):
+def find(conn, visible_to, uuid=None, name=None, columns=None):
     """get_profile within the caller's transaction (``conn``: a Core
-    connection, db/session.core_writer or core_reader)."""
+    connection, db/session.core_writer or core_reader); only the
+    ``columns`` named, when given (a tuple of column keys)."""
     by, ident = ('uuid', uuid) if uuid is not None else ('name', name)
     params = {'ident': ident}
     if visible_to is not ALL:
         params['project'] = visible_to
-    found = _get_statement(by, visible_to is not ALL).rows(conn, params)
+    found = _get_statement(by, visible_to is not ALL, columns).rows(
+        conn, params)
     if not found:
         raise exception.DeviceProfileNotFound(ident=ident)
     return found[0]
