@@ -24,6 +24,31 @@ import pytest
 from cyborg_lite.common.placement_server import free_port
 
 
+def stop_process_group(proc, timeout, kill_wait=30):
+    """SIGTERM the process group ``proc`` leads (at once SIGKILL when
+    ``timeout`` is 0), SIGKILL when it has not exited after ``timeout``
+    s, then SIGKILL what is left of the group (children of a leader that
+    exited first). Its exit status; None when there is no process."""
+    if proc is None:
+        return None
+    steps = ((signal.SIGTERM, timeout),) if timeout else ()
+    for sig, wait in steps + ((signal.SIGKILL, kill_wait),):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    return proc.returncode
+
+
 def under_ci():
     return os.environ.get('CI', '').lower() in ('1', 'true', 'yes')
 
@@ -331,7 +356,7 @@ class MariaDBServer:
 
     def stop(self):
         if self._proc is not None:
-            RabbitMQServer._stop_group(self._proc, 30)
+            stop_process_group(self._proc, 30)
             self._proc = None
         remove_later(self.basedir)
 
@@ -513,34 +538,18 @@ class RabbitMQServer:
             finally:
                 conn.release()
 
-    @staticmethod
-    def _stop_group(proc, timeout):
-        if proc is None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-        proc.wait()
-
     def stop(self, timeout=30.0):
         """Stop the node (its epmd too); the data dir stays for start()."""
         # NOTE: SIGTERM to the script's group: the script turns it into a
         # clean shutdown of the Erlang VM and waits for it.
-        self._stop_group(self._proc, timeout)
+        stop_process_group(self._proc, timeout)
         self._proc = None
-        self._stop_group(self._epmd_proc, 5)
+        stop_process_group(self._epmd_proc, 5)
         self._epmd_proc = None
 
     def kill(self):
         """SIGKILL the node's process group (a crashed broker)."""
-        self._stop_group(self._proc, 0.001)
+        stop_process_group(self._proc, 0)
         self._proc = None
 
     def restart(self, down_for=0.0):

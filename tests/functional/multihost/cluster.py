@@ -116,26 +116,8 @@ class Service:
     def stop(self, timeout=20):
         """SIGTERM the process group this service leads, SIGKILL on
         timeout; the exit status (None when it was not running)."""
-        if self.proc is None:
-            return None
         proc, self.proc = self.proc, None
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 30)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        # NOTE: gunicorn workers and other children are in the group; a
-        # leader that exited first must not leave them behind.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        return proc.returncode
+        return servers.stop_process_group(proc, timeout)
 
     def read_log(self, chars=6000):
         try:
