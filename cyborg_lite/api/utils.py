@@ -145,7 +145,8 @@ def _body(req):
     (chunked bodies); left readable again in wsgi.input."""
     environ = req.environ
     length = environ.get('CONTENT_LENGTH')
-    if not length or not length.isdigit() or 'wsgi.input' not in environ:
+    if not (length and length.isascii() and length.isdigit()) or \
+            'wsgi.input' not in environ:
         return req.body
     raw = environ['wsgi.input'].read(int(length))
     environ['wsgi.input'] = io.BytesIO(raw)
