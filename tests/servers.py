@@ -22,31 +22,7 @@ import pytest
 
 # One free_port for the product and the tests (servers.free_port).
 from cyborg_lite.common.placement_server import free_port
-
-
-def stop_process_group(proc, timeout, kill_wait=30):
-    """SIGTERM the process group ``proc`` leads (at once SIGKILL when
-    ``timeout`` is 0), SIGKILL when it has not exited after ``timeout``
-    s, then SIGKILL what is left of the group (children of a leader that
-    exited first). Its exit status; None when there is no process."""
-    if proc is None:
-        return None
-    steps = ((signal.SIGTERM, timeout),) if timeout else ()
-    for sig, wait in steps + ((signal.SIGKILL, kill_wait),):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return proc.returncode
+from cyborg_lite.common import processes
 
 
 def under_ci():
@@ -356,7 +332,7 @@ class MariaDBServer:
 
     def stop(self):
         if self._proc is not None:
-            stop_process_group(self._proc, 30)
+            processes.stop(self._proc, 30, group=True)
             self._proc = None
         remove_later(self.basedir)
 
@@ -542,14 +518,17 @@ class RabbitMQServer:
         """Stop the node (its epmd too); the data dir stays for start()."""
         # NOTE: SIGTERM to the script's group: the script turns it into a
         # clean shutdown of the Erlang VM and waits for it.
-        stop_process_group(self._proc, timeout)
+        if self._proc is not None:
+            processes.stop(self._proc, timeout, group=True)
         self._proc = None
-        stop_process_group(self._epmd_proc, 5)
+        if self._epmd_proc is not None:
+            processes.stop(self._epmd_proc, 5, group=True)
         self._epmd_proc = None
 
     def kill(self):
         """SIGKILL the node's process group (a crashed broker)."""
-        stop_process_group(self._proc, 0)
+        if self._proc is not None:
+            processes.stop(self._proc, 30, signal.SIGKILL, group=True)
         self._proc = None
 
     def restart(self, down_for=0.0):

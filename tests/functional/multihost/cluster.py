@@ -35,6 +35,7 @@ import uuid
 import requests
 
 from cyborg_lite.common import placement_server
+from cyborg_lite.common import processes
 from tests import servers
 from tests import waiting
 
@@ -116,8 +117,10 @@ class Service:
     def stop(self, timeout=20):
         """SIGTERM the process group this service leads, SIGKILL on
         timeout; the exit status (None when it was not running)."""
+        if self.proc is None:
+            return None
         proc, self.proc = self.proc, None
-        return servers.stop_process_group(proc, timeout)
+        return processes.stop(proc, timeout, group=True)
 
     def read_log(self, chars=6000):
         try:
