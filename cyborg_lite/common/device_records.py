@@ -19,8 +19,8 @@ reports the truth:
   reports that same PF handle in every region. Those sibling deployables
   are *not* independent: once one is bound, attaching another would hand
   the same PCI function to a second workload. ``DeviceRecord.
-  shared_handles()`` lists such groups, for the conductor to keep them
-  mutually exclusive.
+  shared_groups()`` lists such groups: the conductor keeps them
+  mutually exclusive and offers each group as one accelerator.
 
 A PCI handle's ``attach_info`` is Cyborg's (and Nova's) dict of hex
 strings ``{"domain": "0000", "bus": "5e", "device": "00", "function":
@@ -33,6 +33,7 @@ import json
 import re
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import shared_functions
 
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
                 'NVME')
@@ -210,18 +211,15 @@ class DeviceRecord:
     def to_dict(self):
         return dataclasses.asdict(self)
 
-    def shared_handles(self):
-        """{handle key: [deployable names]} for handles two deployables carry.
-
-        Deployables in one group are one PCI function (or mdev) seen from
-        several regions: at most one of them may be bound at a time.
-        """
-        owners = {}
-        for dep in self.deployables:
-            for key in {h.key() for h in dep.attach_handles}:
-                owners.setdefault(key, []).append(dep.name)
-        return {key: sorted(names) for key, names in owners.items()
-                if len(names) > 1}
+    def shared_groups(self):
+        """{deployable name: the names of the deployables reaching a
+        common function with it}, for those sharing one (see
+        common/shared_functions.py): at most one of a group may be bound
+        at a time, and a scheduler is offered the group as one."""
+        return shared_functions.groups(
+            (dep.name, [shared_functions.handle_key(h.attach_info)
+                        for h in dep.attach_handles])
+            for dep in self.deployables)
 
     @classmethod
     def from_dict(cls, data, path='device'):

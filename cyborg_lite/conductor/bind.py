@@ -30,7 +30,9 @@ from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.objects import host_inventory
+from cyborg_lite.objects import provider_tree
 
 LOG = logging.getLogger(__name__)
 
@@ -113,10 +115,12 @@ def _failed(started, reason):
     return exception.ArqBindFailed(uuid=started.uuid, reason=reason)
 
 
-def _resolve(started):
+def _resolve(started, keep=None):
+    """The Target of a started bind; ``keep``, the uuid of the deployable
+    chosen before (and programmed since), is chosen again."""
     rp = started.device_rp_uuid
-    deployable, device, group = arqs_db.bind_target(started)
-    if deployable is None:
+    offered, device, group = arqs_db.bind_target(started)
+    if not offered:
         raise _failed(started, 'no deployable has resource provider %s' % rp)
     if device.hostname != started.hostname:
         raise _failed(started, 'resource provider %s is on host %s, not on %s'
@@ -124,8 +128,40 @@ def _resolve(started):
     if group is None:
         raise _failed(started, 'device profile group %s does not exist'
                       % started.group_id)
+    deployable = offered[0]
+    if len(offered) > 1:
+        deployable = _choose_sibling(started, device, offered, group, keep)
     return Target(deployable.id, deployable.uuid, deployable.bitstream_id,
                   deployable.function_id, group, device.id)
+
+
+def _choose_sibling(started, device, offered, group, keep):
+    """Of the siblings behind one function that the provider offers, the
+    one the bind takes (objects/provider_tree.choose_member)."""
+    by_uuid = {d.uuid: d for d in offered}
+    if keep in by_uuid:
+        return by_uuid[keep]
+    [view] = [d for d in host_inventory.load(device.hostname).devices
+              if d.uuid == device.uuid]
+    members = [d for d in view.deployables if d.uuid in by_uuid]
+    region_type = None
+    wanted_bs = (group.get('accel:bitstream_id') or '').strip()
+    if wanted_bs:
+        region_type = bitstreams_db.region_type_of(wanted_bs)
+
+    def loaded(dep):
+        try:
+            return programming_needed(group, dep.bitstream_id,
+                                      dep.function_id) is None
+        except exception.Invalid:
+            return False
+    chosen, why = provider_tree.choose_member(view, members, group,
+                                              region_type, loaded)
+    if chosen is None:
+        raise _failed(started, 'no deployable behind resource provider %s '
+                      'can serve the request now: %s'
+                      % (started.device_rp_uuid, why))
+    return by_uuid[chosen.uuid]
 
 
 def programming_needed(group, bitstream_id, function_id):
@@ -170,7 +206,7 @@ def _ensure_programmed(ctxt, started, target, program):
         raise _failed(started, 'programming region %s with %s failed: %s'
                       % (target.deployable_uuid, what, exc))
     # NOTE: trust what the database says is loaded now, not the hook.
-    target = _resolve(started)
+    target = _resolve(started, keep=target.deployable_uuid)
     if programming_needed(target.group, target.bitstream_id,
                           target.function_id) is not None:
         raise _failed(started, 'region %s still lacks %s after programming'

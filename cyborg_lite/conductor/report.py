@@ -42,6 +42,7 @@ from cyborg_lite.common import canonical_json
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
+from cyborg_lite.common import shared_functions
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import inventory
 
@@ -265,6 +266,7 @@ def _check_device(hostname, driver, record):
 
 def desired_device(hostname, record):
     """The rows one validated DeviceRecord stands for (inventory's input)."""
+    shared = record.shared_groups()
     cpid_info = None
     if record.pci_address:
         domain, bus, rest = record.pci_address.split(':')
@@ -287,14 +289,27 @@ def desired_device(hostname, record):
         },
         'deployables': {
             naming.deployable_db_name(hostname, record.identity, dep.name):
-                _desired_deployable(hostname, record.identity, dep)
+                _desired_deployable(hostname, record.identity, dep,
+                                    _rp_name(hostname, record, dep, shared))
             for dep in record.deployables},
     }
 
 
-def _desired_deployable(hostname, identity, dep):
-    rp_name = naming.deployable_rp_name(hostname, identity, dep.name,
-                                        dep.resource_class)
+def _rp_name(hostname, record, dep, shared):
+    """The provider offering ``dep`` (``shared``: the record's
+    shared_groups()): the provider tree's (objects/provider_tree.py), so a
+    stored rp_uuid is never rewritten."""
+    group = shared.get(dep.name)
+    if group is None or dep.resource_class in \
+            naming.WHOLE_DEVICE_RESOURCE_CLASSES:
+        return naming.deployable_rp_name(hostname, record.identity,
+                                         dep.name, dep.resource_class)
+    return shared_functions.carrier_rp_name(
+        naming.device_rp_name(hostname, record.identity), dep.name, group,
+        [d.name for d in record.deployables])
+
+
+def _desired_deployable(hostname, identity, dep, rp_name):
     attributes = {'rc': dep.resource_class}
     # NOTE: sorted, so a driver listing traits in another order is no change.
     for i, trait in enumerate(sorted(set(dep.traits))):

@@ -300,10 +300,11 @@ BIND_KEYS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 Started = collections.namedtuple('Started', [
     'uuid', 'version', 'instance_uuid', 'hostname', 'device_rp_uuid',
     'device_profile_id', 'group_id'])
-# Where a bind would go: (deployable, device) of its resource provider,
-# None for either when unknown, and its profile group (None if gone).
+# Where a bind may go: the deployables its resource provider offers (one,
+# or the siblings behind one function; none when unknown) and their
+# device (None when unknown), and its profile group (None if gone).
 BindTarget = collections.namedtuple('BindTarget',
-                                    ['deployable', 'device', 'group'])
+                                    ['deployables', 'device', 'group'])
 
 
 _GET = sa.select(ARQ.__table__).where(ARQ.uuid == sa.bindparam('arq_uuid'))
@@ -497,8 +498,8 @@ def bind_target(started):
     """The BindTarget of a started bind, read in one transaction."""
     with session.reader() as s:
         found = deployables.find_by_rp(s, started.device_rp_uuid)
-        deployable, device = found if found is not None else (None, None)
-        return BindTarget(deployable, device, device_profiles.group(
+        device, offered = found if found is not None else (None, [])
+        return BindTarget(offered, device, device_profiles.group(
             s, started.device_profile_id, started.group_id))
 
 

@@ -72,6 +72,14 @@ def get(bitstream_uuid):
         return _get(s, bitstream_uuid)
 
 
+def region_type_of(bitstream_uuid):
+    """The region type a bitstream is made for; None when it has none or
+    there is no such bitstream (the programming checks say so later)."""
+    with session.reader() as s:
+        return s.scalar(sa.select(models.Bitstream.region_type).where(
+            models.Bitstream.uuid == bitstream_uuid))
+
+
 def visible_to(project_id):
     """Clause: public bitstreams and those of ``project_id``."""
     return sa.or_(models.Bitstream.visibility == 'public',

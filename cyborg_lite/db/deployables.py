@@ -204,26 +204,29 @@ def record_loaded(s, deployable_id, bitstream_uuid, function_id,
 
 
 # Every bind resolves its resource provider: built once, plain rows.
-_REGION_OF_RP = (sa.select(_REGION_TABLE)
-                 .where(_REGION_TABLE.c.rp_uuid == sa.bindparam('rp_uuid'))
-                 .order_by(_REGION_TABLE.c.id).limit(1))
+_REGIONS_OF_RP = (sa.select(_REGION_TABLE)
+                  .where(_REGION_TABLE.c.rp_uuid == sa.bindparam('rp_uuid'))
+                  .order_by(_REGION_TABLE.c.id))
 _DEVICE = sa.select(_DEVICE_TABLE).where(
     _DEVICE_TABLE.c.id == sa.bindparam('device_id'))
 
 
 def find_by_rp(s, rp_uuid):
-    """(deployable, device) whose resource provider is rp_uuid, or None.
+    """(device, [deployables]) that resource provider rp_uuid offers, or
+    None.
 
-    A region RP is its deployable's rp_uuid. A whole-device RP (a PGPU) is
-    the device's rp_uuid: the deployable is then the device's one whose
-    resource class attribute is a whole-device class, or its only one.
+    A region RP offers its deployable; the provider of siblings behind
+    one function (common/shared_functions.py) offers each of them, which
+    all store its uuid. A whole-device RP (a PGPU) is the device's
+    rp_uuid: it then offers the device's deployable whose resource class
+    attribute is a whole-device class, or its only one.
     """
     conn = s.connection()
-    region = conn.execute(_REGION_OF_RP, {'rp_uuid': rp_uuid}).first()
-    if region is not None:
-        device = conn.execute(_DEVICE, {'device_id': region.device_id})
+    regions = conn.execute(_REGIONS_OF_RP, {'rp_uuid': rp_uuid}).all()
+    if regions:
+        device = conn.execute(_DEVICE, {'device_id': regions[0].device_id})
         device = device.first()
-        return (region, device) if device is not None else None
+        return (device, regions) if device is not None else None
     device = s.scalars(sa.select(models.Device)
                        .where(models.Device.rp_uuid == rp_uuid)).first()
     if device is None:
@@ -236,7 +239,7 @@ def find_by_rp(s, rp_uuid):
              if _resource_class(s, d.id) in
              naming.WHOLE_DEVICE_RESOURCE_CLASSES]
     chosen = whole or (deployables if len(deployables) == 1 else [])
-    return (chosen[0], device) if chosen else None
+    return (device, chosen[:1]) if chosen else None
 
 
 def _resource_class(s, deployable_id):

@@ -25,7 +25,7 @@ exposed through a VF disappears from the PF's base region and shows up
 in the VF's own base region. A port is attached through the PCI function
 whose region holds it: its VF, so each region has its own handle; or the
 PF, which every region the PF still holds then shares (see
-``DeviceRecord.shared_handles``). A VF passed through to a guest is bound
+``DeviceRecord.shared_groups``). A VF passed through to a guest is bound
 to vfio-pci, so the host no longer sees its port until it comes back.
 Used by the fpga_sysfs driver on real hosts and by the fake driver on its
 simulated tree, so both run the same parsing.

@@ -15,8 +15,10 @@ reason (Placement: reserved = total) and the bind path refuses it under
 its locks (``region_refusal``, given to db/arqs.finish_bind).
 """
 import dataclasses
+import functools
 import json
 
+from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.db import devices as devices_db
 
@@ -73,6 +75,24 @@ class DeviceView:
         """Whether the device as a whole may be offered."""
         return not unavailable_reasons(self)
 
+    # NOTE: derived from the frozen fields, once per view (the predicate
+    # asks for every deployable).
+    @functools.cached_property
+    def shared_groups(self):
+        """{deployable name: frozenset of the names of the deployables
+        reaching a common function with it} (common/shared_functions.py);
+        a deployable sharing nothing is not in it."""
+        return shared_functions.groups(
+            (dep.name, [shared_functions.handle_key(h.attach_info)
+                        for h in dep.attach_handles])
+            for dep in self.deployables)
+
+    def siblings_sharing(self, deployable):
+        """The other deployables behind ``deployable``'s function."""
+        group = self.shared_groups.get(deployable.name, ())
+        return tuple(d for d in self.deployables
+                     if d.name in group and d.name != deployable.name)
+
 
 @dataclasses.dataclass(frozen=True)
 class HostInventory:
@@ -93,6 +113,14 @@ def _shared_function_in_use(deployable):
 
 def _kubernetes_claimed(deployable):
     return any(h.k8s_claim is not None for h in deployable.attach_handles)
+
+
+def _shared_with_unclean(device, deployable):
+    """A sibling behind the same function waits for its wipe, is being
+    wiped, or failed it: attaching the function would hand its last
+    tenant's data to the next."""
+    return any(s.device_state not in states.DEVICE_SCHEDULABLE
+               for s in device.siblings_sharing(deployable))
 
 
 # A device_state that keeps a deployable from schedulers, named as a
@@ -117,6 +145,9 @@ _RULES = (
     # it (the Kubernetes sink leaves this reason out: it is its own).
     ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
      lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
+    ('shared_function_unclean', 'its PCI function (or mdev) also reaches a '
+     'sibling deployable that is not wiped yet after its last tenant',
+     lambda dev, dep: dep is not None and _shared_with_unclean(dev, dep)),
 ) + tuple(
     # The wipe after its last tenant (common/states.DEVICE): waiting,
     # running, or failed until an operator cleans it again.

@@ -26,6 +26,7 @@ import os_resource_classes as orc
 import os_traits
 
 from cyborg_lite.common import naming
+from cyborg_lite.common import shared_functions
 from cyborg_lite.objects import host_inventory
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
@@ -56,6 +57,9 @@ class Tree:
     providers: list
     device_rps: dict  # device uuid -> rp uuid
     deployable_rps: dict  # deployable uuid -> rp uuid
+    # rp uuid a deployable had alone -> the provider offering it with the
+    # siblings behind its function (an upgrade moves allocations there).
+    moved: dict = dataclasses.field(default_factory=dict)
 
     def by_uuid(self):
         return {p.uuid: p for p in self.providers}
@@ -111,16 +115,52 @@ def deployable_rc(device, deployable):
     return DEFAULT_RC.get(device.type) or _custom(device.type)
 
 
-def _deployable_inventories(device, dep, rc):
-    # NOTE: hidden, not removed: reserved = total keeps the provider and
-    # any allocation on it, and makes Placement offer none of it.
-    hidden = bool(host_inventory.unavailable_reasons(device, dep))
+def _offer_inventories(device, deps):
+    """What one provider offers of the deployables ``deps`` (one, or the
+    siblings behind one function: common/shared_functions.py).
+
+    Siblings are one accelerator: as many as the functions they reach
+    (one for a card's PF), each with one region's local memory. Hidden,
+    not removed, when none of them may be bound now: reserved = total
+    keeps the provider and any allocation on it, and makes Placement
+    offer none of it."""
+    hidden = all(host_inventory.unavailable_reasons(device, dep)
+                 for dep in deps)
     inv = {}
-    if dep.num_accelerators > 0:
-        inv[rc] = _inventory(dep.num_accelerators, hidden)
-    if dep.local_memory_mb > 0:
-        inv[LOCAL_MEMORY_RC] = _inventory(dep.local_memory_mb, hidden)
-    return inv
+    for dep in deps:
+        rc = deployable_rc(device, dep)
+        if dep.num_accelerators > 0:
+            inv[rc] = inv.get(rc, 0) + dep.num_accelerators
+    if len(deps) > 1:
+        functions = len({shared_functions.handle_key(h.attach_info)
+                         for dep in deps for h in dep.attach_handles})
+        inv = {rc: min(total, functions) for rc, total in inv.items()}
+    memory = max(dep.local_memory_mb for dep in deps)
+    if memory > 0:
+        inv[LOCAL_MEMORY_RC] = memory
+    return {rc: _inventory(total, hidden) for rc, total in inv.items()}
+
+
+def _carrier_name(device_name, device, dep):
+    """The provider that offers ``dep``: the device's for a whole-device
+    class (a PGPU) and for siblings that are the whole device behind one
+    function, else a child (common/shared_functions.carrier_rp_name)."""
+    if deployable_rc(device, dep) in DEVICE_LEVEL_RCS:
+        return device_name
+    group = device.shared_groups.get(dep.name)
+    if group is None:
+        return child_rp_name(device_name, dep)
+    return shared_functions.carrier_rp_name(
+        device_name, _short_name(device_name, dep.name), frozenset(
+            _short_name(device_name, n) for n in group),
+        [_short_name(device_name, d.name) for d in device.deployables])
+
+
+def _short_name(device_name, name):
+    # NOTE: the conductor stores <device RP>_<driver's name>; the carrier
+    # is named from the driver's names, as the report does.
+    prefix = device_name + '_'
+    return name[len(prefix):] if name.startswith(prefix) else name
 
 
 def _deployable_traits(device, dep):
@@ -159,24 +199,31 @@ def _device_providers(hostname, root_uuid, device, tree):
     # both on the region.
     common = {OWNER_TRAIT, vendor_trait(device)}
     dev_traits = set(common)
-    children = []
+    offers = {}   # provider name -> [deployables it offers]
     for dep in device.deployables:
-        rc = deployable_rc(device, dep)
-        traits = _deployable_traits(device, dep)
+        offers.setdefault(_carrier_name(name, device, dep), []).append(dep)
+    children = []
+    for carrier, deps in offers.items():
+        traits = set().union(*(_deployable_traits(device, d) for d in deps))
         if PROGRAMMABLE_TRAIT in traits:
             dev_traits.add(PROGRAMMABLE_TRAIT)
-        inv = _deployable_inventories(device, dep, rc)
-        if rc in DEVICE_LEVEL_RCS:
+        inv = _offer_inventories(device, deps)
+        if carrier == name:
             dev_rp.inventories.update(inv)
             dev_traits |= traits
-            tree.deployable_rps[dep.uuid] = dev_rp.uuid
-            continue
-        child_name = child_rp_name(name, dep)
-        child = Provider(name=child_name, uuid=rp_uuid(child_name),
-                         parent_uuid=dev_rp.uuid, inventories=inv,
-                         traits=frozenset(common | traits))
-        tree.deployable_rps[dep.uuid] = child.uuid
-        children.append(child)
+            provider = dev_rp
+        else:
+            provider = Provider(name=carrier, uuid=rp_uuid(carrier),
+                                parent_uuid=dev_rp.uuid, inventories=inv,
+                                traits=frozenset(common | traits))
+            children.append(provider)
+        for dep in deps:
+            tree.deployable_rps[dep.uuid] = provider.uuid
+            if len(deps) > 1:
+                # The provider it had alone: an upgrade moves what that
+                # one holds (placement/reporter.py).
+                tree.moved[rp_uuid(child_rp_name(name, dep))] = \
+                    provider.uuid
     if device.type == 'GPU' and not device.deployables:
         # A GPU the driver did not split is one passthrough PGPU.
         dev_rp.inventories[orc.PGPU] = _inventory(1, not device.schedulable)
@@ -187,8 +234,64 @@ def _device_providers(hostname, root_uuid, device, tree):
 
 def build_tree(hostname, root_uuid, devices):
     """The desired ``Tree`` under the compute node RP ``root_uuid``."""
-    tree = Tree(providers=[], device_rps={}, deployable_rps={})
+    tree = Tree(providers=[], device_rps={}, deployable_rps={}, moved={})
     for device in sorted(devices, key=lambda d: d.uuid):
         tree.providers.extend(
             _device_providers(hostname, root_uuid, device, tree))
     return tree
+
+
+# --- which sibling a bind takes --------------------------------------------
+
+def _alone(device, dep):
+    """(traits, {resource class: total}) ``dep`` would offer on a
+    provider of its own."""
+    inv = {deployable_rc(device, dep): dep.num_accelerators,
+           LOCAL_MEMORY_RC: dep.local_memory_mb}
+    return ({OWNER_TRAIT, vendor_trait(device)} |
+            _deployable_traits(device, dep), inv)
+
+
+def mismatch(device, dep, group, region_type=None):
+    """Why ``dep`` alone could not serve request group ``group`` (a device
+    profile group: resources:RC, trait:NAME required|forbidden), or None.
+    ``region_type``: the one of the bitstream the group loads."""
+    traits, inv = _alone(device, dep)
+    for key, value in sorted(group.items()):
+        kind, _, name = key.partition(':')
+        name = name.strip()
+        if kind == 'trait' and (value == 'required') != (name in traits):
+            return 'trait %s is %s' % (name, value)
+        if kind == 'resources' and inv.get(
+                resource_class_name(name), 0) < int(str(value).strip()):
+            return 'it has less than %s %s' % (value, name)
+    if region_type and dep.region_type != region_type:
+        return 'the bitstream is for region type %s' % region_type
+    return None
+
+
+def choose_member(device, members, group, region_type=None, loaded=None):
+    """The deployable of ``members`` (siblings offered by one provider)
+    that a bind of ``group`` takes: one that serves the group on its own
+    and may be bound now, preferring one for which ``loaded(dep)`` says
+    no programming is needed; then by name. Returns (deployable, None) or
+    (None, why none may)."""
+    why = {}
+    fit = []
+    for dep in members:
+        reason = mismatch(device, dep, group, region_type)
+        blocked = host_inventory.unavailable_reasons(device, dep)
+        if reason is None and blocked:
+            reason = 'unavailable [%s]' % ', '.join(blocked)
+        if reason is None and not any(not h.in_use and h.held_by is None
+                                      for h in dep.attach_handles):
+            reason = 'no free attach handle'
+        if reason is None:
+            fit.append(dep)
+        else:
+            why[dep.name] = reason
+    if not fit:
+        return None, '; '.join('%s: %s' % item for item in sorted(
+            why.items()))
+    fit.sort(key=lambda d: (not (loaded and loaded(d)), d.name))
+    return fit[0], None

@@ -24,15 +24,14 @@ def _device(*handle_lists, pci_address='0000:af:00.0'):
 
 def test_a_vf_per_region_shares_nothing():
     record = device_records.DeviceRecord.from_dict(_device([VF1], [VF2]))
-    assert record.shared_handles() == {}
+    assert record.shared_groups() == {}
 
 
 def test_regions_behind_one_pf_share_its_handle():
     record = device_records.DeviceRecord.from_dict(
         _device([PF], [PF], [VF1]))
-    [(key, names)] = record.shared_handles().items()
-    assert names == ['region0', 'region1']
-    assert key == device_records.AttachHandleRecord('PCI', PF).key()
+    pair = frozenset({'region0', 'region1'})
+    assert record.shared_groups() == {'region0': pair, 'region1': pair}
 
 
 def test_handle_key_ignores_key_order_but_not_type():

@@ -175,7 +175,7 @@ def test_sriov_gives_each_region_its_own_vf(fake_conf):
     handles = [d.attach_handles[0].attach_info for d in card0.deployables]
     assert [device_records.pci_address(h) for h in handles] == [
         '0000:5e:00.1', '0000:5e:00.2', '0000:5e:00.3']
-    assert card0.shared_handles() == {}
+    assert card0.shared_groups() == {}
     assert card0.vendor_board_info['vfs'] == 3
     assert [d.region_type for d in card0.deployables] == [TYPE_A] * 3
 
@@ -202,8 +202,8 @@ def test_sriov_tree_is_laid_out_as_on_a_pac(fake_conf, tmp_path):
 
 def test_without_sriov_the_regions_of_a_card_share_the_pf(fake_conf):
     card0 = _driver(fake_conf).discover()[0]
-    [(key, names)] = card0.shared_handles().items()
-    assert names == ['region0', 'region1']
+    pair = frozenset({'region0', 'region1'})
+    assert card0.shared_groups() == {'region0': pair, 'region1': pair}
     assert device_records.pci_address(
         card0.deployables[0].attach_handles[0].attach_info) == CARD0
 
@@ -219,7 +219,7 @@ def test_programming_reaches_a_port_behind_its_vf(fake_conf, make_gbs):
 def test_switching_sriov_rebuilds_the_tree(fake_conf):
     _driver(fake_conf).discover()
     records = _driver(fake_conf, sriov=True).discover()
-    assert records[0].shared_handles() == {}
+    assert records[0].shared_groups() == {}
 
 
 # --- cleaning ---------------------------------------------------------------

@@ -283,9 +283,10 @@ def test_unknown_target_is_a_programming_error(conf, dfl_host, make_gbs,
 
 def test_regions_behind_the_pf_are_reported_as_sharing_it(conf, dfl_host):
     records = _by_identity(_driver(conf, dfl_host).discover())
-    [(key, names)] = records[D5005].shared_handles().items()
-    assert names == ['region0', 'region1']
-    assert records[PAC].shared_handles() == {}
+    pair = frozenset({'region0', 'region1'})
+    assert records[D5005].shared_groups() == {'region0': pair,
+                                              'region1': pair}
+    assert records[PAC].shared_groups() == {}
 
 
 def test_a_vf_whose_port_is_not_visible_hides_only_that_region(

@@ -95,8 +95,8 @@ def test_each_reason_is_named_by_the_one_predicate():
         'maintaining', 'unhealthy', 'agent_down')
     assert set(host_inventory.REASONS) == {
         'maintaining', 'unhealthy', 'agent_down', 'handle_shared_in_use',
-        'kubernetes_claimed', 'pending_cleaning', 'cleaning',
-        'cleaning_failed'}
+        'kubernetes_claimed', 'shared_function_unclean',
+        'pending_cleaning', 'cleaning', 'cleaning_failed'}
 
 
 def test_a_region_a_kubernetes_claim_holds_is_unavailable_to_nova():
@@ -211,3 +211,31 @@ def test_a_host_with_no_handle_in_use_is_loaded_without_a_holder_query(db):
     assert rows.blocked_handles == {} and rows.handles
     assert not [q for q in statements if 'in_use_function IN' in q]
     assert statements, 'the listener saw no statement at all'
+
+
+def _region(name, state='available', function='0'):
+    return host_inventory.DeployableView(
+        uuid='u-' + name, name=name, device_state=state,
+        attach_handles=(_handle(function=function),))
+
+
+@pytest.mark.parametrize('state', ['pending_cleaning', 'cleaning', 'error'])
+def test_a_function_whose_sibling_is_not_wiped_yet_is_unavailable(state):
+    """Attaching a PF hands every region behind it over: one of them is
+    not bindable while another behind the same PF holds a tenant's
+    data."""
+    dirty, clean = _region('n_r0', state), _region('n_r1')
+    device = host_inventory.DeviceView('d', 'FPGA', 'v', 'i',
+                                       deployables=(dirty, clean))
+    assert host_inventory.unavailable_reasons(device, clean) == (
+        'shared_function_unclean',)
+    assert device.siblings_sharing(clean) == (dirty,)
+
+
+def test_a_sibling_with_its_own_function_is_no_reason():
+    dirty = _region('n_r0', 'cleaning', function='1')
+    clean = _region('n_r1', function='2')
+    device = host_inventory.DeviceView('d', 'FPGA', 'v', 'i',
+                                       deployables=(dirty, clean))
+    assert host_inventory.unavailable_reasons(device, clean) == ()
+    assert device.siblings_sharing(clean) == ()

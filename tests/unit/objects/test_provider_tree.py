@@ -151,23 +151,110 @@ def test_a_host_whose_agent_is_down_reserves_everything():
     assert gpu_rp.inventories['PGPU']['reserved'] == 1
 
 
-def test_a_region_whose_shared_function_is_held_is_reserved_alone():
-    pf = {'domain': '0000', 'bus': '5e', 'device': '00', 'function': '0'}
-    held = views.AttachHandleView(uuid='h0', attach_type='PCI',
-                                  attach_info=pf, in_use=True)
-    blocked = views.AttachHandleView(uuid='h1', attach_type='PCI',
-                                     attach_info=pf,
-                                     held_by=('arq-1', 'region0'))
-    dev = _fpga()
-    regions = (dataclasses.replace(dev.deployables[0],
-                                   attach_handles=(held,)),
-               dataclasses.replace(dev.deployables[1],
-                                   attach_handles=(blocked,)))
-    dev = dataclasses.replace(dev, deployables=regions)
-    _dev_rp, region0, region1 = tree.build_tree('n', ROOT, [dev]).providers
-    # region0 holds the function: its allocation shows it. Its sibling
-    # can offer nothing until the function is free again.
+PF = {'domain': '0000', 'bus': '5e', 'device': '00', 'function': '0'}
+
+
+def _handle(function='0', in_use=False, held_by=None):
+    return views.AttachHandleView(uuid='h' + function, attach_type='PCI',
+                                  attach_info=dict(PF, function=function),
+                                  in_use=in_use, held_by=held_by)
+
+
+def _behind(dev, *handles_and_states):
+    """``dev`` with its regions' handles and device_states replaced."""
+    regions = tuple(
+        dataclasses.replace(dep, attach_handles=handles, device_state=state)
+        for dep, (handles, state) in zip(dev.deployables,
+                                         handles_and_states))
+    return dataclasses.replace(dev, deployables=regions)
+
+
+def test_regions_behind_one_pf_are_one_accelerator_on_the_device_rp():
+    dev = _behind(_fpga(), ((_handle(),), 'available'),
+                  ((_handle(),), 'available'))
+    t = tree.build_tree('n', ROOT, [dev])
+    [dev_rp] = t.providers
+    assert dev_rp.inventories['FPGA']['total'] == 1
+    assert dev_rp.inventories['CUSTOM_FPGA_LOCAL_MEMORY_MB']['total'] == 2048
+    assert {'CUSTOM_FPGA_REGION_9346116D_A52D', 'CUSTOM_FUNCTION_ID_A1B2_C3',
+            'CUSTOM_PROGRAMMABLE', 'OWNER_CYBORG'} <= dev_rp.traits
+    assert t.deployable_rps == {'dep-0': dev_rp.uuid, 'dep-1': dev_rp.uuid}
+    # The providers they had alone move there (an upgrade's reshape).
+    alone = {tree.rp_uuid('n_0000:5e:00.0_region%d' % i) for i in (0, 1)}
+    assert t.moved == {u: dev_rp.uuid for u in alone}
+
+
+def test_a_pf_is_offered_while_one_region_behind_it_may_be_bound():
+    held = _behind(_fpga(), ((_handle(in_use=True),), 'allocated'),
+                   ((_handle(held_by=('arq-1', 'region0')),), 'available'))
+    [dev_rp] = tree.build_tree('n', ROOT, [held]).providers
+    # The holder's allocation uses the one accelerator; nothing to hide.
+    assert dev_rp.inventories['FPGA']['reserved'] == 0
+
+
+def test_a_pf_with_a_region_not_wiped_yet_is_reserved():
+    dirty = _behind(_fpga(), ((_handle(),), 'pending_cleaning'),
+                    ((_handle(),), 'available'))
+    [dev_rp] = tree.build_tree('n', ROOT, [dirty]).providers
+    assert dev_rp.inventories['FPGA']['reserved'] == 1
+    assert dev_rp.inventories['CUSTOM_FPGA_LOCAL_MEMORY_MB']['reserved'] \
+        == 2048
+
+
+def test_regions_with_their_own_functions_keep_their_providers():
+    dev = _behind(_fpga(), ((_handle('1'),), 'available'),
+                  ((_handle('2'),), 'pending_cleaning'))
+    t = tree.build_tree('n', ROOT, [dev])
+    _dev_rp, region0, region1 = t.providers
     assert region0.inventories['FPGA']['reserved'] == 0
     assert region1.inventories['FPGA']['reserved'] == 1
-    assert region1.inventories['CUSTOM_FPGA_LOCAL_MEMORY_MB']['reserved'] \
-        == 2048
+    assert t.moved == {}
+
+
+def test_some_regions_behind_one_function_share_the_first_ones_provider():
+    dev = _fpga()
+    third = dataclasses.replace(dev.deployables[1], uuid='dep-2',
+                                name='region2')
+    dev = _behind(dataclasses.replace(
+        dev, deployables=dev.deployables + (third,)),
+        ((_handle(),), 'available'), ((_handle(),), 'available'),
+        ((_handle('5'),), 'available'))
+    t = tree.build_tree('n', ROOT, [dev])
+    names = [p.name for p in t.providers]
+    assert names == ['n_0000:5e:00.0', 'n_0000:5e:00.0_region0',
+                     'n_0000:5e:00.0_region2']
+    assert t.deployable_rps['dep-0'] == t.deployable_rps['dep-1'] == \
+        t.providers[1].uuid
+
+
+def _choose(dev, group, **kw):
+    return tree.choose_member(dev, dev.deployables, group, **kw)
+
+
+def test_a_bind_takes_the_sibling_that_serves_its_group():
+    dev = _behind(_fpga(), ((_handle(),), 'available'),
+                  ((_handle(),), 'available'))
+    fn = {'resources:FPGA': '1',
+          'trait:CUSTOM_FUNCTION_ID_A1B2_C3': 'required'}
+    assert _choose(dev, fn)[0].name == 'region0'
+    no_fn = {'resources:FPGA': '1',
+             'trait:CUSTOM_FUNCTION_ID_A1B2_C3': 'forbidden'}
+    assert _choose(dev, no_fn)[0].name == 'region1'
+    # Preferred: the one that needs no programming.
+    loaded = _choose(dev, {'resources:FPGA': 1},
+                     loaded=lambda d: d.name == 'region1')
+    assert loaded[0].name == 'region1'
+    too_big = {'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': '4096'}
+    chosen, why = _choose(dev, too_big)
+    assert chosen is None and 'less than 4096' in why
+    other_type = _choose(dev, {'resources:FPGA': 1}, region_type='beef')
+    assert other_type[0] is None and 'region type beef' in other_type[1]
+
+
+def test_a_bind_never_takes_a_sibling_that_may_not_be_bound():
+    dev = _behind(_fpga(), ((_handle(in_use=True),), 'allocated'),
+                  ((_handle(held_by=('arq-1', 'region0')),), 'available'))
+    chosen, why = _choose(dev, {'resources:FPGA': '1'})
+    assert chosen is None
+    assert why == ('region0: no free attach handle; '
+                   'region1: unavailable [handle_shared_in_use]')
