@@ -47,9 +47,14 @@ and returns a ``SyncReport``. Rules:
   what Placement has, so the tree is not listed; a one-region change
   costs its writes only. A 409 or 404 on the way means they did not:
   forgotten, and the tree is read as usual.
-- Providers no longer wanted are deleted children first; one that still
-  holds allocations (or has such a child) is kept with reserved = total
-  and reported in ``SyncReport.held``.
+- Providers no longer wanted are deleted children first. One that still
+  holds allocations and whose deployables another provider now offers
+  (``Tree.moved``: regions behind one function, offered as one since an
+  upgrade) has its allocations moved there first, in one POST /reshaper.
+  One that still holds allocations otherwise (or has such a child, or
+  whose move Placement refused) is kept with reserved = total and
+  reported in ``SyncReport.held``; so is, then, the provider offering
+  its deployables now.
 """
 import dataclasses
 import urllib.parse
@@ -406,7 +411,9 @@ class Reporter:
                 if not created:
                     report.updated.append(provider.name)
         gone = [c for u, c in current.items() if u not in desired.by_uuid()]
-        self._remove(gone, current, report)
+        self._remove(gone, current, report, desired,
+                     {have.uuid: (provider, have)
+                      for provider, have, _ in plans})
 
     # -- writing ---------------------------------------------------------
 
@@ -549,10 +556,18 @@ class Reporter:
 
     # -- removing --------------------------------------------------------
 
-    def _remove(self, gone, current, report):
+    def _remove(self, gone, current, report, desired, planned):
         for have in sorted(gone, key=lambda c: -_depth(c, current)):
-            if self._in_use(have) or _has_child(have, current):
+            successor = planned.get(desired.moved.get(have.uuid))
+            if _has_child(have, current) or (
+                    self._in_use(have) and
+                    not self._move_allocations(have, successor)):
                 self._hold(have, report)
+                if successor is not None:
+                    # NOTE: what it holds is not counted on the provider
+                    # that offers its deployable now: offer nothing there
+                    # until it is freed.
+                    self._reserve_all(successor[1])
                 continue
             self.client.delete('/resource_providers/%s' % have.uuid)
             self._forget(have.uuid)
@@ -560,6 +575,62 @@ class Reporter:
                 self.records.forget([have.uuid])
             del current[have.uuid]
             report.deleted.append(have.name)
+
+    def _move_allocations(self, have, target):
+        """Move every allocation of ``have``, a provider no longer wanted,
+        to ``target`` ((Provider, Current) now offering what it did, or
+        None) in one POST /reshaper: an upgrade that offers regions behind
+        one function through one provider (tree.moved). False when there
+        is no target or Placement refuses (no service role, or the target
+        cannot hold them): the provider is then held."""
+        if target is None:
+            return False
+        provider, target_have = target
+        try:
+            consumers = self.client.get('/resource_providers/%s/allocations'
+                                        % have.uuid)['allocations']
+            body = {'inventories': {
+                have.uuid: {'resource_provider_generation': have.generation,
+                            'inventories': {}},
+                target_have.uuid: {
+                    'resource_provider_generation': target_have.generation,
+                    'inventories': provider.inventories}},
+                'allocations': {
+                    consumer: self._moved_consumer(consumer, have.uuid,
+                                                   target_have.uuid)
+                    for consumer in consumers}}
+            self.client.post('/reshaper', body)
+        except exception.PlacementError as exc:
+            LOG.warning('Could not move the allocations of resource '
+                        'provider %s (%s) to %s: %s', have.name, have.uuid,
+                        target_have.name, exc)
+            return False
+        finally:
+            # NOTE: the reshaper answers without generations.
+            self._forget(target_have.uuid)
+            self._forget(have.uuid)
+        LOG.info('Moved the allocations of resource provider %s to %s',
+                 have.name, target_have.name)
+        return True
+
+    def _moved_consumer(self, consumer, old_uuid, new_uuid):
+        """A consumer's allocations (all of them, as the reshaper replaces
+        them) with those on ``old_uuid`` on ``new_uuid``."""
+        found = self.client.get('/allocations/%s' % consumer)
+        moved = {}
+        for rp_uuid, alloc in found['allocations'].items():
+            resources = moved.setdefault(
+                new_uuid if rp_uuid == old_uuid else rp_uuid, {})
+            for rc, amount in alloc['resources'].items():
+                resources[rc] = resources.get(rc, 0) + amount
+        entry = {'allocations': {rp: {'resources': resources}
+                                 for rp, resources in moved.items()},
+                 'project_id': found['project_id'],
+                 'user_id': found['user_id'],
+                 'consumer_generation': found['consumer_generation']}
+        if 'consumer_type' in found:
+            entry['consumer_type'] = found['consumer_type']
+        return entry
 
     def _in_use(self, have):
         usages = self.client.get(
@@ -570,6 +641,10 @@ class Reporter:
         LOG.warning('Resource provider %s (%s) is gone from the host but '
                     'still holds allocations; keeping it with reserved = '
                     'total until they are freed', have.name, have.uuid)
+        self._reserve_all(have)
+        report.held.append(have.name)
+
+    def _reserve_all(self, have):
         held = {rc: dict(inv, reserved=inv['total'])
                 for rc, inv in have.inventories.items()}
         if not _same_inventories(have.inventories, held):
@@ -578,7 +653,6 @@ class Reporter:
                 rc: {f: inv[f] for f in INVENTORY_FIELDS}
                 for rc, inv in held.items()})
             self._remember(have)
-        report.held.append(have.name)
 
 
 def _copy(have, **changes):
