@@ -6,6 +6,7 @@ from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import publishing
+from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
@@ -43,10 +44,14 @@ class Host:
             'uuid']
 
     def regions(self):
-        """{rp uuid: region name} of the card's two regions."""
-        rows = devices_db.host_rows(self.hostname)
-        return {d.rp_uuid: d.name.rsplit('_', 1)[-1]
-                for d in rows.deployables}
+        """{rp uuid: what it offers}: a region's name, or the names of the
+        regions behind one function joined by '+' (one provider offers
+        them: common/shared_functions.py)."""
+        offers = {}
+        for dep in devices_db.host_rows(self.hostname).deployables:
+            offers.setdefault(dep.rp_uuid, []).append(
+                dep.name.rsplit('_', 1)[-1])
+        return {rp: '+'.join(sorted(names)) for rp, names in offers.items()}
 
     def reserved(self):
         """{region name: {rc: reserved}} as Placement has it."""
@@ -99,6 +104,10 @@ class Host:
         """ARQs of a profile with ``groups`` groups bound as asked;
         {group: ARQ row} after the bind."""
         profile = h.make_profile([{'resources:FPGA': '1'}] * groups)
+        return self.bind_profile(instance, by_group, profile)
+
+    def bind_profile(self, instance, by_group, profile):
+        """bind, for the groups of profile id ``profile``."""
         rp_of = {name: rp for rp, name in self.regions().items()}
         arqs = {g: h.make_arq(profile_id=profile, group_id=g - 1)
                 for g in by_group}
@@ -111,6 +120,18 @@ class Host:
 
     def unbind(self, arq):
         self.conductor.unbind_arqs(self.ctxt, [arq.uuid])
+
+    def wipe(self):
+        """End the clean of every region waiting for one or sent to its
+        agent (there is none here), as a try that succeeded ends it, and
+        publish."""
+        for dep in devices_db.host_rows(self.hostname).deployables:
+            if dep.device_state == 'pending_cleaning':
+                h.clean({'deployable_id': dep.id})
+            elif dep.device_state == 'cleaning':
+                [region] = cleaning_db.in_state('cleaning', self.hostname)
+                cleaning_db.finish(region.uuid, region.cleaning_uuid)
+        self.conductor.publish_requested(self.ctxt)
 
 
 def configure_card(conf, state_dir, sriov, regions=2):

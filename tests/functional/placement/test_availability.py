@@ -63,39 +63,43 @@ def test_two_instances_on_one_card_with_sriov(make_host):
     h.check_no_handle_double_use()
 
 
+CARD = 'region0+region1'
+
+
 def test_two_instances_on_one_card_without_sriov(make_host):
     host = make_host(sriov=False)
     a, b = _instance(), _instance()
-    first = {1: 'region0'}
-    assert first in host.candidates()
-    host.allocate(a, first)
-    assert host.bind(a, first)[1].state == 'Bound'
+    # Both regions are reached through the PF: one accelerator.
+    assert host.candidates() == [{1: CARD}]
+    host.allocate(a, {1: CARD})
+    assert host.bind(a, {1: CARD})[1].state == 'Bound'
 
-    # The sibling shares the PF now held: Placement offers neither.
-    assert host.reserved() == {'region0': FREE, 'region1': RESERVED}
+    # Its one accelerator is a's allocation: nothing more is offered.
+    assert host.reserved() == {CARD: FREE}
     assert host.candidates() == []
 
     # A bind onto it anyway (a stale offer) fails cleanly, with the reason.
-    failed = host.bind(b, {1: 'region1'})[1]
+    failed = host.bind(b, {1: CARD})[1]
     assert failed.state == 'BindFailed'
     assert 'handle_shared_in_use' in failed.error
     assert failed.attach_handle_id is None
 
-    # Unbound, the function is free and the sibling offered again (the
-    # region released waits for its wipe between tenants: no agent here).
+    # Unbound, the released region waits for its wipe and the PF, which
+    # reaches it, with it; wiped, the card is offered again.
     held = arqs_db.list_arqs(arqs_db.ALL, instance_uuid=a)[0].arq
     host.unbind(held)
-    assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
-    assert {1: 'region1'} in host.candidates()
     host.placement.delete('/allocations/%s' % a)
-    host.allocate(b, {1: 'region1'})
-    assert host.bind(b, {1: 'region1'})[1].state == 'Bound'
+    assert host.reserved() == {CARD: RESERVED}
+    assert host.candidates() == []
+    host.wipe()
+    assert host.candidates() == [{1: CARD}]
+    host.allocate(b, {1: CARD})
+    assert host.bind(b, {1: CARD})[1].state == 'Bound'
     h.check_no_handle_double_use()
 
 
-@pytest.mark.parametrize('sriov', [True, False])
-def test_a_two_group_profile_on_one_card(make_host, sriov):
-    host = make_host(sriov=sriov)
+def test_a_two_group_profile_on_one_card(make_host):
+    host = make_host(sriov=True)
     instance = _instance()
     both = {1: 'region0', 2: 'region1'}
     assert both in host.candidates(groups=2)
@@ -103,19 +107,18 @@ def test_a_two_group_profile_on_one_card(make_host, sriov):
 
     arqs = host.bind(instance, both, groups=2)
 
-    if sriov:
-        assert [a.state for a in arqs.values()] == ['Bound', 'Bound']
-        assert arqs[1].attach_handle_id != arqs[2].attach_handle_id
-        assert host.reserved() == {'region0': FREE, 'region1': FREE}
-    else:
-        # One guest must not get one device twice: the first group is
-        # bound, the second refused, its region reserved meanwhile.
-        assert [a.state for a in arqs.values()] == ['Bound', 'BindFailed']
-        assert 'handle_shared_in_use' in arqs[2].error
-        assert host.reserved() == {'region0': FREE, 'region1': RESERVED}
-        host.unbind(arqs[1])
-        assert host.reserved() == {'region0': RESERVED, 'region1': FREE}
+    assert [a.state for a in arqs.values()] == ['Bound', 'Bound']
+    assert arqs[1].attach_handle_id != arqs[2].attach_handle_id
+    assert host.reserved() == {'region0': FREE, 'region1': FREE}
     h.check_no_handle_double_use()
+
+
+def test_a_two_group_profile_is_never_offered_one_pf_twice(make_host):
+    """One guest must not be given one PCI function twice: no candidate
+    puts two groups on the regions behind one PF."""
+    host = make_host(sriov=False)
+    assert host.candidates(groups=2) == []
+    assert host.candidates() == [{1: CARD}]
 
 
 def test_a_disabled_device_is_reserved_everywhere(make_host):
