@@ -34,6 +34,28 @@ def conductor(req):
     return req.environ[CONDUCTOR_KEY]()
 
 
+def publish_now(req, hostnames):
+    """Have a conductor publish ``hostnames`` and wait until it has: the
+    request took capacity away (stored, with its publish request, in
+    db/publish_requests), and the schedulers must not offer it once the
+    request answers. A conductor that cannot be reached in time, or a
+    sink that failed, is logged: the change stands, and the conductors'
+    periodic task publishes it."""
+    if not hostnames:
+        return
+    try:
+        done = conductor(req).publish_hosts(
+            context(req), sorted(hostnames), timeout=CONF.api.publish_timeout)
+    except Exception as exc:
+        LOG.warning('No conductor published %s in time (%s); its periodic '
+                    'task will', ', '.join(sorted(hostnames)), exc)
+        return
+    late = sorted(h for h, converged in done.items() if not converged)
+    if late:
+        LOG.warning('Publishing %s did not converge yet; the conductors '
+                    'retry it', ', '.join(late))
+
+
 def request_publish(req, hostnames):
     """Ask a conductor to publish ``hostnames`` now: their offer changed
     and db/publish_requests holds them. Best effort (a cast): the

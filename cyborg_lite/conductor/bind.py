@@ -62,10 +62,10 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     wrong state, incomplete binding, taken by another conductor) is logged
     and left as it is (None for an unknown one). Bound and BindFailed ones
     are notified together. ``conductor`` is the name the ARQs are marked
-    taken by ([DEFAULT]host by default). ``publish()`` is called once at
-    the end when a bind requested a publish of its host (it claimed a
-    function sibling handles share, or on a Kubernetes host): the hosts
-    db/publish_requests holds are to be served.
+    taken by ([DEFAULT]host by default). ``publish()`` serves the hosts
+    db/publish_requests holds: called, and returned from, before an ARQ
+    whose claim changes what a scheduler is offered (on a Kubernetes
+    host) is Bound.
     """
     program = program_before_bind or _program_before_bind
     started, refused = arqs_db.begin_binds(bindings,
@@ -74,27 +74,23 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     for arq_uuid, (state, exc) in refused.items():
         LOG.warning('Not binding ARQ %s: %s', arq_uuid, exc)
         results[arq_uuid] = state
-    events, publish_hosts = [], set()
+    events = []
     for item in started:
-        state = _bind_started(ctxt, item, program, publish_hosts)
+        state = _bind_started(ctxt, item, program, publish)
         results[item.uuid] = state
         if state in ('Bound', 'BindFailed'):
             events.append(notifier_mod.make_event(
                 item.uuid, item.instance_uuid, state == 'Bound'))
     notifier_mod.notify_safely(ctxt, events, notifier)
-    if publish_hosts and publish is not None:
-        publish()
     return results
 
 
-def _bind_started(ctxt, started, program, publish_hosts):
-    """BindStarted -> Bound or BindFailed; returns the state reached, and
-    adds the hosts whose publish a Bound one requested to
-    ``publish_hosts``."""
+def _bind_started(ctxt, started, program, publish):
+    """BindStarted -> Bound or BindFailed; returns the state reached."""
     try:
         target = _ensure_programmed(ctxt, started, _resolve(started),
                                     program)
-        publish_hosts.update(_finish_bind(started, target))
+        _finish_bind(started, target, publish)
         return 'Bound'
     except exception.ArqBindFailed as exc:
         return _fail_bind(started, exc.kwargs['reason'])
@@ -214,17 +210,21 @@ def _ensure_programmed(ctxt, started, target, program):
     return target
 
 
-def _finish_bind(started, target):
-    """Claim a handle and make the ARQ Bound, in one transaction; the hosts
-    whose publish it requested."""
+def _finish_bind(started, target, publish):
+    """Claim a handle and make the ARQ Bound. A claim the schedulers must
+    see first (db/arqs.finish_bind) is published, by ``publish()``,
+    before it is Bound."""
     # NOTE: the region's availability is decided again under the locks
     # of the claim, by the predicate every inventory sink uses.
-    publish_hosts = arqs_db.finish_bind(
+    claimed = arqs_db.finish_bind(
         started, target.deployable_id, target.deployable_uuid,
         refusal=host_inventory.region_refusal, device_id=target.device_id)
+    if claimed.version is not None:
+        if publish is not None:
+            publish()
+        arqs_db.mark_bound(started, claimed)
     LOG.info('ARQ %s bound to deployable %s', started.uuid,
              target.deployable_uuid)
-    return publish_hosts
 
 
 def _fail_bind(started, reason):

@@ -31,7 +31,7 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.6')
+    target = messaging.Target(version='1.7')
 
     def __init__(self, host, after_report=None, programming=None,
                  publisher=None, cleaning=None, claims=None):
@@ -100,9 +100,22 @@ class ConductorManager:
         return liveness.heartbeat(hostname, self.publisher)
 
     def publish_requested(self, ctxt):
-        """The API changed what a host offers (a device disabled or
-        enabled): publish now rather than at the next periodic run."""
+        """The API changed what a host offers (a device enabled): publish
+        now rather than at the next periodic run."""
         self._publish_requested()
+
+    @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
+    def publish_hosts(self, ctxt, hostnames):
+        """The API took capacity away on these hosts (an ARQ deleted or
+        unbound, a device disabled): publish them and answer once every
+        sink has them; {hostname: converged}."""
+        if not isinstance(hostnames, list) or not all(
+                isinstance(h, str) and h for h in hostnames):
+            raise exception.Invalid(reason='hostnames must be a list of '
+                                           'host names')
+        return {hostname: publishing.converged(
+                    self.publisher.publish_host(hostname))
+                for hostname in sorted(set(hostnames))}
 
     # --- programming jobs (1.2), see programming.py ---------------
 

@@ -91,7 +91,7 @@ class Publisher:
             mine = (self.trust_own_publish and known.pending <= 1 and
                     known.publisher == self.id)
             results = self.publish(hostname, known=mine)
-            if known.last_id is not None and _all_converged(results):
+            if known.last_id is not None and converged(results):
                 publish_requests.served(hostname, known.last_id, self.id)
         except exception.DatabaseUnavailable:
             # NOTE: said once by db/session.py; the requests stay for the
@@ -140,7 +140,7 @@ class Publisher:
         served = []
         for hostname, last_id in publish_requests.pending().items():
             results = self.publish(hostname)
-            if _all_converged(results):
+            if converged(results):
                 publish_requests.served(hostname, last_id, self.id)
                 served.append(hostname)
         return served
@@ -160,5 +160,6 @@ class Publisher:
             return None
 
 
-def _all_converged(results):
+def converged(results):
+    """Whether every sink's result of a publish says it converged."""
     return all(r is not None and r.converged for r in results)

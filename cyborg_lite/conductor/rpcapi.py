@@ -26,6 +26,9 @@ API version history:
         release_k8s_device(hostname, claim_uid, device): calls; the
         kubelet plugin's devices of Kubernetes ResourceClaims
         (cyborg_lite/conductor/k8s_claims.py).
+* 1.7 - publish_hosts(hostnames): a call, publish these hosts to every
+        inventory sink and answer once done; the API's release of
+        capacity (ARQ delete, unbind, device disable) waits for it.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -62,7 +65,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.6'
+    RPC_API_VERSION = '1.7'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -182,6 +185,16 @@ class ConductorAPI:
         """Ask a conductor to publish the requested hosts now (a cast; the
         conductors' periodic task does it anyway)."""
         return self._cast(ctxt, '1.3', 'publish_requested')
+
+    def publish_hosts(self, ctxt, hostnames, timeout=None):
+        """Publish these hosts to every sink now; {hostname: whether every
+        sink converged}. A call: the caller took capacity away and answers
+        its own client once the schedulers have it."""
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.7', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'publish_hosts',
+                              hostnames=sorted(hostnames))
 
     # --- secure cleanup between tenants (1.4) -----------------------------
 

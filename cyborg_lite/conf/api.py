@@ -57,6 +57,16 @@ OPTS = [
                help='Most items one list request returns. A request asking '
                     'for more (limit=N) or not saying gets at most this '
                     'many; page on with marker=<last uuid>.'),
+    cfg.FloatOpt('publish_timeout',
+                 default=10.0,
+                 min=0.1,
+                 max=600.0,
+                 help='Seconds a request that takes capacity away (an ARQ '
+                      'deleted or unbound, a device disabled) waits for a '
+                      'conductor to publish it to Placement and Kubernetes '
+                      'before it answers. Past it the request still '
+                      'succeeds: the change is stored and the conductors '
+                      'publish it from their periodic task.'),
     cfg.URIOpt('public_endpoint',
                schemes=['http', 'https'],
                help='Base URL clients use to reach this API, e.g. '

@@ -224,13 +224,15 @@ def instance_has_arqs(instance_uuid):
             {'instance_uuid': instance_uuid}).first() is not None
 
 
-# What deleting ARQs left for a conductor: hosts whose released regions
-# wait for their clean, hosts whose publish it requested.
-Deleted = collections.namedtuple('Deleted', ['clean_hosts', 'publish_hosts'])
+# What deleting or unbinding ARQs left for a conductor: hosts whose
+# released regions wait for their clean, hosts whose publish it requested
+# (every release takes capacity away until the wipe ends).
+Released = collections.namedtuple('Released',
+                                  ['clean_hosts', 'publish_hosts'])
 
 
 def _deleted(s, arqs):
-    """Delete the rows; what a conductor must be told (Deleted)."""
+    """Delete the rows; what a conductor must be told (Released)."""
     hosts = set()
     for arq in arqs:
         if arq.attach_handle_id:
@@ -238,7 +240,7 @@ def _deleted(s, arqs):
             hosts.add(cleaning.release(s, arq.attach_handle_id))
         s.delete(arq)
     hosts.discard(None)
-    return Deleted(hosts, publish_requests.requested_in(s))
+    return Released(hosts, publish_requests.requested_in(s))
 
 
 def _conflict_on_stale(func):
@@ -260,9 +262,8 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 
     Refuses (409) an ARQ whose bind is in flight; ``may_delete(arq)`` is
     the caller's policy check, run on each row before anything changes.
-    Returns Deleted: the hosts whose regions now wait for their clean,
-    and those whose publish this requested (a freed function sibling
-    handles share).
+    Returns Released: the hosts whose regions now wait for their clean,
+    and those whose publish this requested.
     """
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -285,7 +286,7 @@ def delete_by_uuids(visible_to, uuids, may_delete=None):
 @_conflict_on_stale
 def delete_by_instance(visible_to, instance_uuid):
     """Delete every ARQ of an instance; none is not an error (Nova calls
-    this again on every teardown retry). Returns Deleted, as
+    this again on every teardown retry). Returns Released, as
     delete_by_uuids."""
     with session.writer() as s:
         stmt = _visible(sa.select(ARQ), visible_to)
@@ -385,12 +386,18 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
     if version is None:
         raise _state_conflict(arq_uuid, changed, target)
     if release:
-        if not attach_handles.free(s, handle_id):
-            LOG.warning('Attach handle %s of ARQ %s was already free',
-                        handle_id, arq_uuid)
-        # A tenant had it: wiped before the next one (db/cleaning.py).
-        cleaning.release(s, handle_id)
+        _release_handle(s, arq_uuid, handle_id)
     return version
+
+
+def _release_handle(s, arq_uuid, handle_id):
+    """The ARQ let go of its handle (its row no longer names it): free it
+    and leave its region to be wiped before the next tenant."""
+    if not attach_handles.free(s, handle_id):
+        LOG.warning('Attach handle %s of ARQ %s was already free',
+                    handle_id, arq_uuid)
+    # A tenant had it (or a bind was about to): db/cleaning.py.
+    cleaning.release(s, handle_id)
 
 
 def transition(arq_uuid, target, expected_version=None, **values):
@@ -526,6 +533,23 @@ def _bind_move(source, target, values):
 _BOUND = _bind_move('BindStarted', 'Bound', {
     'attach_handle_id': sa.bindparam('handle_id'),
     'deployable_id': sa.bindparam('region_id'), 'error': None})
+# A claim held until the schedulers have it: still BindStarted, with its
+# handle (every way out of BindStarted gives a handle back).
+_HOLD = conditional.statement(
+    ARQ, ARQ.id == sa.bindparam('arq_id'), {
+        'attach_handle_id': sa.bindparam('handle_id'),
+        'deployable_id': sa.bindparam('region_id')},
+    ARQ.state == 'BindStarted',
+    ARQ.version == sa.bindparam('started_version'))
+# The end of a held claim: Bound on the version the hold left.
+_BOUND_AFTER_HOLD = (sa.select(ARQ.id)
+                     .where(ARQ.uuid == sa.bindparam('arq_uuid')))
+
+# What finish_bind claimed: the hosts whose publish it requested, and,
+# when there are any, the ARQ's version while its claim is held (Bound
+# only after they are published: ``mark_bound``); None when it is Bound.
+Claimed = collections.namedtuple('Claimed', ['publish_hosts', 'version',
+                                             'handle_id', 'deployable_id'])
 
 
 def _lock_started(s, started):
@@ -539,12 +563,28 @@ def _lock_started(s, started):
     return arq_id
 
 
-def _mark_bound(s, started, arq_id, handle_id, deployable_id):
-    if not conditional.run(s, _BOUND, {
-            'arq_id': arq_id, 'started_version': started.version,
-            'handle_id': handle_id, 'region_id': deployable_id}):
+def _mark_bound(s, started, arq_id, handle_id, deployable_id,
+                version=None, statement=_BOUND):
+    if not conditional.run(s, statement, {
+            'arq_id': arq_id, 'handle_id': handle_id,
+            'region_id': deployable_id,
+            'started_version': started.version if version is None
+            else version}):
         raise _state_conflict(started.uuid, 'BindStarted (changed '
                               'meanwhile)', 'Bound')
+
+
+def mark_bound(started, claimed):
+    """Bound, after the hosts of a held claim (finish_bind's Claimed with
+    a version) were published; ARQStateConflict when an unbind or the
+    reaper moved it meanwhile (they gave its handle back)."""
+    with session.writer() as s:
+        arq_id = s.connection().execute(
+            _BOUND_AFTER_HOLD, {'arq_uuid': started.uuid}).scalar()
+        if arq_id is None:
+            raise exception.ARQNotFound(uuid=started.uuid)
+        _mark_bound(s, started, arq_id, claimed.handle_id,
+                    claimed.deployable_id, version=claimed.version)
 
 
 def _bind_failed(arq_uuid, reason):
@@ -560,8 +600,14 @@ def _refused(s, refusal, device, region):
 def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
                 device_id=None):
     """Claim a handle of the region and make the ARQ Bound, in one
-    transaction; the hosts whose publish it requested (a function sibling
-    handles share was claimed: their regions are no longer available).
+    transaction; a Claimed.
+
+    When the claim changes what a scheduler is offered beyond Placement's
+    own count of the allocation (a Kubernetes host: the region's and its
+    siblings' taints), the ARQ stays BindStarted with its handle and the
+    Claimed carries the hosts to publish and the version to make it Bound
+    with afterwards (``mark_bound``): the schedulers have the change
+    before the ARQ is Bound and Nova told.
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
@@ -598,13 +644,19 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
                 raise _bind_failed(started.uuid, _refused(
                     s, refusal, device, region) or 'no free attach handle '
                     'on deployable %s' % deployable_uuid)
-            handle_id, key = claimed
+            handle_id, _key = claimed
             cleaning.mark_allocated(s, deployable_id, region.device_state)
-            _mark_bound(s, started, arq_id, handle_id, deployable_id)
             attach_handles.request_publish_if_offer_changed(
                 s, handle_id, 'attach handle claimed',
-                hostname=device.hostname, device_id=device.id, key=key)
-            return publish_requests.requested_in(s)
+                hostname=device.hostname)
+            hosts = publish_requests.requested_in(s)
+            if not hosts:
+                _mark_bound(s, started, arq_id, handle_id, deployable_id)
+                return Claimed(hosts, None, handle_id, deployable_id)
+            _mark_bound(s, started, arq_id, handle_id, deployable_id,
+                        statement=_HOLD)
+            return Claimed(hosts, started.version + 1, handle_id,
+                           deployable_id)
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.
@@ -614,17 +666,39 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
                            'the attach handle was taken by another ARQ')
 
 
+def _unbind(s, arq_uuid):
+    """Unbound, with its binding cleared and its attach handle freed (its
+    region left to be wiped, with a publish request of its host)."""
+    arq = _get(s, arq_uuid)
+    if arq is not None and arq.state != 'Unbound':
+        _transition(s, arq_uuid, 'Unbound', hostname=None,
+                    device_rp_uuid=None, instance_uuid=None,
+                    deployable_id=None, bind_started_at=None,
+                    bind_dispatched_at=None, bind_taken_at=None,
+                    bind_taken_by=None, error=None)
+
+
 def unbind(arq_uuid):
     """Unbound, with its binding cleared and its attach handle freed; an
     Unbound ARQ is left as it is (a repeated unbind is harmless)."""
     with session.writer() as s:
-        arq = _get(s, arq_uuid)
-        if arq is not None and arq.state != 'Unbound':
-            _transition(s, arq_uuid, 'Unbound', hostname=None,
-                        device_rp_uuid=None, instance_uuid=None,
-                        deployable_id=None, bind_started_at=None,
-                        bind_dispatched_at=None, bind_taken_at=None,
-                        bind_taken_by=None, error=None)
+        _unbind(s, arq_uuid)
+
+
+def unbind_all(visible_to, uuids):
+    """Unbind exactly these ARQs (those Unbound already are left), or none
+    of them: ARQNotFound, or ARQStateConflict when one moved meanwhile.
+    Returns Released, as delete_by_uuids (a released region's host is
+    among those to publish; the clean is started for each of them)."""
+    with session.writer() as s:
+        found = set(s.scalars(_visible(sa.select(ARQ.uuid), visible_to)
+                              .where(ARQ.uuid.in_(uuids))))
+        for arq_uuid in uuids:
+            if arq_uuid not in found:
+                raise exception.ARQNotFound(uuid=arq_uuid)
+            _unbind(s, arq_uuid)
+        hosts = publish_requests.requested_in(s)
+        return Released(hosts, hosts)
 
 
 def _no_active_job():
@@ -675,8 +749,14 @@ def reap_stale_binds(timeout, reason, batch=100):
             cutoff = clock.now(s) - datetime.timedelta(seconds=timeout)
             stale = _find_stale_binds(s, cutoff, batch)
             for arq in stale:
+                # NOTE: a bind that died between claiming its handle and
+                # Bound (finish_bind) lets go of it here.
                 if _update_state(s, arq, 'BindFailed',
-                                 error=reason(arq.bind_taken_by)):
+                                 error=reason(arq.bind_taken_by),
+                                 attach_handle_id=None,
+                                 deployable_id=None):
+                    if arq.attach_handle_id is not None:
+                        _release_handle(s, arq.uuid, arq.attach_handle_id)
                     reaped.append((arq.uuid, arq.instance_uuid))
         if len(stale) < batch:
             return reaped

@@ -175,46 +175,26 @@ def claim_in_region(s, hostname, handles, blocked_handles):
     return None
 
 
-# The handle's function and host, and the functions of the other handles
-# of its device: built once, asked after every claim and free.
-_HANDLE_HOST = (sa.select(HANDLE.attach_info, DEVICE.hostname, DEVICE.id)
-                .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
-                .join(DEVICE, DEVICE.id == DEPLOYABLE.device_id)
+# The handle's host, asked after every claim and free.
+_HANDLE_HOST = (sa.select(DEVICE.hostname)
+                .join(DEPLOYABLE, DEPLOYABLE.device_id == DEVICE.id)
+                .join(HANDLE, HANDLE.deployable_id == DEPLOYABLE.id)
                 .where(HANDLE.id == sa.bindparam('handle_id')))
-_OTHERS_ON_DEVICE = (sa.select(HANDLE.attach_info)
-                     .join(DEPLOYABLE, DEPLOYABLE.id == HANDLE.deployable_id)
-                     .where(DEPLOYABLE.device_id == sa.bindparam('device_id'),
-                            HANDLE.id != sa.bindparam('handle_id')))
 
 
-def _shared_by_siblings(s, handle_id, device_id, hostname, key):
-    """Whether another handle of the device names the handle's function
-    (so its deployable's availability follows this one's)."""
-    # NOTE: compared by key, as claims are, whatever the JSON spelling; a
-    # device has a handful of handles.
-    others = s.connection().execute(
-        _OTHERS_ON_DEVICE, {'device_id': device_id, 'handle_id': handle_id})
-    return any(function_key(hostname, other) == key for (other,) in others)
-
-
-def request_publish_if_offer_changed(s, handle_id, why, hostname=None,
-                                     device_id=None, key=None):
+def request_publish_if_offer_changed(s, handle_id, why, hostname=None):
     """Ask for the host to be published again when claiming or freeing
-    this handle changed what is offered beyond its own deployable: its
-    sibling handles' deployables, or (on a host serving Kubernetes too)
-    the taint of its region in the ResourceSlices.
+    this handle changed what is offered beyond Placement's own count of
+    its allocation: on a host serving Kubernetes too, the region's taint
+    in the ResourceSlices and its siblings' behind the same function.
+    (Placement offers such siblings as one provider, whose allocation
+    already counts the function: common/shared_functions.py.)
 
-    ``hostname``, ``device_id`` and ``key`` (the handle's function_key),
-    when the caller has them all, spare reading them again."""
-    if hostname is None or device_id is None or key is None:
-        row = s.connection().execute(_HANDLE_HOST,
-                                     {'handle_id': handle_id}).first()
-        if row is None:
-            return
-        info, hostname, device_id = row
-        key = function_key(hostname, info)
-    if hostname in CONF.kubernetes.hosts or _shared_by_siblings(
-            s, handle_id, device_id, hostname, key):
+    ``hostname``, when the caller has it, spares reading it again."""
+    if hostname is None:
+        hostname = s.connection().execute(
+            _HANDLE_HOST, {'handle_id': handle_id}).scalar()
+    if hostname is not None and hostname in CONF.kubernetes.hosts:
         publish_requests.add(s, hostname, why)
 
 

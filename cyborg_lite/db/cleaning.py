@@ -158,11 +158,16 @@ def release(s, handle_id):
                              .where(HANDLE.id == handle_id))
     if deployable_id is None:
         return None
-    if _move(s, deployable_id, states.DEVICE_RELEASABLE, 'pending_cleaning',
-             **_NEW_CLEAN):
+    moved = _move(s, deployable_id, states.DEVICE_RELEASABLE,
+                  'pending_cleaning', **_NEW_CLEAN)
+    region = _region(s, id=deployable_id)
+    if moved:
         LOG.info('Deployable id=%s released: pending_cleaning',
                  deployable_id)
-    region = _region(s, id=deployable_id)
+        # Capacity taken away: the schedulers must see it before the
+        # release's caller answers (it publishes this request at once).
+        publish_requests.add(s, region.hostname,
+                             'released: waits for its wipe')
     if region.device_state != 'pending_cleaning':
         return None
     return region.hostname

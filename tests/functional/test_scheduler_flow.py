@@ -1,7 +1,8 @@
 """The scheduler flow end to end, with this test as the Nova-like scheduler.
 
 The all-in-one runs as a subprocess (real Placement, API, conductor, an
-agent with the fake driver: 2 cards x 2 regions of 4096 MiB). The test
+agent with the fake driver: 2 cards x 2 regions of 4096 MiB, each card's
+regions reached through its PF, so each card is one accelerator). The test
 talks to it only over HTTP, as Nova does: device profile → allocation
 candidates → allocation → ARQs → bind → Bound → unbind → delete → the
 region wiped (cleaning) and offered again.
@@ -43,23 +44,23 @@ class AllInOne:
              '--placement-port', str(self.placement_port)],
             stdout=self.log, stderr=subprocess.STDOUT)
 
-    def wait_ready(self, timeout=90):
+    def wait_ready(self, timeout=90, cards=2):
         servers.wait_for_port(self.api_port, timeout, proc=self.proc)
         # NOTE: a provider is listed before its inventory is written;
-        # ready is when every region offers its FPGA.
-        if not waiting.until(lambda: self._regions_offered() == 4, timeout,
-                             interval=0.2):
-            raise TimeoutError('regions never reached Placement:\n' +
+        # ready is when every card offers its FPGA.
+        if not waiting.until(lambda: self._fpgas_offered() == cards,
+                             timeout, interval=0.2):
+            raise TimeoutError('cards never reached Placement:\n' +
                                self.read_log())
 
-    def _regions_offered(self):
+    def _fpgas_offered(self):
         rps = requests.get(self.placement + '/resource_providers',
                            headers=PLACEMENT).json()['resource_providers']
-        return len([
-            r for r in rps if r['name'].endswith(('region0', 'region1')) and
-            'FPGA' in requests.get(
-                self.placement + '/resource_providers/%s/inventories'
-                % r['uuid'], headers=PLACEMENT).json()['inventories']])
+        return sum(
+            requests.get(self.placement + '/resource_providers/%s/inventories'
+                         % r['uuid'], headers=PLACEMENT).json()[
+                'inventories'].get('FPGA', {}).get('total', 0)
+            for r in rps)
 
     def read_log(self):
         self.log.flush()
@@ -164,7 +165,7 @@ def _region_rp(candidate):
 def test_schedule_bind_unbind_delete(aio):
     profile = _profile(aio, 'fpga-4g', 4096)
     candidates = _candidates(aio, profile)
-    assert len(candidates) == 4   # every region fits
+    assert len(candidates) == 2   # every card fits
     instance = str(uuid.uuid4())
     _claim(aio, candidates[0], instance)
     rp_uuid = _region_rp(candidates[0])
@@ -208,15 +209,15 @@ def test_schedule_bind_unbind_delete(aio):
 
 
 def _wait_cleaned(aio, rp_uuid, timeout=30):
-    """The region's device_state is available again, and Placement
+    """The regions the provider offers are available again, and Placement
     offers it (reserved back to 0)."""
     v25 = dict(ACCEL, **{'OpenStack-API-Version': 'accelerator 2.5'})
     waiting.read_until(
         lambda: requests.get(aio.api + '/deployables', headers=v25,
                              params={'rp_uuid': rp_uuid}
-                             ).json()['deployables'][0],
-        lambda dep: dep['device_state'] == 'available', timeout,
-        interval=0.1, what='region %s cleaned' % rp_uuid)
+                             ).json()['deployables'],
+        lambda deps: all(d['device_state'] == 'available' for d in deps),
+        timeout, interval=0.1, what='regions of %s cleaned' % rp_uuid)
     waiting.read_until(
         lambda: requests.get(
             aio.placement + '/resource_providers/%s/inventories' % rp_uuid,

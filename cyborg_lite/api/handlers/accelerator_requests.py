@@ -1,9 +1,11 @@
 """/v2/accelerator_requests (ARQs).
 
-Creation and deletion are database writes from here. Bind and unbind are
-the conductor's (they claim attach handles and may program a region): the
-PATCH handler validates the JSON patch and the ARQ states, then sends the
-request over RPC and answers 202; the ARQs move on asynchronously.
+Creation, deletion and unbind are database writes from here; a delete or
+unbind answers once a conductor has published the capacity it took away
+(utils.publish_now). A bind is the conductor's (it claims an attach
+handle and may program a region): the PATCH handler validates the JSON
+patch and the ARQ states, records the bind and sends it over RPC, and
+answers 202; the ARQs move on asynchronously.
 """
 import json
 
@@ -139,15 +141,16 @@ def delete_arqs(req):
     else:
         deleted = db.delete_by_uuids(scope, params['arqs'].split(','),
                                      _may_delete(req))
-    _after_delete(req, deleted)
+    _after_release(req, deleted)
     return utils.response(status=204)
 
 
-def _after_delete(req, deleted):
-    """Tell a conductor what deleting left: released regions to wipe,
-    shared functions freed for their siblings (db/arqs.Deleted)."""
-    deployables.start_cleaning(req, deleted.clean_hosts)
-    utils.request_publish(req, deleted.publish_hosts)
+def _after_release(req, released):
+    """What deleting or unbinding left (db/arqs.Released): the released
+    regions, reserved until wiped, are in every scheduler's view before
+    the request answers; then their wipe starts."""
+    utils.publish_now(req, released.clean_hosts | released.publish_hosts)
+    deployables.start_cleaning(req, released.clean_hosts)
 
 
 def _may_delete(req):
@@ -162,7 +165,7 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    _after_delete(req, db.delete_by_uuids(
+    _after_release(req, db.delete_by_uuids(
         _scope(req, policies.DELETE), [uuid], _may_delete(req)))
     return utils.response(status=204)
 
@@ -248,7 +251,10 @@ def _apply_patch(req, body):
     _check_states(items, kind)
     ctx = utils.context(req)
     if kind == 'unbind':
-        utils.conductor(req).unbind_arqs(ctx, list(parsed))
+        # NOTE: done here, not cast, so the released regions are reserved
+        # everywhere before this answers (Cyborg's 202 is kept).
+        _after_release(req, db.unbind_all(_scope(req, policies.UPDATE),
+                                          list(parsed)))
         return utils.response(status=202)
     for instance in {values['instance_uuid'] for _, values in
                      parsed.values()}:

@@ -46,6 +46,10 @@ class RecordingConductor:
     def publish_requested(self, ctxt):
         self.calls.append(('publish_requested', ctxt.project_id))
 
+    def publish_hosts(self, ctxt, hostnames, timeout=None):
+        self.calls.append(('publish_hosts', ctxt.project_id, hostnames))
+        return {hostname: True for hostname in hostnames}
+
 
 def error_of(resp):
     """The faultstring of a Cyborg error body (after checking its form)."""

@@ -187,11 +187,14 @@ def test_bind_sends_the_bindings_to_the_conductor(app, arq, conductor):
         'hostname': 'h1', 'device_rp_uuid': RP, 'instance_uuid': INSTANCE}})]
 
 
-def test_unbind_sends_the_uuids_to_the_conductor(app, arq, conductor):
+def test_unbind_is_done_before_it_answers(app, arq, conductor):
     fx.set_arq(arq['uuid'], state='Bound', instance_uuid=INSTANCE)
     app.patch_json(PATH, {arq['uuid']: UNBIND}, headers=MEMBER_A,
                    status=202)
-    assert conductor.calls == [('unbind_arqs', 'project-a', [arq['uuid']])]
+    shown = app.get('%s/%s' % (PATH, arq['uuid']), headers=MEMBER_A).json
+    assert (shown['state'], shown['instance_uuid']) == ('Unbound', None)
+    # No region was held: nothing to publish or to wipe.
+    assert conductor.calls == []
 
 
 def test_admin_may_set_project_id_from_2_1(app, arq, conductor):
