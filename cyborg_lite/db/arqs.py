@@ -582,7 +582,8 @@ def mark_bound(started, claimed):
         arq_id = s.connection().execute(
             _BOUND_AFTER_HOLD, {'arq_uuid': started.uuid}).scalar()
         if arq_id is None:
-            raise exception.ARQNotFound(uuid=started.uuid)
+            # NOTE: deleted with its instance meanwhile (its handle too).
+            raise _state_conflict(started.uuid, 'deleted', 'Bound')
         _mark_bound(s, started, arq_id, claimed.handle_id,
                     claimed.deployable_id, version=claimed.version)
 

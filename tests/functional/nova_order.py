@@ -44,10 +44,13 @@ def suffix(group_id):
 
 
 class Nova:
-    def __init__(self, api, placement, hostname):
+    """``host_of(rp_uuid)``: the compute host of a provider, as Nova's
+    scheduler knows the host it picked."""
+
+    def __init__(self, api, placement, host_of):
         self.api = api            # http://.../v2
         self.placement = placement
-        self.hostname = hostname
+        self.host_of = host_of
 
     # --- scheduler ----------------------------------------------------
 
@@ -100,11 +103,13 @@ class Nova:
         first = offered[0]
         self.claim(instance, first)
         arqs = self._create_arqs(profile_name)
-        bindings = {arq['uuid']: {
-            'hostname': self.hostname,
-            'device_rp_uuid': first['mappings'][
-                suffix(arq['device_profile_group_id'])][0],
-            'instance_uuid': instance} for arq in arqs}
+        bindings = {}
+        for arq in arqs:
+            rp_uuid = first['mappings'][
+                suffix(arq['device_profile_group_id'])][0]
+            bindings[arq['uuid']] = {'hostname': self.host_of(rp_uuid),
+                                     'device_rp_uuid': rp_uuid,
+                                     'instance_uuid': instance}
         self._bind(bindings)
         resolved = self._wait_resolved(instance, timeout)
         bad = [a for a in resolved if a['state'] != 'Bound']

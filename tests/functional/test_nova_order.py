@@ -41,7 +41,7 @@ def nova(aio):
                              headers=nova_order.ACCEL,
                              json=[{'name': name, 'groups': groups}])
         assert resp.status_code == 201, resp.text
-    return nova_order.Nova(aio.api, aio.placement, HOST)
+    return nova_order.Nova(aio.api, aio.placement, lambda rp_uuid: HOST)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ SH_BLOCK = re.compile(r'^```sh\n(.*?)^```$', re.S | re.M)
 BANNER = 'all-in-one is running'
 EXPORT = re.compile(r'^  (export \w+=\S+)$', re.M)
 # What each tour leaves in its shell, read back by the test.
-TOUR_VARS = ('BITSTREAM', 'ARQ', 'REGION', 'REGION_RP', 'HOST', 'INSTANCE')
+TOUR_VARS = ('BITSTREAM', 'ARQ', 'REGION', 'CARD_RP', 'HOST', 'INSTANCE')
 # The CLI and OSC must not pick up whoever runs the tests.
 SCRUBBED_PREFIXES = ('OS_', 'CYBORG_LITE_', 'PLACEMENT_')
 ANY = object()
@@ -93,8 +93,8 @@ def aio(tmp_path_factory):
         aio.banner_exports = aio.exports()
         # A user reads the banner before pasting; a test is quicker than
         # the agent's first report reaching Placement.
-        waiting.read_until(aio.candidates, lambda n: n == 4, timeout=60,
-                           what='4 FPGA regions offered in Placement')
+        waiting.read_until(aio.candidates, lambda n: n == 2, timeout=60,
+                           what='2 FPGA cards offered in Placement')
         yield aio
     finally:
         assert aio.stop() == 0
@@ -159,7 +159,7 @@ def _check_outcome(aio, shell):
     shown = _get(aio, '/deployables/%s' % region, '2.5')
     assert (shown['rp_uuid'], shown['bitstream_id'], shown['device_state'],
             shown['cleaning_error']) == (
-        shell['REGION_RP'], bitstream, 'available', None)
+        shell['CARD_RP'], bitstream, 'available', None)
     # Wiped during this tour (the same region may serve both tours).
     assert re.search(r'Deployable %s cleaned \(try [-0-9a-f]+\): available'
                      % region, aio.tour_log)
@@ -172,16 +172,16 @@ def _check_outcome(aio, shell):
 
 def test_cyborg_lite_tour(aio, tmp_path):
     out, err, shell = _run_tour(aio, 'cyborg-lite', tmp_path)
-    bitstream, region_rp = shell['BITSTREAM'], shell['REGION_RP']
+    bitstream, card_rp = shell['BITSTREAM'], shell['CARD_RP']
     assert _field('status', 'active').search(out)
     assert _field('function_name', 'nlb').search(out)
-    # The candidate list shows the region the bind then names.
-    assert re.search(r'\| %s \| FPGA=0/1' % region_rp, out)
+    # The candidate list shows the card the bind then names.
+    assert re.search(r'\| %s \| FPGA=0/1' % card_rp, out)
     # Bound, with the region's PCI function as the attach handle, after
     # the programming job the bind started.
     assert '%s: BindStarted -> Bound' % shell['ARQ'] in err
     assert _field('state', 'Bound').search(out)
-    assert _field('device_rp_uuid', region_rp).search(out)
+    assert _field('device_rp_uuid', card_rp).search(out)
     assert _field('attach_handle_type', 'PCI').search(out)
     assert re.search(r'^\| attach_handle_info\s+\| \{"bus": ', out, re.M)
     job = _row(ANY, 'succeeded', shell['REGION'], bitstream, 'aio-host',

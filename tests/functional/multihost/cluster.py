@@ -379,7 +379,9 @@ class Cluster:
         return resp.json()
 
     def region_rps(self):
-        """[Region] every FPGA region provider Placement has, by host."""
+        """[Region] every provider of FPGA regions Placement has, by host:
+        a card's, when its regions are reached through its PF (the fake
+        driver's default: common/shared_functions.py)."""
         found = []
         rps = self.placement_get('/resource_providers')['resource_providers']
         by_uuid = {rp['uuid']: rp for rp in rps}
@@ -396,10 +398,10 @@ class Cluster:
         return sorted(found, key=lambda r: (r.host, r.name))
 
     def region_per_card(self):
-        """[Region] one per card (its region0): regions that never share a
-        PCI function, so binds to them do not exclude each other."""
-        regions = [r for r in self.region_rps()
-                   if r.name.endswith('_region0')]
+        """[Region] one per card: offers that never share a PCI function,
+        so binds to them do not exclude each other (each card's regions,
+        reached through its PF, are offered by the card's provider)."""
+        regions = self.region_rps()
         assert len(regions) == len(self.agent_hosts) * self.cards
         return regions
 
@@ -415,7 +417,9 @@ class Cluster:
                              0.5)
 
     def expected_regions(self):
-        return len(self.agent_hosts) * self.cards * self.regions
+        """How many FPGA providers Placement has: one per card, whose
+        regions all sit behind its PF."""
+        return len(self.agent_hosts) * self.cards
 
     def wait_regions(self, timeout=120):
         seen = []

@@ -40,8 +40,10 @@ def _bind_one(cluster, arq_cleanup, region, profile):
 
 def test_kill9_agent_for_good_then_restart(cluster, arq_cleanup):
     regions = [r for r in cluster.region_rps() if r.host == HOST]
+    # Each card's regions are reached through its PF: one provider each.
     card0 = [r for r in regions if '_0000:5e:' in r.name]
     card1 = [r for r in regions if r not in card0]
+    assert (len(card0), len(card1)) == (1, 1)
     cluster.create_profile('mh-agent-down')
     held = _bind_one(cluster, arq_cleanup, card0[0], 'mh-agent-down')
     assert held['state'] == 'Bound', held
@@ -67,14 +69,13 @@ def test_kill9_agent_for_good_then_restart(cluster, arq_cleanup):
     finally:
         if not agent.alive():
             agent.start()
-    # Back with its first heartbeat: offered again (but the sibling of
-    # the region still bound, which shares its PF).
+    # Back with its first heartbeat: offered again (the card still bound
+    # has its one accelerator in Nova's allocation, not reserved).
     cluster.wait_for(lambda: _reasons(cluster) == [[], []], 60,
                      '%s back up' % HOST)
-    free = {r.name: (1, 0) for r in card1 + card0[:1]}
-    free[card0[1].name] = (1, 1)
+    free = {r.name: (1, 0) for r in regions}
     cluster.wait_for(lambda: _reserved(cluster, regions) == free, 30,
-                     'the regions of %s offered again' % HOST)
+                     'the cards of %s offered again' % HOST)
     assert cluster.arq(held['uuid'])['state'] == 'Bound'
     assert _bind_one(cluster, arq_cleanup, card1[0],
                      'mh-agent-down')['state'] == 'Bound'
