@@ -230,3 +230,26 @@ def test_an_outage_in_a_cleaning_cast_is_expected_not_a_traceback(
                                            cleaning=OutageCleaning())
     with pytest.raises(oslo_messaging.ExpectedException):
         manager.start_cleaning({}, ['node1'])
+
+
+def test_publish_hosts_answers_once_every_sink_has_them(db):
+    good, broken = RecordingSink(), RecordingSink(broken=True)
+    conductor = manager_mod.ConductorManager(
+        'c1', publisher=publishing.Publisher([good]))
+    assert conductor.publish_hosts(None, ['h2', 'h1', 'h1']) == {
+        'h1': True, 'h2': True}
+    assert good.published == ['h1', 'h2']
+    failing = manager_mod.ConductorManager(
+        'c1', publisher=publishing.Publisher([good, broken]))
+    assert failing.publish_hosts(None, ['h1']) == {'h1': False}
+
+
+@pytest.mark.parametrize('bad', ['h1', [''], [None], None, [1]])
+def test_publish_hosts_refuses_what_is_not_a_list_of_names(db, bad):
+    sink = RecordingSink()
+    conductor = manager_mod.ConductorManager(
+        'c1', publisher=publishing.Publisher([sink]))
+    with pytest.raises(oslo_messaging.ExpectedException) as raised:
+        conductor.publish_hosts(None, bad)
+    assert isinstance(raised.value.exc_info[1], exception.Invalid)
+    assert sink.published == []
