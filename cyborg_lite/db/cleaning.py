@@ -367,4 +367,7 @@ def reclean(deployable_uuid):
                                          region.device_state, why,
                                          ' or '.join(
                                              states.DEVICE_RECLEANABLE)))
+        # An idle region taken away until wiped: published before the
+        # request answers.
+        publish_requests.add(s, region.hostname, 'a clean asked for')
         return _region(s, id=region.id)

@@ -192,14 +192,40 @@ _REGION_HANDLES = (sa.select(_HANDLE)
                    .order_by(_HANDLE.c.id))
 
 
+# The deployables of the region's device whose handles name one of its
+# functions, and their handles: attaching it would hand them over too.
+_SIBLINGS_SHARING = (
+    sa.select(*(_DEP.c[n] for n in _DEPLOYABLE_VIEW_COLUMNS)).distinct()
+    .join(_HANDLE, _HANDLE.c.deployable_id == _DEP.c.id)
+    .where(_DEP.c.device_id == sa.bindparam('device_id'),
+           _DEP.c.id != sa.bindparam('deployable_id'),
+           _HANDLE.c.attach_info.in_(sa.bindparam('infos', expanding=True)))
+    .order_by(_DEP.c.id))
+_HANDLES_OF = (sa.select(_HANDLE)
+               .where(_HANDLE.c.deployable_id.in_(
+                   sa.bindparam('ids', expanding=True)))
+               .order_by(_HANDLE.c.id))
+
+
 def region_rows(s, device, deployable):
     """The HostRows of one region of ``device``, read in the caller's
-    transaction (a bind deciding under its locks); its handles are plain
-    rows, in id order, with their ``version``."""
+    transaction (a bind deciding under its locks): the region first, then
+    the siblings behind any of its functions (their states decide too);
+    handles are plain rows, in id order, with their ``version``."""
     conn = s.connection()
     params = {'deployable_id': deployable.id}
     attributes = dict(conn.execute(_REGION_ATTRIBUTES, params).all())
-    handles = conn.execute(_REGION_HANDLES, params).all()
-    return _rows_of(s, [device], [deployable], device.hostname,
+    handles = {}
+    own = conn.execute(_REGION_HANDLES, params).all()
+    if own:
+        handles[deployable.id] = own
+    siblings = conn.execute(_SIBLINGS_SHARING, {
+        'device_id': device.id, 'deployable_id': deployable.id,
+        'infos': sorted({h.attach_info for h in own})}).all() if own else []
+    if siblings:
+        for handle in conn.execute(_HANDLES_OF, {
+                'ids': [d.id for d in siblings]}):
+            handles.setdefault(handle.deployable_id, []).append(handle)
+    return _rows_of(s, [device], [deployable] + siblings, device.hostname,
                     {deployable.id: attributes} if attributes else {},
-                    {deployable.id: handles} if handles else {})
+                    handles)

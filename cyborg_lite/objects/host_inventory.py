@@ -253,10 +253,12 @@ def load(hostname, url=None, previous=None):
 
 
 def region_refusal(rows):
-    """Why the one region in ``rows`` (db/devices.region_rows) may not be
-    bound now, as a sentence; None when it may."""
+    """Why the region of ``rows`` (db/devices.region_rows: the region,
+    then the siblings behind its functions) may not be bound now, as a
+    sentence; None when it may."""
     [device] = _views(rows)
-    [deployable] = device.deployables
+    [deployable] = [d for d in device.deployables
+                    if d.uuid == rows.deployables[0].uuid]
     reasons = unavailable_reasons(device, deployable)
     if not reasons:
         return None

@@ -51,8 +51,10 @@ def test_an_admin_asks_for_a_clean(app, conductor, state):
     assert (resp.json['device_state'], resp.json['cleaning_error']) == \
         ('pending_cleaning', None)
     assert _state(dep) == 'pending_cleaning'
-    assert conductor.calls == [('start_cleaning', 'admin-project',
-                                ['host1'])]
+    # Reserved in every view before it answers, then wiped.
+    assert conductor.calls == [
+        ('publish_hosts', 'admin-project', ['host1']),
+        ('start_cleaning', 'admin-project', ['host1'])]
 
 
 @pytest.mark.parametrize('state', ['allocated', 'pending_cleaning',
@@ -116,8 +118,10 @@ def test_deleting_a_bound_arq_leaves_its_region_to_be_wiped(
                    headers=ADMIN, status=204)
 
     assert _state(dep) == 'pending_cleaning'
-    assert conductor.calls == [('start_cleaning', 'admin-project',
-                                ['host1'])]
+    # Reserved in every view before it answers, then wiped.
+    assert conductor.calls == [
+        ('publish_hosts', 'admin-project', ['host1']),
+        ('start_cleaning', 'admin-project', ['host1'])]
 
 
 def test_deleting_an_unbound_arq_tells_no_conductor(app, conductor):

@@ -47,18 +47,21 @@ def test_disable_and_enable(app, conductor):
 
     assert resp.body == b''
     assert app.get(url, headers=_at('2.3')).json['status'] == 'maintaining'
-    assert conductor.calls == [('publish_requested', 'admin-project')]
+    # Taken away: published before it answers.
+    assert conductor.calls == [('publish_hosts', 'admin-project',
+                                [device.hostname])]
     assert _publish_requests() == ['device %s maintaining' % device.uuid]
     # Again: nothing changes, nobody is bothered.
     app.post(url + '/disable', headers=ADMIN, status=200)
     assert len(conductor.calls) == 1 and len(_publish_requests()) == 1
 
+    # Given back: a conductor is asked to publish it.
     app.post(url + '/enable', headers=ADMIN, status=200)
     assert app.get(url, headers=_at('2.3')).json['status'] == 'enabled'
-    assert len(conductor.calls) == 2
+    assert conductor.calls[1] == ('publish_requested', 'admin-project')
 
 
-def test_deleting_the_holder_of_a_shared_function_asks_a_publish(
+def test_deleting_the_holder_of_a_shared_function_publishes_it(
         app, conductor):
     from cyborg_lite.conductor import bind
     from tests.unit.conductor import bind_helpers as h
@@ -68,10 +71,11 @@ def test_deleting_the_holder_of_a_shared_function_asks_a_publish(
                    notifier=h.RecordingNotifier())
     app.delete('/v2/accelerator_requests/%s' % shared, headers=ADMIN,
                status=204)
-    # The released region waits for its wipe; its siblings are free now.
+    # The released region waits for its wipe, and its siblings behind the
+    # same PF with it: published before it answers, then wiped.
     assert conductor.calls == [
-        ('start_cleaning', 'admin-project', ['host1']),
-        ('publish_requested', 'admin-project')]
+        ('publish_hosts', 'admin-project', ['host1']),
+        ('start_cleaning', 'admin-project', ['host1'])]
     # An ARQ that held nothing: nobody is bothered.
     app.delete('/v2/accelerator_requests/%s' % h.make_arq(),
                headers=ADMIN, status=204)
@@ -188,7 +192,8 @@ def test_openstacksdk_disables_and_enables_a_device(cloud):
     [device] = list(sdk.devices())
     device_rp = devices_db.host_rows(host.hostname).devices[0].rp_uuid
     before = _device_inventories(host, device_rp)
-    assert len(before) == 4 and all(r == 0 for *_, r in before)
+    # Its regions sit behind its PF: the card's own provider offers them.
+    assert len(before) == 2 and all(r == 0 for *_, r in before)
 
     sdk.disable_device(device.id)
     assert _wait_device_status(sdk, device.id, 'maintaining').status == \

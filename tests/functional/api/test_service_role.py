@@ -57,8 +57,10 @@ def _nova_lifecycle(app, member, nova, conductor):
     listed = call('GET', '%s?instance=%s' % (ARQS, instance))
     assert [a['uuid'] for a in listed.json['arqs']] == [arq]
     call('PATCH', '%s/%s' % (ARQS, arq), {arq: UNBIND})
+    # Unbound, it belongs to no instance any more: a teardown by instance
+    # finds nothing, and Nova deletes it by uuid.
     call('DELETE', '%s?instance=%s' % (ARQS, instance))
-    call('DELETE', '%s?arqs=%s' % (ARQS, other))
+    call('DELETE', '%s?arqs=%s,%s' % (ARQS, arq, other))
     call('DELETE', '%s/%s' % (ARQS, third))
     assert [c[0] for c in conductor.calls] == ['bind_arqs']
     return statuses

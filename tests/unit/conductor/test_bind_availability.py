@@ -47,7 +47,8 @@ def test_two_instances_on_a_card_without_sriov_one_function_one_arq(db):
     region0, region1 = h.make_card(sriov=False)
     first, state = _bind(region0)
     assert state == 'Bound'
-    assert _publish_requests() == [('host1', 'attach handle claimed')]
+    # Placement offers both as one accelerator: its allocation counts it.
+    assert _publish_requests() == []
 
     second, state = _bind(region1)
 
@@ -59,33 +60,43 @@ def test_two_instances_on_a_card_without_sriov_one_function_one_arq(db):
                                               .attach_handle_id}
 
 
-def test_the_sibling_binds_once_the_function_is_freed(db):
+RELEASED = ('host1', 'released: waits for its wipe')
+
+
+def test_the_sibling_binds_once_the_function_is_freed_and_wiped(db):
     region0, region1 = h.make_card(sriov=False)
     first, _ = _bind(region0)
     assert bind.unbind_arqs(None, [first]) == {first: 'Unbound'}
-    assert _publish_requests()[-1] == ('host1', 'attach handle freed')
+    assert _publish_requests() == [RELEASED]
 
+    # The PF reaches region0 too, whose last tenant's data is not wiped.
     second, state = _bind(region1)
+    assert state == 'BindFailed'
+    assert 'shared_function_unclean' in h.get_arq(second).error
 
-    assert state == 'Bound'
+    h.clean(region0)
+    assert _bind(region1)[1] == 'Bound'
     h.check_no_handle_double_use()
 
 
 def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
     # Nova's teardown deletes ARQs without unbinding them first.
     region0, region1 = h.make_card(sriov=False)
-    first, _ = _bind(region0, instance='8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f')
+    instance = '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f'
+    _bind(region0, instance=instance)
     assert arqs_db.delete_by_instance(
-        arqs_db.ALL, '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f').publish_hosts == {'host1'}
-    assert _publish_requests()[-1] == ('host1', 'attach handle freed')
+        arqs_db.ALL, instance).publish_hosts == {'host1'}
+    assert _publish_requests() == [RELEASED]
+    h.clean(region0)
     assert _bind(region1)[1] == 'Bound'
 
 
-def test_deleting_an_arq_on_its_own_vf_requests_nothing(db):
+def test_deleting_an_arq_on_its_own_vf_asks_to_publish_its_wipe(db):
     region0, _region1 = h.make_card(sriov=True)
     first, _ = _bind(region0)
-    assert arqs_db.delete_by_uuids(arqs_db.ALL, [first]).publish_hosts == set()
-    assert _publish_requests() == []
+    assert arqs_db.delete_by_uuids(arqs_db.ALL, [first]).publish_hosts == {
+        'host1'}
+    assert _publish_requests() == [RELEASED]
 
 
 def test_a_two_group_profile_on_one_card_without_sriov(db):
@@ -217,12 +228,15 @@ class _RecordingPublisher(publishing.Publisher):
         return super().publish_requested()
 
 
-@pytest.mark.parametrize('shared, calls', [(False, 0), (True, 1)])
+@pytest.mark.parametrize('kubernetes, calls', [(False, 0), (True, 1)])
 def test_the_conductor_serves_publish_requests_after_a_bind_that_asked(
-        db, shared, calls):
-    # Only a claim that changed another region's offer asks for a
+        db, conf, kubernetes, calls):
+    # Only a claim that changes an offer beyond Placement's count of the
+    # allocation (a region's taint on a Kubernetes host) asks for a
     # publish; any other bind spares the conductor reading the requests.
-    region = h.make_card(sriov=not shared)[0]
+    if kubernetes:
+        conf.set_override('hosts', ['host1'], group='kubernetes')
+    region = h.make_card(sriov=False)[0]
     sink = _RecordingSink()
     publisher = _RecordingPublisher(sink)
     conductor = manager.ConductorManager('cond-1', publisher=publisher)

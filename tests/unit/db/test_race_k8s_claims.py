@@ -102,7 +102,8 @@ def _holders(region):
 def test_nova_first_kubernetes_refused(pg_db, monkeypatch):
     region, arq_uuid, nova, kubernetes = _contenders()
     bound, claimed = held_race(monkeypatch, pg_db, nova, kubernetes)
-    assert bound == set(), bound   # bound; no host to publish again
+    # Bound at once: no Kubernetes host whose slice must see it first.
+    assert (bound.publish_hosts, bound.version) == (set(), None), bound
     assert isinstance(claimed, exception.ClaimRefused), claimed
     assert 'in use by %s' % arq_uuid in str(claimed)
     assert _holders(region) == ([arq_uuid], [], 1)

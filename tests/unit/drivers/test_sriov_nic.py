@@ -61,7 +61,7 @@ def test_each_enabled_vf_is_a_handle_on_the_physical_network(conf,
          'physical_network': 'physnet1'},
         {'domain': '0000', 'bus': '1b', 'device': '02', 'function': '1',
          'physical_network': 'physnet1'}]
-    assert pf0.shared_handles() == {}
+    assert pf0.shared_groups() == {}
     assert device_records.DeviceRecord.from_dict(pf0.to_dict()) == pf0
 
 
