@@ -10,8 +10,10 @@ from cyborg_lite.common import bitstream_formats
 from cyborg_lite.db import bitstreams as db_bitstreams
 from cyborg_lite.db import models
 
-# At least one visible character: an id of spaces names nothing.
-_ID = {'type': 'string', 'minLength': 1, 'maxLength': 64, 'pattern': r'\S'}
+# At least one visible character: an id of spaces names nothing. (Not
+# \S: the engines' \s differ on \x1c-\x1f, \x85 and \ufeff; none is visible.)
+_ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
+       'pattern': r'[^\s\x00-\x1f\x7f-\x9f\ufeff]'}
 _TEXT = {'type': 'string', 'maxLength': 255}
 FORMAT = {'type': 'string', 'enum': list(bitstream_formats.FORMATS)}
 VISIBILITY = {'type': 'string', 'enum': list(models.VISIBILITIES)}
