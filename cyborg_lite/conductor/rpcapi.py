@@ -26,6 +26,8 @@ API version history:
         release_k8s_device(hostname, claim_uid, device): calls; the
         kubelet plugin's devices of Kubernetes ResourceClaims
         (cyborg_lite/conductor/k8s_claims.py).
+* 1.7 - report takes numa_nodes: the host's NUMA nodes and SLIT
+        (common/topology.py), sent when they changed.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -62,23 +64,28 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.6'
+    RPC_API_VERSION = '1.7'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
                                      self.RPC_API_VERSION, timeout=timeout)
 
-    def report(self, ctxt, hostname, driver_reports):
+    def report(self, ctxt, hostname, driver_reports, numa_nodes=None):
         """Apply an agent report; returns the acknowledgement dict.
 
+        ``numa_nodes``: the host's NUMA nodes, when they changed (1.7).
         Raises InvalidReport (nothing stored changed) or ReportConflict
         (concurrent writers; send again later), or oslo.messaging's
         MessagingTimeout when no conductor answered.
         """
-        cctxt = self.client.prepare(version='1.0')
+        kwargs = {'hostname': hostname, 'driver_reports': driver_reports}
+        version = '1.0'
+        if numa_nodes is not None:
+            kwargs['numa_nodes'] = numa_nodes
+            version = '1.7'
+        cctxt = self.client.prepare(version=version)
         with _translate():
-            return cctxt.call(ctxt, 'report', hostname=hostname,
-                              driver_reports=driver_reports)
+            return cctxt.call(ctxt, 'report', **kwargs)
 
     def bind_arqs(self, ctxt, bindings):
         """Start binding ARQs; returns at once (the API answers 202).
