@@ -58,9 +58,18 @@ class NumaHost:
             'cond1', after_report=publisher.publish_host,
             publisher=publisher)
 
-    def report(self):
-        entry = agent_manager.driver_entry(
-            'fake', [r.to_dict() for r in self.driver.discover()])
+    def report(self, previous_release=False):
+        """The agent's report; ``previous_release``: as the agent of the
+        release before topology sends it (no places, no NUMA nodes)."""
+        devices = [r.to_dict() for r in self.driver.discover()]
+        if previous_release:
+            for device in devices:
+                del device['topology']
+                for deployable in device['deployables']:
+                    del deployable['topology']
+        entry = agent_manager.driver_entry('fake', devices)
+        if previous_release:
+            return self.conductor.report(self.ctxt, self.hostname, [entry])
         return self.conductor.report(self.ctxt, self.hostname, [entry],
                                      self.driver.numa_nodes())
 
@@ -154,6 +163,52 @@ def test_a_named_node_is_a_trait_nova_already_sends(numa_host):
     assert all(_nodes(numa_host, pair) == {1} for pair in found)
 
 
+def _bind(host, rp):
+    """An instance's allocation on ``rp`` and its ARQ bound there."""
+    instance = str(uuid.uuid4())
+    host.placement.put('/allocations/%s' % instance, {
+        'allocations': {rp: {'resources': {
+            'FPGA': 1, 'CUSTOM_FPGA_LOCAL_MEMORY_MB': MEMORY_MB}}},
+        'project_id': 'p1', 'user_id': 'u1', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'})
+    arq = h.make_arq(profile_id=h.make_profile([REGION]))
+    host.conductor.bind_arqs(host.ctxt, {arq: {
+        'hostname': host.hostname, 'device_rp_uuid': rp,
+        'instance_uuid': instance}})
+    assert h.get_arq(arq).state == 'Bound'
+    return instance, arq
+
+
+def test_upgrade_keeps_every_uuid_inventory_and_allocation(numa_host):
+    """A host as the previous release published it (no places known, no
+    NUMA layer), with a bound ARQ; then the upgraded agent reports."""
+    numa_host.report(previous_release=True)
+    flat = numa_host.providers()
+    assert len(flat) == 7 and not [n for n in flat if '_numa' in n]
+    rp = sorted(numa_host.regions())[0]
+    instance, arq = _bind(numa_host, rp)
+    before = {name: (p['uuid'], numa_host.inventories(p['uuid']))
+              for name, p in flat.items()}
+    allocations = numa_host.allocations(instance)
+
+    assert numa_host.report()['changed']
+    layered = numa_host.providers()
+    assert set(layered) == set(flat) | {numa_host.hostname + '_numa0',
+                                        numa_host.hostname + '_numa1'}
+    assert {name: (p['uuid'], numa_host.inventories(p['uuid']))
+            for name, p in layered.items() if name in flat} == before
+    assert numa_host.allocations(instance) == allocations == {
+        rp: {'FPGA': 1, 'CUSTOM_FPGA_LOCAL_MEMORY_MB': MEMORY_MB}}
+    node = numa_host.regions()[rp][2]
+    card = numa_host.regions()[rp][0]
+    assert layered['%s_%s' % (numa_host.hostname, card)][
+        'parent_provider_uuid'] == layered['%s_numa%d' % (
+            numa_host.hostname, node)]['uuid']
+    assert h.get_arq(arq).state == 'Bound'
+    numa_host.conductor.unbind_arqs(numa_host.ctxt, [arq])
+    assert h.get_arq(arq).state == 'Unbound'
+
+
 def test_moving_a_published_host_keeps_uuids_inventories_allocations(
         numa_host, conf):
     conf.set_override('numa_providers', False, group='placement')
@@ -163,18 +218,7 @@ def test_moving_a_published_host_keeps_uuids_inventories_allocations(
     assert not [n for n in flat if '_numa' in n]
     rp = next(rp for rp, (_c, _r, node) in numa_host.regions().items()
               if node == 1)
-    instance = str(uuid.uuid4())
-    numa_host.placement.put('/allocations/%s' % instance, {
-        'allocations': {rp: {'resources': {
-            'FPGA': 1, 'CUSTOM_FPGA_LOCAL_MEMORY_MB': MEMORY_MB}}},
-        'project_id': 'p1', 'user_id': 'u1', 'consumer_generation': None,
-        'consumer_type': 'INSTANCE'})
-    profile = h.make_profile([REGION])
-    arq = h.make_arq(profile_id=profile)
-    numa_host.conductor.bind_arqs(numa_host.ctxt, {arq: {
-        'hostname': numa_host.hostname, 'device_rp_uuid': rp,
-        'instance_uuid': instance}})
-    assert h.get_arq(arq).state == 'Bound'
+    instance, arq = _bind(numa_host, rp)
     before = {name: (p['uuid'], numa_host.inventories(p['uuid']))
               for name, p in flat.items()}
     allocations = numa_host.allocations(instance)
