@@ -70,25 +70,24 @@ def parse_cpulist(text, where='cpulist'):
     return cpus
 
 
-def check_numa_node(value, where):
-    """A node number or None; Invalid otherwise (integers only)."""
+def _check_number(value, where, bound, what):
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or \
-            not 0 <= value < MAX_NUMA_NODES:
-        _fail(where, 'must be a NUMA node from 0 to %d or null, got %r'
-              % (MAX_NUMA_NODES - 1, value))
+            not 0 <= value < bound:
+        _fail(where, 'must be %s from 0 to %d or null, got %r'
+              % (what, bound - 1, value))
     return value
+
+
+def check_numa_node(value, where):
+    """A node number or None; Invalid otherwise (integers only)."""
+    return _check_number(value, where, MAX_NUMA_NODES, 'a NUMA node')
 
 
 def check_socket(value, where):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or \
-            not 0 <= value < MAX_SOCKETS:
-        _fail(where, 'must be a socket (physical_package_id) or null, got '
-              '%r' % (value,))
-    return value
+    return _check_number(value, where, MAX_SOCKETS,
+                         'a socket (physical_package_id)')
 
 
 def check_pcie_root(value, where):

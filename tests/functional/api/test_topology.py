@@ -3,7 +3,6 @@ deployables sit, the NUMA node in an ARQ's attach_handle_info, and
 numa_aligned from Nova's GET /servers/{id}/topology, asked only where the
 service has [nova] credentials."""
 import http.server
-import json
 import threading
 import uuid
 
@@ -19,6 +18,7 @@ from tests.functional.api.conftest import add_handle
 from tests.functional.api.conftest import create_arqs
 from tests.functional.api.conftest import create_profile
 from tests.functional.api.conftest import set_arq
+from tests import json_http
 
 PLACE = {'numa_node': 6, 'local_cpulist': '24-27,56-59', 'socket': 1,
          'pcie_root': 'pci0000:c0'}
@@ -50,12 +50,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 {'cpu_pinning': {}, 'host_node': node, 'memory_mb': 1024,
                  'siblings': [[0]], 'vcpu_set': [0]}
                 for node in self.server.cells[instance]]}
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        json_http.send_json(self, status, body)
 
     def log_message(self, *args):
         pass
