@@ -22,6 +22,7 @@ from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
+from tests import nova
 from tests.functional.placement.conftest import configure_placement
 from tests.unit.conductor import bind_helpers as h
 
@@ -207,6 +208,32 @@ def test_upgrade_keeps_every_uuid_inventory_and_allocation(numa_host):
     assert h.get_arq(arq).state == 'Bound'
     numa_host.conductor.unbind_arqs(numa_host.ctxt, [arq])
     assert h.get_arq(arq).state == 'Unbound'
+
+
+def test_novas_own_translation_of_a_named_node(numa_host):
+    """Nova 34's code turns the profile into its request groups: the node
+    trait travels, accel:numa_affinity does not (Nova sends no
+    same_subtree for a profile: why a node is named for stock Nova)."""
+    numa_host.report()
+    group = dict(REGION, **{'trait:CUSTOM_NUMA_NODE_1': 'required',
+                            'accel:numa_affinity': 'required'})
+    asked = nova.run(nova.REQUEST_GROUPS, [{'groups': [group, group]}])
+    assert [g['required'] for g in asked['groups']] == \
+        [['CUSTOM_NUMA_NODE_1']] * 2
+    query = []
+    for index, rg in enumerate(asked['groups'], start=1):
+        query += [('resources%d' % index, ','.join(
+                      '%s:%s' % item for item in sorted(
+                          rg['resources'].items()))),
+                  ('required%d' % index, ','.join(rg['required'])),
+                  ('in_tree%d' % index, numa_host.root)]
+    found = numa_host.placement.get(
+        '/allocation_candidates?' + urllib.parse.urlencode(
+            query + [('group_policy', 'none')]))['allocation_requests']
+    regions = numa_host.regions()
+    pairs = [[rps[0] for rps in c['mappings'].values()] for c in found]
+    assert len(pairs) == 2
+    assert all({regions[rp][2] for rp in pair} == {1} for pair in pairs)
 
 
 def test_moving_a_published_host_keeps_uuids_inventories_allocations(
