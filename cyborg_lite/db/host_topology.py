@@ -19,6 +19,10 @@ def text_of(conn, hostname):
     return conn.execute(_READ, {'hostname': hostname}).scalar()
 
 
+def _new_row(hostname, text):
+    return models.HostTopology(hostname=hostname, numa_nodes=text)
+
+
 def save(hostname, nodes, url=None, attempts=3):
     """Store ``nodes`` (checked by common/topology.check_numa_nodes) for
     ``hostname``; True when that changed what was stored."""
@@ -34,8 +38,7 @@ def save(hostname, nodes, url=None, attempts=3):
                 if row is not None and row.numa_nodes == text:
                     return False
                 if row is None:
-                    s.add(models.HostTopology(hostname=hostname,
-                                              numa_nodes=text))
+                    s.add(_new_row(hostname, text))
                 else:
                     row.numa_nodes = text
                 publish_requests.add(s, hostname, 'its NUMA nodes changed')
