@@ -29,3 +29,24 @@ def run(script, payload):
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# Nova's translation of a device profile (the first of a GET
+# /device_profiles?name= answer, on stdin) into its request groups.
+REQUEST_GROUPS = '''
+import json, sys
+from nova import objects
+objects.register_all()
+from nova.accelerator import cyborg
+profiles = json.load(sys.stdin)
+groups = profiles[0]['groups']   # get_device_profile_groups: exactly one
+groups_rgs = cyborg._CyborgClient.get_device_request_groups(
+    None, groups, owner='port-1')
+print(json.dumps({
+    'devices': cyborg.get_device_amount_of_dp_groups(groups),
+    'groups': [{'requester_id': rg.requester_id,
+                'resources': rg.resources,
+                'required': sorted(rg.required_traits),
+                'forbidden': sorted(rg.forbidden_traits)}
+               for rg in groups_rgs]}))
+'''

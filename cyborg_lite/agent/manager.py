@@ -55,6 +55,9 @@ from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
 
 LOG = logging.getLogger(__name__)
+# Where the hash of the NUMA nodes the conductor acknowledged is kept
+# among the drivers' (no driver name has a space).
+NUMA_KEY = 'numa nodes'
 
 
 def _canonical_device(device):
@@ -233,6 +236,22 @@ class AgentManager(rpc_loop.RpcLoop):
                     driver.name, error='%s: %s' % (type(exc).__name__, exc)))
         return entries
 
+    def numa_nodes(self):
+        """The host's NUMA nodes: the first non-empty answer of a driver
+        that reads them (drivers/base.HostTopologyInterface), or None."""
+        for driver in self.drivers:
+            if not isinstance(driver, base.HostTopologyInterface):
+                continue
+            try:
+                nodes = driver.numa_nodes()
+            except Exception as exc:
+                LOG.warning('Driver %s could not read the NUMA nodes: %s',
+                            driver.name, exc)
+                continue
+            if nodes:
+                return nodes
+        return None
+
     def report_once(self, full=False):
         """Scan, send what changed; the conductor's ack, or None."""
         with self._report_lock:
@@ -243,11 +262,17 @@ class AgentManager(rpc_loop.RpcLoop):
             hashes = {e['driver']: entry_hash(e) for e in entries}
             to_send = [e for e in entries if full or
                        hashes[e['driver']] != self.acked.get(e['driver'])]
-            if not to_send:
+            nodes = self.numa_nodes()
+            nodes_hash = entry_hash(nodes)
+            if nodes is None or (not full and
+                                 nodes_hash == self.acked.get(NUMA_KEY)):
+                nodes = None
+            if not to_send and nodes is None:
                 return None
             try:
                 ack = self.conductor.report(context.get_admin_context(),
-                                            self.host, to_send)
+                                            self.host, to_send,
+                                            numa_nodes=nodes)
             except exception.InvalidReport as exc:
                 LOG.error('The conductor rejected our report: %s', exc)
                 return None
@@ -258,6 +283,8 @@ class AgentManager(rpc_loop.RpcLoop):
                 return None
             for entry in to_send:
                 self.acked[entry['driver']] = hashes[entry['driver']]
+            if nodes is not None:
+                self.acked[NUMA_KEY] = nodes_hash
             if full:
                 self._full_requested = False
             return ack

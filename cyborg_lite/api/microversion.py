@@ -43,7 +43,12 @@ VERSIONS = [
             # cleanup between tenants); POST /v2/deployables/{uuid}/clean;
             # GET /v2/resource_slices/{hostname}: a host's Kubernetes
             # ResourceSlices as the conductor would publish them.
+    '2.6',  # Topology: devices and deployables show numa_node,
+            # local_cpulist, socket, pcie_root and pci_bus_id; a bound
+            # ARQ shows numa_aligned (true, false or unknown).
 ]
+# Where the topology fields start (one name, so renumbering is one line).
+TOPOLOGY = '2.6'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

@@ -249,12 +249,13 @@ def href_prefix(req, resource):
     return '%s/v2/%s/' % (base_url(req), resource)
 
 
-def list_format(keys, raw=()):
+def list_format(keys, raw=(), columns=None):
     """The json_list.RowFormat of a listed object with ``keys`` (those of
     its ``view``, in order): ``links`` is ``link``'s list of the href
-    column (db pagination.list_columns)."""
+    column (db pagination.list_columns); ``columns`` names the column of
+    other keys whose column is named otherwise."""
     return json_list.RowFormat(keys, {'links': LINK_TEMPLATE}, raw=raw,
-                               columns={'links': 'href'})
+                               columns=dict(columns or {}, links='href'))
 
 
 def timestamp(value):

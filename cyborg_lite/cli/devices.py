@@ -1,9 +1,11 @@
 """``device list|show|enable|disable``: the physical cards per host.
 
 From API 2.5 a device says why it is not offered or bound now
-(``unavailable_reasons``: maintaining, unhealthy, agent_down, ...), so
-list and show ask for 2.5 (or the version given, if newer); an API that
-refuses 2.5 with 406 (a stock Cyborg) is asked again at the version given.
+(``unavailable_reasons``: maintaining, unhealthy, agent_down, ...), from
+2.6 where it sits (``numa_node``, ``local_cpulist``, ``socket``,
+``pcie_root``, ``pci_bus_id``), so list and show ask for 2.6 (or the
+version given, if newer); an API that refuses it with 406 is asked again
+at 2.5 (an older cyborg_lite), then at the version given (a stock Cyborg).
 """
 import urllib.parse
 
@@ -18,7 +20,8 @@ def device_path(uuid, suffix=''):
 
 
 class _WithReasons(versioned.FallbackMixin):
-    min_api_version = REASONS_API_VERSION
+    min_api_version = versioned.TOPOLOGY_API_VERSION
+    older_api_versions = (REASONS_API_VERSION,)
 
 
 class ListDevice(_WithReasons, base.ListCommand):

@@ -7,12 +7,17 @@ the larger of the two versions; the other commands keep working against a
 stock Cyborg.
 
 Commands that only show more from a newer version (a device's
-``unavailable_reasons``, a deployable's ``device_state`` from 2.5) use
-``FallbackMixin``: they ask for that version and, when the API refuses it
-with 406 (a stock Cyborg), ask again at the version given.
+``unavailable_reasons``, a deployable's ``device_state`` from 2.5, where
+both sit from 2.6) use ``FallbackMixin``: they ask for that version and,
+when the API refuses it with 406 (a stock Cyborg, an older cyborg_lite),
+ask again at each older one they know, then at the version given.
 """
 from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
+
+# The API's microversion.TOPOLOGY (the CLI talks HTTP only; a test keeps
+# the two equal): devices and deployables show where they sit.
+TOPOLOGY_API_VERSION = '2.6'
 
 
 def _parse(version):
@@ -62,17 +67,22 @@ class Mixin(base.ApiMixin):
 
 class FallbackMixin(Mixin):
     """``self.api`` at ``min_api_version``; ``fetch_any_version(call)``
-    retries at the version given when the API refuses that one."""
+    retries at each of ``older_api_versions``, then at the version given,
+    while the API refuses one."""
+
+    older_api_versions = ()
 
     def fetch_any_version(self, call):
-        """``call(api)`` at ``min_api_version``, or at the given version
+        """``call(api)`` at ``min_api_version``, or at an older version
         after a 406."""
-        try:
-            return call(self.api)
-        except cl_client.ApiError as exc:
-            if exc.status != 406:
-                raise
-            return call(self.app.client_manager.cyborg_lite)
+        client = self.app.client_manager.cyborg_lite
+        for version in (self.min_api_version,) + self.older_api_versions:
+            try:
+                return call(VersionedApi(client, version))
+            except cl_client.ApiError as exc:
+                if exc.status != 406:
+                    raise
+        return call(client)
 
 
 class Command(Mixin, base.Command):

@@ -34,6 +34,7 @@ import re
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import shared_functions
+from cyborg_lite.common import topology
 
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
                 'NVME')
@@ -110,6 +111,46 @@ def pci_address(attach_info):
 
 
 @dataclasses.dataclass
+class TopologyRecord:
+    """Where a PCI function sits (common/topology.py has the words):
+    its NUMA node (None: the platform gave none), the CPUs local to it,
+    their socket (None unless they are all on one), its PCIe root and
+    its own address (the standard pciBusID)."""
+    numa_node: int | None = None
+    local_cpulist: str | None = None
+    socket: int | None = None
+    pcie_root: str | None = None
+    pci_bus_id: str | None = None
+
+    @classmethod
+    def from_dict(cls, data, path='topology'):
+        """None for None (a driver, or an older agent, that knows none)."""
+        if data is None:
+            return None
+        if not isinstance(data, dict) or \
+                set(data) - set(f.name for f in dataclasses.fields(cls)):
+            _fail(path, 'must be an object of %s' % ', '.join(
+                f.name for f in dataclasses.fields(cls)))
+        cpulist = data.get('local_cpulist')
+        if cpulist is not None:
+            topology.parse_cpulist(cpulist, path + '.local_cpulist')
+        bus_id = data.get('pci_bus_id')
+        if bus_id is not None and (not isinstance(bus_id, str) or
+                                   not PCI_ADDRESS_RE.fullmatch(bus_id)):
+            _fail(path + '.pci_bus_id', 'must look like 0000:5e:00.0, got '
+                  '%r' % (bus_id,))
+        return cls(
+            numa_node=topology.check_numa_node(data.get('numa_node'),
+                                               path + '.numa_node'),
+            local_cpulist=cpulist,
+            socket=topology.check_socket(data.get('socket'),
+                                         path + '.socket'),
+            pcie_root=topology.check_pcie_root(data.get('pcie_root'),
+                                               path + '.pcie_root'),
+            pci_bus_id=bus_id)
+
+
+@dataclasses.dataclass
 class AttachHandleRecord:
     """What a workload attaches: a PCI function (VF/PF) or an mdev."""
     attach_type: str
@@ -154,6 +195,9 @@ class DeployableRecord:
     traits: list = dataclasses.field(default_factory=list)
     attributes: dict = dataclasses.field(default_factory=dict)
     attach_handles: list = dataclasses.field(default_factory=list)
+    # Where the region's own PCI function sits, when it is not the
+    # device's (an FPGA region behind its SR-IOV VF); None: the device's.
+    topology: TopologyRecord | None = None
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -188,6 +232,8 @@ class DeployableRecord:
                 AttachHandleRecord.from_dict(h, '%s.attach_handles[%d]'
                                              % (path, i))
                 for i, h in enumerate(handles)],
+            topology=TopologyRecord.from_dict(data.get('topology'),
+                                              path + '.topology'),
         )
 
 
@@ -207,6 +253,8 @@ class DeviceRecord:
     std_board_info: dict = dataclasses.field(default_factory=dict)
     vendor_board_info: dict = dataclasses.field(default_factory=dict)
     deployables: list = dataclasses.field(default_factory=list)
+    # Where the card's PCI function sits (None: the driver knows nothing).
+    topology: TopologyRecord | None = None
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -253,6 +301,8 @@ class DeviceRecord:
             deployables=[DeployableRecord.from_dict(
                 d, '%s.deployables[%d]' % (path, i))
                 for i, d in enumerate(deps)],
+            topology=TopologyRecord.from_dict(data.get('topology'),
+                                              path + '.topology'),
         )
         names = [d.name for d in record.deployables]
         if len(names) != len(set(names)):

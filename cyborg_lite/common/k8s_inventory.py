@@ -22,6 +22,11 @@ class Deployable:
     # objects/host_inventory.unavailable_reasons, each published as a taint.
     unavailable: tuple = ()
     bound_to_nova: bool = False          # attached to an ARQ right now
+    # Where it sits, when it is not where its device does (a region
+    # behind its own VF); None: the device's.
+    numa_node: int | None = None
+    pcie_root: str | None = None
+    pci_bus_id: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,3 +51,6 @@ class HostInventory:
     hostname: str
     node_name: str
     devices: tuple = ()
+    # The host's NUMA nodes (common/topology.NODE_KEYS), () if unknown:
+    # what the list form of resource.kubernetes.io/numaNode is made of.
+    numa_nodes: tuple = ()

@@ -10,16 +10,30 @@ rules before it leaves (``check_slice``), since the published schemas do
 not check names, lengths or counts.
 
 ``spec.pool.generation`` is left at 0: the sync sets it (slice_sync.py).
+
+Standard attributes (k8s.io/dynamic-resource-allocation deviceattribute)
+are published where the device is a PCI function:
+``resource.kubernetes.io/pciBusID`` (its address), ``.../pcieRoot``
+(``pciDDDD:BB``) and ``.../numaNode`` (KEP-6072): a scalar, or with
+``numa_node_list`` (the cluster has DRAListTypeAttributes on) the list of
+common/topology.numa_node_list. A device with no NUMA affinity publishes
+none: absent means unknown, never node 0. No other name under
+resource.kubernetes.io is ever published (``STANDARD_ATTRIBUTES``).
 """
 import logging
 
 from cyborg_lite.common import k8s_names
+from cyborg_lite.common import topology
 
 LOG = logging.getLogger(__name__)
 
 API_VERSION = 'resource.k8s.io/v1'
 KIND = 'ResourceSlice'
 STANDARD_DOMAIN = 'resource.kubernetes.io'
+PCI_BUS_ID = STANDARD_DOMAIN + '/pciBusID'
+PCIE_ROOT = STANDARD_DOMAIN + '/pcieRoot'
+NUMA_NODE = STANDARD_DOMAIN + '/numaNode'
+STANDARD_ATTRIBUTES = (PCI_BUS_ID, PCIE_ROOT, NUMA_NODE)
 # The API allows 128 devices per slice, 64 when any device has taints
 # (ResourceSliceMaxDevicesWithAdvancedFeatures). We always cut at 64 so a
 # taint that comes or goes never moves devices between slices.
@@ -30,7 +44,7 @@ MAX_ATTRIBUTES_AND_CAPACITIES = 32
 MAX_STRING_VALUE = 64
 MAX_TAINTS = 16
 TAINT_EFFECTS = ('None', 'NoSchedule', 'NoExecute')
-ATTRIBUTE_VALUE_KEYS = ('int', 'bool', 'string', 'version')
+ATTRIBUTE_VALUE_KEYS = ('int', 'bool', 'string', 'version', 'ints')
 _BINARY_SUFFIXES = ('', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei')
 
 
@@ -78,7 +92,22 @@ def _put_string(attributes, name, value):
     attributes[name] = {'string': value}
 
 
-def _attributes(device, deployable):
+def _place(device, deployable):
+    """(NUMA node, PCIe root, PCI bus id) of the deployable: its own
+    function's where it has one, else its device's."""
+    if deployable.pci_bus_id:
+        return (deployable.numa_node, deployable.pcie_root,
+                deployable.pci_bus_id)
+    return device.numa_node, device.pcie_root, device.pci_address
+
+
+def _numa_value(node, numa_nodes, as_list):
+    if as_list:
+        return {'ints': topology.numa_node_list(node, list(numa_nodes))}
+    return {'int': node}
+
+
+def _attributes(device, deployable, numa_nodes=(), numa_node_list=False):
     attributes = {}
     for name, value in (('type', device_kind(device, deployable)),
                         ('vendor', device.vendor),
@@ -90,14 +119,15 @@ def _attributes(device, deployable):
                         ('deviceUUID', device.uuid)):
         _put_string(attributes, name, value)
     attributes['programmable'] = {'bool': bool(device.programmable)}
-    if device.numa_node is not None:
-        attributes['numaNode'] = {'int': device.numa_node}
-    if device.pci_address:
-        _put_string(attributes, STANDARD_DOMAIN + '/pciBusID',
-                    device.pci_address)
-    if device.pcie_root:
-        _put_string(attributes, STANDARD_DOMAIN + '/pcieRoot',
-                    device.pcie_root)
+    node, root, bus_id = _place(device, deployable)
+    if node is not None:
+        attributes['numaNode'] = {'int': node}
+        attributes[NUMA_NODE] = _numa_value(node, numa_nodes,
+                                            numa_node_list)
+    if bus_id:
+        _put_string(attributes, PCI_BUS_ID, bus_id)
+    if root:
+        _put_string(attributes, PCIE_ROOT, root)
     return attributes
 
 
@@ -143,13 +173,16 @@ def devices_by_name(inventory):
     return dict(zip(_unique_names(pairs), pairs))
 
 
-def build_devices(inventory, driver_name, publish_taints=True):
+def build_devices(inventory, driver_name, publish_taints=True,
+                  numa_node_list=False):
     """The ``spec.devices`` entries of a host, sorted by name."""
     pairs = [(d, dep) for d in inventory.devices for dep in d.deployables]
     devices = []
     for (device, deployable), name in zip(pairs, _unique_names(pairs)):
         entry = {'name': name,
-                 'attributes': _attributes(device, deployable),
+                 'attributes': _attributes(device, deployable,
+                                           inventory.numa_nodes,
+                                           numa_node_list),
                  'capacity': _capacity(device, deployable)}
         taints = _taints(driver_name, deployable)
         if taints and not publish_taints:
@@ -169,13 +202,15 @@ def slice_name(node_name, driver_name, index):
 
 
 def build_slices(inventory, driver_name, publish_taints=True,
-                 max_devices=MAX_DEVICES_PER_SLICE):
+                 max_devices=MAX_DEVICES_PER_SLICE, numa_node_list=False):
     """The ResourceSlice objects (dicts) that publish ``inventory``; none
-    for a host without devices."""
+    for a host without devices. ``numa_node_list``: numaNode in its list
+    form (KEP-6072; the cluster must have DRAListTypeAttributes on)."""
     if not k8s_names.is_dns_subdomain(inventory.node_name):
         raise InvalidSlice('node name %r is not a DNS subdomain'
                            % (inventory.node_name,))
-    devices = build_devices(inventory, driver_name, publish_taints)
+    devices = build_devices(inventory, driver_name, publish_taints,
+                            numa_node_list)
     chunks = [devices[i:i + max_devices]
               for i in range(0, len(devices), max_devices)]
     slices = []
@@ -215,6 +250,10 @@ def _check_value(where, value):
     elif key == 'int':
         _check(isinstance(item, int) and not isinstance(item, bool),
                '%s: an integer', where)
+    elif key == 'ints':
+        _check(isinstance(item, list) and item and
+               all(isinstance(i, int) and not isinstance(i, bool)
+                   for i in item), '%s: a non-empty list of integers', where)
     else:
         _check(isinstance(item, bool), '%s: a boolean', where)
 
@@ -233,6 +272,9 @@ def _check_device(device):
     for key in list(attributes) + list(capacity):
         _check(k8s_names.is_qualified_name(key),
                'device %s: %r is not a qualified name', name, key)
+        _check(not key.startswith(STANDARD_DOMAIN + '/') or
+               key in STANDARD_ATTRIBUTES,
+               'device %s: %r is not a standard attribute', name, key)
     for key, value in attributes.items():
         _check_value('device %s attribute %s' % (name, key), value)
     for key, value in capacity.items():

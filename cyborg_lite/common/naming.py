@@ -17,6 +17,12 @@ def device_rp_name(hostname, identity):
     return '%s_%s' % (hostname, identity)
 
 
+def numa_rp_name(hostname, node):
+    """The NUMA node provider between the compute node and the devices
+    of that node (ours: Nova makes none)."""
+    return '%s_numa%d' % (hostname, node)
+
+
 def deployable_rp_name(hostname, identity, deployable_name,
                        resource_class=None):
     if resource_class in WHOLE_DEVICE_RESOURCE_CLASSES:

@@ -31,7 +31,7 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.7')
+    target = messaging.Target(version='1.8')
 
     def __init__(self, host, after_report=None, programming=None,
                  publisher=None, cleaning=None, claims=None):
@@ -56,8 +56,8 @@ class ConductorManager:
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict, *_OUTAGE)
-    def report(self, ctxt, hostname, driver_reports):
-        ack = report.handle_report(hostname, driver_reports)
+    def report(self, ctxt, hostname, driver_reports, numa_nodes=None):
+        ack = report.handle_report(hostname, driver_reports, numa_nodes)
         if ack['changed'] and self.after_report is not None:
             try:
                 self.after_report(hostname)

@@ -43,7 +43,9 @@ from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
 from cyborg_lite.common import shared_functions
+from cyborg_lite.common import topology
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import host_topology
 from cyborg_lite.db import inventory
 
 LOG = logging.getLogger(__name__)
@@ -144,9 +146,23 @@ def _checked(hostname, driver_reports):
     return Checked(drivers, scans, new)
 
 
-def handle_report(hostname, driver_reports):
-    """Validate and apply one report; return the acknowledgement dict."""
+def _checked_nodes(hostname, numa_nodes):
+    if numa_nodes is None:
+        return None
     try:
+        return topology.check_numa_nodes(numa_nodes)
+    except exception.Invalid as exc:
+        raise _invalid(hostname, exc.kwargs.get('reason', str(exc)))
+
+
+def handle_report(hostname, driver_reports, numa_nodes=None):
+    """Validate and apply one report; return the acknowledgement dict.
+
+    ``numa_nodes``: the host's NUMA nodes (common/topology.py), None when
+    the agent sent none (unchanged since acknowledged, or an older
+    agent)."""
+    try:
+        nodes = _checked_nodes(hostname, numa_nodes)
         drivers, scans, new = _checked(hostname, driver_reports)
         for driver, ok, error in drivers:
             if not ok:
@@ -161,9 +177,12 @@ def handle_report(hostname, driver_reports):
         raise
     if changes:
         LOG.info('Applied report of %s: %s', hostname, changes)
+    nodes_changed = nodes is not None and host_topology.save(hostname, nodes)
+    if nodes_changed:
+        LOG.info('Stored the %d NUMA nodes of %s', len(nodes), hostname)
     return {
         'hostname': hostname,
-        'changed': bool(changes),
+        'changed': bool(changes) or nodes_changed,
         'drivers': {driver: 'applied' if ok else 'scan failed'
                     for driver, ok, _error in drivers},
         'created': changes.created, 'updated': changes.updated,
@@ -286,11 +305,13 @@ def desired_device(hostname, record):
                 record.vendor_board_info),
             'rp_uuid': naming.rp_uuid(naming.device_rp_name(
                 hostname, record.identity)),
+            **_topology_values(record.topology, with_bus_id=False),
         },
         'deployables': {
             naming.deployable_db_name(hostname, record.identity, dep.name):
                 _desired_deployable(hostname, record.identity, dep,
-                                    _rp_name(hostname, record, dep, shared))
+                                    _rp_name(hostname, record, dep, shared),
+                                    dep.topology or record.topology)
             for dep in record.deployables},
     }
 
@@ -309,7 +330,22 @@ def _rp_name(hostname, record, dep, shared):
         [d.name for d in record.deployables])
 
 
-def _desired_deployable(hostname, identity, dep, rp_name):
+_NO_TOPOLOGY = device_records.TopologyRecord()
+
+
+def _topology_values(place, with_bus_id=True):
+    """The topology columns of a device (its bus id is pci_address) or of
+    a deployable (its own function's place, else its device's)."""
+    place = place or _NO_TOPOLOGY
+    values = {'numa_node': place.numa_node,
+              'local_cpulist': place.local_cpulist,
+              'socket': place.socket, 'pcie_root': place.pcie_root}
+    if with_bus_id:
+        values['pci_bus_id'] = place.pci_bus_id
+    return values
+
+
+def _desired_deployable(hostname, identity, dep, rp_name, place):
     attributes = {'rc': dep.resource_class}
     # NOTE: sorted, so a driver listing traits in another order is no change.
     for i, trait in enumerate(sorted(set(dep.traits))):
@@ -325,6 +361,7 @@ def _desired_deployable(hostname, identity, dep, rp_name):
             'function_name': dep.function_name,
             'local_memory_mb': dep.local_memory_mb,
             'rp_uuid': naming.rp_uuid(rp_name),
+            **_topology_values(place),
         },
         'attributes': attributes,
         'handles': {canonical_json.dumps(h.attach_info): h.attach_type

@@ -29,6 +29,8 @@ API version history:
 * 1.7 - publish_hosts(hostnames): a call, publish these hosts to every
         inventory sink and answer once done; the API's release of
         capacity (ARQ delete, unbind, device disable) waits for it.
+* 1.8 - report takes numa_nodes: the host's NUMA nodes and SLIT
+        (common/topology.py), sent when they changed.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -65,23 +67,28 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.7'
+    RPC_API_VERSION = '1.8'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
                                      self.RPC_API_VERSION, timeout=timeout)
 
-    def report(self, ctxt, hostname, driver_reports):
+    def report(self, ctxt, hostname, driver_reports, numa_nodes=None):
         """Apply an agent report; returns the acknowledgement dict.
 
+        ``numa_nodes``: the host's NUMA nodes, when they changed (1.8).
         Raises InvalidReport (nothing stored changed) or ReportConflict
         (concurrent writers; send again later), or oslo.messaging's
         MessagingTimeout when no conductor answered.
         """
-        cctxt = self.client.prepare(version='1.0')
+        kwargs = {'hostname': hostname, 'driver_reports': driver_reports}
+        version = '1.0'
+        if numa_nodes is not None:
+            kwargs['numa_nodes'] = numa_nodes
+            version = '1.8'
+        cctxt = self.client.prepare(version=version)
         with _translate():
-            return cctxt.call(ctxt, 'report', hostname=hostname,
-                              driver_reports=driver_reports)
+            return cctxt.call(ctxt, 'report', **kwargs)
 
     def bind_arqs(self, ctxt, bindings):
         """Start binding ARQs; returns at once (the API answers 202).

@@ -44,6 +44,11 @@ FAKE_OPTS = [
                      'own attach handle. When false, all regions of a card '
                      'are reached through its physical function and share '
                      'it as attach handle.'),
+    cfg.IntOpt('numa_nodes', default=1, min=1, max=8,
+               help='NUMA nodes of the simulated host, two per socket '
+                    'from three on (distance 10 to itself, 12 within a '
+                    'socket, 21 across, as the ACPI SLIT of a two-socket '
+                    'server reads); card c sits on node c modulo this.'),
     cfg.StrOpt('state_dir', default='$state_path/fake_fpga',
                help='Directory holding the simulated sysfs and /dev trees; '
                     'created when missing, kept across restarts so '
@@ -141,6 +146,10 @@ XILINX_OPTS = [
     cfg.IntOpt('timeout', default=60, min=1, max=600,
                help='Seconds one xbutil command may run before the scan '
                     'fails.'),
+    cfg.StrOpt('sysfs_root', default='/sys',
+               help='Root of the sysfs tree where the NUMA node and PCIe '
+                    'root of each card are read (bus/pci/devices/<bdf>, '
+                    'devices/system/node).'),
 ]
 
 # <name>:<PF address>[|<PF address>...]; the driver checks each part.

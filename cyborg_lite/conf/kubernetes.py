@@ -94,6 +94,17 @@ OPTS = [
                      'Kubernetes 1.36, the DRADeviceTaints gate before); '
                      'set to false on clusters without them, and such '
                      'devices are left out of the ResourceSlices instead.'),
+    cfg.BoolOpt('numa_node_list',
+                default=False,
+                help='Publish resource.kubernetes.io/numaNode as a list '
+                     '(KEP-6072: the device\'s NUMA node first, then the '
+                     'nodes of its socket at the smallest SLIT distance), '
+                     'which matches another driver\'s scalar or list when '
+                     'they intersect. Needs the DRAListTypeAttributes '
+                     'feature gate (Kubernetes 1.36 on) in the apiserver '
+                     'and the scheduler: turn this on after the cluster, '
+                     'and off before it. Off: a scalar, the device\'s '
+                     'node, valid on every release.'),
     cfg.IntOpt('api_conflict_retries',
                default=5,
                min=0,

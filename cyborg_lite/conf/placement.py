@@ -28,6 +28,19 @@ OPTS = [
                      'when Nova runs: Nova owns that provider and would '
                      'fail to create its own under the same name. The '
                      'all-in-one deployment turns it on.'),
+    cfg.BoolOpt('numa_providers',
+                default=True,
+                help='Put a provider per NUMA node (trait HW_NUMA_ROOT, '
+                     'named <host>_numa<n>) between the compute node and '
+                     'the devices of that node, so that a request with '
+                     'same_subtree (Placement 1.36) keeps groups of one '
+                     'device profile on one NUMA node. Existing device '
+                     'providers are moved under them, keeping their '
+                     'uuids, inventories and allocations. Off, or where '
+                     'the tree already has NUMA providers of someone '
+                     'else, the devices hang from the compute node. '
+                     'Either way, providers of a known node carry '
+                     'CUSTOM_NUMA_NODE_<n>.'),
     cfg.FloatOpt('sync_retry_initial_interval',
                  default=1.0,
                  min=0.0,

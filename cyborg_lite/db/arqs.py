@@ -147,26 +147,30 @@ def list_arq_rows(names, href_prefix, visible_to, instance_uuid=None,
     """list_arqs' page as the driver's tuples of ``names``
     (pagination.list_columns; also ``device_profile_name`` and the attach
     handle's ``attach_handle_type`` ('' while unbound, as Cyborg shows
-    it), ``attach_handle_uuid`` and ``attach_handle_info`` (its JSON
-    text))."""
+    it), ``attach_handle_uuid``, ``attach_handle_info`` (its JSON
+    text) and ``attach_handle_numa_node`` (its region's NUMA node))."""
     handle = models.AttachHandle
+    dep = models.Deployable
     extra = {'device_profile_name': models.DeviceProfile.name,
              'attach_handle_type': sa.func.coalesce(handle.attach_type, ''),
              'attach_handle_uuid': handle.uuid,
-             'attach_handle_info': handle.attach_info}
+             'attach_handle_info': handle.attach_info,
+             'attach_handle_numa_node': dep.numa_node}
     stmt = (sa.select(*pagination.list_columns(ARQ, names, href_prefix,
                                                extra))
             .select_from(ARQ)
             .join(models.DeviceProfile,
                   models.DeviceProfile.id == ARQ.device_profile_id)
-            .outerjoin(handle, handle.id == ARQ.attach_handle_id))
+            .outerjoin(handle, handle.id == ARQ.attach_handle_id)
+            .outerjoin(dep, dep.id == handle.deployable_id))
     return _listing(stmt, visible_to, instance_uuid, states, page,
                     plain=True)
 
 
 # What a handle of an ARQView shows (get_arqs' plain rows).
-HandleView = collections.namedtuple('HandleView',
-                                    ['uuid', 'attach_type', 'attach_info'])
+HandleView = collections.namedtuple(
+    'HandleView', ['uuid', 'attach_type', 'attach_info', 'numa_node'],
+    defaults=[None])
 
 
 def _get_arqs_statement():
@@ -174,12 +178,15 @@ def _get_arqs_statement():
     name and their handle's columns (``handle_*``), plain rows."""
     handle = models.AttachHandle.__table__
     profile = models.DeviceProfile.__table__
+    dep = models.Deployable.__table__
     return (sa.select(ARQ.__table__, profile.c.name.label('profile_name'),
                       handle.c.uuid.label('handle_uuid'),
                       handle.c.attach_type.label('handle_attach_type'),
-                      handle.c.attach_info.label('handle_attach_info'))
+                      handle.c.attach_info.label('handle_attach_info'),
+                      dep.c.numa_node.label('handle_numa_node'))
             .join(profile, profile.c.id == ARQ.device_profile_id)
             .outerjoin(handle, handle.c.id == ARQ.attach_handle_id)
+            .outerjoin(dep, dep.c.id == handle.c.deployable_id)
             .where(ARQ.uuid.in_(sa.bindparam('uuids', expanding=True))))
 
 
@@ -192,7 +199,7 @@ _GET_ARQS = {True: _get_arqs_statement(),
 
 def _view(row):
     handle = (HandleView(row.handle_uuid, row.handle_attach_type,
-                         row.handle_attach_info)
+                         row.handle_attach_info, row.handle_numa_node)
               if row.handle_uuid is not None else None)
     return ARQView(row, row.profile_name, handle)
 

@@ -10,6 +10,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import conditional
+from cyborg_lite.db import host_topology
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
@@ -86,25 +87,28 @@ def set_status(uuid, status):
 
 HostRows = collections.namedtuple(
     'HostRows', ['devices', 'deployables', 'attributes', 'handles',
-                 'blocked_handles', 'agent_state', 'k8s_claims'])
+                 'blocked_handles', 'agent_state', 'k8s_claims',
+                 'numa_nodes'], defaults=[None])
 
 
 _READ = object()
 
 
 def _rows_of(s, devices, deps, hostname, attributes, handles,
-             all_of_host=False, agent_state=_READ):
+             all_of_host=False, agent_state=_READ, numa_nodes=None):
     """HostRows of ``devices`` and their ``deps``, given their attributes
     ({deployable id: {key: value}}) and handles ({deployable id: [handle]}
     in id order); ``all_of_host``: every handle of the host is there;
-    ``agent_state``: as db/agents stores it, when the caller read it."""
+    ``agent_state``: as db/agents stores it, when the caller read it;
+    ``numa_nodes``: the host's stored NUMA nodes (JSON text), if read."""
     blocked = attach_handles.blocked(
         s, [h for hs in handles.values() for h in hs], hostname,
         all_of_host=all_of_host)
     if agent_state is _READ:
         agent_state = agents.state_of(s, hostname)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
-                    blocked, agent_state, _k8s_claims(s, handles))
+                    blocked, agent_state, _k8s_claims(s, handles),
+                    numa_nodes)
 
 
 def _k8s_claims(s, handles):
@@ -120,13 +124,15 @@ def _k8s_claims(s, handles):
 _DEP = models.Deployable.__table__
 # What a host's inventory is made of (objects/host_inventory.py), and no
 # more: no JSON board info, no versions, no times to parse.
+_TOPOLOGY_COLUMNS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root')
 _DEVICE_VIEW_COLUMNS = ('id', 'uuid', 'type', 'vendor', 'identity',
                         'pci_address', 'health', 'status', 'rp_uuid',
-                        'model', 'driver_name')
+                        'model', 'driver_name') + _TOPOLOGY_COLUMNS
 _DEPLOYABLE_VIEW_COLUMNS = ('id', 'device_id', 'uuid', 'name',
                             'num_accelerators', 'region_type',
                             'function_id', 'local_memory_mb', 'rp_uuid',
-                            'function_name', 'bitstream_id', 'device_state')
+                            'function_name', 'bitstream_id', 'device_state',
+                            'pci_bus_id') + _TOPOLOGY_COLUMNS
 _HANDLE_VIEW_COLUMNS = ('id', 'deployable_id', 'uuid', 'attach_type',
                         'attach_info', 'in_use', 'in_use_function')
 _HOST_DEVICES = (sa.select(*(DEVICE.__table__.c[n]
@@ -180,7 +186,9 @@ def host_rows(hostname, url=None):
         return _rows_of(s, devices, deps, hostname, dict(attributes),
                         handles, all_of_host=True,
                         agent_state=devices[0].agent_state if devices
-                        else None)
+                        else None,
+                        numa_nodes=host_topology.text_of(conn, hostname)
+                        if devices else None)
 
 
 # One region's rows, read by every bind under its locks: built once.

@@ -32,12 +32,14 @@ def _of_host(stmt, drivers):
 # sets that is not read here makes the difference structural (the ORM
 # path writes it): slower, never wrong. Reading no more than these halves
 # the deployables' columns, most of a host's rows.
+_TOPOLOGY_COLUMNS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root')
 _DEV_COLUMNS = ('id', 'version', 'driver_name', 'identity', 'health', 'type',
                 'vendor', 'model', 'pci_address', 'std_board_info',
-                'vendor_board_info', 'rp_uuid')
+                'vendor_board_info', 'rp_uuid') + _TOPOLOGY_COLUMNS
 _DEP_COLUMNS = ('id', 'version', 'device_id', 'name', 'num_accelerators',
                 'region_type', 'function_id', 'function_name',
-                'local_memory_mb', 'rp_uuid')
+                'local_memory_mb', 'rp_uuid', 'pci_bus_id') + \
+    _TOPOLOGY_COLUMNS
 
 
 def _devices_with_cpids(drivers):

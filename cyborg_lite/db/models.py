@@ -91,7 +91,16 @@ class VersionedMixin:
         return {'version_id_col': cls.__table__.c.version}
 
 
-class Device(IdMixin, VersionedMixin, Base):
+class TopologyMixin:
+    """Where a PCI function sits (common/topology.py): None where the
+    driver or the platform gave nothing."""
+    numa_node: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    local_cpulist: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    socket: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    pcie_root: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+
+
+class Device(IdMixin, VersionedMixin, TopologyMixin, Base):
     """One physical card on one host, as one driver reported it."""
     __tablename__ = 'devices'
     __table_args__ = (
@@ -129,8 +138,9 @@ class ControlpathId(IdMixin, Base):
     cpid_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
 
 
-class Deployable(IdMixin, VersionedMixin, Base):
-    """A schedulable part of a device: for an FPGA, one PR region."""
+class Deployable(IdMixin, VersionedMixin, TopologyMixin, Base):
+    """A schedulable part of a device: for an FPGA, one PR region. Its
+    topology is its own PCI function's (a VF) or else its device's."""
     __tablename__ = 'deployables'
     __table_args__ = (
         sa.Index('ix_deployables_created_at_id', 'created_at', 'id'),
@@ -183,6 +193,8 @@ class Deployable(IdMixin, VersionedMixin, Base):
         sa.Integer, default=0, server_default='0')
     # Why the last clean failed, for the operator.
     cleaning_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # The PCI function the region is reached through (pciBusID).
+    pci_bus_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
 
 
 class Attribute(IdMixin, Base):
@@ -416,6 +428,19 @@ class PublishRequest(Base):
     reason: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, nullable=False, default=utcnow)
+
+
+class HostTopology(Base):
+    """A host's NUMA nodes as its agent last reported them: the ACPI SLIT
+    once per host (db/host_topology.py, common/topology.py)."""
+    __tablename__ = 'host_topologies'
+
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  primary_key=True)
+    # Canonical JSON: [{"node", "cpulist", "socket", "distances"}, ...].
+    numa_nodes: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)
 
 
 class PlacementProvider(Base):

@@ -98,8 +98,24 @@ class CleaningInterface(abc.ABC):
         """
 
 
+class HostTopologyInterface(abc.ABC):
+    """The host's NUMA nodes as the tree this driver reads shows them."""
+
+    @abc.abstractmethod
+    def numa_nodes(self) -> list:
+        """The host's NUMA nodes (common/topology.NODE_KEYS dicts:
+        node, cpulist, socket, distances), [] when the tree has none.
+
+        The agent reports the first non-empty answer of its drivers once
+        per host: the SLIT that the devices' NUMA nodes refer to.
+
+        :raises exception.HostDataError: the nodes do not add up.
+        """
+
+
 #: Every interface a driver may implement, for the loader's sanity check.
-INTERFACES = (DiscoveryInterface, ProgrammingInterface, CleaningInterface)
+INTERFACES = (DiscoveryInterface, ProgrammingInterface, CleaningInterface,
+              HostTopologyInterface)
 
 
 class ContainerDevicesInterface(abc.ABC):

@@ -288,18 +288,24 @@ def _attach_handles(port):
         attach_info=sysfs.pci_attach_info(port.pci_address))]
 
 
-def _deployable(card, port, local_memory_mb):
+def _deployable(card, port, local_memory_mb, places):
     return device_records.DeployableRecord(
         name=port.region_name, resource_class='FPGA',
         region_type=port.region_type, function_id=port.function_id,
         local_memory_mb=local_memory_mb, traits=card_traits(card),
         attributes={'port': os.path.basename(port.port_dir),
                     'fpga_region': port.pr_region or ''},
-        attach_handles=_attach_handles(port))
+        attach_handles=_attach_handles(port),
+        # A region behind its own VF sits where the VF does.
+        topology=places.pci(port.pci_address)
+        if places is not None and port.pci_address != card.pci_address
+        else None)
 
 
-def card_to_record(card, local_memory_mb=0, extra_info=None):
-    """The DeviceRecord of a card; ``extra_info`` goes to vendor info."""
+def card_to_record(card, local_memory_mb=0, extra_info=None, places=None):
+    """The DeviceRecord of a card; ``extra_info`` goes to vendor info;
+    ``places`` (drivers/topology.Reader of the card's tree) says where
+    the card and its regions sit."""
     known = KNOWN_CARDS.get((card.vendor_id, card.device_id))
     model = known[0] if known else 'DFL FPGA %04x:%04x' % (card.vendor_id,
                                                            card.device_id)
@@ -317,8 +323,10 @@ def card_to_record(card, local_memory_mb=0, extra_info=None):
         std_board_info={'vendor_id': '0x%04x' % card.vendor_id,
                         'device_id': '0x%04x' % card.device_id},
         vendor_board_info=vendor_info,
-        deployables=[_deployable(card, p, local_memory_mb)
-                     for p in card.ports])
+        deployables=[_deployable(card, p, local_memory_mb, places)
+                     for p in card.ports],
+        topology=places.pci(card.pci_address) if places is not None
+        else None)
 
 
 def port_device_nodes(sysfs_root, dev_root, identity, region_name):

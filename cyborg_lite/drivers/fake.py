@@ -38,6 +38,7 @@ from cyborg_lite.common import bitstream_formats
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import dfl
+from cyborg_lite.drivers import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -49,6 +50,9 @@ VF_DEVICE_ID = '0x09c5'
 PCI_CLASS = '0x120000'
 FIRST_BUS = 0x5e
 LAYOUT_FILE = 'layout.json'
+CPUS_PER_NODE = 4
+# SLIT distances: to itself, within a socket, across sockets.
+LOCAL, SAME_SOCKET, REMOTE = 10, 12, 21
 
 
 def _write(path, text):
@@ -73,7 +77,8 @@ class SimulatedTree:
     """Writes the DFL sysfs and /dev trees of N cards x M regions."""
 
     def __init__(self, root, num_cards, regions_per_card, region_types,
-                 initial_function_id, sriov=False):
+                 initial_function_id, sriov=False, numa_nodes=1):
+        self.numa_nodes = numa_nodes
         self.root = root
         self.sys = os.path.join(root, 'sys')
         self.dev = os.path.join(root, 'dev')
@@ -90,6 +95,8 @@ class SimulatedTree:
             # NOTE: only when on, so trees built before the option exist
             # are kept as they are.
             layout['sriov'] = True
+        if self.numa_nodes != 1:
+            layout['numa_nodes'] = self.numa_nodes
         return layout
 
     def ensure(self):
@@ -104,15 +111,45 @@ class SimulatedTree:
         LOG.info('Building simulated FPGA host under %s', self.root)
         for old in (self.sys, self.dev):
             shutil.rmtree(old, ignore_errors=True)
+        self._write_nodes()
         for card in range(self.num_cards):
             self._write_card(card)
         atomic_write(marker, json.dumps(self.layout()))
+
+    def socket(self, node):
+        """One socket per node on two nodes, two nodes a socket above."""
+        return node if self.numa_nodes == 2 else node // 2
+
+    def node_of(self, card):
+        return card % self.numa_nodes
+
+    def _cpulist(self, node):
+        first = node * CPUS_PER_NODE
+        return '%d-%d' % (first, first + CPUS_PER_NODE - 1)
+
+    def _write_nodes(self):
+        """devices/system/node/nodeN/{cpulist,distance} and each CPU's
+        physical_package_id, as the kernel prints them."""
+        system = os.path.join(self.sys, 'devices', 'system')
+        for node in range(self.numa_nodes):
+            row = [LOCAL if other == node else
+                   SAME_SOCKET if self.socket(other) == self.socket(node)
+                   else REMOTE for other in range(self.numa_nodes)]
+            here = os.path.join(system, 'node', 'node%d' % node)
+            _write(os.path.join(here, 'cpulist'), self._cpulist(node) + '\n')
+            _write(os.path.join(here, 'distance'),
+                   ' '.join(map(str, row)) + '\n')
+            for cpu in range(node * CPUS_PER_NODE,
+                             (node + 1) * CPUS_PER_NODE):
+                _write(os.path.join(system, 'cpu', 'cpu%d' % cpu, 'topology',
+                                    'physical_package_id'),
+                       '%d\n' % self.socket(node))
 
     def _write_card(self, card):
         address = _address(card, 0)
         parent_rel = 'devices/pci0000:%02x' % (FIRST_BUS + card)
         pf_rel = '%s/%s' % (parent_rel, address)
-        self._write_function(pf_rel, DEVICE_ID)
+        self._write_function(pf_rel, DEVICE_ID, self.node_of(card))
         base_index = card * (self.regions + 1)
         region_rel = '%s/fpga_region/region%d' % (pf_rel, base_index)
         _link(os.path.join(self.sys, 'class/fpga_region',
@@ -127,11 +164,13 @@ class SimulatedTree:
                       if self.sriov else region_rel)
             self._write_port(card, port, holder)
 
-    def _write_function(self, rel, device_id):
-        """One PCI function's identity files and its bus/pci link."""
+    def _write_function(self, rel, device_id, node):
+        """One PCI function's identity and locality files and its bus/pci
+        link."""
         path = os.path.join(self.sys, rel)
         for name, value in (('vendor', VENDOR_ID), ('device', device_id),
-                            ('class', PCI_CLASS), ('numa_node', '0')):
+                            ('class', PCI_CLASS), ('numa_node', str(node)),
+                            ('local_cpulist', self._cpulist(node))):
             _write(os.path.join(path, name), value + '\n')
         _link(os.path.join(self.sys, 'bus/pci/devices',
                            os.path.basename(rel)), '../../../' + rel)
@@ -145,7 +184,7 @@ class SimulatedTree:
         for vf in range(self.regions):
             vf_address = _address(card, vf + 1)
             self._write_function('%s/%s' % (parent_rel, vf_address),
-                                 VF_DEVICE_ID)
+                                 VF_DEVICE_ID, self.node_of(card))
             _link(os.path.join(pf, 'virtfn%d' % vf), '../' + vf_address)
             _link(os.path.join(self.sys, parent_rel, vf_address, 'physfn'),
                   '../' + _address(card, 0))
@@ -225,7 +264,7 @@ def image_function_id(image_path, region_type):
 
 class FakeDriver(base.Driver, base.DiscoveryInterface,
                  base.ProgrammingInterface, base.CleaningInterface,
-                 base.ContainerDevicesInterface):
+                 base.ContainerDevicesInterface, base.HostTopologyInterface):
     """Simulated DFL cards; programs for real in the simulated tree."""
 
     def __init__(self, conf):
@@ -233,7 +272,8 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         group = conf.fake_driver
         self.tree = SimulatedTree(group.state_dir, group.num_cards,
                                   group.regions_per_card, group.region_types,
-                                  group.initial_function_id, group.sriov)
+                                  group.initial_function_id, group.sriov,
+                                  group.numa_nodes)
         self.local_memory_mb = group.local_memory_mb
         self.program_delay = group.program_delay
         self.fail_program = group.fail_program
@@ -254,9 +294,14 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
 
     def discover(self):
         self._ensure_tree()
+        places = topology.Reader(self.tree.sys)
         return [dfl.card_to_record(card, self.local_memory_mb,
-                                   {'simulated': True})
+                                   {'simulated': True}, places)
                 for card in dfl.scan_cards(self.tree.sys)]
+
+    def numa_nodes(self):
+        self._ensure_tree()
+        return topology.Reader(self.tree.sys).numa_nodes()
 
     def loaded_function(self, identity, region_name):
         self._ensure_tree()

@@ -23,6 +23,7 @@ from cyborg_lite.common import bitstream_formats
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import dfl
+from cyborg_lite.drivers import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -43,7 +44,8 @@ def port_pr_args(port_id, buffer_size, buffer_address):
 
 class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
                       base.ProgrammingInterface, base.CleaningInterface,
-                      base.ContainerDevicesInterface):
+                      base.ContainerDevicesInterface,
+                      topology.SysfsHostTopology):
     """DFL cards: one deployable per port/PR region, programmable."""
 
     def __init__(self, conf):
@@ -64,7 +66,15 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
             raise exception.DriverError(driver=self.name or 'fpga_sysfs',
                                         reason='cannot read %s: %s'
                                         % (self.sysfs_root, e))
-        return [dfl.card_to_record(c, self.local_memory_mb) for c in cards]
+        places = topology.Reader(self.sysfs_root)
+        records = []
+        for card in cards:
+            try:
+                records.append(dfl.card_to_record(card, self.local_memory_mb,
+                                                  places=places))
+            except exception.HostDataError as e:
+                LOG.warning('Skipping DFL card %s: %s', card.pci_address, e)
+        return records
 
     def loaded_function(self, identity, region_name):
         _card, port = dfl.find_port(self.sysfs_root, identity, region_name)

@@ -35,6 +35,7 @@ from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import tools
+from cyborg_lite.drivers import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ def _board_info(gpu):
     return info
 
 
-def gpu_record(gpu, sysfs_root):
+def gpu_record(gpu, sysfs_root, places=None):
     """The DeviceRecord of one <gpu> element; HostDataError if unusable."""
     address = sysfs.normalise_pci_address(
         _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
@@ -173,7 +174,8 @@ def gpu_record(gpu, sysfs_root):
     return device_records.DeviceRecord(
         type='GPU', vendor=VENDOR, model=product, identity=address,
         pci_address=address, std_board_info=_board_info(gpu),
-        vendor_board_info=vendor_info, deployables=deployables)
+        vendor_board_info=vendor_info, deployables=deployables,
+        topology=(places or topology.Reader(sysfs_root)).pci(address))
 
 
 def parse_nvidia_smi(data, sysfs_root):
@@ -187,16 +189,17 @@ def parse_nvidia_smi(data, sysfs_root):
                                       reason='root element is <%s>, '
                                       'expected <nvidia_smi_log>' % root.tag)
     records = []
+    places = topology.Reader(sysfs_root)
     for gpu in root.findall('gpu'):
         try:
-            records.append(gpu_record(gpu, sysfs_root))
+            records.append(gpu_record(gpu, sysfs_root, places))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
     return records
 
 
 class NvidiaDriver(base.Driver, base.DiscoveryInterface,
-                   base.CleaningInterface):
+                   base.CleaningInterface, topology.SysfsHostTopology):
     """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
 
     def __init__(self, conf):

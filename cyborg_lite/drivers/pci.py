@@ -14,6 +14,7 @@ from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sysfs
+from cyborg_lite.drivers import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -67,12 +68,14 @@ class PciFunction:
         return info
 
 
-class PciDriver(base.Driver, base.DiscoveryInterface):
+class PciDriver(base.Driver, base.DiscoveryInterface,
+                topology.SysfsHostTopology):
     """PCI accelerators by class code and vendor/device allow-list."""
 
     def __init__(self, conf):
         super().__init__(conf)
         group = conf.pci_driver
+        self.sysfs_root = group.sysfs_root
         self.devices_dir = os.path.join(group.sysfs_root, 'bus', 'pci',
                                         'devices')
         self.accelerator_classes = group.accelerator_classes
@@ -90,12 +93,13 @@ class PciDriver(base.Driver, base.DiscoveryInterface):
                                         reason='cannot list %s: %s'
                                         % (self.devices_dir, e))
         records = []
+        places = topology.Reader(self.sysfs_root)
         for address in addresses:
             if not sysfs.PCI_ADDRESS_RE.fullmatch(address):
                 continue
             try:
                 record = self._record(os.path.join(self.devices_dir,
-                                                   address))
+                                                   address), places)
             except exception.HostDataError as e:
                 LOG.warning('Skipping PCI function %s: %s', address, e)
                 continue
@@ -113,7 +117,7 @@ class PciDriver(base.Driver, base.DiscoveryInterface):
             and id_listed(function.vendor, function.device,
                           self.allowed_ids)
 
-    def _record(self, path):
+    def _record(self, path, places):
         function = PciFunction(path)
         if not self._wanted(function):
             return None
@@ -124,7 +128,8 @@ class PciDriver(base.Driver, base.DiscoveryInterface):
             model='PCI %04x:%04x' % (function.vendor, function.device),
             identity=function.address, pci_address=function.address,
             std_board_info=function.board_info(),
-            deployables=[_deployable(function, is_gpu)])
+            deployables=[_deployable(function, is_gpu)],
+            topology=places.pci(function.address))
 
 
 def _deployable(function, is_gpu):

@@ -31,6 +31,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import pci
 from cyborg_lite.drivers import sysfs
+from cyborg_lite.drivers import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -80,12 +81,14 @@ def parse_mappings(entries, option, name_re):
     return by_address
 
 
-class SriovNicDriver(base.Driver, base.DiscoveryInterface):
+class SriovNicDriver(base.Driver, base.DiscoveryInterface,
+                     topology.SysfsHostTopology):
     """The configured SmartNIC PFs and their VFs, with physical network."""
 
     def __init__(self, conf):
         super().__init__(conf)
         group = conf.sriov_nic_driver
+        self.sysfs_root = group.sysfs_root
         self.devices_dir = os.path.join(group.sysfs_root, 'bus', 'pci',
                                         'devices')
         self.physnets = parse_mappings(group.physical_device_mappings,
@@ -104,6 +107,7 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface):
 
     def discover(self):
         records = []
+        places = topology.Reader(self.sysfs_root)
         for address in sorted(self.physnets):
             path = os.path.join(self.devices_dir, address)
             if not os.path.isdir(path):
@@ -111,12 +115,12 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface):
                             'host', address)
                 continue
             try:
-                records.append(self._record(path))
+                records.append(self._record(path, places))
             except exception.HostDataError as e:
                 LOG.warning('Skipping SR-IOV NIC %s: %s', address, e)
         return records
 
-    def _record(self, path):
+    def _record(self, path, places):
         function = pci.PciFunction(path)
         if function.is_vf:
             raise exception.HostDataError(
@@ -144,7 +148,8 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface):
             health=health, std_board_info=function.board_info(),
             vendor_board_info={'sriov_totalvfs': totalvfs or 0,
                                'sriov_numvfs': numvfs or 0},
-            deployables=[self._vfs(function.address, vfs)] if vfs else [])
+            deployables=[self._vfs(function.address, vfs)] if vfs else [],
+            topology=places.pci(function.address))
 
     def _vfs(self, pf_address, vfs):
         physnet = self.physnets[pf_address]

@@ -31,6 +31,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import tools
+from cyborg_lite.drivers import topology
 
 LOG = logging.getLogger(__name__)
 
@@ -118,7 +119,8 @@ def loaded_xclbin(report):
     return _uuid_hex(regions[0].get('xclbin_uuid', ''))
 
 
-class XilinxDriver(base.Driver, base.DiscoveryInterface):
+class XilinxDriver(base.Driver, base.DiscoveryInterface,
+                   topology.SysfsHostTopology):
     """Alveo cards (user PFs) as one FPGA region each; not programmable."""
 
     def __init__(self, conf):
@@ -126,6 +128,7 @@ class XilinxDriver(base.Driver, base.DiscoveryInterface):
         group = conf.xilinx_driver
         self.xbutil_path = group.xbutil_path
         self.timeout = group.timeout
+        self.sysfs_root = group.sysfs_root
 
     def discover(self):
         tool = tools.find_tool(self.xbutil_path)
@@ -139,12 +142,14 @@ class XilinxDriver(base.Driver, base.DiscoveryInterface):
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
         records = []
+        places = topology.Reader(self.sysfs_root)
         for device in devices:
             if not isinstance(device, dict) or \
                     device.get('device_class', 'Alveo') != 'Alveo':
                 continue  # e.g. Ryzen AI NPUs share the tool
             try:
                 record = card_record(device)
+                record.topology = places.pci(record.identity)
             except exception.HostDataError as e:
                 LOG.warning('Skipping a device in xbutil output: %s', e)
                 continue

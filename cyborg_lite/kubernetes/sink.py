@@ -41,7 +41,7 @@ class KubernetesSink(inventory_sink.InventorySink):
         self.db_url = db_url
         self.sync = slice_sync.SliceSync(
             api_client, group.driver_name, group.publish_taints,
-            group.api_conflict_retries)
+            group.api_conflict_retries, group.numa_node_list)
         self._pending = inventory_sink.PendingHosts(
             conf.placement.sync_retry_initial_interval,
             conf.placement.sync_retry_max_interval, clock)

@@ -81,19 +81,21 @@ class SliceSync:
     """Writes the ResourceSlices of hosts through the official client."""
 
     def __init__(self, api_client, driver_name, publish_taints=True,
-                 conflict_retries=5):
+                 conflict_retries=5, numa_node_list=False):
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self._core = kubernetes.client.CoreV1Api(api_client)
         self.driver_name = driver_name
         self.publish_taints = publish_taints
         self.conflict_retries = conflict_retries
+        self.numa_node_list = numa_node_list
 
     def sync(self, inventory):
         """Make the API hold exactly the slices of ``inventory``; a
         SyncResult says what it took. KubernetesApiError when the API
         refuses, or keeps conflicting after ``conflict_retries``."""
-        desired = slices_mod.build_slices(inventory, self.driver_name,
-                                          self.publish_taints)
+        desired = slices_mod.build_slices(
+            inventory, self.driver_name, self.publish_taints,
+            numa_node_list=self.numa_node_list)
         result = SyncResult(inventory.node_name)
         for _ in range(self.conflict_retries + 1):
             try:

@@ -52,6 +52,11 @@ class DeployableView:
     attributes: tuple = ()  # (key, value) pairs other than rc and traits
     attach_handles: tuple = ()
     device_state: str = 'available'   # common/states.DEVICE
+    # Where it sits (its own PCI function's place, else its device's).
+    numa_node: int | None = None
+    pcie_root: str | None = None
+    pci_bus_id: str | None = None
+    socket: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +74,9 @@ class DeviceView:
     driver_name: str | None = None
     # The host's agent stopped heartbeating (db/agents.py).
     agent_down: bool = False
+    numa_node: int | None = None
+    pcie_root: str | None = None
+    socket: int | None = None
 
     @property
     def schedulable(self):
@@ -98,6 +106,8 @@ class DeviceView:
 class HostInventory:
     hostname: str
     devices: tuple = ()
+    # The host's NUMA nodes (common/topology.NODE_KEYS dicts), () unknown.
+    numa_nodes: tuple = ()
     # The rows it was built from (db/devices.HostRows), see ``load``.
     rows: tuple | None = dataclasses.field(default=None, compare=False,
                                            repr=False)
@@ -213,7 +223,9 @@ def _deployable_view(dep, attrs, handles, blocked, k8s_claims):
                          if k != 'rc' and not _is_trait_key(k)),
         attach_handles=tuple(_handle_view(h, blocked, k8s_claims)
                              for h in handles),
-        device_state=dep.device_state)
+        device_state=dep.device_state, numa_node=dep.numa_node,
+        pcie_root=dep.pcie_root, pci_bus_id=dep.pci_bus_id,
+        socket=dep.socket)
 
 
 def device_view(dev, deployables=(), agent_state=None):
@@ -224,7 +236,10 @@ def device_view(dev, deployables=(), agent_state=None):
         identity=dev.identity, pci_address=dev.pci_address,
         health=dev.health, status=dev.status, rp_uuid=dev.rp_uuid,
         deployables=tuple(deployables), model=dev.model or '',
-        driver_name=dev.driver_name, agent_down=agent_state == 'down')
+        driver_name=dev.driver_name, agent_down=agent_state == 'down',
+        numa_node=getattr(dev, 'numa_node', None),
+        pcie_root=getattr(dev, 'pcie_root', None),
+        socket=getattr(dev, 'socket', None))
 
 
 def _views(rows):
@@ -249,7 +264,8 @@ def load(hostname, url=None, previous=None):
     rows = devices_db.host_rows(hostname, url)
     if previous is not None and previous.rows == rows:
         return previous
-    return HostInventory(hostname, _views(rows), rows)
+    nodes = tuple(json.loads(rows.numa_nodes)) if rows.numa_nodes else ()
+    return HostInventory(hostname, _views(rows), nodes, rows)
 
 
 def region_refusal(rows):

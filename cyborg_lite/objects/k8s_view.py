@@ -34,7 +34,9 @@ def _deployable(hostname, device, dep):
         resource_class=dep.resource_class or '',
         region_type=dep.region_type, function_id=dep.function_id,
         bitstream_id=dep.bitstream_id, local_memory_mb=dep.local_memory_mb,
-        unavailable=reasons, bound_to_nova=_bound_to_nova(dep))
+        unavailable=reasons, bound_to_nova=_bound_to_nova(dep),
+        numa_node=dep.numa_node, pcie_root=dep.pcie_root,
+        pci_bus_id=dep.pci_bus_id)
 
 
 def _name_in_device(hostname, device, dep):
@@ -51,11 +53,13 @@ def k8s_inventory(view, node):
     devices = tuple(inventory.Device(
         uuid=d.uuid, type=d.type, vendor=d.vendor, model=d.model,
         identity=d.identity, pci_address=d.pci_address,
+        pcie_root=d.pcie_root, numa_node=d.numa_node,
         programmable=any(dep.region_type for dep in d.deployables),
         deployables=tuple(_deployable(view.hostname, d, dep)
                           for dep in d.deployables))
         for d in view.devices)
-    return inventory.HostInventory(view.hostname, node, devices)
+    return inventory.HostInventory(view.hostname, node, devices,
+                                   view.numa_nodes)
 
 
 def load(conf, hostname, db_url=None):

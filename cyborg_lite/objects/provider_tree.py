@@ -5,13 +5,20 @@ It belongs to the Placement sink (placement/sink.py), and lives among the
 shared objects so that the API can show the same desired tree
 (/v2/resource_provider_trees) without reaching into the sink.
 
-``build_tree(hostname, root_uuid, devices)`` turns the devices of a
-``HostInventory`` (objects/host_inventory.py) into ``Provider`` objects,
-parents first, following the Placement model of docs/architecture.md::
+``build_tree(hostname, root_uuid, devices, numa_layer=True)`` turns the
+devices of a ``HostInventory`` (objects/host_inventory.py) into
+``Provider`` objects, parents first, following the Placement model of
+docs/architecture.md::
 
     compute node RP (root_uuid, owned by Nova or created by us)
-     └─ device RP <host>_<pci address>       PGPU here for a GPU
-         └─ child RP <device RP>_<deployable> FPGA region, vGPU/MIG type
+     └─ NUMA node RP <host>_numa<n>           HW_NUMA_ROOT, no inventory
+         └─ device RP <host>_<pci address>    PGPU here for a GPU
+             └─ child RP <device RP>_<deployable> FPGA region, vGPU/MIG
+
+A device whose NUMA node is unknown, or every device when ``numa_layer``
+is false (someone else's NUMA providers are in the tree, see
+placement/reporter.py), hangs from the compute node directly. Providers
+of a known node carry CUSTOM_NUMA_NODE_<n> either way.
 
 Names and uuids come from cyborg_lite.common.naming (Cyborg's
 uuid3(NAMESPACE_DNS, name)), shared with the conductor's report and bind
@@ -30,6 +37,7 @@ from cyborg_lite.common import shared_functions
 from cyborg_lite.objects import host_inventory
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
+NUMA_ROOT_TRAIT = os_traits.HW_NUMA_ROOT
 PROGRAMMABLE_TRAIT = 'CUSTOM_PROGRAMMABLE'
 LOCAL_MEMORY_RC = 'CUSTOM_FPGA_LOCAL_MEMORY_MB'
 # Resource classes that live on the device RP itself rather than on a
@@ -60,6 +68,8 @@ class Tree:
     # rp uuid a deployable had alone -> the provider offering it with the
     # siblings behind its function (an upgrade moves allocations there).
     moved: dict = dataclasses.field(default_factory=dict)
+    # Whether devices of a known NUMA node hang from our NUMA providers.
+    numa_layer: bool = True
 
     def by_uuid(self):
         return {p.uuid: p for p in self.providers}
@@ -163,8 +173,20 @@ def _short_name(device_name, name):
     return name[len(prefix):] if name.startswith(prefix) else name
 
 
+def numa_trait(node):
+    """The trait a profile names to ask for NUMA node ``node``."""
+    return 'CUSTOM_NUMA_NODE_%d' % node
+
+
+def numa_rp_name(hostname, node):
+    return naming.numa_rp_name(hostname, node)
+
+
 def _deployable_traits(device, dep):
     traits = {trait_name(t) for t in dep.traits}
+    node = dep.numa_node if dep.numa_node is not None else device.numa_node
+    if node is not None:
+        traits.add(numa_trait(node))
     if dep.region_type:
         traits.add(_custom('FPGA_REGION_' + dep.region_type))
         traits.add(PROGRAMMABLE_TRAIT)
@@ -190,15 +212,17 @@ def vendor_trait(device):
     return _custom('%s_%s' % (device.type, vendor))
 
 
-def _device_providers(hostname, root_uuid, device, tree):
+def _device_providers(hostname, parent_uuid, device, tree):
     name = device_rp_name(hostname, device)
-    dev_rp = Provider(name=name, uuid=rp_uuid(name), parent_uuid=root_uuid)
+    dev_rp = Provider(name=name, uuid=rp_uuid(name), parent_uuid=parent_uuid)
     # NOTE: vendor and programmable go on the children too: a granular
     # request group must find its traits on the provider that gives the
     # resources, so a profile asking FPGA=1 + CUSTOM_FPGA_INTEL needs
     # both on the region.
     common = {OWNER_TRAIT, vendor_trait(device)}
     dev_traits = set(common)
+    if device.numa_node is not None:
+        dev_traits.add(numa_trait(device.numa_node))
     offers = {}   # provider name -> [deployables it offers]
     for dep in device.deployables:
         offers.setdefault(_carrier_name(name, device, dep), []).append(dep)
@@ -232,12 +256,29 @@ def _device_providers(hostname, root_uuid, device, tree):
     return [dev_rp] + children
 
 
-def build_tree(hostname, root_uuid, devices):
-    """The desired ``Tree`` under the compute node RP ``root_uuid``."""
-    tree = Tree(providers=[], device_rps={}, deployable_rps={}, moved={})
+def _numa_provider(hostname, root_uuid, node):
+    name = numa_rp_name(hostname, node)
+    return Provider(name=name, uuid=rp_uuid(name), parent_uuid=root_uuid,
+                    traits=frozenset({OWNER_TRAIT, NUMA_ROOT_TRAIT,
+                                      numa_trait(node)}))
+
+
+def build_tree(hostname, root_uuid, devices, numa_layer=True):
+    """The desired ``Tree`` under the compute node RP ``root_uuid``; with
+    ``numa_layer``, a NUMA node provider above the devices of each known
+    node."""
+    tree = Tree(providers=[], device_rps={}, deployable_rps={}, moved={},
+                numa_layer=numa_layer)
+    nodes = {}
+    if numa_layer:
+        for node in sorted({d.numa_node for d in devices
+                            if d.numa_node is not None}):
+            nodes[node] = _numa_provider(hostname, root_uuid, node)
+        tree.providers.extend(nodes.values())
     for device in sorted(devices, key=lambda d: d.uuid):
-        tree.providers.extend(
-            _device_providers(hostname, root_uuid, device, tree))
+        parent = nodes.get(device.numa_node)
+        tree.providers.extend(_device_providers(
+            hostname, parent.uuid if parent else root_uuid, device, tree))
     return tree
 
 

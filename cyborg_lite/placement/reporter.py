@@ -110,8 +110,13 @@ def _same_inventories(current, desired):
 
 class Reporter:
     def __init__(self, client, conflict_retries=5, cache=False,
-                 records=None):
+                 records=None, numa_layer=True):
         self.client = client
+        # NUMA node providers above the devices (provider_tree.py).
+        self.numa_layer = numa_layer
+        # root uuid -> (the others' (uuid, generation)s, whether one of
+        # them is a NUMA root), with ``cache``.
+        self._foreign_numa = {}
         self.conflict_retries = conflict_retries
         self.cache = cache
         # With ``cache``: where providers are recorded for every conductor
@@ -328,14 +333,19 @@ class Reporter:
             if report is not None:
                 return report
         root, listing = self._root(hostname, create_root)
-        desired = tree_mod.build_tree(hostname, root, devices)
-        wanted = set(desired.by_uuid())
         for attempt in range(1, self.conflict_retries + 2):
+            # NOTE: a retry lists the tree again.
+            if listing is None:
+                listing = self.list_tree(root)
+            desired = tree_mod.build_tree(hostname, root, devices,
+                                          self.numa_layer)
+            current = self.read_tree(root, set(desired.by_uuid()), listing)
+            if self._defer_numa(root, desired, listing, current):
+                desired = tree_mod.build_tree(hostname, root, devices,
+                                              numa_layer=False)
+            listing = None
             report = SyncReport(root_uuid=root, tree=desired,
                                 attempts=attempt)
-            # NOTE: a retry lists the tree again.
-            current = self.read_tree(root, wanted, listing)
-            listing = None
             try:
                 self._apply(desired, current, report)
                 self._remember_tree(hostname, report)
@@ -351,11 +361,42 @@ class Reporter:
                          '(%s); re-reading', hostname, exc)
         raise AssertionError('unreachable')
 
+    def _defer_numa(self, root, desired, listing, current):
+        """Whether the tree has NUMA node providers that are not ours
+        (HW_NUMA_ROOT on a provider of someone else): then ours would
+        compete with them, so the devices hang from the compute node and
+        only their CUSTOM_NUMA_NODE_<n> traits say where they sit. Asked
+        of Placement only when the tree has providers of others, and,
+        with the cache, again only when one of those changed."""
+        if not any(tree_mod.NUMA_ROOT_TRAIT in p.traits
+                   for p in desired.providers):
+            return False
+        others = frozenset((rp['uuid'], rp['generation']) for rp in listing
+                           if rp['uuid'] != root and rp['uuid'] not in current)
+        if not others:
+            return False
+        known = self._foreign_numa.get(root)
+        if known is not None and known[0] == others:
+            return known[1]
+        roots = {rp['uuid'] for rp in self.client.get(
+            '/resource_providers?in_tree=%s&required=%s'
+            % (root, tree_mod.NUMA_ROOT_TRAIT))['resource_providers']}
+        found = bool(roots & {uuid for uuid, _ in others})
+        if found:
+            LOG.warning('The provider tree of %s has NUMA node providers '
+                        'that are not ours; its devices hang from the '
+                        'compute node, with CUSTOM_NUMA_NODE_<n> traits',
+                        root)
+        if self.cache:
+            self._foreign_numa[root] = (others, found)
+        return found
+
     def _sync_known(self, hostname, devices):
         """The sync from the providers remembered at the host's last sync;
         None when one is not remembered, or Placement refused a write for
         a generation or a provider it does not have (then forgotten)."""
-        root, uuids = self._trees.get(hostname, (None, ()))
+        root, uuids, numa_layer = self._trees.get(hostname,
+                                                  (None, (), True))
         current = {}
         for uuid in uuids:
             have = self._providers.get(uuid)
@@ -364,7 +405,12 @@ class Reporter:
             current[uuid] = _copy(have)
         if root is None:
             return None
-        desired = tree_mod.build_tree(hostname, root, devices)
+        desired = tree_mod.build_tree(hostname, root, devices, numa_layer)
+        if any(tree_mod.NUMA_ROOT_TRAIT in p.traits and p.uuid not in uuids
+                   for p in desired.providers):
+            # NOTE: a NUMA node new to the tree: read it, for someone
+            # else's NUMA providers.
+            return None
         report = SyncReport(root_uuid=root, tree=desired)
         try:
             self._apply(desired, current, report)
@@ -384,7 +430,8 @@ class Reporter:
             self._trees.pop(hostname, None)
             return
         self._trees[hostname] = (report.root_uuid,
-                                 frozenset(report.tree.by_uuid()))
+                                 frozenset(report.tree.by_uuid()),
+                                 report.tree.numa_layer)
 
     def _apply(self, desired, current, report):
         """Create, rename, then the inventories of every provider in one
@@ -426,13 +473,21 @@ class Reporter:
                        generation=body['generation'])
 
     def _rename(self, provider, have):
+        """Rename or move a provider: a move under another parent keeps
+        its uuid, inventories and allocations (re-parenting, Placement
+        1.37), so the NUMA layer's reshape of a host moves no allocation.
+        """
         if (have.name, have.parent_uuid) == (provider.name,
                                              provider.parent_uuid):
             return False
         body = self.client.put('/resource_providers/%s' % have.uuid, {
             'name': provider.name,
             'parent_provider_uuid': provider.parent_uuid})
+        if have.parent_uuid != provider.parent_uuid:
+            LOG.info('Moved resource provider %s (%s) under %s',
+                     provider.name, have.uuid, provider.parent_uuid)
         have.generation = body['generation']
+        have.name, have.parent_uuid = provider.name, provider.parent_uuid
         return True
 
     def _write_all(self, plans):

@@ -67,7 +67,8 @@ class PlacementSink(inventory_sink.InventorySink):
         self.db_url = db_url
         self.reporter = reporter_mod.Reporter(
             client, conf.placement.sync_conflict_retries,
-            cache=cache_providers, records=self._records(conf, db_url))
+            cache=cache_providers, records=self._records(conf, db_url),
+            numa_layer=conf.placement.numa_providers)
         self._pending = inventory_sink.PendingHosts(
             conf.placement.sync_retry_initial_interval,
             conf.placement.sync_retry_max_interval, clock)
@@ -145,7 +146,8 @@ class PlacementSink(inventory_sink.InventorySink):
             now = host_inventory.load(hostname, self.db_url,
                                       previous=inventory)
             report.stale = now is not inventory and tree_mod.build_tree(
-                hostname, report.root_uuid, now.devices) != report.tree
+                hostname, report.root_uuid, now.devices,
+                report.tree.numa_layer) != report.tree
             if not report.stale:
                 return now, report
             LOG.info('Host %s changed while it was published; again',

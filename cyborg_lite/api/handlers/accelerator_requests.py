@@ -12,6 +12,7 @@ import json
 from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles as profile_handlers
 from cyborg_lite.api import microversion
+from cyborg_lite.api import numa_alignment
 from cyborg_lite.api.policies import accelerator_requests as policies
 from cyborg_lite.api.schemas import accelerator_requests as schemas
 from cyborg_lite.api import utils
@@ -23,7 +24,18 @@ from cyborg_lite.db import arqs as db
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
 
-def view(req, item):
+def handle_info(attach_info, numa_node):
+    """attach_handle_info: the handle's attach_info, plus the NUMA node of
+    its region as a string, as every value there is (Nova reads the keys
+    it knows and ignores the others)."""
+    info = json.loads(attach_info)
+    if numa_node is not None:
+        info['numa_node'] = str(numa_node)
+    return info
+
+
+def view(req, item, nodes=None):
+    """One ARQ; ``nodes``: the request's numa_alignment.InstanceNodes."""
     arq, handle = item.arq, item.handle
     body = {
         'uuid': arq.uuid,
@@ -36,19 +48,26 @@ def view(req, item):
         # Unbound: '' and {} as Cyborg shows them, not null.
         'attach_handle_type': handle.attach_type if handle else '',
         'attach_handle_uuid': handle.uuid if handle else None,
-        'attach_handle_info': json.loads(handle.attach_info)
+        'attach_handle_info': handle_info(handle.attach_info,
+                                          handle.numa_node)
         if handle else {},
         # cyborg_lite's own: why the last bind failed.
         'error': arq.error,
         'links': utils.link(req, 'accelerator_requests', arq.uuid),
     }
-    if microversion.of(req).matches('2.1'):
+    version = microversion.of(req)
+    if version.matches('2.1'):
         body['project_id'] = arq.project_id
+    if version.matches(microversion.TOPOLOGY):
+        nodes = nodes or numa_alignment.InstanceNodes()
+        body['numa_aligned'] = nodes.aligned(
+            arq.state, arq.instance_uuid, handle.numa_node if handle
+            else None)
     body.update(utils.timestamps(arq))
     return body
 
 
-def _list_format(with_project):
+def _list_format(with_project, with_alignment):
     """The RowFormat of a listed ARQ: the keys of ``view``, in order."""
     keys = ['uuid', 'state', 'device_profile_name', 'device_profile_group_id',
             'hostname', 'device_rp_uuid', 'instance_uuid',
@@ -56,11 +75,17 @@ def _list_format(with_project):
             'error', 'links']
     if with_project:
         keys.append('project_id')
-    return utils.list_format(keys + ['created_at', 'updated_at'],
-                             raw=['attach_handle_info'])
+    raw = ['attach_handle_info']
+    if with_alignment:
+        keys.append('numa_aligned')
+        raw.append('numa_aligned')
+    return utils.list_format(keys + ['created_at', 'updated_at'], raw=raw)
 
 
-_LIST_FORMATS = {False: _list_format(False), True: _list_format(True)}
+_LIST_FORMATS = {(project, alignment): _list_format(project, alignment)
+                 for project in (False, True) for alignment in (False, True)}
+# What a listed ARQ's alignment is worked out from (after its keys).
+_ALIGNMENT_COLUMNS = ('state', 'instance_uuid', 'attach_handle_numa_node')
 
 
 def _scope(req, rule):
@@ -105,17 +130,25 @@ def list_arqs(req):
                 reason='ARQs %s of instance %s are not resolved yet.'
                        % (', '.join(pending), instance))
     resolved = states.ARQ_RESOLVED if 'bind_state' in params else None
-    fmt = _LIST_FORMATS[microversion.of(req).matches('2.1')]
+    version = microversion.of(req)
+    fmt = _LIST_FORMATS[version.matches('2.1'),
+                        version.matches(microversion.TOPOLOGY)]
+    first = len(fmt.columns())
     rows = db.list_arq_rows(
-        fmt.columns() + ('attach_handle_info',),
+        fmt.columns() + ('attach_handle_info',) + _ALIGNMENT_COLUMNS,
         utils.href_prefix(req, 'accelerator_requests'),
         _scope(req, policies.GET_ALL), instance_uuid=instance,
         states=resolved, **page)
     # NOTE: re-encoded, so that the text is json.dumps's as in ``view``
     # (the row holds common/canonical_json's compact spelling).
-    raw = {'attach_handle_info': ['{}' if row[-1] is None
-                                  else json.dumps(json.loads(row[-1]))
-                                  for row in rows]}
+    raw = {'attach_handle_info': [
+        '{}' if row[first] is None
+        else json.dumps(handle_info(row[first], row[first + 3]))
+        for row in rows]}
+    if 'numa_aligned' in fmt.raw:
+        nodes = numa_alignment.InstanceNodes()
+        raw['numa_aligned'] = [json.dumps(nodes.aligned(*row[first + 1:]))
+                               for row in rows]
     return utils.collection_response(
         'arqs', fmt.encode(rows, raw), rows, req, 'accelerator_requests',
         page['limit'])

@@ -13,6 +13,7 @@ import json
 
 from oslo_log import log as logging
 
+from cyborg_lite.api.handlers import devices as device_handlers
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import deployables as policies
 from cyborg_lite.api.schemas import deployables as schemas
@@ -55,14 +56,18 @@ def view(req, deployable, attributes):
         'local_memory_mb': deployable.local_memory_mb,
         'links': utils.link(req, 'deployables', deployable.uuid),
     }
-    if microversion.of(req).matches(CLEANING_VERSION):
+    version = microversion.of(req)
+    if version.matches(CLEANING_VERSION):
         body['device_state'] = deployable.device_state
         body['cleaning_error'] = deployable.cleaning_error
+    if version.matches(microversion.TOPOLOGY):
+        body.update(device_handlers.topology_view(deployable,
+                                                  deployable.pci_bus_id))
     body.update(utils.timestamps(deployable))
     return body
 
 
-def _list_format(with_cleaning):
+def _list_format(with_cleaning, with_topology):
     """The RowFormat of a listed deployable: the keys of ``view``."""
     keys = ['uuid', 'name', 'parent_id', 'root_id', 'device_id',
             'num_accelerators', 'attributes_list', 'rp_uuid', 'driver_name',
@@ -70,11 +75,14 @@ def _list_format(with_cleaning):
             'local_memory_mb', 'links']
     if with_cleaning:
         keys += ['device_state', 'cleaning_error']
+    if with_topology:
+        keys += device_handlers.TOPOLOGY_KEYS
     return utils.list_format(keys + ['created_at', 'updated_at'],
                              raw=['attributes_list'])
 
 
-_LIST_FORMATS = {False: _list_format(False), True: _list_format(True)}
+_LIST_FORMATS = {(cleaning, topology): _list_format(cleaning, topology)
+                 for cleaning in (False, True) for topology in (False, True)}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -91,7 +99,9 @@ def list_deployables(req):
     if 'device_id' in filters:
         filters['device_id'] = int(filters['device_id'])
     page = utils.page(params)
-    fmt = _LIST_FORMATS[microversion.of(req).matches(CLEANING_VERSION)]
+    version = microversion.of(req)
+    fmt = _LIST_FORMATS[version.matches(CLEANING_VERSION),
+                        version.matches(microversion.TOPOLOGY)]
     rows, attributes = db.list_deployable_rows(
         fmt.columns() + ('id',),
         utils.href_prefix(req, 'deployables'), filters, **page)

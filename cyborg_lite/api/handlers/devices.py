@@ -40,12 +40,24 @@ def view(req, device):
         body['status'] = device.status
     if version.matches('2.5'):
         body['unavailable_reasons'] = _unavailable_reasons(device)
+    if version.matches(microversion.TOPOLOGY):
+        body.update(topology_view(device, device.pci_address))
     body.update(utils.timestamps(device))
     return body
 
 
+# Where a device or deployable sits (2.6), in this order.
+TOPOLOGY_KEYS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root',
+                 'pci_bus_id')
+
+
+def topology_view(row, pci_bus_id):
+    return dict(zip(TOPOLOGY_KEYS, (row.numa_node, row.local_cpulist,
+                                    row.socket, row.pcie_root, pci_bus_id)))
+
+
 @functools.lru_cache(maxsize=None)
-def _list_format(with_status, with_reasons):
+def _list_format(with_status, with_reasons, with_topology):
     """The RowFormat of a listed device: the keys of ``view``, in order."""
     keys = ['uuid', 'type', 'vendor', 'model', 'std_board_info',
             'vendor_board_info', 'hostname', 'links']
@@ -53,9 +65,12 @@ def _list_format(with_status, with_reasons):
         keys.append('status')
     if with_reasons:
         keys.append('unavailable_reasons')
+    if with_topology:
+        keys += TOPOLOGY_KEYS
     keys += ['created_at', 'updated_at']
     return utils.list_format(keys, raw=['unavailable_reasons']
-                             if with_reasons else ())
+                             if with_reasons else (),
+                             columns={'pci_bus_id': 'pci_address'})
 
 
 # What a listed device's reasons are worked out from (after its keys).
@@ -82,7 +97,8 @@ def list_devices(req):
     filters = {k: params[k] for k in FILTERS if k in params}
     page = utils.page(params)
     version = microversion.of(req)
-    fmt = _list_format(version.matches('2.3'), version.matches('2.5'))
+    fmt = _list_format(version.matches('2.3'), version.matches('2.5'),
+                       version.matches(microversion.TOPOLOGY))
     names = fmt.columns()
     if fmt.raw:
         names += _REASON_COLUMNS

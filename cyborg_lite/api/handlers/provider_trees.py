@@ -59,7 +59,10 @@ def compute_node_in_placement(hostname):
 
 
 def tree_view(hostname, devices, root_uuid=None, placement=NOT_CONFIGURED):
-    tree = tree_mod.build_tree(hostname, root_uuid, devices)
+    # NOTE: as Placement has it unless the tree holds NUMA providers of
+    # someone else (the preview does not look).
+    tree = tree_mod.build_tree(hostname, root_uuid, devices,
+                               CONF.placement.numa_providers)
     return {'hostname': hostname,
             'root': {'name': hostname, 'uuid': root_uuid,
                      'placement': placement},

@@ -32,8 +32,9 @@ def show_slices(req, hostname):
             message='No device of host %s is known: it has no ResourceSlice '
                     'of ours.' % hostname)
     try:
-        slices = k8s_slices.build_slices(inventory, group.driver_name,
-                                         group.publish_taints)
+        slices = k8s_slices.build_slices(
+            inventory, group.driver_name, group.publish_taints,
+            numa_node_list=group.numa_node_list)
     except k8s_slices.InvalidSlice as exc:
         raise exception.Conflict(reason='the ResourceSlices of host %s '
                                  'cannot be built: %s' % (hostname, exc))

@@ -77,5 +77,7 @@ VIEW = common.view({
                            'additionalProperties': common.STRING},
     'error': common.NULLABLE_STRING,
     'project_id': common.NULLABLE_STRING,
-}, optional=['project_id'])
+    # From 2.6: whether the region is on a NUMA node of the instance.
+    'numa_aligned': {'enum': [True, False, 'unknown']},
+}, optional=['project_id', 'numa_aligned'])
 LIST = common.collection('arqs', VIEW)

@@ -32,6 +32,10 @@ LINKS = {'type': 'array', 'items': {
     'properties': {'href': STRING, 'rel': STRING},
     'additionalProperties': False}}
 TIMESTAMPS = {'created_at': STRING, 'updated_at': NULLABLE_STRING}
+# Where a device or deployable sits (2.6): null where unknown.
+TOPOLOGY = {'numa_node': NULLABLE_INTEGER, 'local_cpulist': NULLABLE_STRING,
+            'socket': NULLABLE_INTEGER, 'pcie_root': NULLABLE_STRING,
+            'pci_bus_id': NULLABLE_STRING}
 
 
 def view(properties, optional=()):

@@ -26,5 +26,6 @@ VIEW = common.view({
     'local_memory_mb': common.INTEGER,
     'device_state': {'type': 'string', 'enum': list(models.DEVICE_STATES)},
     'cleaning_error': common.NULLABLE_STRING,
-}, optional=['device_state', 'cleaning_error'])
+    **common.TOPOLOGY,
+}, optional=['device_state', 'cleaning_error', *common.TOPOLOGY])
 LIST = common.collection('deployables', VIEW)

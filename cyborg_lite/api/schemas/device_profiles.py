@@ -6,13 +6,16 @@ A group is a flat object of Cyborg's request-group keys:
   standard accelerator class or CUSTOM_*.
 - ``trait:CUSTOM_*``: ``required`` or ``forbidden`` (only custom traits:
   standard traits describe hosts, not accelerators).
-- ``accel:bitstream_id`` (a uuid), ``accel:function_id``, and any other
-  ``accel:*`` key with a string value (passed through for drivers).
+- ``accel:bitstream_id`` (a uuid), ``accel:function_id``,
+  ``accel:numa_affinity`` (``required``: the groups carrying it on one
+  NUMA node, see common/placement_query.py), and any other ``accel:*``
+  key with a string value (passed through for drivers).
 
 Whitespace around the part after the prefix is stripped, as Cyborg does,
 by the handler before this schema is applied.
 """
 from cyborg_lite.api.schemas import common
+from cyborg_lite.common import placement_query
 from cyborg_lite.db import device_profiles as db_profiles
 
 # Cyborg's SUPPORT_RESOURCES.
@@ -41,6 +44,9 @@ GROUP = {
         'accel:bitstream_id': common.UUID,
         'accel:function_id': {'type': 'string', 'minLength': 1,
                               'maxLength': 64},
+        placement_query.NUMA_AFFINITY_KEY: {
+            'type': 'string',
+            'enum': list(placement_query.NUMA_AFFINITY_VALUES)},
     },
     'patternProperties': {
         RC_PATTERN: _COUNT,

@@ -25,5 +25,6 @@ VIEW = common.view({
     'vendor_board_info': common.NULLABLE_STRING, 'hostname': common.STRING,
     'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
     'unavailable_reasons': {'type': 'array', 'items': common.STRING},
-}, optional=['status', 'unavailable_reasons'])
+    **common.TOPOLOGY,
+}, optional=['status', 'unavailable_reasons', *common.TOPOLOGY])
 LIST = common.collection('devices', VIEW)

@@ -5,6 +5,7 @@ import datetime
 
 import pytest
 
+from cyborg_lite.api import microversion
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.functional.api.conftest import ADMIN
@@ -51,13 +52,16 @@ def _odd_devices():
             {'health': 'unhealthy', 'model': ASCII_TEXT})
         s.query(models.Device).filter_by(id=odd.id).update(
             {'model': ODD_TEXT, 'vendor_board_info': None,
-             'updated_at': datetime.datetime(2026, 1, 2, 3, 4, 5, 678)})
+             'updated_at': datetime.datetime(2026, 1, 2, 3, 4, 5, 678),
+             'numa_node': 1, 'local_cpulist': '20-39,60-79', 'socket': 1,
+             'pcie_root': 'pci0000:ae', 'pci_address': '0000:af:00.0'})
         s.add(models.Agent(hostname='host-down', state='down',
                            heartbeat_at=datetime.datetime(2026, 1, 1)))
     return plain
 
 
-@pytest.mark.parametrize('version', ['2.0', '2.3', '2.5'])
+@pytest.mark.parametrize('version', ['2.0', '2.3', '2.5',
+                                     microversion.TOPOLOGY])
 def test_device_list_is_the_device_views(pg_app, version):
     _odd_devices()
     _assert_list_is_the_views(pg_app, 'devices', 'devices', version)
@@ -88,17 +92,22 @@ def test_unknown_device_type_lists_nothing(pg_app):
         b'{"devices": []}'
 
 
-@pytest.mark.parametrize('version', ['2.0', '2.5'])
+@pytest.mark.parametrize('version', ['2.0', '2.5', microversion.TOPOLOGY])
 def test_deployable_list_is_the_deployable_views(pg_app, version):
     device = add_device()
-    add_deployable(device, attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
+    placed = add_deployable(device, attributes=[('rc', 'FPGA'),
+                                                ('trait0', ODD_TEXT)])
+    with session.writer() as s:
+        s.query(models.Deployable).filter_by(id=placed.id).update(
+            {'numa_node': 6, 'local_cpulist': '24-27,56-59', 'socket': 1,
+             'pcie_root': 'pci0000:c0', 'pci_bus_id': '0000:c1:02.0'})
     add_deployable(device, name=ODD_TEXT,
                    attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
     add_deployable(device, name=ASCII_TEXT)
     _assert_list_is_the_views(pg_app, 'deployables', 'deployables', version)
 
 
-@pytest.mark.parametrize('version', ['2.0', '2.1'])
+@pytest.mark.parametrize('version', ['2.0', '2.1', microversion.TOPOLOGY])
 def test_arq_list_is_the_arq_views(pg_app, version):
     device = add_device()
     handle = add_handle(add_deployable(device))

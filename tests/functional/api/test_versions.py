@@ -1,9 +1,12 @@
 """Version documents, microversion negotiation and routing."""
 import pytest
 
+from cyborg_lite.api import microversion
 from tests.functional.api.conftest import error_of
 
 V = 'OpenStack-API-Version'
+NEWEST = microversion.VERSIONS[-1]
+PAST_NEWEST = '2.%d' % (microversion.MAX_VERSION.minor + 1)
 
 
 def test_root_lists_v2_with_microversion_range(app):
@@ -12,7 +15,7 @@ def test_root_lists_v2_with_microversion_range(app):
     assert body['name'] == 'OpenStack Cyborg API'
     [version] = body['versions']
     assert version['id'] == 'v2'
-    assert (version['min_version'], version['max_version']) == ('2.0', '2.5')
+    assert (version['min_version'], version['max_version']) == ('2.0', NEWEST)
     assert version['links'] == [{'href': 'http://localhost/v2',
                                  'rel': 'self'}]
     assert body['default_version'] == version
@@ -21,7 +24,7 @@ def test_root_lists_v2_with_microversion_range(app):
 def test_v2_document(app):
     body = app.get('/v2', status=200).json
     assert body['id'] == 'v2.0'
-    assert (body['min_version'], body['max_version']) == ('2.0', '2.5')
+    assert (body['min_version'], body['max_version']) == ('2.0', NEWEST)
 
 
 def test_public_endpoint_is_used_in_links(app, api_conf):
@@ -34,7 +37,7 @@ def test_public_endpoint_is_used_in_links(app, api_conf):
 @pytest.mark.parametrize('header,expected', [
     (None, '2.0'),
     ('accelerator 2.1', '2.1'),
-    ('accelerator latest', '2.5'),
+    ('accelerator latest', NEWEST),
     ('2.2', '2.2'),  # bare version, accepted as Cyborg does
     ('compute 2.90', '2.0'),  # another service's version is not ours
 ])
@@ -43,17 +46,18 @@ def test_negotiated_version_is_echoed(app, header, expected):
     resp = app.get('/v2/devices', headers=headers, status=200)
     assert resp.headers[V] == 'accelerator %s' % expected
     assert resp.headers['OpenStack-API-Minimum-Version'] == '2.0'
-    assert resp.headers['OpenStack-API-Maximum-Version'] == '2.5'
+    assert resp.headers['OpenStack-API-Maximum-Version'] == NEWEST
     assert resp.headers['Vary'] == V
 
 
-@pytest.mark.parametrize('header', ['accelerator 2.6', 'accelerator 1.0',
+@pytest.mark.parametrize('header', ['accelerator ' + PAST_NEWEST,
+                                    'accelerator 1.0',
                                     'accelerator 3.0', 'accelerator two',
                                     'accelerator 2.1.1'])
 def test_unsupported_version_is_406(app, header):
     resp = app.get('/v2/devices', headers={V: header}, status=406)
-    assert '2.0' in error_of(resp) and '2.5' in error_of(resp)
-    assert resp.headers['OpenStack-API-Maximum-Version'] == '2.5'
+    assert '2.0' in error_of(resp) and NEWEST in error_of(resp)
+    assert resp.headers['OpenStack-API-Maximum-Version'] == NEWEST
 
 
 def test_path_without_version_goes_to_v2(app):

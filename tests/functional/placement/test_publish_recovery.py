@@ -135,7 +135,8 @@ def test_providers_held_by_allocations_are_deleted_by_the_next_conductor(
     assert dying.report(context.get_admin_context(), host.hostname,
                         [entry])['deleted'] > 0
     assert list(publish_requests.pending()) == [host.hostname]
-    assert len(_tree(host)) == 3     # the root, the card, the region
+    # The root, the card's NUMA node, the card, the region.
+    assert len(_tree(host)) == 4
     # That conductor dies; the instance is deleted.
     host.placement.delete('/allocations/%s' % consumer)
 

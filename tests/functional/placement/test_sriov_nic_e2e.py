@@ -45,24 +45,6 @@ ACCEL = {'OpenStack-API-Version': 'accelerator 2.3'}
 PORT_PROFILE = [{'name': 'smartnic-gtp', 'groups': [
     {'resources:CUSTOM_NIC': '1', 'trait:CUSTOM_GTPV1': 'required'}]}]
 
-NOVA_REQUEST_GROUPS = '''
-import json, sys
-from nova import objects
-objects.register_all()
-from nova.accelerator import cyborg
-profiles = json.load(sys.stdin)
-groups = profiles[0]['groups']   # get_device_profile_groups: exactly one
-groups_rgs = cyborg._CyborgClient.get_device_request_groups(
-    None, groups, owner='port-1')
-print(json.dumps({
-    'devices': cyborg.get_device_amount_of_dp_groups(groups),
-    'groups': [{'requester_id': rg.requester_id,
-                'resources': rg.resources,
-                'required': sorted(rg.required_traits),
-                'forbidden': sorted(rg.forbidden_traits)}
-               for rg in groups_rgs]}))
-'''
-
 NOVA_PORT_BINDING = '''
 import json, sys
 from nova.accelerator import cyborg
@@ -164,7 +146,7 @@ def test_a_bound_vf_is_the_port_binding_profile_nova_writes(
                   headers=dict(ADMIN, **ACCEL), status=201)
     listed = app.get('/v2/device_profiles', {'name': 'smartnic-gtp'},
                      headers=dict(MEMBER, **ACCEL)).json['device_profiles']
-    asked = nova.run(NOVA_REQUEST_GROUPS, listed)
+    asked = nova.run(nova.REQUEST_GROUPS, listed)
     assert asked['devices'] == 1
     [group] = asked['groups']
     assert group == {'requester_id': 'device_profile_0port-1',

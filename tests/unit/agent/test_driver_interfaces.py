@@ -21,7 +21,7 @@ class Conductor:
     def __init__(self):
         self.reports, self.progress = [], []
 
-    def report(self, ctxt, hostname, entries):
+    def report(self, ctxt, hostname, entries, numa_nodes=None):
         self.reports.append([e['driver'] for e in entries])
 
     def job_progress(self, ctxt, job_uuid, state, error=None, **extra):

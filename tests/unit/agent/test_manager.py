@@ -22,12 +22,13 @@ class Conductor:
         self.calls = []
         self.down = False
 
-    def report(self, ctxt, hostname, driver_reports):
+    def report(self, ctxt, hostname, driver_reports, numa_nodes=None):
         if self.down:
             raise messaging.MessagingTimeout('no conductor answered')
         self.calls.append([e['driver'] for e in driver_reports])
         try:
-            return self.manager.report(ctxt, hostname, driver_reports)
+            return self.manager.report(ctxt, hostname, driver_reports,
+                                       numa_nodes)
         except messaging.ExpectedException as exc:
             # What the RPC dispatcher does with @expected_exceptions.
             raise exc.exc_info[1]

@@ -10,6 +10,7 @@ import pytest
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import notifier
+from tests import json_http
 from tests import servers
 from tests.unit.conductor import bind_helpers as h
 
@@ -33,12 +34,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if reply is None:
             reply = {'events': [dict(e, code=status)
                                 for e in body['events']]}
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        json_http.send_json(self, status, reply)
 
     def log_message(self, *args):
         pass

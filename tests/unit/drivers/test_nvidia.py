@@ -106,6 +106,10 @@ def test_vgpu_types_from_mdev_sysfs(conf, tool, tmp_path):
         'mdev_type': 'nvidia-588', 'parent': MIG_GPU,
         'uuid': 'c0a1d5e4-6b2f-4f3e-9a7d-1e2f3a4b5c6d'}
     assert types['vgpu_nvidia-593'].num_accelerators == 0
+    # Where the GPU sits comes from the same tree: its root; the fixture
+    # has no numa_node file, which is unknown, never node 0.
+    assert (gpu.topology.pcie_root, gpu.topology.pci_bus_id,
+            gpu.topology.numa_node) == ('pci0000:3a', MIG_GPU, None)
 
 
 def test_bad_vgpu_type_is_skipped(conf, tool, tmp_path):

@@ -54,6 +54,8 @@ def _text_file(tmp_path, text):
 def _driver(conf, path):
     conf.set_override('xbutil_path', path, group='xilinx_driver')
     conf.set_override('timeout', 10, group='xilinx_driver')
+    # Not this machine's /sys: the cards' places are unknown here.
+    conf.set_override('sysfs_root', '/nonexistent', group='xilinx_driver')
     driver = xilinx.XilinxDriver(conf)
     driver.name = 'xilinx'
     return driver

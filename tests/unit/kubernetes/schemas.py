@@ -32,10 +32,10 @@ def _validator(version, kind, api_version):
     return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
-def schema_errors(obj):
+def schema_errors(obj, versions=VERSIONS):
     """One line per Kubernetes version whose strict schema refuses obj."""
     errors = []
-    for version in VERSIONS:
+    for version in versions:
         validator = _validator(version, obj['kind'], obj['apiVersion'])
         for error in validator.iter_errors(obj):
             errors.append('%s: %s at %s' % (version, error.message,

@@ -51,6 +51,7 @@ def test_one_pool_per_node_with_every_field():
             'deviceUUID': {'string': card.uuid},
             'programmable': {'bool': True},
             'numaNode': {'int': 0},
+            'resource.kubernetes.io/numaNode': {'int': 0},
             'resource.kubernetes.io/pciBusID': {'string': '0000:5e:00.0'},
             'resource.kubernetes.io/pcieRoot': {'string': 'pci0000:5d'},
         },
