@@ -11,10 +11,10 @@ must be none. A host with nothing clean may have no candidate.
 import pytest
 import requests
 
-from tests.functional import nova_order
-from tests.functional.test_scheduler_flow import AllInOne
-from tests.functional.test_scheduler_flow import REGION_TYPE
 from tests import waiting
+from tests.functional import nova_order
+from tests.functional.test_scheduler_flow import aio  # noqa: F401
+from tests.functional.test_scheduler_flow import REGION_TYPE
 
 pytestmark = pytest.mark.xdist_group('nova_order')
 
@@ -25,17 +25,7 @@ TWO = ONE * 2
 
 
 @pytest.fixture(scope='module')
-def aio(tmp_path_factory):
-    server = AllInOne(str(tmp_path_factory.mktemp('aio')))
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        assert server.stop() == 0
-
-
-@pytest.fixture(scope='module')
-def nova(aio):
+def nova(aio):  # noqa: F811
     for name, groups in (('one-region', ONE), ('two-regions', TWO)):
         resp = requests.post(aio.api + '/device_profiles',
                              headers=nova_order.ACCEL,

@@ -20,6 +20,7 @@ import requests
 
 from tests import servers
 from tests import waiting
+from tests.functional import nova_order
 
 pytestmark = pytest.mark.xdist_group('all_in_one')
 
@@ -119,15 +120,6 @@ def _candidates(aio, profile):
     return resp.json()['allocation_requests']
 
 
-def _claim(aio, candidate, instance):
-    body = {'allocations': candidate['allocations'],
-            'project_id': 'p1', 'user_id': 'u1',
-            'consumer_generation': None, 'consumer_type': 'INSTANCE'}
-    resp = requests.put(aio.placement + '/allocations/' + instance,
-                        headers=PLACEMENT, json=body)
-    assert resp.status_code == 204, resp.text
-
-
 def _create_arqs(aio, profile_name):
     resp = requests.post(aio.api + '/accelerator_requests', headers=ACCEL,
                          json={'device_profile_name': profile_name})
@@ -167,7 +159,8 @@ def test_schedule_bind_unbind_delete(aio):
     candidates = _candidates(aio, profile)
     assert len(candidates) == 2   # every card fits
     instance = str(uuid.uuid4())
-    _claim(aio, candidates[0], instance)
+    nova_order.Nova(aio.api, aio.placement, None).claim(instance,
+                                                        candidates[0])
     rp_uuid = _region_rp(candidates[0])
 
     (arq,) = _create_arqs(aio, 'fpga-4g')
