@@ -269,3 +269,35 @@ def test_an_operator_may_ask_for_a_clean_when_idle_or_failed(db, state,
         with pytest.raises(exception.Conflict, match='is %s' % state):
             cleaning_db.reclean(region['deployable_uuid'])
         assert _state(region) == state
+
+
+def test_every_move_leaves_the_regions_version(db):
+    # A report reads a region's version and updates the row on it
+    # (db/inventory.py): a move that bumped it would spoil the report.
+    region = h.make_region()
+    dep_id, dep_uuid = region['deployable_id'], region['deployable_uuid']
+    version = _region(region).version
+    arqs, tries = [], []
+
+    def begin():
+        tries.append(cleaning_db.begin(dep_id).cleaning_uuid)
+    moves = [
+        (lambda: arqs.append(_bind(region)[0]), 'allocated'),
+        (lambda: arqs_db.unbind(arqs[0]), 'pending_cleaning'),
+        (begin, 'cleaning'),
+        (lambda: cleaning_db.beat(dep_uuid, tries[-1]), 'cleaning'),
+        (lambda: cleaning_db.abandon('gone', 3, hostname='host1'),
+         'pending_cleaning'),
+        (begin, 'cleaning'),
+        (lambda: cleaning_db.finish(dep_uuid, tries[-1], error='x'),
+         'error'),
+        (lambda: cleaning_db.reclean(dep_uuid), 'pending_cleaning'),
+        (lambda: cleaning_db.skip(dep_id), 'available'),
+        (lambda: cleaning_db.reclean(dep_uuid), 'pending_cleaning'),
+        (begin, 'cleaning'),
+        (lambda: cleaning_db.finish(dep_uuid, tries[-1]), 'available'),
+    ]
+    for move, state in moves:
+        move()
+        row = _region(region)
+        assert (row.device_state, row.version) == (state, version)
