@@ -2,6 +2,7 @@
 regions, moved only by conditional UPDATEs on the state (and try) they
 were decided on."""
 import datetime
+import functools
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +13,7 @@ from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.conductor import bind_helpers as h
@@ -185,6 +187,65 @@ def test_only_the_current_try_may_end_the_clean(db):
     cleaning_db.beat(new.uuid, new.cleaning_uuid)
     assert cleaning_db.finish(new.uuid, new.cleaning_uuid).device_state == \
         'available'
+
+
+def _requests():
+    with session.reader() as s:
+        return s.execute(sa.select(models.PublishRequest.hostname,
+                                   models.PublishRequest.reason)).all()
+
+
+@pytest.mark.parametrize('end', ['finish', 'skip'])
+def test_the_end_of_a_clean_requests_its_publish_in_its_transaction(
+        db, monkeypatch, end):
+    region = _released()
+    if end == 'finish':
+        started = cleaning_db.begin(region['deployable_id'])
+        ended = functools.partial(cleaning_db.finish, started.uuid,
+                                  started.cleaning_uuid)
+    else:
+        ended = functools.partial(cleaning_db.skip, region['deployable_id'])
+    before = _state(region)
+    with session.writer() as s:
+        s.execute(sa.delete(models.PublishRequest))
+    add = publish_requests.add
+
+    def add_then_fail(s, hostname, reason):
+        add(s, hostname, reason)
+        raise RuntimeError('the database went away')
+    monkeypatch.setattr(publish_requests, 'add', add_then_fail)
+    with pytest.raises(RuntimeError):
+        ended()
+    # Neither the move nor its request: the host cannot be left offering
+    # less than it has, with nobody asked to publish it.
+    assert (_state(region), _requests()) == (before, [])
+
+    monkeypatch.setattr(publish_requests, 'add', add)
+    ended()
+    assert _state(region) == 'available'
+    assert _requests() == [('host1', 'region now available')]
+
+
+@pytest.mark.parametrize('ended', ['available', 'error'])
+def test_a_heartbeat_of_a_try_that_ended_is_refused(db, ended):
+    # Still the region's last try (nothing began another), but over: a
+    # late beat must not count as a clean running.
+    region = _released()
+    started = cleaning_db.begin(region['deployable_id'])
+    cleaning_db.beat(started.uuid, started.cleaning_uuid)
+    cleaning_db.finish(started.uuid, started.cleaning_uuid,
+                       error='boom' if ended == 'error' else None)
+    row = _region(region)
+    assert (row.device_state, row.cleaning_uuid) == (ended,
+                                                     started.cleaning_uuid)
+
+    with pytest.raises(exception.CleaningConflict, match=ended):
+        cleaning_db.beat(started.uuid, started.cleaning_uuid)
+
+    after = _region(region)
+    assert (after.device_state, after.device_state_at,
+            after.cleaning_started_at) == (ended, row.device_state_at,
+                                           row.cleaning_started_at)
 
 
 def test_abandoned_tries_count_only_once_an_agent_began_them(db):
