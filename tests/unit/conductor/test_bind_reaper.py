@@ -194,32 +194,36 @@ def test_second_copy_of_a_cast_is_refused(db):
     assert h.get_arq(arq_uuid).bind_taken_by == 'cond-a'
 
 
-@pytest.mark.parametrize('key', arqs_db.BIND_KEYS)
-def test_a_cast_unlike_the_recorded_bind_is_refused(db, key):
+def test_a_cast_unlike_the_recorded_bind_is_refused(db):
     """A cast whose binding is not the one the API recorded (another
     host, provider or instance) takes nothing and binds nothing."""
-    region, elsewhere = h.make_region(), h.make_region(hostname='host2')
-    arq_uuid = h.make_arq()
-    binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
-    recorded = h.get_arq(arq_uuid)
-    unlike = dict(binding, **{key: {
-        'hostname': 'host2', 'device_rp_uuid': elsewhere['rp_uuid'],
-        'instance_uuid': 'another-instance'}[key]})
+    region = h.make_region(handles=len(arqs_db.BIND_KEYS))
+    elsewhere = h.make_region(hostname='host2')
+    other = {'hostname': 'host2', 'device_rp_uuid': elsewhere['rp_uuid'],
+             'instance_uuid': 'another-instance'}
+    recorded, unlike = {}, {}
+    for key in arqs_db.BIND_KEYS:
+        arq_uuid = h.make_arq()
+        recorded[arq_uuid] = h.binding(region)
+        unlike[arq_uuid] = dict(recorded[arq_uuid], **{key: other[key]})
+    arqs_db.start_binds(recorded)
+    versions = {arq_uuid: h.get_arq(arq_uuid).version
+                for arq_uuid in recorded}
 
-    assert bind.bind_arqs(None, {arq_uuid: unlike},
-                          notifier=h.RecordingNotifier(),
-                          conductor='cond-b') == {arq_uuid: 'BindStarted'}
+    assert bind.bind_arqs(None, unlike, notifier=h.RecordingNotifier(),
+                          conductor='cond-b') == dict.fromkeys(
+        unlike, 'BindStarted')
 
-    arq = h.get_arq(arq_uuid)
-    assert (arq.version, arq.bind_taken_by) == (recorded.version, None)
-    assert {k: getattr(arq, k) for k in arqs_db.BIND_KEYS} == binding
+    for arq_uuid, binding in recorded.items():
+        arq = h.get_arq(arq_uuid)
+        assert (arq.version, arq.bind_taken_by) == (versions[arq_uuid], None)
+        assert {k: getattr(arq, k) for k in arqs_db.BIND_KEYS} == binding
     assert not any(handle.in_use for handle in
                    h.handles_of(region) + h.handles_of(elsewhere))
-    # The recorded binding is still there to be taken.
-    assert bind.bind_arqs(None, {arq_uuid: binding},
-                          notifier=h.RecordingNotifier()) == {
-        arq_uuid: 'Bound'}
+    # The recorded bindings are still there to be taken.
+    assert bind.bind_arqs(None, recorded,
+                          notifier=h.RecordingNotifier()) == dict.fromkeys(
+        recorded, 'Bound')
 
 
 def test_dropped_cast_is_sent_again_and_binds(db):

@@ -195,57 +195,60 @@ def _requests():
                                    models.PublishRequest.reason)).all()
 
 
-@pytest.mark.parametrize('end', ['finish', 'skip'])
-def test_the_end_of_a_clean_requests_its_publish_in_its_transaction(
-        db, monkeypatch, end):
-    region = _released()
-    if end == 'finish':
-        started = cleaning_db.begin(region['deployable_id'])
-        ended = functools.partial(cleaning_db.finish, started.uuid,
-                                  started.cleaning_uuid)
-    else:
-        ended = functools.partial(cleaning_db.skip, region['deployable_id'])
-    before = _state(region)
+def _clear_requests():
     with session.writer() as s:
         s.execute(sa.delete(models.PublishRequest))
+
+
+def test_the_end_of_a_clean_requests_its_publish_in_its_transaction(
+        db, monkeypatch):
+    finished, skipped = _released(), _released()
+    started = cleaning_db.begin(finished['deployable_id'])
     add = publish_requests.add
 
     def add_then_fail(s, hostname, reason):
         add(s, hostname, reason)
         raise RuntimeError('the database went away')
-    monkeypatch.setattr(publish_requests, 'add', add_then_fail)
-    with pytest.raises(RuntimeError):
-        ended()
-    # Neither the move nor its request: the host cannot be left offering
-    # less than it has, with nobody asked to publish it.
-    assert (_state(region), _requests()) == (before, [])
+    for region, end in (
+            (finished, functools.partial(cleaning_db.finish, started.uuid,
+                                         started.cleaning_uuid)),
+            (skipped, functools.partial(cleaning_db.skip,
+                                        skipped['deployable_id']))):
+        before = _state(region)
+        _clear_requests()
+        monkeypatch.setattr(publish_requests, 'add', add_then_fail)
+        with pytest.raises(RuntimeError):
+            end()
+        # Neither the move nor its request: the host cannot be left
+        # offering less than it has with nobody asked to publish it.
+        assert (_state(region), _requests()) == (before, [])
 
-    monkeypatch.setattr(publish_requests, 'add', add)
-    ended()
-    assert _state(region) == 'available'
-    assert _requests() == [('host1', 'region now available')]
+        monkeypatch.setattr(publish_requests, 'add', add)
+        end()
+        assert _state(region) == 'available'
+        assert _requests() == [('host1', 'region now available')]
 
 
-@pytest.mark.parametrize('ended', ['available', 'error'])
-def test_a_heartbeat_of_a_try_that_ended_is_refused(db, ended):
+def test_a_heartbeat_of_a_try_that_ended_is_refused(db):
     # Still the region's last try (nothing began another), but over: a
     # late beat must not count as a clean running.
-    region = _released()
-    started = cleaning_db.begin(region['deployable_id'])
-    cleaning_db.beat(started.uuid, started.cleaning_uuid)
-    cleaning_db.finish(started.uuid, started.cleaning_uuid,
-                       error='boom' if ended == 'error' else None)
-    row = _region(region)
-    assert (row.device_state, row.cleaning_uuid) == (ended,
-                                                     started.cleaning_uuid)
-
-    with pytest.raises(exception.CleaningConflict, match=ended):
+    for ended in ('available', 'error'):
+        region = _released()
+        started = cleaning_db.begin(region['deployable_id'])
         cleaning_db.beat(started.uuid, started.cleaning_uuid)
+        cleaning_db.finish(started.uuid, started.cleaning_uuid,
+                           error='boom' if ended == 'error' else None)
+        row = _region(region)
+        assert (row.device_state, row.cleaning_uuid) == (
+            ended, started.cleaning_uuid)
 
-    after = _region(region)
-    assert (after.device_state, after.device_state_at,
-            after.cleaning_started_at) == (ended, row.device_state_at,
-                                           row.cleaning_started_at)
+        with pytest.raises(exception.CleaningConflict, match=ended):
+            cleaning_db.beat(started.uuid, started.cleaning_uuid)
+
+        after = _region(region)
+        assert (after.device_state, after.device_state_at,
+                after.cleaning_started_at) == (
+            ended, row.device_state_at, row.cleaning_started_at)
 
 
 def test_abandoned_tries_count_only_once_an_agent_began_them(db):
