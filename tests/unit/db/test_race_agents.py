@@ -4,7 +4,6 @@ UPDATE (db/conditional.before_update) while the heartbeat commits. The
 UPDATE repeats the silence condition, so the host that just beat stays
 up, and nobody is asked to publish it down.
 """
-import datetime
 import threading
 
 import sqlalchemy as sa
@@ -13,21 +12,13 @@ from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import session
-
-
-def _silent_for(hostname, seconds):
-    with session.writer() as s:
-        s.execute(sa.update(models.Agent.__table__)
-                  .where(models.Agent.hostname == hostname)
-                  .values(heartbeat_at=models.utcnow() -
-                          datetime.timedelta(seconds=seconds)))
-        s.execute(sa.delete(models.PublishRequest))
+from tests.unit.db.test_races import _age_heartbeat
 
 
 def test_a_heartbeat_between_the_mark_downs_select_and_update(
         server_db, monkeypatch):
     agents_db.heartbeat('host1')
-    _silent_for('host1', 120)
+    _age_heartbeat('host1', 120)
     selected, release = threading.Event(), threading.Event()
     in_mark_down = threading.local()
 
