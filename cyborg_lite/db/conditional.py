@@ -27,7 +27,7 @@ What decides a race, by backend:
 
 ``before_update`` is a hook for tests: called with the table name right
 before the UPDATE is sent, it lets a test hold two transactions at the
-point of conflict (tests/unit/db/test_races.py).
+point of conflict (tests/unit/db/held.py).
 """
 import sqlalchemy as sa
 

@@ -4,6 +4,7 @@ through the real ``kubernetes`` client, with the fake FPGA driver
 programming for real."""
 import json
 import os
+import threading
 import uuid
 
 import pytest
@@ -293,6 +294,51 @@ def test_slow_programming_answers_in_progress_then_the_retry_gets_it(
         assert host.cdi_spec(uid) is not None
     finally:
         node.gate.set()
+        kubelet.close()
+        host.stop()
+        host.client.close()
+
+
+def test_a_prepare_while_the_claim_is_unprepared_is_refused(
+        short_dir, apiserver, node, monkeypatch):
+    releasing, go = threading.Event(), threading.Event()
+    release = node.release_device
+
+    def slow_release(*args):
+        releasing.set()
+        assert go.wait(30)
+        release(*args)
+    monkeypatch.setattr(node, 'release_device', slow_release)
+    host = Host(short_dir, apiserver, node).start()
+    kubelet = kubelet_mod.TestKubelet(os.path.join(short_dir, 'reg'))
+    claim = rc.allocated_claim('going', [('fpga', REGION0)])
+    apiserver.put_claim(claim)
+    uid = claim['metadata']['uid']
+    unprepared = []
+    unprepare = threading.Thread(target=lambda: unprepared.append(
+        kubelet.unprepare('v1', [rc.ref(claim)]).claims[uid].error))
+    try:
+        kubelet.register()
+        assert _answer(kubelet.prepare('v1', [rc.ref(claim)]), uid)[0] == ''
+        unprepare.start()
+        assert releasing.wait(30)
+
+        # Its devices are being given back: not answered as prepared.
+        error, devices = _answer(kubelet.prepare('v1', [rc.ref(claim)]),
+                                 uid)
+        assert 'being unprepared' in error and devices == []
+
+        go.set()
+        unprepare.join(30)
+        assert unprepared == [''] and node.in_use == {}
+        assert host.cdi_spec(uid) is None
+        # Once unprepared, the kubelet's retry prepares it again.
+        assert _answer(kubelet.prepare('v1', [rc.ref(claim)]), uid)[0] == ''
+        assert node.in_use == {REGION0: uid}
+    finally:
+        go.set()
+        if unprepare.is_alive():
+            unprepare.join(30)
         kubelet.close()
         host.stop()
         host.client.close()

@@ -28,8 +28,12 @@ PROJECT = 'project-a'
 
 
 @pytest.fixture
-def env(conf, sqlite_db, tmp_path, short_dir, apiserver):
+def env(request, conf, sqlite_db, tmp_path, short_dir, apiserver):
+    """The wired host; a test's indirect parameter overrides [fake_driver]
+    options."""
     wired_env.configure(conf, tmp_path, short_dir, {NAMESPACE: PROJECT})
+    for name, value in getattr(request, 'param', {}).items():
+        conf.set_override(name, value, group='fake_driver')
     env = wired_env.K8sEnv(conf, apiserver).start()
     yield env
     env.stop()
@@ -279,3 +283,53 @@ def test_admin_access_holds_and_loads_nothing(env, kubelet, apiserver):
     assert _holders() == {'region1': tenant['metadata']['uid']}
     assert jobs_db.list_jobs() == []
     assert env.hardware('region1') == pe.OLD_FUNCTION
+
+
+# One function per region: a card's regions can go to one claim.
+@pytest.mark.parametrize('env', [{'sriov': True}], indirect=True,
+                         ids=['sriov'])
+def test_a_claim_with_two_devices_holds_both_and_frees_both(
+        env, kubelet, apiserver, short_dir):
+    claim = rc.allocated_claim('pair', [('a', REGION0), ('b', REGION1)],
+                               namespace=NAMESPACE, pool=NODE)
+    apiserver.put_claim(claim)
+    uid = claim['metadata']['uid']
+
+    error, devices = _answer(kubelet.prepare('v1', [rc.ref(claim)]), uid)
+
+    assert error == ''
+    assert sorted(d[1] for d in devices) == [REGION0, REGION1]
+    assert len(_cdi(short_dir, uid)['devices']) == 2
+    assert _holders() == {'region0': uid, 'region1': uid}
+    assert _reasons('region0') == _reasons('region1') == (
+        'kubernetes_claimed',)
+    assert {env.region(r).device_state for r in ('region0', 'region1')} \
+        == {'allocated'}
+
+    assert kubelet.unprepare('v1', [rc.ref(claim)]).claims[uid].error \
+        == ''
+    assert _holders() == {}
+    assert waiting.until(lambda: _reasons('region0') == _reasons(
+        'region1') == ())
+
+
+def test_one_device_of_a_tenant_and_a_monitor_in_one_claim_is_held(
+        env, kubelet, apiserver):
+    # An admin-access request shares the device a normal request of the
+    # same claim has: prepared once, held for the tenant.
+    claim = rc.allocated_claim('shared', [('tenant', REGION1),
+                                          ('monitor', REGION1)],
+                               namespace=NAMESPACE, pool=NODE)
+    [monitor] = [r for r in claim['spec']['devices']['requests']
+                 if r['name'] == 'monitor']
+    monitor['exactly']['adminAccess'] = True
+    claim['status']['allocation']['devices']['results'][1][
+        'adminAccess'] = True
+    apiserver.put_claim(claim)
+    uid = claim['metadata']['uid']
+
+    error, devices = _answer(kubelet.prepare('v1', [rc.ref(claim)]), uid)
+
+    assert (error, [d[1] for d in devices]) == ('', [REGION1])
+    assert _holders() == {'region1': uid}
+    assert env.region('region1').device_state == 'allocated'

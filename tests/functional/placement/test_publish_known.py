@@ -127,6 +127,34 @@ def test_a_publish_that_died_before_serving_makes_it_read(
     assert publish_requests.pending() == {}
 
 
+def test_a_round_after_the_host_changed_reads_the_tree_again(
+        host, other_conductor, monkeypatch):
+    # While the last publisher writes the host from what it remembers, a
+    # change commits and another conductor publishes it. What was
+    # remembered no longer stands for Placement: the next round reads.
+    sink = host.publisher.sinks[0]
+    sync, known = sink.reporter.sync, []
+
+    def sync_then_change(*args, **kwargs):
+        report = sync(*args, **kwargs)
+        known.append(kwargs['known'])
+        if len(known) == 1:
+            _report(other_conductor, host, FUNCTIONS[0])
+            host.placement.taken()
+        return report
+    monkeypatch.setattr(sink.reporter, 'sync', sync_then_change)
+
+    result = sink.publish_known(host.hostname)
+
+    assert result.converged
+    log = host.placement.taken()
+    # Placement has the change already: nothing written blind (and
+    # refused for its generation), the tree read instead.
+    assert [request for request in log if request[0] != 'GET'] == []
+    assert _listed_tree(log) and known == [True, False]
+    assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+
+
 def _someone_else_adds_a_trait(host, rp):
     """A write to ``rp`` not by us: its generation moves on. The URL of
     its traits."""

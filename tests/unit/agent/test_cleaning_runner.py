@@ -10,6 +10,7 @@ from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from cyborg_lite.drivers import base
@@ -53,9 +54,9 @@ def setup(db):
         'cond', cleaning=flow))
     runners = []
 
-    def runner(driver, **kwargs):
+    def runner(driver, heartbeat_interval=1, **kwargs):
         runner = agent_cleaning.CleaningRunner(
-            'host1', [driver], conductor, heartbeat_interval=1, **kwargs)
+            'host1', [driver], conductor, heartbeat_interval, **kwargs)
         runners.append(runner)
         return runner
 
@@ -173,6 +174,34 @@ def test_a_clean_waits_for_the_programming_job_on_its_region(setup):
     assert set(asked) == {(request['identity'], request['deployable_name'])}
     assert _state(region).device_state == 'cleaning'
 
+    job_running.clear()
+    _wait(region, 'available')
+    assert len(driver.cleaned) == 1
+
+
+def test_a_clean_waiting_for_a_programming_job_keeps_beating(setup,
+                                                             monkeypatch):
+    # Silent for [cleaning]heartbeat_timeout, the try would be abandoned
+    # by the conductor's reaper and sent again while this one waits.
+    runner, release, _flow = setup
+    beats, beat = [], cleaning_db.beat
+    monkeypatch.setattr(cleaning_db, 'beat',
+                        lambda *args: beats.append(args) or beat(*args))
+    driver = CleaningDriver()
+    job_running = threading.Event()
+    job_running.set()
+    worker = runner(driver, heartbeat_interval=0.05, busy_poll=0.01,
+                    region_busy=lambda key: job_running.is_set())
+    worker.open()
+    region, request = release()
+
+    worker.submit(request)
+
+    # The start, then a beat per interval while the job holds the region.
+    assert waiting.until(lambda: len(beats) >= 4, timeout=10)
+    assert driver.cleaned == []
+    assert set(beats) == {(request['deployable_uuid'],
+                           request['cleaning_uuid'])}
     job_running.clear()
     _wait(region, 'available')
     assert len(driver.cleaned) == 1

@@ -120,6 +120,26 @@ def test_reaped_bind_cannot_complete_later(db):
     assert not h.handles_of(region)[0].in_use
 
 
+def test_a_bind_is_aged_from_when_a_conductor_took_it(db, monkeypatch):
+    """Requested long ago, taken lately (its first cast was lost): the
+    conductor that took it has the whole bind timeout from then."""
+    db_clock = h.FakeDbClock(monkeypatch)
+    region, arq_uuid = h.make_region(), h.make_arq()
+    binding = h.binding(region)
+    arqs_db.start_binds({arq_uuid: binding})
+    _age(arq_uuid, 250)                     # requested 250 s ago
+    arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')   # taken now
+    db_clock.advance(100)     # requested 350 s ago, taken 100 s ago
+
+    assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier()) == []
+    assert h.get_arq(arq_uuid).state == 'BindStarted'
+
+    db_clock.advance(201)                   # taken 301 s ago
+    assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier()) == [
+        arq_uuid]
+    assert 'conductor cond-a, which took it' in h.get_arq(arq_uuid).error
+
+
 def test_reaping_in_batches(db):
     stale = {_bind_started(100, instance_uuid=None) for _ in range(5)}
     reaped = bind.reap_stale_binds(10, notifier=h.RecordingNotifier(),
@@ -172,6 +192,38 @@ def test_second_copy_of_a_cast_is_refused(db):
     assert state == 'BindStarted'
     assert 'taken by conductor cond-a' in str(exc)
     assert h.get_arq(arq_uuid).bind_taken_by == 'cond-a'
+
+
+def test_a_cast_unlike_the_recorded_bind_is_refused(db):
+    """A cast whose binding is not the one the API recorded (another
+    host, provider or instance) takes nothing and binds nothing."""
+    region = h.make_region(handles=len(arqs_db.BIND_KEYS))
+    elsewhere = h.make_region(hostname='host2')
+    other = {'hostname': 'host2', 'device_rp_uuid': elsewhere['rp_uuid'],
+             'instance_uuid': 'another-instance'}
+    recorded, unlike = {}, {}
+    for key in arqs_db.BIND_KEYS:
+        arq_uuid = h.make_arq()
+        recorded[arq_uuid] = h.binding(region)
+        unlike[arq_uuid] = dict(recorded[arq_uuid], **{key: other[key]})
+    arqs_db.start_binds(recorded)
+    versions = {arq_uuid: h.get_arq(arq_uuid).version
+                for arq_uuid in recorded}
+
+    assert bind.bind_arqs(None, unlike, notifier=h.RecordingNotifier(),
+                          conductor='cond-b') == dict.fromkeys(
+        unlike, 'BindStarted')
+
+    for arq_uuid, binding in recorded.items():
+        arq = h.get_arq(arq_uuid)
+        assert (arq.version, arq.bind_taken_by) == (versions[arq_uuid], None)
+        assert {k: getattr(arq, k) for k in arqs_db.BIND_KEYS} == binding
+    assert not any(handle.in_use for handle in
+                   h.handles_of(region) + h.handles_of(elsewhere))
+    # The recorded bindings are still there to be taken.
+    assert bind.bind_arqs(None, recorded,
+                          notifier=h.RecordingNotifier()) == dict.fromkeys(
+        recorded, 'Bound')
 
 
 def test_dropped_cast_is_sent_again_and_binds(db):

@@ -2,6 +2,8 @@
 rows as UPDATEs by id and version (``_apply_values``), without loading
 the host as ORM objects; one that adds or removes rows takes the ORM
 path. Both must store exactly the same."""
+import json
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import exc as orm_exc
@@ -51,6 +53,46 @@ def test_a_value_change_is_written_without_orm_objects(db, edit, orm_loads):
     # is unchanged.
     with h.count_writes() as writes:
         assert report.handle_report(HOST, _edited(edit))['changed'] is False
+    assert writes == []
+
+
+def _moved(card, functions_too):
+    """``card`` in another slot: its PCI address (and its functions' with
+    ``functions_too``) on bus 5f; its identity (a serial, say) stays."""
+    card = h.changed(card, pci_address='0000:5f:00.0')
+    for region in card['deployables'] if functions_too else ():
+        for handle in region['attach_handles']:
+            handle['attach_info']['bus'] = '5f'
+    return card
+
+
+@pytest.mark.parametrize('functions_too', [False, True],
+                         ids=['device only', 'with its functions'])
+def test_a_moved_pci_address_is_written(db, functions_too, orm_loads):
+    unchanged._stored()
+    del orm_loads[:]
+    [before] = [d for d in h.devices(HOST)
+                if d.identity == unchanged.CARD0]
+    moved = [h.ok('fpga', _moved(h.fpga(unchanged.CARD0), functions_too),
+                  h.fpga(unchanged.CARD1)), h.ok('gpu')]
+    with session.writer() as s:
+        s.execute(sa.delete(models.PublishRequest))
+
+    ack = report.handle_report(HOST, moved)
+
+    assert ack['changed'] is True
+    # Values of stored rows only, unless its functions' handles moved.
+    assert orm_loads == ([HOST] if functions_too else [])
+    [after] = [d for d in h.devices(HOST) if d.identity == unchanged.CARD0]
+    assert (after.id, after.pci_address) == (before.id, '0000:5f:00.0')
+    [cpid] = h.rows(models.ControlpathId, device_id=after.id)
+    assert json.loads(cpid.cpid_info) == {
+        'domain': '0000', 'bus': '5f', 'device': '00', 'function': '0'}
+    with session.reader() as s:
+        assert s.scalars(sa.select(models.PublishRequest.hostname)).all() \
+            == [HOST]
+    with h.count_writes() as writes:
+        assert report.handle_report(HOST, moved)['changed'] is False
     assert writes == []
 
 

@@ -2,6 +2,7 @@
 regions, moved only by conditional UPDATEs on the state (and try) they
 were decided on."""
 import datetime
+import functools
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +13,7 @@ from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.conductor import bind_helpers as h
@@ -187,6 +189,68 @@ def test_only_the_current_try_may_end_the_clean(db):
         'available'
 
 
+def _requests():
+    with session.reader() as s:
+        return s.execute(sa.select(models.PublishRequest.hostname,
+                                   models.PublishRequest.reason)).all()
+
+
+def _clear_requests():
+    with session.writer() as s:
+        s.execute(sa.delete(models.PublishRequest))
+
+
+def test_the_end_of_a_clean_requests_its_publish_in_its_transaction(
+        db, monkeypatch):
+    finished, skipped = _released(), _released()
+    started = cleaning_db.begin(finished['deployable_id'])
+    add = publish_requests.add
+
+    def add_then_fail(s, hostname, reason):
+        add(s, hostname, reason)
+        raise RuntimeError('the database went away')
+    for region, end in (
+            (finished, functools.partial(cleaning_db.finish, started.uuid,
+                                         started.cleaning_uuid)),
+            (skipped, functools.partial(cleaning_db.skip,
+                                        skipped['deployable_id']))):
+        before = _state(region)
+        _clear_requests()
+        monkeypatch.setattr(publish_requests, 'add', add_then_fail)
+        with pytest.raises(RuntimeError):
+            end()
+        # Neither the move nor its request: the host cannot be left
+        # offering less than it has with nobody asked to publish it.
+        assert (_state(region), _requests()) == (before, [])
+
+        monkeypatch.setattr(publish_requests, 'add', add)
+        end()
+        assert _state(region) == 'available'
+        assert _requests() == [('host1', 'region now available')]
+
+
+def test_a_heartbeat_of_a_try_that_ended_is_refused(db):
+    # Still the region's last try (nothing began another), but over: a
+    # late beat must not count as a clean running.
+    for ended in ('available', 'error'):
+        region = _released()
+        started = cleaning_db.begin(region['deployable_id'])
+        cleaning_db.beat(started.uuid, started.cleaning_uuid)
+        cleaning_db.finish(started.uuid, started.cleaning_uuid,
+                           error='boom' if ended == 'error' else None)
+        row = _region(region)
+        assert (row.device_state, row.cleaning_uuid) == (
+            ended, started.cleaning_uuid)
+
+        with pytest.raises(exception.CleaningConflict, match=ended):
+            cleaning_db.beat(started.uuid, started.cleaning_uuid)
+
+        after = _region(region)
+        assert (after.device_state, after.device_state_at,
+                after.cleaning_started_at) == (
+            ended, row.device_state_at, row.cleaning_started_at)
+
+
 def test_abandoned_tries_count_only_once_an_agent_began_them(db):
     region = _released()
     dep_id, dep_uuid = region['deployable_id'], region['deployable_uuid']
@@ -269,3 +333,35 @@ def test_an_operator_may_ask_for_a_clean_when_idle_or_failed(db, state,
         with pytest.raises(exception.Conflict, match='is %s' % state):
             cleaning_db.reclean(region['deployable_uuid'])
         assert _state(region) == state
+
+
+def test_every_move_leaves_the_regions_version(db):
+    # A report reads a region's version and updates the row on it
+    # (db/inventory.py): a move that bumped it would spoil the report.
+    region = h.make_region()
+    dep_id, dep_uuid = region['deployable_id'], region['deployable_uuid']
+    version = _region(region).version
+    arqs, tries = [], []
+
+    def begin():
+        tries.append(cleaning_db.begin(dep_id).cleaning_uuid)
+    moves = [
+        (lambda: arqs.append(_bind(region)[0]), 'allocated'),
+        (lambda: arqs_db.unbind(arqs[0]), 'pending_cleaning'),
+        (begin, 'cleaning'),
+        (lambda: cleaning_db.beat(dep_uuid, tries[-1]), 'cleaning'),
+        (lambda: cleaning_db.abandon('gone', 3, hostname='host1'),
+         'pending_cleaning'),
+        (begin, 'cleaning'),
+        (lambda: cleaning_db.finish(dep_uuid, tries[-1], error='x'),
+         'error'),
+        (lambda: cleaning_db.reclean(dep_uuid), 'pending_cleaning'),
+        (lambda: cleaning_db.skip(dep_id), 'available'),
+        (lambda: cleaning_db.reclean(dep_uuid), 'pending_cleaning'),
+        (begin, 'cleaning'),
+        (lambda: cleaning_db.finish(dep_uuid, tries[-1]), 'available'),
+    ]
+    for move, state in moves:
+        move()
+        row = _region(region)
+        assert (row.device_state, row.version) == (state, version)

@@ -13,7 +13,6 @@ its first read to its commit (BEGIN IMMEDIATE, db/session.py), so the
 second writer reads what the first committed (see db/conditional.py).
 """
 import datetime
-import threading
 
 import pytest
 import sqlalchemy as sa
@@ -25,10 +24,12 @@ from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import session
-from tests import waiting
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.bitstreams.conftest import add_region
 from tests.unit.conductor import bind_helpers as h
+from tests.unit.db.held import Held
+from tests.unit.db.held import blocked_behind
+from tests.unit.db.held import race
 
 pytestmark = pytest.mark.postgresql
 
@@ -38,39 +39,6 @@ def no_skip_locked(monkeypatch):
     """Reads without SKIP LOCKED (as on a backend that lacks it): the
     conditional UPDATE alone must decide."""
     monkeypatch.setattr(conditional, 'use_skip_locked', False)
-
-
-def race(monkeypatch, table, *calls):
-    """Run each call in its own thread; every one waits at its first
-    conditional UPDATE of ``table`` until all have reached theirs.
-    Returns each call's result, or the exception it raised."""
-    barrier = threading.Barrier(len(calls), timeout=30)
-    armed = threading.local()
-
-    def hold(name):
-        if name == table and getattr(armed, 'on', False):
-            armed.on = False
-            barrier.wait()
-
-    monkeypatch.setattr(conditional, 'before_update', hold)
-    results = [None] * len(calls)
-
-    def run(i, call):
-        armed.on = True
-        try:
-            results[i] = call()
-        except Exception as exc:  # the assertions look at it
-            results[i] = exc
-
-    threads = [threading.Thread(target=run, args=(i, call))
-               for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert not any(isinstance(r, threading.BrokenBarrierError)
-                   for r in results), results
-    return results
 
 
 def _failed(result):
@@ -180,54 +148,11 @@ def test_job_cancel_vs_reap(pg_db, monkeypatch):
     assert after.active_deployable_id is None
 
 
-def _waiting_on_a_lock():
-    with session.reader() as s:
-        return s.scalar(sa.text(
-            "SELECT count(*) FROM pg_stat_activity "
-            "WHERE wait_event_type = 'Lock' AND datname = current_database()"))
-
-
 def _verifying_job(region, bitstream):
     job = jobs_db.create_job(region.id, bitstream.id)
     for state in ('downloading', 'programming', 'verifying'):
         job = jobs_db.transition(job.uuid, job.state, state)
     return job
-
-
-class Held:
-    """A point a transaction waits at (``hold()``) until released."""
-
-    def __init__(self):
-        self.holding, self.release = threading.Event(), threading.Event()
-
-    def hold(self):
-        self.holding.set()
-        self.release.wait(30)
-
-
-def _blocked_behind(held, first, second):
-    """Run ``first`` until it holds at ``held``, then ``second`` until
-    PostgreSQL shows it waiting on a lock; then release ``first``.
-    {'first': its result or exception, 'second': the same}."""
-    results = {}
-
-    def run(name, call):
-        try:
-            results[name] = call()
-        except Exception as exc:  # the assertions look at it
-            results[name] = exc
-    threads = [threading.Thread(target=run, args=('first', first))]
-    threads[0].start()
-    assert held.holding.wait(30)
-    threads.append(threading.Thread(target=run, args=('second', second)))
-    threads[1].start()
-    try:
-        assert waiting.until(lambda: _waiting_on_a_lock() >= 1, 30)
-    finally:
-        held.release.set()
-        for thread in threads:
-            thread.join(30)
-    return results
 
 
 def _state(result):
@@ -250,7 +175,7 @@ def test_job_success_vs_a_report_writing_its_region(pg_db):
             s.flush()          # the version moves; the row stays locked
             held.hold()
 
-    results = _blocked_behind(
+    results = blocked_behind(
         held, report, lambda: jobs_db.succeed(job.uuid, 'f' * 32, 'nlb'))
     assert _state(results['second']) == 'succeeded'
     with session.reader() as s:
@@ -275,7 +200,7 @@ def test_job_success_vs_a_new_job_of_its_region(pg_db, monkeypatch):
         return refusal(s, deployable_id, label)
     monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
 
-    results = _blocked_behind(
+    results = blocked_behind(
         held, lambda: jobs_db.create_job(region.id, bitstream.id),
         lambda: jobs_db.succeed(job.uuid, 'f' * 32, 'nlb'))
     assert isinstance(results['first'], exception.RegionBusy), results

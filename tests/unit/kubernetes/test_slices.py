@@ -147,6 +147,14 @@ def test_value_over_64_characters_is_left_out_not_cut():
     _assert_valid([obj])
 
 
+def test_value_of_exactly_64_characters_is_kept():
+    host = inv.change_device(inv.host(cards=1), 0, model='m' * 64)
+    (obj,) = _build(host)
+    for device in obj['spec']['devices']:
+        assert device['attributes']['model'] == {'string': 'm' * 64}
+    _assert_valid([obj])
+
+
 def test_names_that_fold_alike_get_distinct_hashed_names():
     one = dataclasses.replace(inv.fpga_card('node-1', 0), pci_address=None,
                               identity='card.a')
@@ -191,12 +199,24 @@ def _slice_with(device):
     ({'attributes': {'localMemory': {'int': 1}}}, 'both attribute'),
     ({'taints': [{'key': 'x/-bad', 'effect': 'NoSchedule'}]}, 'bad taint'),
     ({'taints': [{'key': 'x', 'effect': 'PreferNoSchedule'}]}, 'bad taint'),
+    ({'taints': [{'key': 'x', 'value': '-nova', 'effect': 'NoSchedule'}]},
+     'bad taint'),
+    ({'taints': [{'key': 'x', 'value': 'n' * 64, 'effect': 'NoSchedule'}]},
+     'bad taint'),
     ({'taints': [{'key': 'k%d' % i, 'effect': 'None'} for i in range(17)]},
      'more than 16 taints'),
 ])
 def test_check_slice_refuses_what_the_apiserver_would(device, reason):
     with pytest.raises(slices.InvalidSlice, match=reason):
         slices.check_slice(_slice_with(device))
+
+
+def test_check_slice_takes_the_longest_values_the_apiserver_takes():
+    obj = _slice_with({
+        'attributes': {'x': {'string': 'y' * 64}},
+        'taints': [{'key': 'x', 'value': 'n' * 63, 'effect': 'NoSchedule'}]})
+    slices.check_slice(obj)
+    _assert_valid([obj])
 
 
 def test_check_slice_counts_devices_with_and_without_taints():
