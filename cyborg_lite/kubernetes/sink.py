@@ -8,7 +8,8 @@ host's Kubernetes view (objects/k8s_view.load) and lets
 slice_sync.SliceSync write the difference: an unchanged host
 costs one list and no write. Trouble with the API marks the host
 pending; ``retry_pending`` tries again with a doubling backoff
-([placement]sync_retry_* intervals, shared by every sink).
+([placement]sync_retry_* intervals, shared by every sink). An apiserver
+that cannot be reached is logged by k8s_client.OUTAGE, once per outage.
 
 Availability is decided once, by objects/host_inventory.unavailable_reasons
 (see objects/k8s_view.py for how reasons become taints).
@@ -62,9 +63,15 @@ class KubernetesSink(inventory_sink.InventorySink):
             result = self.sync.sync(k8s_view.load(self.conf, hostname,
                                                   self.db_url))
         except (k8s_client.KubernetesApiError, slices.InvalidSlice) as e:
-            LOG.warning('ResourceSlices of %s not published: %s', hostname, e)
+            if isinstance(e, k8s_client.KubernetesUnreachable):
+                # NOTE: every host fails alike while it lasts: said once.
+                k8s_client.OUTAGE.failed(e)
+            else:
+                LOG.warning('ResourceSlices of %s not published: %s',
+                            hostname, e)
             self._pending.failed(hostname)
             return SliceSyncResult(hostname, ok=False, error=str(e))
+        k8s_client.OUTAGE.succeeded()
         self._pending.clear(hostname)
         if result.writes:
             LOG.info('ResourceSlices of %s: %d created, %d updated, %d '

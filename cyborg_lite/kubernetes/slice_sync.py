@@ -28,6 +28,18 @@ class _Conflict(Exception):
     """A write lost against another writer: re-read and try again."""
 
 
+def _error(what, e):
+    """The KubernetesApiError of a failed call: KubernetesUnreachable when
+    the apiserver did not answer or answered 5xx."""
+    if isinstance(e, kubernetes.client.exceptions.ApiException):
+        detail = 'HTTP %s %s' % (e.status, e.body or e.reason)
+    else:
+        detail = str(e)
+    cls = (k8s_client.KubernetesUnreachable if k8s_client.is_outage(e)
+           else k8s_client.KubernetesApiError)
+    return cls(reason='%s: %s' % (what, detail))
+
+
 @dataclasses.dataclass
 class SyncResult:
     node_name: str
@@ -116,12 +128,9 @@ class SliceSync:
             if what != 'list' and e.status in (k8s_client.CONFLICT,
                                                k8s_client.NOT_FOUND):
                 raise _Conflict() from e
-            raise k8s_client.KubernetesApiError(
-                reason='%s ResourceSlice: HTTP %s %s' % (what, e.status,
-                                                         e.body)) from e
+            raise _error('%s ResourceSlice' % what, e) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise k8s_client.KubernetesApiError(
-                reason='%s ResourceSlice: %s' % (what, e)) from e
+            raise _error('%s ResourceSlice' % what, e) from e
 
     def list_slices(self, node_name):
         """Our slices of ``node_name`` as the API holds them."""
@@ -174,9 +183,9 @@ class SliceSync:
         try:
             node = k8s_client.raw_json(self._core.read_node(
                 node_name, _preload_content=False))
-        except kubernetes.client.exceptions.ApiException as e:
-            raise k8s_client.KubernetesApiError(
-                reason='read Node %s: HTTP %s' % (node_name, e.status)) from e
+        except (kubernetes.client.exceptions.ApiException,
+                urllib3.exceptions.HTTPError, OSError) as e:
+            raise _error('read Node %s' % node_name, e) from e
         return {'apiVersion': 'v1', 'kind': 'Node', 'name': node_name,
                 'uid': node['metadata']['uid'], 'controller': True}
 

@@ -104,7 +104,10 @@ class FakeKubeApiServer:
                 if r[0] in ('POST', 'PUT', 'DELETE', 'PATCH')]
 
     # --- HTTP ----------------------------------------------------------
-    def start(self):
+    def start(self, port=0):
+        """Serve on ``port`` (a free one by default; the same one again
+        after ``stop()``, as an apiserver restart: the objects stay, as
+        etcd keeps them)."""
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -126,7 +129,7 @@ class FakeKubeApiServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
-        self._httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+        self._httpd = http.server.ThreadingHTTPServer(('127.0.0.1', port),
                                                       Handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever,
@@ -139,8 +142,26 @@ class FakeKubeApiServer:
             self._httpd.server_close()
 
     @property
+    def port(self):
+        return self._httpd.server_address[1]
+
+    @property
     def url(self):
-        return 'http://127.0.0.1:%d' % self._httpd.server_address[1]
+        return 'http://127.0.0.1:%d' % self.port
+
+    def write_kubeconfig(self, path):
+        """A kubeconfig file for this server at ``path`` (for
+        k8s_client.new_api_client, the services' way in); its path."""
+        with open(path, 'w') as f:
+            json.dump({
+                'apiVersion': 'v1', 'kind': 'Config',
+                'current-context': 'stand-in',
+                'clusters': [{'name': 'stand-in',
+                              'cluster': {'server': self.url}}],
+                'users': [{'name': 'tester', 'user': {'token': 'unused'}}],
+                'contexts': [{'name': 'stand-in', 'context': {
+                    'cluster': 'stand-in', 'user': 'tester'}}]}, f)
+        return str(path)
 
     def api_client(self):
         configuration = kubernetes.client.Configuration()
