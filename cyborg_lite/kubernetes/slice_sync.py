@@ -9,23 +9,32 @@ change is one update of one slice (atomic for every reader), and moves up
 by one, on every slice, when the change takes more writes or adds slices,
 so readers never mix two states of the pool. Writes carry the
 resourceVersion they were computed from; a 409 (another writer, or our
-own earlier attempt) re-reads the pool and starts over.
+own earlier attempt) re-reads the pool and starts over. Devices are
+tainted where the cluster keeps device taints, and left out where it
+does not (kubernetes/taint_support.py).
 """
 import copy
 import dataclasses
 import logging
+import time
 
 import kubernetes
 import urllib3
 
 from cyborg_lite.common import k8s_client
 from cyborg_lite.common import k8s_slices as slices_mod
+from cyborg_lite.kubernetes import taint_support
 
 LOG = logging.getLogger(__name__)
 
 
 class _Conflict(Exception):
     """A write lost against another writer: re-read and try again."""
+
+
+class _TaintsDropped(Exception):
+    """A write came back without its taints: build the slices again
+    without them (taint_support) and start over."""
 
 
 def _error(what, e):
@@ -93,29 +102,67 @@ class SliceSync:
     """Writes the ResourceSlices of hosts through the official client."""
 
     def __init__(self, api_client, driver_name, publish_taints=True,
-                 conflict_retries=5):
+                 conflict_retries=5, clock=time.monotonic):
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self._core = kubernetes.client.CoreV1Api(api_client)
         self.driver_name = driver_name
-        self.publish_taints = publish_taints
+        self.taints = taint_support.TaintSupport(publish_taints, clock)
         self.conflict_retries = conflict_retries
 
     def sync(self, inventory):
         """Make the API hold exactly the slices of ``inventory``; a
         SyncResult says what it took. KubernetesApiError when the API
         refuses, or keeps conflicting after ``conflict_retries``."""
-        desired = slices_mod.build_slices(inventory, self.driver_name,
-                                          self.publish_taints)
         result = SyncResult(inventory.node_name)
-        for _ in range(self.conflict_retries + 1):
+        while True:
+            desired = self._desired(inventory)
             try:
                 self._sync_once(inventory.node_name, desired, result)
                 return result
+            except _TaintsDropped:
+                continue        # built again, without taints
             except _Conflict:
                 result.conflicts += 1
-        raise k8s_client.KubernetesApiError(
-            reason='ResourceSlices of node %s: still conflicting after %d '
-                   'tries' % (inventory.node_name, self.conflict_retries + 1))
+            if result.conflicts > self.conflict_retries:
+                raise k8s_client.KubernetesApiError(
+                    reason='ResourceSlices of node %s: still conflicting '
+                           'after %d tries' % (inventory.node_name,
+                                               result.conflicts))
+
+    def _desired(self, inventory):
+        """The slices of ``inventory``, with taints where the cluster keeps
+        them (taint_support); asked with a dry run before the first."""
+        desired = slices_mod.build_slices(inventory, self.driver_name,
+                                          self.taints.publish())
+        tainted = [s for s in desired if taint_support.has_taints(s)]
+        if tainted and self.taints.unsure():
+            self._ask_about_taints(tainted[0])
+            if not self.taints.publish():
+                desired = slices_mod.build_slices(inventory,
+                                                  self.driver_name, False)
+        return desired
+
+    def _ask_about_taints(self, obj):
+        """Create ``obj`` as a dry run, under a name of its own, and learn
+        from the answer whether the cluster keeps device taints."""
+        probe = {'apiVersion': slices_mod.API_VERSION,
+                 'kind': slices_mod.KIND,
+                 'metadata': {'name': slices_mod.slice_name(
+                     obj['spec']['nodeName'], self.driver_name,
+                     'taint-probe')},
+                 'spec': obj['spec']}
+        stored = k8s_client.raw_json(self._call(
+            'dry-run create', self._resource.create_resource_slice, probe,
+            dry_run='All'))
+        self.taints.observed(probe, stored)
+
+    def _written(self, sent, response):
+        """Check the answer to a write of ``sent``: _TaintsDropped when the
+        apiserver dropped its taints."""
+        stored = k8s_client.raw_json(response)
+        if not self.taints.observed(sent, stored):
+            raise _TaintsDropped()
+        return stored
 
     def _call(self, what, method, *args, gone_ok=False, **kwargs):
         """One API call; _Conflict on 409 (and on 404 for a write, the
@@ -208,10 +255,11 @@ class SliceSync:
                 'spec': dict(spec, devices=_keep_taint_times(
                     current['spec'].get('devices', []),
                     copy.deepcopy(spec['devices'])))}
-        k8s_client.discard(self._call(
-            'update', self._resource.replace_resource_slice,
-            current['metadata']['name'], body))
+        response = self._call('update',
+                              self._resource.replace_resource_slice,
+                              current['metadata']['name'], body)
         result.updated += 1
+        self._written(body, response)
 
     def _create(self, desired, generation, owner, result):
         body = {'apiVersion': slices_mod.API_VERSION,
@@ -219,6 +267,7 @@ class SliceSync:
                 'metadata': dict(desired['metadata'],
                                  ownerReferences=[owner]),
                 'spec': self._spec(desired, generation)}
-        k8s_client.discard(self._call(
-            'create', self._resource.create_resource_slice, body))
+        response = self._call('create', self._resource.create_resource_slice,
+                              body)
         result.created += 1
+        self._written(body, response)

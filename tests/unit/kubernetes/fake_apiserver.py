@@ -11,6 +11,9 @@ Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
 fields, taint timeAdded filled in, and every body validated against the
 strict schemas of Kubernetes 1.34-1.37 plus the apiserver's rules the
 schemas omit (422 Invalid), so a bad object fails the test that wrote it.
+It answers a create with ``dryRun=All`` without storing it, and plays the
+DRADeviceTaints feature gate both ways (``device_taints``: off, device
+taints are dropped as the real apiserver's dropDisabledFields does).
 """
 import copy
 import datetime
@@ -35,6 +38,7 @@ SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
                 'spec.nodeName': lambda s: s['spec'].get('nodeName'),
                 'spec.driver': lambda s: s['spec'].get('driver')}
 IMMUTABLE = ('driver', 'nodeName')
+DRY_RUN = '?dryRun=All'     # how a dry run is recorded in ``requests``
 
 
 class ApiError(Exception):
@@ -83,6 +87,10 @@ class FakeKubeApiServer:
         self.requests = []           # (method, path) of every request
         self.refused = []            # (code, message) of every error sent
         self.before_write = None     # hook: called once before a write
+        # The DRADeviceTaints feature gate (on by default from 1.36): off,
+        # the taints of a device are dropped as the real apiserver's
+        # dropDisabledFields does, unless the stored slice has some.
+        self.device_taints = True
         self._version = 0
         self._lock = threading.Lock()
         self._httpd = None
@@ -100,8 +108,14 @@ class FakeKubeApiServer:
 
     @property
     def writes(self):
+        """The requests that could change something (not dry runs)."""
         return [r for r in self.requests
-                if r[0] in ('POST', 'PUT', 'DELETE', 'PATCH')]
+                if r[0] in ('POST', 'PUT', 'DELETE', 'PATCH')
+                and not r[1].endswith(DRY_RUN)]
+
+    @property
+    def dry_runs(self):
+        return [r for r in self.requests if r[1].endswith(DRY_RUN)]
 
     # --- HTTP ----------------------------------------------------------
     def start(self, port=0):
@@ -172,7 +186,8 @@ class FakeKubeApiServer:
         url = urllib.parse.urlsplit(raw_path)
         query = dict(urllib.parse.parse_qsl(url.query))
         with self._lock:
-            self.requests.append((method, url.path))
+            self.requests.append((method, url.path + (
+                DRY_RUN if query.get('dryRun') == 'All' else '')))
             hook, self.before_write = (
                 (self.before_write, None) if method != 'GET'
                 else (None, self.before_write))
@@ -195,7 +210,7 @@ class FakeKubeApiServer:
             if method == 'GET':
                 return self._list(query)
             if method == 'POST':
-                return self._create(payload)
+                return self._create(payload, query.get('dryRun') == 'All')
         elif match:
             name = match.group(1)
             if method == 'GET':
@@ -266,7 +281,18 @@ class FakeKubeApiServer:
                 taint['timeAdded'] = _rfc3339(taint.get('timeAdded'))
         return obj
 
-    def _create(self, obj):
+    def _drop_disabled_fields(self, obj, old=None):
+        uses_taints = old is not None and any(
+            d.get('taints') for d in old['spec'].get('devices') or [])
+        if self.device_taints or uses_taints:
+            return
+        for device in obj['spec'].get('devices') or []:
+            device.pop('taints', None)
+
+    def _create(self, obj, dry_run=False):
+        """A create; with ``dry_run`` (dryRun=All) the object is completed
+        and checked as for a real one, answered, and not stored."""
+        self._drop_disabled_fields(obj)
         self._validate(obj)
         name = obj['metadata'].get('name')
         if name in self.slices:
@@ -275,11 +301,17 @@ class FakeKubeApiServer:
         if obj['metadata'].get('resourceVersion'):
             raise ApiError(400, 'BadRequest', 'resourceVersion should not '
                            'be set on objects to be created')
+        if dry_run:     # completed, not stored: no resourceVersion
+            for device in obj['spec'].get('devices') or []:
+                for taint in device.get('taints') or []:
+                    taint['timeAdded'] = _rfc3339(taint.get('timeAdded'))
+            return 201, obj
         self.slices[name] = self._stamp(obj)
         return 201, copy.deepcopy(obj)
 
     def _replace(self, name, obj):
         old = self._get(name)
+        self._drop_disabled_fields(obj, old)
         self._validate(obj)
         if obj['metadata'].get('name') != name:
             raise ApiError(400, 'BadRequest', 'the name of the object does '
