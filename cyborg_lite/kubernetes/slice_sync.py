@@ -23,6 +23,7 @@ import urllib3
 
 from cyborg_lite.common import k8s_client
 from cyborg_lite.common import k8s_slices as slices_mod
+from cyborg_lite.kubernetes import slice_watch
 from cyborg_lite.kubernetes import taint_support
 
 LOG = logging.getLogger(__name__)
@@ -108,6 +109,8 @@ class SliceSync:
         self.driver_name = driver_name
         self.taints = taint_support.TaintSupport(publish_taints, clock)
         self.conflict_retries = conflict_retries
+        # What we wrote, for a watch of our slices (slice_watch.py).
+        self.own = slice_watch.OwnWrites()
 
     def sync(self, inventory):
         """Make the API hold exactly the slices of ``inventory``; a
@@ -156,13 +159,17 @@ class SliceSync:
             dry_run='All'))
         self.taints.observed(probe, stored)
 
-    def _written(self, sent, response):
-        """Check the answer to a write of ``sent``: _TaintsDropped when the
-        apiserver dropped its taints."""
-        stored = k8s_client.raw_json(response)
+    def _write(self, what, method, *args):
+        """A create or update, noted as ours; what the apiserver stored."""
+        with self.own.writing():
+            stored = k8s_client.raw_json(self._call(what, method, *args))
+            self.own.wrote(stored)
+        return stored
+
+    def _check_taints(self, sent, stored):
+        """_TaintsDropped when the apiserver dropped the taints sent."""
         if not self.taints.observed(sent, stored):
             raise _TaintsDropped()
-        return stored
 
     def _call(self, what, method, *args, gone_ok=False, **kwargs):
         """One API call; _Conflict on 409 (and on 404 for a write, the
@@ -241,10 +248,17 @@ class SliceSync:
         options = kubernetes.client.V1DeleteOptions(
             preconditions=kubernetes.client.V1Preconditions(
                 resource_version=meta['resourceVersion']))
-        response = self._call('delete', self._resource.delete_resource_slice,
-                              meta['name'], body=options, gone_ok=True)
-        if response is not False:
-            k8s_client.discard(response)
+        with self.own.writing():
+            self.own.deleted(current)
+            try:
+                response = self._call(
+                    'delete', self._resource.delete_resource_slice,
+                    meta['name'], body=options, gone_ok=True)
+            except BaseException:
+                self.own.not_deleted(current)
+                raise
+            if response is not False:
+                k8s_client.discard(response)
         result.deleted += 1
 
     def _update(self, current, spec, result):
@@ -255,11 +269,10 @@ class SliceSync:
                 'spec': dict(spec, devices=_keep_taint_times(
                     current['spec'].get('devices', []),
                     copy.deepcopy(spec['devices'])))}
-        response = self._call('update',
-                              self._resource.replace_resource_slice,
-                              current['metadata']['name'], body)
+        stored = self._write('update', self._resource.replace_resource_slice,
+                             current['metadata']['name'], body)
         result.updated += 1
-        self._written(body, response)
+        self._check_taints(body, stored)
 
     def _create(self, desired, generation, owner, result):
         body = {'apiVersion': slices_mod.API_VERSION,
@@ -267,7 +280,7 @@ class SliceSync:
                 'metadata': dict(desired['metadata'],
                                  ownerReferences=[owner]),
                 'spec': self._spec(desired, generation)}
-        response = self._call('create', self._resource.create_resource_slice,
-                              body)
+        stored = self._write('create', self._resource.create_resource_slice,
+                             body)
         result.created += 1
-        self._written(body, response)
+        self._check_taints(body, stored)

@@ -2,9 +2,9 @@
 ``kubernetes`` client.
 
 It serves exactly the paths cyborg_lite and its real-cluster test use:
-resource.k8s.io/v1 resourceslices (list with field selectors
+resource.k8s.io/v1 resourceslices (list and watch with field selectors
 spec.nodeName / spec.driver, create, get, replace, delete with
-preconditions), namespaced resourceclaims (get; create and delete for the
+preconditions, DeleteCollection as the kubelet's wipe), namespaced resourceclaims (get; create and delete for the
 real-cluster test) and core v1 nodes (get, list). It behaves as the real one
 does where our code depends on it: resourceVersion on every write and 409
 Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
@@ -14,6 +14,11 @@ schemas omit (422 Invalid), so a bad object fails the test that wrote it.
 It answers a create with ``dryRun=All`` without storing it, and plays the
 DRADeviceTaints feature gate both ways (``device_taints``: off, device
 taints are dropped as the real apiserver's dropDisabledFields does).
+Watches stream one JSON event a line (chunked) from the resourceVersion
+asked, a DELETED event carrying the deletion's own version; a version
+older than the history (``compact()``) gets an ERROR event 410 Expired;
+``stop()`` cuts the streams as a restart does, and ``start(port)`` serves
+the same objects again.
 """
 import copy
 import datetime
@@ -21,6 +26,7 @@ import http.server
 import json
 import re
 import threading
+import time
 import urllib.parse
 import uuid
 
@@ -94,6 +100,17 @@ class FakeKubeApiServer:
         self._version = 0
         self._lock = threading.Lock()
         self._httpd = None
+        # Watches: every change of a slice as (resourceVersion, type,
+        # object), from the oldest not yet compacted away.
+        self._events = []
+        self._compacted = 0
+        self._changed = threading.Condition(self._lock)
+        self._running = False
+        self.watches = 0            # watch streams open now
+        self.watches_opened = 0
+        self._watches_ended = 0     # end_watches() calls
+        self._watch_gate = threading.Event()
+        self._watch_gate.set()
 
     # --- test set-up ---------------------------------------------------
     def add_node(self, name):
@@ -133,6 +150,9 @@ class FakeKubeApiServer:
             def _serve(self):
                 length = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(length) if length else b''
+                if server.is_watch(self.command, self.path):
+                    server.watch(self)
+                    return
                 code, obj = server.handle(self.command, self.path, body)
                 data = json.dumps(obj).encode()
                 self.send_response(code)
@@ -146,11 +166,17 @@ class FakeKubeApiServer:
         self._httpd = http.server.ThreadingHTTPServer(('127.0.0.1', port),
                                                       Handler)
         self._httpd.daemon_threads = True
+        self._running = True
         threading.Thread(target=self._httpd.serve_forever,
                          daemon=True).start()
         return self
 
     def stop(self):
+        """Stop serving; open watches are cut off (no last chunk), as a
+        restart of the apiserver cuts them."""
+        with self._changed:
+            self._running = False
+            self._changed.notify_all()
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -209,6 +235,8 @@ class FakeKubeApiServer:
         if match and match.group(1) is None:
             if method == 'GET':
                 return self._list(query)
+            if method == 'DELETE':
+                return self._delete_collection(query)
             if method == 'POST':
                 return self._create(payload, query.get('dryRun') == 'All')
         elif match:
@@ -307,6 +335,7 @@ class FakeKubeApiServer:
                     taint['timeAdded'] = _rfc3339(taint.get('timeAdded'))
             return 201, obj
         self.slices[name] = self._stamp(obj)
+        self._record('ADDED', obj)
         return 201, copy.deepcopy(obj)
 
     def _replace(self, name, obj):
@@ -329,6 +358,7 @@ class FakeKubeApiServer:
             raise ApiError(422, 'Invalid', 'spec.pool.name: field is '
                            'immutable')
         self.slices[name] = self._stamp(obj, old)
+        self._record('MODIFIED', obj)
         return 200, copy.deepcopy(obj)
 
     def _delete(self, name, options):
@@ -341,7 +371,34 @@ class FakeKubeApiServer:
                            'ResourceVersion in object meta: %s'
                            % (wanted, old['metadata']['resourceVersion']))
         del self.slices[name]
+        self._record_deletion(old)
         return 200, old
+
+    def _delete_collection(self, query):
+        """DELETE of the collection, as the kubelet's wipe of a node's
+        slices (a field selector on spec.nodeName and spec.driver)."""
+        keep = _field_filter(query.get('fieldSelector'))
+        gone = [s for _, s in sorted(self.slices.items()) if keep(s)]
+        for obj in gone:
+            del self.slices[obj['metadata']['name']]
+            self._record_deletion(obj)
+        return 200, {'apiVersion': 'resource.k8s.io/v1',
+                     'kind': 'ResourceSliceList',
+                     'metadata': {'resourceVersion': str(self._version)},
+                     'items': gone}
+
+    def _record_deletion(self, obj):
+        # NOTE: a deletion has a resourceVersion of its own, which its
+        # DELETED event's object carries (as etcd's watch gives it).
+        obj = copy.deepcopy(obj)
+        obj['metadata']['resourceVersion'] = self._next_version()
+        self._record('DELETED', obj)
+
+    def _record(self, kind, obj):
+        """A change for the watches; called with the lock held."""
+        self._events.append((int(obj['metadata']['resourceVersion']), kind,
+                             copy.deepcopy(obj)))
+        self._changed.notify_all()
 
     def _create_claim(self, namespace, claim):
         errors = schemas.schema_errors(claim)
@@ -366,3 +423,100 @@ class FakeKubeApiServer:
         with self._lock:
             self.slices[name]['metadata']['resourceVersion'] = \
                 self._next_version()
+            self._record('MODIFIED', self.slices[name])
+
+    def compact(self):
+        """Forget the history of changes, as etcd's compaction does: a
+        watch from an older resourceVersion gets 410 Gone."""
+        with self._lock:
+            self._compacted = self._version
+            self._events = []
+
+    # --- watch -------------------------------------------------------------
+    def end_watches(self, hold=False):
+        """End the open watches as their timeout would (a last chunk); with
+        ``hold``, new watches wait for ``release_watches()``."""
+        if hold:
+            self._watch_gate.clear()
+        with self._changed:
+            self._watches_ended += 1
+            self._changed.notify_all()
+
+    def release_watches(self):
+        self._watch_gate.set()
+
+    def is_watch(self, method, raw_path):
+        url = urllib.parse.urlsplit(raw_path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        return (method == 'GET' and query.get('watch') in ('true', '1')
+                and SLICES_RE.fullmatch(url.path) is not None
+                and SLICES_RE.fullmatch(url.path).group(1) is None)
+
+    def watch(self, handler):
+        """Stream the changes of the selected slices after the
+        resourceVersion asked for, one JSON event a line, until
+        timeoutSeconds pass or the server stops; a version older than the
+        history kept is an ERROR event with 410 Expired, as the real
+        apiserver answers it."""
+        url = urllib.parse.urlsplit(handler.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        with self._lock:
+            self.requests.append(('GET', url.path + '?watch'))
+        self._watch_gate.wait()
+        keep = _field_filter(query.get('fieldSelector'))
+        deadline = time.monotonic() + float(query.get('timeoutSeconds')
+                                            or 1800)
+        handler.send_response(200)
+        handler.send_header('Content-Type', 'application/json')
+        handler.send_header('Transfer-Encoding', 'chunked')
+        handler.end_headers()
+        handler.close_connection = True
+        with self._lock:
+            self.watches += 1
+            self.watches_opened += 1
+            since = query.get('resourceVersion')
+            if since and int(since) < self._compacted:
+                pending = [('ERROR', {
+                    'kind': 'Status', 'apiVersion': 'v1', 'metadata': {},
+                    'status': 'Failure', 'reason': 'Expired', 'code': 410,
+                    'message': 'too old resource version: %s (%d)'
+                               % (since, self._compacted)})]
+                deadline = 0
+            elif since:
+                pending = []
+            else:       # from now, the current objects first
+                pending = [('ADDED', copy.deepcopy(o))
+                           for _, o in sorted(self.slices.items())]
+            position = int(since) if since else self._version
+            ended = self._watches_ended
+        try:
+            self._stream(handler, keep, pending, position, deadline, ended)
+        except OSError:
+            pass        # the client went away
+        finally:
+            with self._lock:
+                self.watches -= 1
+
+    def _stream(self, handler, keep, pending, position, deadline, ended):
+        while True:
+            for kind, obj in pending:
+                line = json.dumps({'type': kind, 'object': obj}) + '\n'
+                data = line.encode()
+                handler.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
+            handler.wfile.flush()
+            with self._changed:
+                while self._running and time.monotonic() < deadline and \
+                        self._watches_ended == ended and \
+                        not any(rv > position for rv, _, _ in self._events):
+                    self._changed.wait(min(1.0, max(
+                        0, deadline - time.monotonic())))
+                if not self._running:
+                    return      # cut off: no last chunk
+                if time.monotonic() >= deadline or \
+                        self._watches_ended != ended:
+                    break
+                new = [e for e in self._events if e[0] > position]
+                position = new[-1][0]
+                pending = [(kind, copy.deepcopy(obj))
+                           for _, kind, obj in new if keep(obj)]
+        handler.wfile.write(b'0\r\n\r\n')
