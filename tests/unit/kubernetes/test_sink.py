@@ -15,6 +15,7 @@ from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from cyborg_lite.kubernetes import sink as sink_mod
+from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import schemas
@@ -135,20 +136,12 @@ def test_an_unreachable_api_leaves_the_host_pending(db, conf):
     client.close()
 
 
-class _Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
-
 def test_an_unreachable_api_is_logged_once_per_outage(
         db, conf, tmp_path, caplog, monkeypatch):
     """Every publish fails alike while the apiserver is away: one line when
     it starts, none per publish (nor urllib3's own retries), one when it
     ends; the services' client (from a kubeconfig) does not retry."""
-    clock = _Clock()
+    clock = waiting.ManualClock()
     monkeypatch.setattr(k8s_client, 'OUTAGE', outage.OutageLog(
         'Kubernetes API', k8s_client.LOG, interval=60, clock=clock))
     conf.set_override('hosts', ['host1'], group='kubernetes')

@@ -10,19 +10,13 @@ import pytest
 from cyborg_lite.common import k8s_slices
 from cyborg_lite.kubernetes import slice_sync
 from cyborg_lite.kubernetes import taint_support
+from tests import waiting
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories as inv
 
 DRIVER = inv.DRIVER
 HELD = 'fpga-0000-5e-00-0-region0'        # bound to a Nova ARQ
 CLEANING = 'fpga-0000-5f-00-0-region1'
-
-
-class _Clock:
-    now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture
@@ -35,7 +29,7 @@ def apiserver():
 
 @pytest.fixture
 def clock():
-    return _Clock()
+    return waiting.ManualClock()
 
 
 @pytest.fixture
