@@ -223,9 +223,13 @@ class SliceWatch:
         return body['metadata']['resourceVersion']
 
     def _compare(self, listed):
+        """Tell about the nodes of ours whose slices differ from those
+        known by more than our own writes."""
         nodes = set()
         for name, known in self._known.items():
             obj = listed.get(name)
+            if known.node not in self.nodes or known.node in nodes:
+                continue
             if obj is None:
                 gone = {'metadata': {'name': name, 'uid': known.uid}}
                 if not self.own.is_own('DELETED', gone):
@@ -234,10 +238,11 @@ class SliceWatch:
                     and not self.own.is_own('MODIFIED', obj):
                 nodes.add(known.node)
         for name, obj in listed.items():
-            if name not in self._known and \
-                    not self.own.is_own('ADDED', obj):
-                nodes.add(obj['spec'].get('nodeName'))
-        for node in sorted(nodes & self.nodes):
+            node = obj['spec'].get('nodeName')
+            if name not in self._known and node in self.nodes and \
+                    node not in nodes and not self.own.is_own('ADDED', obj):
+                nodes.add(node)
+        for node in sorted(nodes):
             self.changed(node)
 
     def _follow(self, version):
