@@ -16,7 +16,7 @@ $(STAMP): setup.cfg pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/cyborg-lite-all-in-one --state-dir $(STATE)
+	$(BIN)/cyborg-lite-all-in-one --state-dir $(STATE) $(ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)

@@ -413,11 +413,6 @@ def count_providers(placement_url):
     return len(resp.json()['resource_providers'])
 
 
-# A deployment whose Cyborg user has the service role (Placement's
-# default policy lets only that role reshape): the bench's admin token may.
-RESHAPE_POLICY = {'placement:reshaper:reshape': 'role:admin or role:service'}
-
-
 def start_placement(args, state_dir):
     """Placement as ``args`` asks: (server, PostgresServer or None)."""
     from cyborg_lite.common import placement_server
@@ -429,7 +424,8 @@ def start_placement(args, state_dir):
         db_url = pg.create_database('placement')
     placement = placement_server.PlacementServer(
         basedir=os.path.join(state_dir, 'placement'),
-        policy=None if args.no_reshape else RESHAPE_POLICY, db_url=db_url,
+        policy=None if args.no_reshape else
+        placement_server.ADMIN_RESHAPES, db_url=db_url,
         workers=args.placement_workers)
     os.makedirs(placement.basedir, exist_ok=True)
     try:

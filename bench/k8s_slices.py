@@ -61,14 +61,18 @@ def _round(server, sync, inventory_by_node):
                         getattr(totals, field) + getattr(result, field))
     requests = server.requests[before:]
     by_method = {}
-    for method, _path in requests:
+    dry_runs = 0
+    for method, path in requests:
+        if path.endswith(fake_apiserver.DRY_RUN):
+            dry_runs += 1       # the one question about taints: no write
+            continue
         by_method[method] = by_method.get(method, 0) + 1
     return {'wall_s': round(timer.elapsed, 3),
             'per_node_ms': round(timer.elapsed * 1000 /
                                  len(inventory_by_node), 2),
             'requests': len(requests),
             'writes': sum(n for m, n in by_method.items() if m != 'GET'),
-            'by_method': by_method,
+            'by_method': by_method, 'dry_runs': dry_runs,
             'created': totals.created, 'updated': totals.updated,
             'deleted': totals.deleted, 'conflicts': totals.conflicts}
 

@@ -5,6 +5,8 @@ import uuid
 
 import pytest
 
+from cyborg_lite.common import k8s_client
+from cyborg_lite.common import outage
 from cyborg_lite.conductor import report
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
@@ -35,6 +37,16 @@ def conf(tmp_path):
     _clear_all_overrides(CONF)
     # A test may patch what validation or the rows depend on.
     report.VALID_REPORTS.clear()
+
+
+@pytest.fixture(autouse=True)
+def _own_kubernetes_outage_log(monkeypatch):
+    """Each test its own log of Kubernetes API outages: one left on by a
+    test that stopped the apiserver stand-in would end, with a WARNING,
+    in the next test of the worker."""
+    monkeypatch.setattr(k8s_client, 'OUTAGE', outage.OutageLog(
+        'Kubernetes API', k8s_client.LOG,
+        interval=k8s_client.OUTAGE_LOG_INTERVAL))
 
 
 @pytest.fixture(scope='session')

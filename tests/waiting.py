@@ -31,3 +31,13 @@ def read_until(read, accept, timeout=15.0, interval=0.05, what=None):
                              % (what or 'the awaited value', timeout,
                                 last[0]))
     return last[0]
+
+
+class ManualClock:
+    """A monotonic clock a test moves by hand: ``clock.now += 60``."""
+
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now

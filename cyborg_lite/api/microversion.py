@@ -1,8 +1,10 @@
 """Microversions of the accelerator API (``OpenStack-API-Version``).
 
 A request names its version as ``OpenStack-API-Version: accelerator 2.1``
-(a bare ``2.1`` is accepted too, as Cyborg does, with a warning in the
-log); ``latest`` means the newest; no header means the oldest, 2.0. A
+(a bare ``2.1`` is accepted too, with a warning in the log); ``latest``
+means the newest; no header, or one that names no accelerator version
+(empty, a bare ``accelerator``, another service's), means the oldest, 2.0,
+as microversion-parse reads it for Nova and Placement. A
 version outside [min, max] is refused with 406 by ``MicroversionMiddleware``
 before any handler runs. Handlers read the negotiated version with
 ``of(req)`` and compare with ``matches``::
@@ -15,6 +17,7 @@ Never change or remove an entry; clients depend on each one.
 """
 import collections
 import functools
+import re
 
 import microversion_parse
 from oslo_log import log
@@ -99,23 +102,37 @@ class NotAcceptableVersion(ValueError):
 ENVIRON_HEADER = 'HTTP_' + HEADER.upper().replace('-', '_')
 
 
+# A bare version: one "X.Y" or "latest" and nothing else.
+_BARE_VERSION = re.compile(r'\s*(\d+\.\d+|latest)\s*',
+                           re.IGNORECASE | re.ASCII)
+
+
+def _requested(raw):
+    """The version text ``raw`` (the header's value) asks us for; None
+    when it names none, which is the minimum version.
+
+    microversion-parse's reading, as Nova and Placement use it: only an
+    "accelerator <version>" entry counts, so an empty header, a bare
+    "accelerator" or another service's entry ("compute 2.90", as a client
+    sharing headers sends) is no version. Ours adds a bare "2.1", with a
+    warning.
+    """
+    text = microversion_parse.get_version({HEADER: raw},
+                                          service_type=SERVICE_TYPE)
+    if text is None and _BARE_VERSION.fullmatch(raw):
+        text = raw.strip()
+        LOG.warning("%s header without the service type; clients "
+                    "should send '%s: %s <version>'.", HEADER, HEADER,
+                    SERVICE_TYPE)
+    return text
+
+
 def negotiate(environ):
     """The Version a request asks for, from its WSGI environ."""
     # NOTE: only the one header, not every header folded into a dict by
     # microversion_parse (a twentieth of a small request's time).
     raw = environ.get(ENVIRON_HEADER)
-    text = None
-    if raw is not None:
-        text = microversion_parse.get_version({HEADER: raw},
-                                              service_type=SERVICE_TYPE)
-    if text is None and raw is not None and ' ' not in raw.strip():
-        # NOTE: a bare version; one with a space is for another service
-        # ("compute 2.90"), as a client sharing headers may send: none
-        # for us, so the default.
-        text = raw
-        LOG.warning("%s header without the service type; clients "
-                    "should send '%s: %s <version>'.", HEADER, HEADER,
-                    SERVICE_TYPE)
+    text = None if raw is None else _requested(raw)
     if text is None:
         return min_version()
     if text.strip().lower() == 'latest':

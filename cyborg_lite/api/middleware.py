@@ -6,6 +6,7 @@ from oslo_middleware import request_id
 
 from cyborg_lite.api import fault
 from cyborg_lite.api import microversion
+from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 
@@ -102,9 +103,9 @@ class BodySizeLimit:
         if self._streamed(environ):
             return self.app(environ, start_response)
         try:
-            length = int(environ.get('CONTENT_LENGTH') or 0)
-        except ValueError:
-            resp = fault.error_response(400, 'Invalid Content-Length header.')
+            length = utils.declared_length(environ) or 0
+        except exception.Invalid as exc:
+            resp = fault.error_response(400, exc.format_message())
             return resp(environ, start_response)
         if length > self.limit:
             return self._refuse(environ, start_response)

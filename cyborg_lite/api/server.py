@@ -23,13 +23,26 @@ read the response (it then sees "broken pipe", not the 413). So the
 server sends its FIN, then reads and discards what still comes, for a
 bounded time, before closing (RFC 9112 section 9.6; Apache's and nginx's
 lingering close).
+
+What cheroot answers itself, before the application runs (a malformed
+request line or header, a framing it cannot trust), is in the API's JSON
+error form too (``_Request.simple_response``). Its framing is as strict
+as gunicorn's: a Content-Length is ASCII digits, given once, and never
+beside Transfer-Encoding (RFC 9112 section 6.3); anything else is a 400
+and the connection closes, since where the next request starts is then
+unknown.
 """
+import http
+import re
 import socket
 import threading
 import time
 
+from cheroot import errors as cheroot_errors
 from cheroot import server as cheroot_server
 from cheroot import wsgi
+
+from cyborg_lite.api import fault
 
 THREADS = 8
 # As waitress's defaults: a generous header limit, a deep listen queue.
@@ -62,7 +75,64 @@ def _discard_until_quiet(sock):
         pass
 
 
+_DIGITS = re.compile(rb'[0-9]+')
+
+
+class _Headers(dict):
+    """cheroot's dict of request headers: a second Content-Length is a
+    ValueError, which cheroot answers with a 400 (it keeps the last one)."""
+
+    def __setitem__(self, name, value):
+        if name == b'Content-Length' and name in self:
+            raise ValueError('Content-Length given more than once.')
+        super().__setitem__(name, value)
+
+
+def _framing_error(headers):
+    """Why the body's framing cannot be trusted, or None."""
+    length = headers.get(b'Content-Length')
+    if length is None:
+        return None
+    if not _DIGITS.fullmatch(length):
+        return 'Malformed Content-Length header: %r is not a number of ' \
+               'bytes.' % length.decode('latin-1')
+    if b'Transfer-Encoding' in headers:
+        return 'Content-Length and Transfer-Encoding are both given.'
+    return None
+
+
 class _Request(cheroot_server.HTTPRequest):
+    def read_request_headers(self):
+        self.inheaders = _Headers()
+        if not super().read_request_headers():
+            return False
+        error = _framing_error(self.inheaders)
+        if error:
+            self.simple_response('400 Bad Request', error)
+            return False
+        return True
+
+    def simple_response(self, status, msg=''):
+        """cheroot's own answer (no application behind it), as JSON in
+        Cyborg's error form for an error; the connection closes after it.
+        """
+        code = int(str(status)[:3])
+        if code < 400:
+            return super().simple_response(status, msg)
+        if isinstance(msg, bytes):
+            msg = msg.decode('latin-1')
+        body = fault.error_body(code, msg or http.HTTPStatus(code).phrase)
+        self.close_connection = True
+        head = ['%s %s' % (self.server.protocol, status),
+                'Content-Type: application/json',
+                'Content-Length: %d' % len(body), 'Connection: close']
+        try:
+            self.conn.wfile.write(
+                ('\r\n'.join(head) + '\r\n\r\n').encode('latin-1') + body)
+        except OSError as exc:
+            if exc.args[0] not in cheroot_errors.socket_errors_to_ignore:
+                raise
+
     def respond(self):
         super().respond()
         if self.close_connection and _body_left_unread(self.rfile):

@@ -160,17 +160,75 @@ def require_content_type(req, media_type, what='body'):
                    % (what, media_type, declared))
 
 
-def _body(req):
-    """The request body's bytes: read as they are where the length is
-    declared (webob's req.body first copies them into a buffer it can
-    seek, a third of a small body's parsing), through webob otherwise
-    (chunked bodies); left readable again in wsgi.input."""
+_DIGITS = re.compile('[0-9]+')
+
+
+def declared_length(environ):
+    """The body's Content-Length; None when none is declared. InvalidField
+    unless it is a whole number of bytes in ASCII digits (int() would also
+    take what a lenient WSGI server passes on: '+5', '1_0', '-1')."""
+    text = environ.get('CONTENT_LENGTH', '')
+    if not text:
+        return None
+    if not _DIGITS.fullmatch(text):
+        raise exception.InvalidField(
+            field='Content-Length', reason='%r is not a number of bytes'
+                                           % text)
+    return int(text)
+
+
+def iter_exact(stream, length, chunk_size):
+    """``length`` bytes of ``stream`` in chunks; never reads past them (a
+    WSGI server may block there) and refuses a body that ends early: the
+    client sent part of it and closed its side (both servers then give a
+    short read)."""
+    left = length
+    while left:
+        chunk = stream.read(min(chunk_size, left))
+        if not chunk:
+            raise exception.InvalidField(
+                field='body', reason='ended after %d of the %d bytes its '
+                                     'Content-Length announced'
+                                     % (length - left, length))
+        left -= len(chunk)
+        yield chunk
+
+
+def _unreadable(exc):
+    # NOTE: webob's DisconnectionError, or the server's error for a chunked
+    # body cut short or malformed (gunicorn's NoMoreData, an OSError;
+    # cheroot's ValueError).
+    return exception.InvalidField(
+        field='body', reason='could not be read whole (%s)' % exc)
+
+
+def iter_until_eof(stream, chunk_size):
+    """The chunks of a body of no declared length (chunked); InvalidField
+    when it is cut short or its chunks are malformed."""
+    while True:
+        try:
+            chunk = stream.read(chunk_size)
+        except (OSError, ValueError) as exc:
+            raise _unreadable(exc)
+        if not chunk:
+            return
+        yield chunk
+
+
+def body(req):
+    """The request body's bytes, all of them or an InvalidField (400): read
+    as they are where the length is declared (webob's req.body first
+    copies them into a buffer it can seek, a third of a small body's
+    parsing), through webob otherwise (chunked bodies); left readable
+    again in wsgi.input."""
     environ = req.environ
-    length = environ.get('CONTENT_LENGTH')
-    if not (length and length.isascii() and length.isdigit()) or \
-            'wsgi.input' not in environ:
-        return req.body
-    raw = environ['wsgi.input'].read(int(length))
+    length = declared_length(environ)
+    if length is None or 'wsgi.input' not in environ:
+        try:
+            return req.body
+        except (OSError, ValueError) as exc:
+            raise _unreadable(exc)
+    raw = b''.join(iter_exact(environ['wsgi.input'], length, length))
     environ['wsgi.input'] = io.BytesIO(raw)
     return raw
 
@@ -182,7 +240,7 @@ def json_body(req, schema, normalize=None):
     A body not declared as JSON is a 415, as Nova and Placement answer
     (after the body size limit, which shows while reading a chunked body).
     """
-    raw = _body(req)
+    raw = body(req)
     require_content_type(req, JSON)
     try:
         data = json.loads(raw.decode('utf-8') if raw else '')

@@ -5,8 +5,10 @@
 
 Starts the real Placement (a subprocess with its own SQLite database), then
 migrates cyborg_lite's SQLite database and runs the API (cheroot), the
-conductor and one agent with the fake FPGA driver in this process over
-``inproc://`` messaging (common/inproc_messaging.py). Everything lives
+conductor and one agent in this process over ``inproc://`` messaging
+(common/inproc_messaging.py). The agent runs the fake FPGA driver unless a
+``--config-file`` names others ([agent] enabled_drivers and the drivers'
+groups). Everything lives
 under the state directory, so a restart finds the same devices, profiles
 and programmed functions.
 Ctrl-C (or SIGTERM) stops everything.
@@ -70,9 +72,10 @@ def _parse_cli(argv):
     parser.add_argument('--api-port', type=port, default=DEFAULT_API_PORT)
     parser.add_argument('--placement-port', type=port,
                         default=DEFAULT_PLACEMENT_PORT)
-    # The bounds of [fake_driver] num_cards and regions_per_card.
-    parser.add_argument('--cards', type=_bounded_int(0, 64), default=2)
-    parser.add_argument('--regions', type=_bounded_int(1, 16), default=2)
+    # The bounds of [fake_driver] num_cards and regions_per_card; unset,
+    # a --config-file's values, else 2 and 2.
+    parser.add_argument('--cards', type=_bounded_int(0, 64))
+    parser.add_argument('--regions', type=_bounded_int(1, 16))
     parser.add_argument('--host', default='aio-host',
                         help='host name the agent reports under')
     parser.add_argument('--config-file', action='append', default=[],
@@ -85,13 +88,25 @@ def _parse_cli(argv):
     return args
 
 
+# Defaults, not overrides: a --config-file may say otherwise. So
+# [api] auth_strategy = keystone puts the API behind Keystone, and
+# [agent] enabled_drivers with the drivers' own groups serves a real
+# host's FPGAs and GPUs (docs/deployment.md).
+DEFAULTS = {
+    'api': {'auth_strategy': 'noauth'},
+    'agent': {'enabled_drivers': ['fake']},
+    'fake_driver': {'num_cards': 2, 'regions_per_card': 2,
+                    'local_memory_mb': REGION_MEMORY_MB},
+}
+
+
 def _configure(args, placement_url):
     argv = []
     for path in args.config_file:
         argv += ['--config-file', path]
-    # A default, not an override: [api] auth_strategy = keystone in a
-    # --config-file puts the API behind Keystone (docs/deployment.md).
-    CONF.set_default('auth_strategy', 'noauth', group='api')
+    for group, values in DEFAULTS.items():
+        for name, value in values.items():
+            CONF.set_default(name, value, group=group)
     config.parse_args(argv, default_config_files=[])
     state = args.state_dir
     overrides = {
@@ -100,14 +115,13 @@ def _configure(args, placement_url):
         'database': {'connection': 'sqlite:///%s'
                      % os.path.join(state, 'cyborg_lite.sqlite')},
         'api': {'host': '127.0.0.1', 'port': args.api_port},
-        'agent': {'enabled_drivers': ['fake']},
         'fake_driver': {'num_cards': args.cards,
-                        'regions_per_card': args.regions,
-                        'local_memory_mb': REGION_MEMORY_MB},
+                        'regions_per_card': args.regions},
     }
     for group, values in overrides.items():
         for name, value in values.items():
-            CONF.set_override(name, value, group=group)
+            if value is not None:
+                CONF.set_override(name, value, group=group)
     _configure_placement(placement_url)
 
 
@@ -130,7 +144,8 @@ class AllInOne:
         self.args = args
         self.placement = placement_server.PlacementServer(
             port=args.placement_port,
-            basedir=os.path.join(args.state_dir, 'placement'))
+            basedir=os.path.join(args.state_dir, 'placement'),
+            policy=placement_server.ADMIN_RESHAPES)
         self.api_url = 'http://127.0.0.1:%d' % args.api_port
         self._stack = []
 

@@ -11,6 +11,7 @@ import sys
 
 from gunicorn.app import base as gunicorn_base
 
+from cyborg_lite.api import gunicorn_worker
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
@@ -28,6 +29,8 @@ class _Server(gunicorn_base.BaseApplication):
         # NOTE: threads, not more processes, for concurrency inside a
         # worker: handlers mostly wait on the database or RPC.
         self.cfg.set('threads', 4)
+        # gthread, with gunicorn's own error pages in the API's JSON form.
+        self.cfg.set('worker_class', gunicorn_worker.ThreadWorker)
         self.cfg.set('accesslog', '-')
         # NOTE: gunicorn >= 24 opens a control socket at one fixed path per
         # user ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl); a second API

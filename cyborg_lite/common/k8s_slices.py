@@ -173,9 +173,24 @@ def devices_by_name(inventory):
     return dict(zip(_unique_names(pairs), pairs))
 
 
+# Taint effects that keep new pods off a device; "None" only informs.
+KEEPS_PODS_OFF = ('NoSchedule', 'NoExecute')
+
+
+def untainted(device):
+    """``device`` (a ``spec.devices`` entry) for a cluster that drops device
+    taints: None when a taint that keeps pods off it would be lost (it must
+    not be offered at all), else the entry without its taints."""
+    taints = device.get('taints') or []
+    if any(t['effect'] in KEEPS_PODS_OFF for t in taints):
+        return None
+    return {k: v for k, v in device.items() if k != 'taints'}
+
+
 def build_devices(inventory, driver_name, publish_taints=True,
                   numa_node_list=False):
-    """The ``spec.devices`` entries of a host, sorted by name."""
+    """The ``spec.devices`` entries of a host, sorted by name; with
+    ``publish_taints`` false, as ``untainted`` leaves them."""
     pairs = [(d, dep) for d in inventory.devices for dep in d.deployables]
     devices = []
     for (device, deployable), name in zip(pairs, _unique_names(pairs)):
@@ -185,10 +200,12 @@ def build_devices(inventory, driver_name, publish_taints=True,
                                            numa_node_list),
                  'capacity': _capacity(device, deployable)}
         taints = _taints(driver_name, deployable)
-        if taints and not publish_taints:
-            continue        # no taints in the cluster: not offered at all
         if taints:
             entry['taints'] = taints
+        if not publish_taints:
+            entry = untainted(entry)
+            if entry is None:
+                continue    # no taints in the cluster: not offered at all
         devices.append(entry)
     names = [d['name'] for d in devices]
     if len(set(names)) != len(names):

@@ -44,6 +44,11 @@ class OutageLog:
     def down(self):
         return self._since is not None
 
+    @property
+    def failures(self):
+        """Failures in the outage on now (0 when none is)."""
+        return self._failures if self.down else 0
+
     def failed(self, detail):
         """One failure: logged if it starts an outage or ``interval``
         seconds passed since the last line about it."""

@@ -31,6 +31,11 @@ from cheroot import wsgi as cheroot_wsgi
 from cyborg_lite.common import processes
 
 TOKEN = 'admin'
+# Policy that lets the admin token write every provider's inventories in
+# one POST /reshaper (Placement's default allows it to the service role
+# only), as a deployment lets a Cyborg user with the service role. The
+# all-in-one's own Placement has it: its writes are all ours.
+ADMIN_RESHAPES = {'placement:reshaper:reshape': 'role:admin or role:service'}
 
 
 class PlacementStartError(RuntimeError):

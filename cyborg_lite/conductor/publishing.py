@@ -67,6 +67,15 @@ class Publisher:
     def __bool__(self):
         return bool(self.sinks)
 
+    def start(self):
+        """Start the sinks' background work (the Kubernetes sink's watch)."""
+        for sink in self.sinks:
+            sink.start()
+
+    def stop(self):
+        for sink in self.sinks:
+            sink.stop()
+
     def publish(self, hostname, known=False):
         """Publish ``hostname`` to each sink (``known``: with
         ``publish_known``, see publish_host); their results."""

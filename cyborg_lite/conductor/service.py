@@ -105,6 +105,7 @@ class ConductorService(rpc_loop.RpcLoop):
         # A bind whose profile asks for a bitstream or function the region
         # lacks programs it first, through this conductor's jobs.
         bind.set_program_before_bind(self._bind_programmer)
+        self.manager.publisher.start()
         self._start_rpc_loop(rpc.CONDUCTOR_TOPIC, [self.manager],
                              'conductor-periodic')
         LOG.info('Conductor %s started (topic %s)', self.host,
@@ -113,6 +114,7 @@ class ConductorService(rpc_loop.RpcLoop):
     def stop(self):
         """Stop taking RPC calls, finish those in flight, end the loop."""
         self._stop_rpc_loop()
+        self.manager.publisher.stop()
         # NOTE: the hook is process-wide; a stopped conductor's must not
         # outlive it (its RPC clients die with the transport).
         bind.set_program_before_bind(None)

@@ -89,11 +89,13 @@ OPTS = [
     cfg.BoolOpt('publish_taints',
                 default=True,
                 help='Publish unhealthy, maintaining, cleaning and '
-                     'Nova-bound devices with a NoSchedule taint. Needs '
-                     'device taints in the cluster (on by default from '
-                     'Kubernetes 1.36, the DRADeviceTaints gate before); '
-                     'set to false on clusters without them, and such '
-                     'devices are left out of the ResourceSlices instead.'),
+                     'Nova-bound devices with a NoSchedule taint where the '
+                     'cluster keeps device taints (on by default from '
+                     'Kubernetes 1.36, the DRADeviceTaints gate before): '
+                     'the conductor asks the apiserver with a dry run, and '
+                     'where taints are dropped leaves such devices out of '
+                     'the ResourceSlices instead. False: always leave them '
+                     'out.'),
     cfg.BoolOpt('numa_node_list',
                 default=False,
                 help='Publish resource.kubernetes.io/numaNode as a list '

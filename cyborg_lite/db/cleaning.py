@@ -3,8 +3,10 @@ deployables' ``device_state`` columns (the machine is common/states.DEVICE).
 
 Who moves a region, and with what:
 
-- a bind, under the region lock (db/arqs.finish_bind): ``bind_refusal``,
-  then ``mark_allocated``;
+- a bind, under the region lock (db/arqs.finish_bind): ``mark_allocated``,
+  once the one availability predicate
+  (objects/host_inventory.unavailable_reasons, whose reasons include the
+  cleaning states) found the region bindable;
 - a release, in the transaction that frees the attach handle (db/arqs:
   unbind, BindFailed after Bound, delete): ``release`` -> pending_cleaning;
 - a programming job's creation, under the region lock
@@ -114,16 +116,6 @@ def _holder_exists():
 
 
 # --- binds, releases, programming jobs (their transactions) -----------------
-
-def bind_refusal(s, deployable_id, label):
-    """Why the region may not be bound now (its cleaning), or None."""
-    state = s.scalar(sa.select(DEP.device_state)
-                     .where(DEP.id == deployable_id))
-    if state is None or state in states.DEVICE_SCHEDULABLE:
-        return None
-    return 'deployable %s is %s: %s' % (
-        label, state, states.DEVICE_UNSCHEDULABLE_WHY[state])
-
 
 def _move_statement(from_state, to_state):
     """``_move``'s UPDATE from one state, built once (``deployable_id`` is

@@ -9,23 +9,45 @@ change is one update of one slice (atomic for every reader), and moves up
 by one, on every slice, when the change takes more writes or adds slices,
 so readers never mix two states of the pool. Writes carry the
 resourceVersion they were computed from; a 409 (another writer, or our
-own earlier attempt) re-reads the pool and starts over.
+own earlier attempt) re-reads the pool and starts over. Devices are
+tainted where the cluster keeps device taints, and left out where it
+does not (kubernetes/taint_support.py).
 """
 import copy
 import dataclasses
 import logging
+import time
 
 import kubernetes
 import urllib3
 
 from cyborg_lite.common import k8s_client
 from cyborg_lite.common import k8s_slices as slices_mod
+from cyborg_lite.kubernetes import slice_watch
+from cyborg_lite.kubernetes import taint_support
 
 LOG = logging.getLogger(__name__)
 
 
 class _Conflict(Exception):
     """A write lost against another writer: re-read and try again."""
+
+
+class _TaintsDropped(Exception):
+    """A write came back without its taints: build the slices again
+    without them (taint_support) and start over."""
+
+
+def _error(what, e):
+    """The KubernetesApiError of a failed call: KubernetesUnreachable when
+    the apiserver did not answer or answered 5xx."""
+    if isinstance(e, kubernetes.client.exceptions.ApiException):
+        detail = 'HTTP %s %s' % (e.status, e.body or e.reason)
+    else:
+        detail = str(e)
+    cls = (k8s_client.KubernetesUnreachable if k8s_client.is_outage(e)
+           else k8s_client.KubernetesApiError)
+    return cls(reason='%s: %s' % (what, detail))
 
 
 @dataclasses.dataclass
@@ -81,31 +103,77 @@ class SliceSync:
     """Writes the ResourceSlices of hosts through the official client."""
 
     def __init__(self, api_client, driver_name, publish_taints=True,
-                 conflict_retries=5, numa_node_list=False):
+                 conflict_retries=5, clock=time.monotonic,
+                 numa_node_list=False):
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self._core = kubernetes.client.CoreV1Api(api_client)
         self.driver_name = driver_name
-        self.publish_taints = publish_taints
+        self.taints = taint_support.TaintSupport(publish_taints, clock)
         self.conflict_retries = conflict_retries
         self.numa_node_list = numa_node_list
+        # What we wrote, for a watch of our slices (slice_watch.py).
+        self.own = slice_watch.OwnWrites()
 
     def sync(self, inventory):
         """Make the API hold exactly the slices of ``inventory``; a
         SyncResult says what it took. KubernetesApiError when the API
         refuses, or keeps conflicting after ``conflict_retries``."""
-        desired = slices_mod.build_slices(
-            inventory, self.driver_name, self.publish_taints,
-            numa_node_list=self.numa_node_list)
         result = SyncResult(inventory.node_name)
-        for _ in range(self.conflict_retries + 1):
+        while True:
+            desired = self._desired(inventory)
             try:
                 self._sync_once(inventory.node_name, desired, result)
                 return result
+            except _TaintsDropped:
+                continue        # built again, without taints
             except _Conflict:
                 result.conflicts += 1
-        raise k8s_client.KubernetesApiError(
-            reason='ResourceSlices of node %s: still conflicting after %d '
-                   'tries' % (inventory.node_name, self.conflict_retries + 1))
+            if result.conflicts > self.conflict_retries:
+                raise k8s_client.KubernetesApiError(
+                    reason='ResourceSlices of node %s: still conflicting '
+                           'after %d tries' % (inventory.node_name,
+                                               result.conflicts))
+
+    def _desired(self, inventory):
+        """The slices of ``inventory``, with taints where the cluster keeps
+        them (taint_support); asked with a dry run before the first."""
+        desired = slices_mod.build_slices(
+            inventory, self.driver_name, self.taints.publish(),
+            numa_node_list=self.numa_node_list)
+        tainted = [s for s in desired if taint_support.has_taints(s)]
+        if tainted and self.taints.unsure():
+            self._ask_about_taints(tainted[0])
+            if not self.taints.publish():
+                desired = slices_mod.build_slices(
+                    inventory, self.driver_name, False,
+                    numa_node_list=self.numa_node_list)
+        return desired
+
+    def _ask_about_taints(self, obj):
+        """Create ``obj`` as a dry run, under a name of its own, and learn
+        from the answer whether the cluster keeps device taints."""
+        probe = {'apiVersion': slices_mod.API_VERSION,
+                 'kind': slices_mod.KIND,
+                 'metadata': {'name': slices_mod.slice_name(
+                     obj['spec']['nodeName'], self.driver_name,
+                     'taint-probe')},
+                 'spec': obj['spec']}
+        stored = k8s_client.raw_json(self._call(
+            'dry-run create', self._resource.create_resource_slice, probe,
+            dry_run='All'))
+        self.taints.observed(probe, stored)
+
+    def _write(self, what, method, *args):
+        """A create or update, noted as ours; what the apiserver stored."""
+        with self.own.writing():
+            stored = k8s_client.raw_json(self._call(what, method, *args))
+            self.own.wrote(stored)
+        return stored
+
+    def _check_taints(self, sent, stored):
+        """_TaintsDropped when the apiserver dropped the taints sent."""
+        if not self.taints.observed(sent, stored):
+            raise _TaintsDropped()
 
     def _call(self, what, method, *args, gone_ok=False, **kwargs):
         """One API call; _Conflict on 409 (and on 404 for a write, the
@@ -118,12 +186,9 @@ class SliceSync:
             if what != 'list' and e.status in (k8s_client.CONFLICT,
                                                k8s_client.NOT_FOUND):
                 raise _Conflict() from e
-            raise k8s_client.KubernetesApiError(
-                reason='%s ResourceSlice: HTTP %s %s' % (what, e.status,
-                                                         e.body)) from e
+            raise _error('%s ResourceSlice' % what, e) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise k8s_client.KubernetesApiError(
-                reason='%s ResourceSlice: %s' % (what, e)) from e
+            raise _error('%s ResourceSlice' % what, e) from e
 
     def list_slices(self, node_name):
         """Our slices of ``node_name`` as the API holds them."""
@@ -176,9 +241,9 @@ class SliceSync:
         try:
             node = k8s_client.raw_json(self._core.read_node(
                 node_name, _preload_content=False))
-        except kubernetes.client.exceptions.ApiException as e:
-            raise k8s_client.KubernetesApiError(
-                reason='read Node %s: HTTP %s' % (node_name, e.status)) from e
+        except (kubernetes.client.exceptions.ApiException,
+                urllib3.exceptions.HTTPError, OSError) as e:
+            raise _error('read Node %s' % node_name, e) from e
         return {'apiVersion': 'v1', 'kind': 'Node', 'name': node_name,
                 'uid': node['metadata']['uid'], 'controller': True}
 
@@ -187,10 +252,17 @@ class SliceSync:
         options = kubernetes.client.V1DeleteOptions(
             preconditions=kubernetes.client.V1Preconditions(
                 resource_version=meta['resourceVersion']))
-        response = self._call('delete', self._resource.delete_resource_slice,
-                              meta['name'], body=options, gone_ok=True)
-        if response is not False:
-            k8s_client.discard(response)
+        with self.own.writing():
+            self.own.deleted(current)
+            try:
+                response = self._call(
+                    'delete', self._resource.delete_resource_slice,
+                    meta['name'], body=options, gone_ok=True)
+            except BaseException:
+                self.own.not_deleted(current)
+                raise
+            if response is not False:
+                k8s_client.discard(response)
         result.deleted += 1
 
     def _update(self, current, spec, result):
@@ -201,10 +273,10 @@ class SliceSync:
                 'spec': dict(spec, devices=_keep_taint_times(
                     current['spec'].get('devices', []),
                     copy.deepcopy(spec['devices'])))}
-        k8s_client.discard(self._call(
-            'update', self._resource.replace_resource_slice,
-            current['metadata']['name'], body))
+        stored = self._write('update', self._resource.replace_resource_slice,
+                             current['metadata']['name'], body)
         result.updated += 1
+        self._check_taints(body, stored)
 
     def _create(self, desired, generation, owner, result):
         body = {'apiVersion': slices_mod.API_VERSION,
@@ -212,6 +284,7 @@ class SliceSync:
                 'metadata': dict(desired['metadata'],
                                  ownerReferences=[owner]),
                 'spec': self._spec(desired, generation)}
-        k8s_client.discard(self._call(
-            'create', self._resource.create_resource_slice, body))
+        stored = self._write('create', self._resource.create_resource_slice,
+                             body)
         result.created += 1
+        self._check_taints(body, stored)

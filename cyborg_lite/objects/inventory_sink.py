@@ -60,6 +60,13 @@ class InventorySink(abc.ABC):
         reading it back first. By default the same as ``publish``."""
         return self.publish(hostname)
 
+    def start(self):
+        """Begin the sink's background work, if it has any (the conductor
+        calls it when it starts)."""
+
+    def stop(self):
+        """End what ``start`` began."""
+
     @abc.abstractmethod
     def retry_pending(self):
         """Publish again every pending host whose backoff has passed; the

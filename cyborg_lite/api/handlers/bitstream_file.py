@@ -46,44 +46,9 @@ def _max_size():
     return CONF.bitstreams.max_size_mb * 1024 * 1024
 
 
-def _exact(stream, length, chunk_size):
-    """``length`` bytes of ``stream`` in chunks; never reads past them (a
-    WSGI server may block there) and refuses a body that ends early."""
-    left = length
-    while left:
-        chunk = stream.read(min(chunk_size, left))
-        if not chunk:
-            raise exception.InvalidField(
-                field='body', reason='ended after %d of the %d bytes its '
-                                     'Content-Length announced'
-                                     % (length - left, length))
-        left -= len(chunk)
-        yield chunk
-
-
-def _until_eof(stream, chunk_size):
-    while True:
-        chunk = stream.read(chunk_size)
-        if not chunk:
-            return
-        yield chunk
-
-
 def _is_chunked(environ):
     return ('chunked' in environ.get('HTTP_TRANSFER_ENCODING', '').lower()
             or environ.get('wsgi.input_terminated', False))
-
-
-def _content_length(environ):
-    # NOTE: BodySizeLimit, which refuses a malformed length elsewhere,
-    # lets this route through; webob would read one as "no length".
-    text = environ.get('CONTENT_LENGTH', '').strip()
-    if not text:
-        return None
-    if not (text.isascii() and text.isdigit()):
-        raise exception.InvalidField(field='Content-Length',
-                                     reason='not a number of bytes')
-    return int(text)
 
 
 def body_source(req, max_size, chunk_size):
@@ -94,18 +59,18 @@ def body_source(req, max_size, chunk_size):
     is streamed (image_store.copy_hashed)."""
     utils.require_content_type(req, CONTENT_TYPE, what='image')
     stream = req.environ['wsgi.input']
-    length = _content_length(req.environ)
+    length = utils.declared_length(req.environ)
     if length is None:
         if not _is_chunked(req.environ):
             raise webob.exc.HTTPLengthRequired(
                 detail='Send Content-Length, or the body chunked.')
-        return _until_eof(stream, chunk_size)
+        return utils.iter_until_eof(stream, chunk_size)
     if length > max_size:
         raise exception.ImageTooLarge(limit=max_size)
     if length == 0:
         raise exception.InvalidField(field='body', reason='the image is '
                                                           'empty')
-    return _exact(stream, length, chunk_size)
+    return utils.iter_exact(stream, length, chunk_size)
 
 
 def _checked_fields(path, bitstream):

@@ -126,7 +126,7 @@ def clean_deployable(req, uuid):
                          'POST /v2/deployables/{uuid}/clean')
     utils.authorize(req, policies.CLEAN)
     utils.require_uuid(uuid, exception.DeployableNotFound(uuid=uuid))
-    if req.body:
+    if utils.body(req):
         raise exception.InvalidField(field='body',
                                      reason='this action takes no body')
     region = cleaning_db.reclean(uuid)

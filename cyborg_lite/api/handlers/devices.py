@@ -123,7 +123,8 @@ def show_device(req, uuid):
 def _require_no_body(req):
     # NOTE: Cyborg's actions take no body; clients send none (openstacksdk)
     # and an empty JSON object is tolerated.
-    if req.body and req.body.strip() not in (b'{}',):
+    raw = utils.body(req)
+    if raw and raw.strip() not in (b'{}',):
         raise exception.InvalidField(field='body',
                                      reason='this action takes no body')
 

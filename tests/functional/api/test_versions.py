@@ -1,4 +1,5 @@
 """Version documents, microversion negotiation and routing."""
+import microversion_parse
 import pytest
 
 from cyborg_lite.api import microversion
@@ -58,6 +59,34 @@ def test_unsupported_version_is_406(app, header):
     resp = app.get('/v2/devices', headers={V: header}, status=406)
     assert '2.0' in error_of(resp) and NEWEST in error_of(resp)
     assert resp.headers['OpenStack-API-Maximum-Version'] == NEWEST
+
+
+# Headers that name no accelerator version: microversion-parse (which Nova
+# and Placement use) reads each as absent, and so do we.
+NO_VERSION = ['', '   ', 'accelerator', ' accelerator ', 'ACCELERATOR',
+              'accelerator,', 'accelerator, compute 2.1', 'compute 2.1',
+              'two', 'placement latest']
+
+
+@pytest.mark.parametrize('header', NO_VERSION)
+def test_a_header_naming_no_version_is_the_minimum(app, header):
+    # The reference: microversion-parse's own reading of the header.
+    assert microversion_parse.get_version({V: header}, 'accelerator') is None
+    assert str(microversion_parse.extract_version(
+        {V: header}, 'accelerator', microversion.VERSIONS)) == '2.0'
+    resp = app.get('/v2/devices', headers={V: header}, status=200)
+    assert resp.headers[V] == 'accelerator 2.0'
+
+
+@pytest.mark.parametrize('header', ['accelerator 2.3', 'compute 2.1, '
+                                    'accelerator 2.3', 'accelerator  2.3 ',
+                                    'accelerator 2.1, accelerator 2.3'])
+def test_a_version_reads_as_microversion_parse_reads_it(app, header):
+    expected = str(microversion_parse.extract_version(
+        {V: header}, 'accelerator', microversion.VERSIONS))
+    assert expected == '2.3'
+    resp = app.get('/v2/devices', headers={V: header}, status=200)
+    assert resp.headers[V] == 'accelerator ' + expected
 
 
 def test_path_without_version_goes_to_v2(app):

@@ -2,11 +2,13 @@
 unix sockets: plugin-watcher discovery of ``*-reg.sock``, GetInfo,
 NotifyRegistrationStatus, then NodePrepareResources and
 NodeUnprepareResources on the endpoint the plugin named, in the API
-version asked."""
+version asked; and its wipe of a node's ResourceSlices, through the real
+client."""
 import glob
 import os
 
 import grpc
+import kubernetes
 
 from cyborg_lite.agent.dra.proto import dra_v1_pb2
 from cyborg_lite.agent.dra.proto import dra_v1_pb2_grpc
@@ -66,3 +68,14 @@ class TestKubelet:
         return stub.NodeUnprepareResources(pb2.NodeUnprepareResourcesRequest(
             claims=[pb2.Claim(namespace=ns, name=name, uid=uid)
                     for ns, name, uid in claims]), timeout=CALL_TIMEOUT)
+
+
+def wipe_resource_slices(api_client, node_name, driver_name):
+    """What the kubelet does at every start, and 30 s after a driver's
+    plugin stopped being usable (wipeResourceSlices in
+    pkg/kubelet/cm/dra/plugin): one DeleteCollection of the node's
+    ResourceSlices of the driver."""
+    kubernetes.client.ResourceV1Api(api_client) \
+        .delete_collection_resource_slice(
+            field_selector='spec.nodeName=%s,spec.driver=%s'
+                           % (node_name, driver_name))

@@ -7,7 +7,6 @@ cluster fails it.
 
 Everything is written under a driver name of its own and removed after.
 """
-import json
 import os
 import uuid
 
@@ -58,16 +57,9 @@ def test_the_real_cluster_test_itself_against_the_stand_in(tmp_path):
     steps, through a kubeconfig file, against the apiserver stand-in."""
     apiserver = fake_apiserver.FakeKubeApiServer().start()
     apiserver.add_node('worker-1')
-    kubeconfig = tmp_path / 'kubeconfig'
-    kubeconfig.write_text(json.dumps({
-        'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'stand-in',
-        'clusters': [{'name': 'stand-in', 'cluster': {
-            'server': apiserver.url}}],
-        'users': [{'name': 'tester', 'user': {'token': 'unused'}}],
-        'contexts': [{'name': 'stand-in', 'context': {
-            'cluster': 'stand-in', 'user': 'tester'}}]}))
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / 'kubeconfig')
     try:
-        _run_all(str(kubeconfig))
+        _run_all(kubeconfig)
         assert apiserver.refused == [] and apiserver.slices == {}
         assert apiserver.claims == {}
     finally:

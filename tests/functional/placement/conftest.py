@@ -21,8 +21,8 @@ def placement():
 def reshaping_placement():
     """A Placement whose policy lets the admin token reshape, as one lets
     a Cyborg user with the service role."""
-    server = placement_server.PlacementServer(policy={
-        'placement:reshaper:reshape': 'role:admin or role:service'}).start()
+    server = placement_server.PlacementServer(
+        policy=placement_server.ADMIN_RESHAPES).start()
     yield server
     server.cleanup()
 

@@ -2,15 +2,23 @@
 ``kubernetes`` client.
 
 It serves exactly the paths cyborg_lite and its real-cluster test use:
-resource.k8s.io/v1 resourceslices (list with field selectors
+resource.k8s.io/v1 resourceslices (list and watch with field selectors
 spec.nodeName / spec.driver, create, get, replace, delete with
-preconditions), namespaced resourceclaims (get; create and delete for the
+preconditions, DeleteCollection as the kubelet's wipe), namespaced resourceclaims (get; create and delete for the
 real-cluster test) and core v1 nodes (get, list). It behaves as the real one
 does where our code depends on it: resourceVersion on every write and 409
 Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
 fields, taint timeAdded filled in, and every body validated against the
 strict schemas of Kubernetes 1.34-1.37 plus the apiserver's rules the
 schemas omit (422 Invalid), so a bad object fails the test that wrote it.
+It answers a create with ``dryRun=All`` without storing it, and plays the
+DRADeviceTaints feature gate both ways (``device_taints``: off, device
+taints are dropped as the real apiserver's dropDisabledFields does).
+Watches stream one JSON event a line (chunked) from the resourceVersion
+asked, a DELETED event carrying the deletion's own version; a version
+older than the history (``compact()``) gets an ERROR event 410 Expired;
+``stop()`` cuts the streams as a restart does, and ``start(port)`` serves
+the same objects again.
 """
 import copy
 import datetime
@@ -18,6 +26,7 @@ import http.server
 import json
 import re
 import threading
+import time
 import urllib.parse
 import uuid
 
@@ -35,6 +44,7 @@ SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
                 'spec.nodeName': lambda s: s['spec'].get('nodeName'),
                 'spec.driver': lambda s: s['spec'].get('driver')}
 IMMUTABLE = ('driver', 'nodeName')
+DRY_RUN = '?dryRun=All'     # how a dry run is recorded in ``requests``
 
 
 class ApiError(Exception):
@@ -83,9 +93,24 @@ class FakeKubeApiServer:
         self.requests = []           # (method, path) of every request
         self.refused = []            # (code, message) of every error sent
         self.before_write = None     # hook: called once before a write
+        # The DRADeviceTaints feature gate (on by default from 1.36): off,
+        # the taints of a device are dropped as the real apiserver's
+        # dropDisabledFields does, unless the stored slice has some.
+        self.device_taints = True
         self._version = 0
         self._lock = threading.Lock()
         self._httpd = None
+        # Watches: every change of a slice as (resourceVersion, type,
+        # object), from the oldest not yet compacted away.
+        self._events = []
+        self._compacted = 0
+        self._changed = threading.Condition(self._lock)
+        self._running = False
+        self.watches = 0            # watch streams open now
+        self.watches_opened = 0
+        self._watches_ended = 0     # end_watches() calls
+        self._watch_gate = threading.Event()
+        self._watch_gate.set()
 
     # --- test set-up ---------------------------------------------------
     def add_node(self, name):
@@ -100,11 +125,20 @@ class FakeKubeApiServer:
 
     @property
     def writes(self):
+        """The requests that could change something (not dry runs)."""
         return [r for r in self.requests
-                if r[0] in ('POST', 'PUT', 'DELETE', 'PATCH')]
+                if r[0] in ('POST', 'PUT', 'DELETE', 'PATCH')
+                and not r[1].endswith(DRY_RUN)]
+
+    @property
+    def dry_runs(self):
+        return [r for r in self.requests if r[1].endswith(DRY_RUN)]
 
     # --- HTTP ----------------------------------------------------------
-    def start(self):
+    def start(self, port=0):
+        """Serve on ``port`` (a free one by default; the same one again
+        after ``stop()``, as an apiserver restart: the objects stay, as
+        etcd keeps them)."""
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -116,6 +150,9 @@ class FakeKubeApiServer:
             def _serve(self):
                 length = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(length) if length else b''
+                if server.is_watch(self.command, self.path):
+                    server.watch(self)
+                    return
                 code, obj = server.handle(self.command, self.path, body)
                 data = json.dumps(obj).encode()
                 self.send_response(code)
@@ -126,21 +163,45 @@ class FakeKubeApiServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
-        self._httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+        self._httpd = http.server.ThreadingHTTPServer(('127.0.0.1', port),
                                                       Handler)
         self._httpd.daemon_threads = True
+        self._running = True
         threading.Thread(target=self._httpd.serve_forever,
                          daemon=True).start()
         return self
 
     def stop(self):
+        """Stop serving; open watches are cut off (no last chunk), as a
+        restart of the apiserver cuts them."""
+        with self._changed:
+            self._running = False
+            self._changed.notify_all()
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()
 
     @property
+    def port(self):
+        return self._httpd.server_address[1]
+
+    @property
     def url(self):
-        return 'http://127.0.0.1:%d' % self._httpd.server_address[1]
+        return 'http://127.0.0.1:%d' % self.port
+
+    def write_kubeconfig(self, path):
+        """A kubeconfig file for this server at ``path`` (for
+        k8s_client.new_api_client, the services' way in); its path."""
+        with open(path, 'w') as f:
+            json.dump({
+                'apiVersion': 'v1', 'kind': 'Config',
+                'current-context': 'stand-in',
+                'clusters': [{'name': 'stand-in',
+                              'cluster': {'server': self.url}}],
+                'users': [{'name': 'tester', 'user': {'token': 'unused'}}],
+                'contexts': [{'name': 'stand-in', 'context': {
+                    'cluster': 'stand-in', 'user': 'tester'}}]}, f)
+        return str(path)
 
     def api_client(self):
         configuration = kubernetes.client.Configuration()
@@ -151,7 +212,8 @@ class FakeKubeApiServer:
         url = urllib.parse.urlsplit(raw_path)
         query = dict(urllib.parse.parse_qsl(url.query))
         with self._lock:
-            self.requests.append((method, url.path))
+            self.requests.append((method, url.path + (
+                DRY_RUN if query.get('dryRun') == 'All' else '')))
             hook, self.before_write = (
                 (self.before_write, None) if method != 'GET'
                 else (None, self.before_write))
@@ -173,8 +235,10 @@ class FakeKubeApiServer:
         if match and match.group(1) is None:
             if method == 'GET':
                 return self._list(query)
+            if method == 'DELETE':
+                return self._delete_collection(query)
             if method == 'POST':
-                return self._create(payload)
+                return self._create(payload, query.get('dryRun') == 'All')
         elif match:
             name = match.group(1)
             if method == 'GET':
@@ -245,7 +309,18 @@ class FakeKubeApiServer:
                 taint['timeAdded'] = _rfc3339(taint.get('timeAdded'))
         return obj
 
-    def _create(self, obj):
+    def _drop_disabled_fields(self, obj, old=None):
+        uses_taints = old is not None and any(
+            d.get('taints') for d in old['spec'].get('devices') or [])
+        if self.device_taints or uses_taints:
+            return
+        for device in obj['spec'].get('devices') or []:
+            device.pop('taints', None)
+
+    def _create(self, obj, dry_run=False):
+        """A create; with ``dry_run`` (dryRun=All) the object is completed
+        and checked as for a real one, answered, and not stored."""
+        self._drop_disabled_fields(obj)
         self._validate(obj)
         name = obj['metadata'].get('name')
         if name in self.slices:
@@ -254,11 +329,18 @@ class FakeKubeApiServer:
         if obj['metadata'].get('resourceVersion'):
             raise ApiError(400, 'BadRequest', 'resourceVersion should not '
                            'be set on objects to be created')
+        if dry_run:     # completed, not stored: no resourceVersion
+            for device in obj['spec'].get('devices') or []:
+                for taint in device.get('taints') or []:
+                    taint['timeAdded'] = _rfc3339(taint.get('timeAdded'))
+            return 201, obj
         self.slices[name] = self._stamp(obj)
+        self._record('ADDED', obj)
         return 201, copy.deepcopy(obj)
 
     def _replace(self, name, obj):
         old = self._get(name)
+        self._drop_disabled_fields(obj, old)
         self._validate(obj)
         if obj['metadata'].get('name') != name:
             raise ApiError(400, 'BadRequest', 'the name of the object does '
@@ -276,6 +358,7 @@ class FakeKubeApiServer:
             raise ApiError(422, 'Invalid', 'spec.pool.name: field is '
                            'immutable')
         self.slices[name] = self._stamp(obj, old)
+        self._record('MODIFIED', obj)
         return 200, copy.deepcopy(obj)
 
     def _delete(self, name, options):
@@ -288,7 +371,34 @@ class FakeKubeApiServer:
                            'ResourceVersion in object meta: %s'
                            % (wanted, old['metadata']['resourceVersion']))
         del self.slices[name]
+        self._record_deletion(old)
         return 200, old
+
+    def _delete_collection(self, query):
+        """DELETE of the collection, as the kubelet's wipe of a node's
+        slices (a field selector on spec.nodeName and spec.driver)."""
+        keep = _field_filter(query.get('fieldSelector'))
+        gone = [s for _, s in sorted(self.slices.items()) if keep(s)]
+        for obj in gone:
+            del self.slices[obj['metadata']['name']]
+            self._record_deletion(obj)
+        return 200, {'apiVersion': 'resource.k8s.io/v1',
+                     'kind': 'ResourceSliceList',
+                     'metadata': {'resourceVersion': str(self._version)},
+                     'items': gone}
+
+    def _record_deletion(self, obj):
+        # NOTE: a deletion has a resourceVersion of its own, which its
+        # DELETED event's object carries (as etcd's watch gives it).
+        obj = copy.deepcopy(obj)
+        obj['metadata']['resourceVersion'] = self._next_version()
+        self._record('DELETED', obj)
+
+    def _record(self, kind, obj):
+        """A change for the watches; called with the lock held."""
+        self._events.append((int(obj['metadata']['resourceVersion']), kind,
+                             copy.deepcopy(obj)))
+        self._changed.notify_all()
 
     def _create_claim(self, namespace, claim):
         errors = schemas.schema_errors(claim)
@@ -313,3 +423,100 @@ class FakeKubeApiServer:
         with self._lock:
             self.slices[name]['metadata']['resourceVersion'] = \
                 self._next_version()
+            self._record('MODIFIED', self.slices[name])
+
+    def compact(self):
+        """Forget the history of changes, as etcd's compaction does: a
+        watch from an older resourceVersion gets 410 Gone."""
+        with self._lock:
+            self._compacted = self._version
+            self._events = []
+
+    # --- watch -------------------------------------------------------------
+    def end_watches(self, hold=False):
+        """End the open watches as their timeout would (a last chunk); with
+        ``hold``, new watches wait for ``release_watches()``."""
+        if hold:
+            self._watch_gate.clear()
+        with self._changed:
+            self._watches_ended += 1
+            self._changed.notify_all()
+
+    def release_watches(self):
+        self._watch_gate.set()
+
+    def is_watch(self, method, raw_path):
+        url = urllib.parse.urlsplit(raw_path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        return (method == 'GET' and query.get('watch') in ('true', '1')
+                and SLICES_RE.fullmatch(url.path) is not None
+                and SLICES_RE.fullmatch(url.path).group(1) is None)
+
+    def watch(self, handler):
+        """Stream the changes of the selected slices after the
+        resourceVersion asked for, one JSON event a line, until
+        timeoutSeconds pass or the server stops; a version older than the
+        history kept is an ERROR event with 410 Expired, as the real
+        apiserver answers it."""
+        url = urllib.parse.urlsplit(handler.path)
+        query = dict(urllib.parse.parse_qsl(url.query))
+        with self._lock:
+            self.requests.append(('GET', url.path + '?watch'))
+        self._watch_gate.wait()
+        keep = _field_filter(query.get('fieldSelector'))
+        deadline = time.monotonic() + float(query.get('timeoutSeconds')
+                                            or 1800)
+        handler.send_response(200)
+        handler.send_header('Content-Type', 'application/json')
+        handler.send_header('Transfer-Encoding', 'chunked')
+        handler.end_headers()
+        handler.close_connection = True
+        with self._lock:
+            self.watches += 1
+            self.watches_opened += 1
+            since = query.get('resourceVersion')
+            if since and int(since) < self._compacted:
+                pending = [('ERROR', {
+                    'kind': 'Status', 'apiVersion': 'v1', 'metadata': {},
+                    'status': 'Failure', 'reason': 'Expired', 'code': 410,
+                    'message': 'too old resource version: %s (%d)'
+                               % (since, self._compacted)})]
+                deadline = 0
+            elif since:
+                pending = []
+            else:       # from now, the current objects first
+                pending = [('ADDED', copy.deepcopy(o))
+                           for _, o in sorted(self.slices.items())]
+            position = int(since) if since else self._version
+            ended = self._watches_ended
+        try:
+            self._stream(handler, keep, pending, position, deadline, ended)
+        except OSError:
+            pass        # the client went away
+        finally:
+            with self._lock:
+                self.watches -= 1
+
+    def _stream(self, handler, keep, pending, position, deadline, ended):
+        while True:
+            for kind, obj in pending:
+                line = json.dumps({'type': kind, 'object': obj}) + '\n'
+                data = line.encode()
+                handler.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
+            handler.wfile.flush()
+            with self._changed:
+                while self._running and time.monotonic() < deadline and \
+                        self._watches_ended == ended and \
+                        not any(rv > position for rv, _, _ in self._events):
+                    self._changed.wait(min(1.0, max(
+                        0, deadline - time.monotonic())))
+                if not self._running:
+                    return      # cut off: no last chunk
+                if time.monotonic() >= deadline or \
+                        self._watches_ended != ended:
+                    break
+                new = [e for e in self._events if e[0] > position]
+                position = new[-1][0]
+                pending = [(kind, copy.deepcopy(obj))
+                           for _, kind, obj in new if keep(obj)]
+        handler.wfile.write(b'0\r\n\r\n')

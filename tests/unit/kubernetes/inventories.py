@@ -6,7 +6,7 @@ import uuid
 from cyborg_lite.common import k8s_inventory as inventory
 
 DRIVER = 'cyborg-lite.openstack.org'
-REGION_TYPE = '69528db6eb31577a8c3668f9faa081f6'
+REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
 FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'
 
 

@@ -12,7 +12,9 @@ import yaml
 from cyborg_lite.agent.dra import claim_config
 from cyborg_lite.conf import kubernetes as k8s_conf
 from cyborg_lite.kubernetes import slice_sync
+from cyborg_lite.kubernetes import slice_watch
 from cyborg_lite.common import k8s_slices as slices
+from tests import waiting
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories
 from tests.unit.kubernetes import schemas
@@ -112,10 +114,12 @@ _VERBS = {'GET': 'get', 'POST': 'create', 'PUT': 'update',
 def _needed(requests):
     needed = set()
     for method, path in requests:
+        watch = path.endswith('?watch')
         path = path.split('?')[0]
         if '/resourceslices' in path:
             verb = 'list' if method == 'GET' and path.endswith(
                 'resourceslices') else _VERBS[method]
+            verb = 'watch' if watch else verb
             needed.add(('resource.k8s.io', 'resourceslices', verb))
         elif '/nodes/' in path:
             needed.add(('', 'nodes', _VERBS[method]))
@@ -124,23 +128,29 @@ def _needed(requests):
     return needed
 
 
-def test_the_conductor_role_grants_every_call_of_a_sync():
+def test_the_conductor_role_grants_every_call_of_a_sync_and_watch():
     server = fake_apiserver.FakeKubeApiServer().start()
     client = server.api_client()
+    watch = None
     try:
         server.add_node('node-1')
         sync = slice_sync.SliceSync(client, DRIVER)
+        watch = slice_watch.SliceWatch(client, DRIVER, {'node-1'},
+                                       lambda node: None, sync.own).start()
         host = inventories.host(cards=2, regions=40)       # two slices
         sync.sync(host)
         sync.sync(inventories.change_region(host, 0, 0,
                                             unavailable=('cleaning',)))
         sync.sync(inventories.host(cards=1, regions=2))    # one deleted
+        assert waiting.until(lambda: server.watches == 1)
         needed = _needed(server.requests)
     finally:
+        if watch is not None:
+            watch.stop()
         client.close()
         server.stop()
-    assert {v for _, _, v in needed} == {'list', 'create', 'update',
-                                         'delete', 'get'}
+    assert {v for _, _, v in needed} == {'list', 'watch', 'create',
+                                         'update', 'delete', 'get'}
     assert needed <= _role('cyborg-lite-conductor')
 
 

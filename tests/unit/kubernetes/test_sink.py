@@ -1,16 +1,21 @@
 """The Kubernetes inventory sink: database rows -> ResourceSlices through
 the real ``kubernetes`` client against the kube-apiserver stand-in,
 loaded by its entry point as the conductor loads it."""
+import logging
+
 import sqlalchemy as sa
 
 import pytest
 
+from cyborg_lite.common import k8s_client
+from cyborg_lite.common import outage
 from cyborg_lite.conductor import publishing
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from cyborg_lite.kubernetes import sink as sink_mod
+from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import schemas
@@ -129,6 +134,42 @@ def test_an_unreachable_api_leaves_the_host_pending(db, conf):
     assert not result.ok and 'ResourceSlice' in result.error
     assert list(sink.pending_hosts()) == ['host1']
     client.close()
+
+
+def test_an_unreachable_api_is_logged_once_per_outage(
+        db, conf, tmp_path, caplog, monkeypatch):
+    """Every publish fails alike while the apiserver is away: one line when
+    it starts, none per publish (nor urllib3's own retries), one when it
+    ends; the services' client (from a kubeconfig) does not retry."""
+    clock = waiting.ManualClock()
+    monkeypatch.setattr(k8s_client, 'OUTAGE', outage.OutageLog(
+        'Kubernetes API', k8s_client.LOG, interval=60, clock=clock))
+    conf.set_override('hosts', ['host1'], group='kubernetes')
+    server = fake_apiserver.FakeKubeApiServer().start()
+    server.add_node('host1')
+    client = k8s_client.new_api_client(
+        server.write_kubeconfig(tmp_path / 'kubeconfig'))
+    port = server.port
+    server.stop()
+    sink = sink_mod.KubernetesSink(client, conf)
+    h.make_card(hostname='host1', regions=1)
+    caplog.set_level(logging.INFO)
+    for _ in range(24):        # the publishes of 15 s of an outage
+        assert not sink.publish('host1').ok
+        clock.now += 0.6
+    complaints = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(complaints) == 1, [r.getMessage() for r in complaints]
+    assert 'Kubernetes API unreachable' in complaints[0].getMessage()
+    server.start(port=port)
+    try:
+        clock.now += 5
+        assert sink.publish('host1').ok
+        ended = [r.getMessage() for r in caplog.records
+                 if r.levelno >= logging.WARNING][1:]
+        assert len(ended) == 1 and 'reachable again' in ended[0], ended
+    finally:
+        server.stop()
+        client.close()
 
 
 def test_a_nova_bind_or_unbind_republishes_a_kubernetes_host(
