@@ -41,9 +41,10 @@ def _run(aio, check):
 
 
 def _regions_published(aio):
-    # The fake driver's default: 2 cards of 2 regions, their inventories
-    # written (in one POST /reshaper).
-    assert waiting.until(lambda: _providers_with(aio, 'FPGA:1') == 4,
+    # The fake driver's default: 2 cards of 2 regions behind their PF,
+    # each card one provider, their inventories written (in one POST
+    # /reshaper).
+    assert waiting.until(lambda: _providers_with(aio, 'FPGA:1') == 2,
                          timeout=60)
 
 
