@@ -52,8 +52,9 @@ def test_failed_clean_is_an_error_until_repaired_and_retried(conf, make_env):
     # Not bindable, with the reason.
     arq = ce.try_bind(env)
     assert arq.state == 'BindFailed'
-    assert '[cleaning_failed]: its wipe after the last tenant failed' in \
-        arq.error
+    # Its sibling behind the card's PF with it.
+    assert 'region0: unavailable [cleaning_failed]' in arq.error
+    assert 'region1: unavailable [shared_function_unclean]' in arq.error
 
     # The operator repairs the card (no more failure) and retries.
     env.agent.stop()

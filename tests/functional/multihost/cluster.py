@@ -547,9 +547,14 @@ class Cluster:
     # --- the simulated hardware -----------------------------------------
 
     def afu_id_path(self, region):
-        """The afu_id file of ``region`` in its agent's simulated tree."""
+        """The afu_id file of ``region`` in its agent's simulated tree (of
+        a card's provider: its first region, the one a bind or a program
+        of the card takes first)."""
         address, region_name = region.name.split('_')[-2:]
-        port = int(region_name[len('region'):])
+        if region_name.startswith('region'):
+            port = int(region_name[len('region'):])
+        else:
+            address, port = region_name, 0
         root = os.path.join(self.basedir, region.host, 'fake_fpga', 'sys')
         for dirpath, _dirs, files in os.walk(root):
             if ('afu_id' in files and address in dirpath and
@@ -571,9 +576,10 @@ class Cluster:
     def cleaning_state(self, region):
         """(device_state, cleaning_started_at, cleaning_attempts) of the
         region's deployable, from the database."""
-        [row] = self.query(
+        row = self.query(
             'SELECT device_state, cleaning_started_at, cleaning_attempts '
-            'FROM deployables WHERE rp_uuid = :rp', rp=region.rp_uuid)
+            'FROM deployables WHERE rp_uuid = :rp ORDER BY id LIMIT 1',
+            rp=region.rp_uuid)[0]
         return tuple(row)
 
     def wait_cleaned(self, timeout=60):

@@ -112,13 +112,18 @@ def test_a_cleaned_region_offered_again_by_the_next_conductor(
     assert host.reserved()['region0']['FPGA'] == 0
 
 
-def test_moves_that_hide_a_region_request_nothing(host):
-    # The cleaning flow publishes the regions that wait (its periodic
-    # start) whatever happened to the conductor that moved them.
+def test_a_clean_asked_for_requests_its_publish_and_a_try_nothing(host):
+    # An idle region taken away until wiped must reach the schedulers
+    # whatever happens to the conductor; a try that starts changes no
+    # offer (the region is hidden already).
     region = _region(host)
+    before = publish_requests.pending().get(host.hostname, 0)
     cleaning_db.reclean(region.uuid)
+    requested = publish_requests.pending()
+    assert list(requested) == [host.hostname]
+    assert requested[host.hostname] > before
     assert cleaning_db.begin(region.id) is not None
-    assert publish_requests.pending() == {}
+    assert publish_requests.pending() == requested
 
 
 def test_providers_held_by_allocations_are_deleted_by_the_next_conductor(
