@@ -1,7 +1,7 @@
 """NUMA alignment served by Placement alone, against the real Placement.
 
 A simulated two-socket host (fake driver, one card of two regions on each
-NUMA node) is reported and published by the real conductor endpoint and
+NUMA node, each region behind its own VF) is reported and published by the real conductor endpoint and
 sink. A two-region profile asking for one NUMA node must get only
 same-node candidates where the unconstrained one gets cross-node ones; a
 host published without the NUMA layer (as before it existed), with a
@@ -37,8 +37,11 @@ class NumaHost:
 
     def __init__(self, conf, server, hostname, tmp_path):
         configure_placement(conf, server.endpoint)
+        # NOTE: each region behind its own VF, so each is offered alone
+        # (regions behind one PF are one accelerator: two of them on one
+        # node would be one card's).
         for name, value in (('num_cards', 2), ('regions_per_card', 2),
-                            ('numa_nodes', 2),
+                            ('numa_nodes', 2), ('sriov', True),
                             ('local_memory_mb', MEMORY_MB),
                             ('state_dir', str(tmp_path / 'fake'))):
             conf.set_override(name, value, group='fake_driver')
