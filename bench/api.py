@@ -58,7 +58,9 @@ times alternating which goes first; figures pool every round):
   conductor published that to Placement; Cyborg frees the handle. After
   each answer (untimed) a cyborg_lite side's Placement is asked whether
   it still offers the region (``still_offered``: should be 0 once the
-  publish is synchronous).
+  publish is synchronous), and one PUT of an inventory is timed on that
+  Placement (``placement_put_*``: the one write such a delete adds, by
+  itself, under the same load).
 
 Prints requests/s, p50/p99 per scenario and side, and the ratios
 between sides.
@@ -360,6 +362,8 @@ class Scenarios:
         self.bound = collections.deque()
         self.placement_url = placement_url
         self.still_offered = []
+        self.placement_puts = []
+        self._scratch = None   # [uuid, generation] of a provider to write
 
     def list_devices(self, base, i):
         status, body = request(base, 'GET', '/v2/devices')
@@ -426,7 +430,32 @@ class Scenarios:
         if self.placement_url:
             self.still_offered.append(
                 placement_offers(self.placement_url, rp_uuid))
+            self.placement_puts.append(self._time_placement_put(i))
         return Latency(latency)
+
+    def _time_placement_put(self, i):
+        """Seconds of one PUT of a bench provider's inventory (reserved
+        flipped each time) on this side's Placement."""
+        if self._scratch is None:
+            rp_uuid = str(uuid.uuid4())
+            status, body = request(
+                self.placement_url, 'POST', '/resource_providers',
+                {'name': 'bench-%s' % rp_uuid, 'uuid': rp_uuid},
+                headers=common.PLACEMENT_HEADERS)
+            _expect(status, body, (200,), 'POST a bench provider')
+            self._scratch = [rp_uuid, body['generation']]
+        rp_uuid, generation = self._scratch
+        start = time.perf_counter()
+        status, body = request(
+            self.placement_url, 'PUT',
+            '/resource_providers/%s/inventories' % rp_uuid,
+            {'resource_provider_generation': generation,
+             'inventories': {'FPGA': {'total': 1, 'reserved': i % 2}}},
+            headers=common.PLACEMENT_HEADERS)
+        seconds = time.perf_counter() - start
+        _expect(status, body, (200,), 'PUT a bench inventory')
+        self._scratch[1] = body['resource_provider_generation']
+        return seconds
 
 
 def measure(sides, args, placements=None):
@@ -477,8 +506,13 @@ def measure(sides, args, placements=None):
             report[name][side] = summary
             if name == 'delete' and side in placements:
                 checked = scenarios[side].still_offered
+                # (The wall time is not the puts'; only the latencies.)
+                puts = common.latency_summary(
+                    scenarios[side].placement_puts, 1)
                 summary.update(placement_checked=len(checked),
-                               still_offered=sum(checked))
+                               still_offered=sum(checked),
+                               placement_put_p50_ms=puts['p50_ms'],
+                               placement_put_p99_ms=puts['p99_ms'])
         for key, faster, slower in PAIRS:
             if faster in sides and slower in sides:
                 report[name][key] = _ratios(report[name], faster, slower)
@@ -541,8 +575,11 @@ def print_table(report, sides):
             if s['errors']:
                 notes.append('errors=%d' % s['errors'])
             if 'still_offered' in s:
-                notes.append('still offered after the answer: %d of %d'
-                             % (s['still_offered'], s['placement_checked']))
+                notes.append('still offered after the answer: %d of %d; '
+                             "Placement's PUT p50 %s p99 %s ms" % (
+                                 s['still_offered'], s['placement_checked'],
+                                 s['placement_put_p50_ms'],
+                                 s['placement_put_p99_ms']))
             common.log('%-15s %-8s %9s %9s %9s  %s' % (
                 name, side, s['rps'], s['p50_ms'], s['p99_ms'],
                 ', '.join(notes)))
@@ -625,6 +662,7 @@ def main(argv=None):
     trees = {'ours': ROOT}
     if args.baseline:
         trees['baseline'] = os.path.abspath(args.baseline)
+    machine = common.machine()
     workdir = args.workdir or tempfile.mkdtemp(prefix='bench-api-')
     os.makedirs(workdir, exist_ok=True)
     nova = fake_nova.FakeNova().start()
@@ -666,7 +704,7 @@ def main(argv=None):
         for server in servers.values():
             server.stop()
         print_table(report, list(servers))
-        result = {'bench': 'api', 'machine': common.machine(),
+        result = {'bench': 'api', 'machine': machine,
                   'params': {k: v for k, v in vars(args).items()
                              if k not in ('output', 'workdir', 'child',
                                           'root', 'db', 'publish_cards')},

@@ -15,6 +15,7 @@ import time
 # What the benches send the Placement they start (cyborg_lite.common.
 # placement_server: noauth2, this token is an admin).
 PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
+                     'Content-Type': 'application/json',
                      'Accept': 'application/json',
                      'OpenStack-API-Version': 'placement 1.39'}
 # A deployment whose Cyborg user has the service role (Placement's

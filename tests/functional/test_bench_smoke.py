@@ -175,6 +175,8 @@ def test_api_bench_tiny_without_cyborg(tmp_path):
         # DELETE answered (issue 30: the publish is synchronous).
         assert delete['placement_checked'] == 3
         assert delete['still_offered'] == 0
+        assert 0 < delete['placement_put_p50_ms'] <= \
+            delete['placement_put_p99_ms']
     # Each Bound ARQ told the Nova stand-in.
     assert result['nova_events'] == 6
 
