@@ -96,9 +96,10 @@ def log(*args):
 
 def tree_env(root):
     """The environment of a child process that imports cyborg_lite, and
-    bench's own modules, from the code tree ``root`` (a checkout) first:
-    run a script of this tree by its path (not ``-m``, which would put
-    the working directory first) with this environment, in ``root``."""
+    bench's own modules, from the code tree ``root`` (a checkout) first.
+    Run a script of this checkout by its path with it (its own folder,
+    bench/, comes first on the path and holds neither package); ``-m``
+    would put the working directory first instead."""
     return dict(os.environ, PYTHONPATH=root)
 
 
