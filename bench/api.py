@@ -1,10 +1,21 @@
-"""API speed, cyborg_lite side by side with OpenStack Cyborg 17.
+"""API speed, cyborg_lite side by side with OpenStack Cyborg 17, and
+with another checkout of cyborg_lite.
 
     .venv/bin/python -m bench.api [--devices 10000] [--requests 200]
         [--list-requests 30] [--binds 100] [--concurrency 4]
+        [--baseline TREE] [--no-placement-sink] [--scenarios bind,delete]
         [--no-cyborg] [--output api.json]
 
-Both services get the same machine, client, data and serving conditions:
+``--baseline TREE`` adds a third side, ``baseline``: the same server
+(this tree's bench/ours_server.py) on the code of the checkout TREE
+(``git worktree add /tmp/base <commit>``), its database migrated and
+seeded by that code (common.run_in_tree, common.tree_env), so one run
+measures before and after a change beside Cyborg. Both processes of a
+side import that tree's cyborg_lite and its bench.seed, bench.serving
+and bench.common, whose interfaces (``seed_ours(url, n)``,
+``serve(name, app, port, threads)``) therefore stay stable.
+
+All sides get the same machine, client, data and serving conditions:
 
 - the same inventory (bench/seed.py: ``--devices`` FPGA cards, one region,
   one attach handle each), written into each one's own SQLite database;
@@ -19,8 +30,12 @@ Both services get the same machine, client, data and serving conditions:
   ``pip install openstack-cyborg==17.0.0 cheroot waitress`` unless
   ``--cyborg-python`` names another interpreter);
 - the same Nova stand-in for the accelerator-request-bound event
-  (bench/fake_nova.py), the same real Placement for Cyborg's conductor
-  start-up (cyborg_lite's does not need it for these routes);
+  (bench/fake_nova.py); a real Placement for Cyborg's conductor
+  start-up (Cyborg calls it on none of these routes), and one for each
+  cyborg_lite side, its conductor's inventory sink (as in the
+  all-in-one), to which the hosts of the cards the binds take are
+  published before the run, as their agents' reports would have
+  (``--no-placement-sink``: no sink, as the runs before issue 30);
 - the same load generator (this file: ``--concurrency`` threads with
   keep-alive http.client connections), the same headers
   (X-Roles admin, a project and user id, API version 2.3 / Cyborg's
@@ -35,11 +50,23 @@ times alternating which goes first; figures pool every round):
 - ``create_arq``: POST /v2/accelerator_requests for a one-group profile;
 - ``bind``: one at a time, POST an ARQ, PATCH the bind to the region
   provider of a card nobody used yet, GET until Bound; the latency is
-  POST start to Bound seen, the profile asks for no programming.
+  POST start to Bound seen, the profile asks for no programming;
+- ``delete``: one at a time, DELETE /v2/accelerator_requests?instance=
+  of an instance the binds bound, as Nova deletes an instance's ARQs;
+  the latency is the DELETE's. cyborg_lite frees the handle, reserves
+  the region until it is wiped and (since issue 30) answers once its
+  conductor published that to Placement; Cyborg frees the handle. After
+  each answer (untimed) a cyborg_lite side's Placement is asked whether
+  it still offers the region (``still_offered``: should be 0 once the
+  publish is synchronous), and one PUT of an inventory is timed on that
+  Placement (``placement_put_*``: the one write such a delete adds, by
+  itself, under the same load).
 
-Prints requests/s, p50/p99 per scenario and side, and ours/theirs ratios.
+Prints requests/s, p50/p99 per scenario and side, and the ratios
+between sides.
 """
 import argparse
+import collections
 import http.client
 import itertools
 import json
@@ -56,10 +83,12 @@ from bench import common
 from bench import fake_nova
 from bench import seed
 from bench import serving
+from cyborg_lite.common import placement_server
 from cyborg_lite.common import processes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+SCRIPT = os.path.join(HERE, 'api.py')
 CYBORG_VENV = os.path.join(HERE, '.cyborg-venv')
 CYBORG_REQUIREMENT = 'openstack-cyborg==17.0.0'
 HEADERS = {'X-Roles': 'admin,member',
@@ -74,6 +103,12 @@ HEADERS = {'X-Roles': 'admin,member',
 PROFILE_GROUP = {'resources:FPGA': '1',
                  'trait:CUSTOM_FPGA_INTEL': 'required'}
 BIND_PROFILE = 'bench-bind'
+SCENARIOS = ('list_devices', 'create_profile', 'create_arq', 'bind',
+             'delete')
+# (key, side expected faster, the other) of the ratios of each scenario.
+PAIRS = (('ratio', 'ours', 'cyborg'),
+         ('ratio_baseline', 'ours', 'baseline'),
+         ('ratio_baseline_cyborg', 'baseline', 'cyborg'))
 
 
 # -- the Cyborg venv --------------------------------------------------------
@@ -104,13 +139,13 @@ def ensure_cyborg_venv(venv=CYBORG_VENV):
 class Server:
     """A bench server subprocess; ``url`` once ready."""
 
-    def __init__(self, name, argv, port, workdir, env=None):
+    def __init__(self, name, argv, port, workdir, env=None, cwd=ROOT):
         self.name = name
         self.port = port
         self.url = 'http://127.0.0.1:%d' % port
         self.log_path = os.path.join(workdir, '%s.log' % name)
         self._log = open(self.log_path, 'w')
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=self._log,
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=self._log,
                                      stderr=subprocess.STDOUT, env=env)
 
     def wait_ready(self, timeout=300):
@@ -138,24 +173,88 @@ class Server:
         self._log.close()
 
 
-def start_ours(workdir, devices, nova_url, http_server='cheroot'):
+def start_ours(workdir, devices, nova_url, http_server='cheroot',
+               root=ROOT, name='ours', placement_url=None,
+               publish_cards=0):
+    """bench/ours_server.py on the code of the checkout ``root``, over a
+    new SQLite database that code migrated and seeded (``prepare_db``);
+    with ``placement_url``, publishing there, the hosts of the first
+    ``publish_cards`` cards published before it is ready."""
+    db = 'sqlite:///%s' % os.path.join(workdir, '%s.sqlite' % name)
+    common.run_in_tree(root, SCRIPT, [
+        '--db', db, '--devices', str(devices),
+        '--publish-cards', str(publish_cards if placement_url else 0)])
+    port = placement_server.free_port()
+    argv = [sys.executable, os.path.join(HERE, 'ours_server.py'),
+            '--db', db, '--port', str(port), '--nova-url', nova_url,
+            '--server', http_server]
+    if placement_url:
+        argv += ['--placement-url', placement_url]
+    return Server(name, argv, port, workdir, env=common.tree_env(root),
+                  cwd=root)
+
+
+def prepare_db(args):
+    """``--child`` (common.run_in_tree): migrate and seed ``--db`` with
+    this process's code tree, and request a publish of the hosts of the
+    first ``--publish-cards`` cards (their agents' first reports would
+    have); where cyborg_lite came from."""
+    sys.path.insert(0, args.root)
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
+    from cyborg_lite.db import publish_requests
     from cyborg_lite.db import session
-    db = 'sqlite:///%s' % os.path.join(workdir, 'ours.sqlite')
     config.parse_args([], default_config_files=[])
     common.quiet()
-    CONF.set_override('connection', db, group='database')
+    CONF.set_override('connection', args.db, group='database')
     migration.upgrade()
-    seed.seed_ours(db, devices)
+    seed.seed_ours(args.db, args.devices)
+    hosts = sorted({seed.host_of(i) for i in range(args.publish_cards)})
+    with session.writer(args.db) as s:
+        for hostname in hosts:
+            publish_requests.add(s, hostname, 'bench: reported')
     session.dispose_all()
-    from cyborg_lite.common import placement_server
-    port = placement_server.free_port()
-    return Server('ours', [sys.executable, '-m', 'bench.ours_server',
-                           '--db', db, '--port', str(port),
-                           '--nova-url', nova_url, '--server', http_server],
-                  port, workdir)
+    import cyborg_lite
+    return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),
+            'publish_hosts': hosts}
+
+
+def start_placement(workdir, name):
+    server = placement_server.PlacementServer(
+        basedir=os.path.join(workdir, name),
+        policy=placement_server.ADMIN_RESHAPES)
+    os.makedirs(server.basedir, exist_ok=True)
+    return server.start()
+
+
+def check_published(placement_url, cards):
+    """Refuse to measure unless Placement offers the region of each of
+    the first ``cards`` cards (the publish before the run worked)."""
+    for i in range(cards):
+        if not placement_offers(placement_url, seed.row(i)['rp_uuid']):
+            raise RuntimeError('%s does not offer the region of card %d'
+                               % (placement_url, i))
+
+
+def placement_offers(placement_url, rp_uuid):
+    """Whether Placement offers any of the provider's inventory (its
+    total above its reserved; the bench allocates nothing)."""
+    status, body = request(placement_url, 'GET',
+                           '/resource_providers/%s/inventories' % rp_uuid,
+                           headers=common.PLACEMENT_HEADERS)
+    _expect(status, body, (200,), 'GET inventories of %s' % rp_uuid)
+    return any(inv['total'] > inv['reserved']
+               for inv in body['inventories'].values())
+
+
+def tree_commit(root):
+    try:
+        return subprocess.run(['git', '-C', root, 'rev-parse', 'HEAD'],
+                              check=True, capture_output=True,
+                              text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
 
 
 CYBORG_LOGGERS = ('cyborg', 'oslo_messaging', 'keystoneauth', 'urllib3',
@@ -197,7 +296,6 @@ def start_cyborg(workdir, devices, nova_url, placement_url, python,
     subprocess.run([dbsync, '--config-file', conf, 'create_schema'],
                    check=True, capture_output=True)
     seed.seed_cyborg(os.path.join(workdir, 'cyborg.sqlite'), devices)
-    from cyborg_lite.common import placement_server
     port = placement_server.free_port()
     argv = [python, os.path.join(HERE, 'cyborg_server.py'),
             '--config-file', conf, '--port', str(port),
@@ -214,7 +312,7 @@ def start_cyborg(workdir, devices, nova_url, placement_url, python,
 _local = threading.local()
 
 
-def request(base, method, path, body=None):
+def request(base, method, path, body=None, headers=HEADERS):
     """One request on this thread's keep-alive connection: (status, json)."""
     conns = getattr(_local, 'conns', None)
     if conns is None:
@@ -227,7 +325,7 @@ def request(base, method, path, body=None):
         try:
             conn.request(method, path,
                          body=None if body is None else json.dumps(body),
-                         headers=HEADERS)
+                         headers=headers)
             resp = conn.getresponse()
             data = resp.read()
             break
@@ -247,14 +345,25 @@ def _expect(status, body, wanted, what):
 
 # -- scenarios --------------------------------------------------------------
 
+# What a scenario returns when it timed itself (work after the timed
+# request, such as a check, is not its latency).
+Latency = collections.namedtuple('Latency', ['seconds'])
+
+
 class Scenarios:
-    def __init__(self, side, devices):
+    def __init__(self, side, devices, placement_url=None):
         self.side = side
         self.devices = devices
         self.tag = uuid.uuid4().hex[:8]
         self.names = itertools.count()
         self.next_card = 0
         self.card_lock = threading.Lock()
+        # (instance uuid, region provider) of each Bound ARQ, oldest first.
+        self.bound = collections.deque()
+        self.placement_url = placement_url
+        self.still_offered = []
+        self.placement_puts = []
+        self._scratch = None   # [uuid, generation] of a provider to write
 
     def list_devices(self, base, i):
         status, body = request(base, 'GET', '/v2/devices')
@@ -285,6 +394,7 @@ class Scenarios:
             card = self.next_card
             self.next_card += 1
         row = seed.row(card)
+        instance = str(uuid.uuid4())
         arq = self.create_arq(base, i)
         status, body = request(base, 'PATCH', '/v2/accelerator_requests', {
             arq: [{'op': 'add', 'path': '/hostname',
@@ -292,7 +402,7 @@ class Scenarios:
                   {'op': 'add', 'path': '/device_rp_uuid',
                    'value': row['rp_uuid']},
                   {'op': 'add', 'path': '/instance_uuid',
-                   'value': str(uuid.uuid4())}]})
+                   'value': instance}]})
         _expect(status, body, (202,), 'PATCH bind')
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -300,22 +410,69 @@ class Scenarios:
                                    '/v2/accelerator_requests/' + arq)
             _expect(status, body, (200,), 'GET ARQ')
             if body['state'] == 'Bound':
+                self.bound.append((instance, row['rp_uuid']))
                 return
             if body['state'] == 'BindFailed':
                 raise RuntimeError('bind failed: %s' % json.dumps(body))
             time.sleep(0.002)
         raise RuntimeError('ARQ %s not Bound after 30 s' % arq)
 
+    def delete(self, base, i):
+        """Delete the ARQs of the instance bound longest ago, as Nova
+        does; then, untimed, whether Placement still offers its region."""
+        instance, rp_uuid = self.bound.popleft()
+        start = time.perf_counter()
+        status, body = request(base, 'DELETE',
+                               '/v2/accelerator_requests?instance='
+                               + instance)
+        latency = time.perf_counter() - start
+        _expect(status, body, (204,), 'DELETE ARQs of an instance')
+        if self.placement_url:
+            self.still_offered.append(
+                placement_offers(self.placement_url, rp_uuid))
+            self.placement_puts.append(self._time_placement_put(i))
+        return Latency(latency)
 
-def measure(sides, args):
-    plan = [('list_devices', args.list_requests, args.concurrency),
+    def _time_placement_put(self, i):
+        """Seconds of one PUT of a bench provider's inventory (reserved
+        flipped each time) on this side's Placement."""
+        if self._scratch is None:
+            rp_uuid = str(uuid.uuid4())
+            status, body = request(
+                self.placement_url, 'POST', '/resource_providers',
+                {'name': 'bench-%s' % rp_uuid, 'uuid': rp_uuid},
+                headers=common.PLACEMENT_HEADERS)
+            _expect(status, body, (200,), 'POST a bench provider')
+            self._scratch = [rp_uuid, body['generation']]
+        rp_uuid, generation = self._scratch
+        start = time.perf_counter()
+        status, body = request(
+            self.placement_url, 'PUT',
+            '/resource_providers/%s/inventories' % rp_uuid,
+            {'resource_provider_generation': generation,
+             'inventories': {'FPGA': {'total': 1, 'reserved': i % 2}}},
+            headers=common.PLACEMENT_HEADERS)
+        seconds = time.perf_counter() - start
+        _expect(status, body, (200,), 'PUT a bench inventory')
+        self._scratch[1] = body['resource_provider_generation']
+        return seconds
+
+
+def measure(sides, args, placements=None):
+    """``sides``: {name: Server}; ``placements``: {name: Placement URL}
+    of the sides whose deletes are checked against their Placement."""
+    placements = placements or {}
+    plan = [(name, count, concurrency) for name, count, concurrency in (
+            ('list_devices', args.list_requests, args.concurrency),
             ('create_profile', args.requests, args.concurrency),
             ('create_arq', args.requests, args.concurrency),
-            ('bind', args.binds, 1)]
+            ('bind', args.binds, 1),
+            ('delete', args.binds, 1)) if name in args.scenarios]
     pooled = {name: {side: {'latencies': [], 'wall': 0.0, 'errors': 0,
                             'first_errors': []}
                      for side in sides} for name, _, _ in plan}
-    scenarios = {side: Scenarios(side, args.devices) for side in sides}
+    scenarios = {side: Scenarios(side, args.devices, placements.get(side))
+                 for side in sides}
     for side, server in sides.items():
         scenarios[side].ensure_bind_profile(server.url)
         # Warm-up: imports, first connections, SQLite page cache.
@@ -347,17 +504,31 @@ def measure(sides, args):
             summary.update(errors=p['errors'],
                            first_errors=p['first_errors'][:3])
             report[name][side] = summary
-        if 'ours' in sides and 'cyborg' in sides:
-            ours, theirs = report[name]['ours'], report[name]['cyborg']
-            report[name]['ratio'] = {
-                'rps_ours_over_cyborg': common.ratio(ours['rps'],
-                                                     theirs['rps']),
-                'p50_cyborg_over_ours': common.ratio(theirs['p50_ms'],
-                                                     ours['p50_ms']),
-                'p99_cyborg_over_ours': common.ratio(theirs['p99_ms'],
-                                                     ours['p99_ms']),
-            }
+            if name == 'delete' and side in placements:
+                checked = scenarios[side].still_offered
+                # (The wall time is not the puts'; only the latencies.)
+                puts = common.latency_summary(
+                    scenarios[side].placement_puts, 1)
+                summary.update(placement_checked=len(checked),
+                               still_offered=sum(checked),
+                               placement_put_p50_ms=puts['p50_ms'],
+                               placement_put_p99_ms=puts['p99_ms'])
+        for key, faster, slower in PAIRS:
+            if faster in sides and slower in sides:
+                report[name][key] = _ratios(report[name], faster, slower)
     return report
+
+
+def _ratios(entry, faster, slower):
+    """``faster``'s throughput over ``slower``'s, ``slower``'s p50 and
+    p99 over ``faster``'s (above 1: ``faster`` is faster)."""
+    a, b = entry[faster], entry[slower]
+    return {'rps_%s_over_%s' % (faster, slower): common.ratio(a['rps'],
+                                                               b['rps']),
+            'p50_%s_over_%s' % (slower, faster): common.ratio(b['p50_ms'],
+                                                              a['p50_ms']),
+            'p99_%s_over_%s' % (slower, faster): common.ratio(b['p99_ms'],
+                                                              a['p99_ms'])}
 
 
 def _run_collect(base, func, count, concurrency):
@@ -373,13 +544,16 @@ def _run_collect(base, func, count, concurrency):
                 return
             start = time.perf_counter()
             try:
-                func(base, i)
+                result = func(base, i)
             except Exception as exc:  # noqa: BLE001 - reported, counted
                 with lock:
                     errors.append(str(exc)[:300])
                 continue
+            elapsed = time.perf_counter() - start
+            if isinstance(result, Latency):
+                elapsed = result.seconds
             with lock:
-                latencies.append(time.perf_counter() - start)
+                latencies.append(elapsed)
 
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
     with common.Timer() as t:
@@ -392,31 +566,62 @@ def _run_collect(base, func, count, concurrency):
 
 
 def print_table(report, sides):
-    common.log('\n%-15s %-7s %9s %9s %9s   ratio (ours vs cyborg)'
+    common.log('\n%-15s %-8s %9s %9s %9s'
                % ('scenario', 'side', 'req/s', 'p50 ms', 'p99 ms'))
     for name, entry in report.items():
         for side in sides:
             s = entry[side]
-            common.log('%-15s %-7s %9s %9s %9s %s' % (
+            notes = []
+            if s['errors']:
+                notes.append('errors=%d' % s['errors'])
+            if 'still_offered' in s:
+                notes.append('still offered after the answer: %d of %d; '
+                             "Placement's PUT p50 %s p99 %s ms" % (
+                                 s['still_offered'], s['placement_checked'],
+                                 s['placement_put_p50_ms'],
+                                 s['placement_put_p99_ms']))
+            common.log('%-15s %-8s %9s %9s %9s  %s' % (
                 name, side, s['rps'], s['p50_ms'], s['p99_ms'],
-                ('  errors=%d' % s['errors']) if s['errors'] else ''))
-        if 'ratio' in entry:
-            r = entry['ratio']
-            common.log('%-15s %-7s throughput x%s, p50 %s x faster, p99 %s x'
-                       % ('', 'ratio', r['rps_ours_over_cyborg'],
-                          r['p50_cyborg_over_ours'],
-                          r['p99_cyborg_over_ours']))
+                ', '.join(notes)))
+        for key, faster, slower in PAIRS:
+            if key in entry:
+                r = list(entry[key].values())
+                common.log('%-15s %s vs %s: throughput x%s, p50 %sx '
+                           'faster, p99 %sx' % ('', faster, slower, *r))
 
 
-def main(argv=None):
+def _scenario_list(text):
+    names = [n for n in text.split(',') if n]
+    unknown = sorted(set(names) - set(SCENARIOS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            'scenarios are a comma-separated list of %s'
+            % ', '.join(SCENARIOS))
+    if 'delete' in names and 'bind' not in names:
+        raise argparse.ArgumentTypeError('delete deletes what bind bound: '
+                                         'name both')
+    return names
+
+
+def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--devices', type=int, default=10000)
     parser.add_argument('--requests', type=int, default=200,
                         help='per side, for each create scenario')
     parser.add_argument('--list-requests', type=int, default=30)
-    parser.add_argument('--binds', type=int, default=100)
+    parser.add_argument('--binds', type=int, default=100,
+                        help='per side, for bind and for delete')
     parser.add_argument('--concurrency', type=int, default=4)
     parser.add_argument('--rounds', type=int, default=2)
+    parser.add_argument('--scenarios', type=_scenario_list,
+                        default=list(SCENARIOS),
+                        help='comma-separated, of %s (default: all)'
+                             % ', '.join(SCENARIOS))
+    parser.add_argument('--baseline',
+                        help='a checkout of cyborg_lite to measure too '
+                             '(side "baseline")')
+    parser.add_argument('--no-placement-sink', action='store_true',
+                        help='cyborg_lite sides publish nowhere')
     parser.add_argument('--no-cyborg', action='store_true',
                         help='measure cyborg_lite only (no Cyborg venv)')
     parser.add_argument('--cyborg-python',
@@ -428,48 +633,84 @@ def main(argv=None):
                              "fake (oslo.messaging's, 50 ms polls)")
     parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot',
-                        help="both sides' HTTP server (8 threads each)")
+                        help="all sides' HTTP server (8 threads each)")
     parser.add_argument('--workdir', help='keep databases and logs here')
     parser.add_argument('--output')
+    # prepare_db, run by start_ours in the tree it serves.
+    parser.add_argument('--child', action='store_true',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
+    parser.add_argument('--db', help=argparse.SUPPRESS)
+    parser.add_argument('--publish-cards', type=int, default=0,
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        return args
     if args.binds > args.devices:
         parser.error('--binds may not exceed --devices (one card each)')
+    if args.baseline and not os.path.isdir(
+            os.path.join(args.baseline, 'cyborg_lite')):
+        parser.error('--baseline %s: no cyborg_lite/ there' % args.baseline)
+    return args
 
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.child:
+        print(json.dumps(prepare_db(args)))
+        return
+    trees = {'ours': ROOT}
+    if args.baseline:
+        trees['baseline'] = os.path.abspath(args.baseline)
+    machine = common.machine()
     workdir = args.workdir or tempfile.mkdtemp(prefix='bench-api-')
     os.makedirs(workdir, exist_ok=True)
     nova = fake_nova.FakeNova().start()
-    placement = None
+    placements = {}
     servers = {}
     try:
-        servers['ours'] = start_ours(workdir, args.devices, nova.url,
-                                     args.server)
+        for side, root in trees.items():
+            if not args.no_placement_sink:
+                placements[side] = start_placement(workdir,
+                                                   'placement-' + side)
+            servers[side] = start_ours(
+                workdir, args.devices, nova.url, args.server, root=root,
+                name=side, publish_cards=args.binds,
+                placement_url=(placements[side].endpoint
+                               if side in placements else None))
         cyborg_version = None
         if not args.no_cyborg:
             python = args.cyborg_python or ensure_cyborg_venv()
             cyborg_version = subprocess.run(
                 [python, '-c', 'import cyborg; print(cyborg.__version__)'],
                 check=True, capture_output=True, text=True).stdout.strip()
-            from cyborg_lite.common import placement_server
-            placement = placement_server.PlacementServer(
-                basedir=os.path.join(workdir, 'placement'))
-            os.makedirs(placement.basedir, exist_ok=True)
-            placement.start()
-            servers['cyborg'] = start_cyborg(workdir, args.devices, nova.url,
-                                             placement.endpoint, python,
-                                             args.cyborg_transport,
-                                             args.server)
+            # Cyborg's conductor needs one at start-up, and calls it on
+            # none of the routes measured.
+            placements['cyborg'] = start_placement(workdir, 'placement')
+            servers['cyborg'] = start_cyborg(
+                workdir, args.devices, nova.url,
+                placements['cyborg'].endpoint, python,
+                args.cyborg_transport, args.server)
         for server in servers.values():
             server.wait_ready()
-        report = measure(servers, args)
+        checked = {side: placements[side].endpoint for side in trees
+                   if side in placements}
+        for url in checked.values():
+            check_published(url, args.binds)
+        report = measure(servers, args, checked)
         # NOTE: a bind's Nova event follows its Bound, which the client
         # may see first; a server stops after the calls in flight, so
         # once all have stopped every event has been sent.
         for server in servers.values():
             server.stop()
         print_table(report, list(servers))
-        result = {'bench': 'api', 'machine': common.machine(),
+        result = {'bench': 'api', 'machine': machine,
                   'params': {k: v for k, v in vars(args).items()
-                             if k not in ('output', 'workdir')},
+                             if k not in ('output', 'workdir', 'child',
+                                          'root', 'db', 'publish_cards')},
+                  'trees': {side: {'root': root, 'commit': tree_commit(root)}
+                            for side, root in trees.items()},
+                  'placement_sink': not args.no_placement_sink,
                   'cyborg_version': cyborg_version,
                   'nova_events': nova.events,
                   'scenarios': report}
@@ -477,7 +718,7 @@ def main(argv=None):
     finally:
         for server in servers.values():
             server.stop()
-        if placement is not None:
+        for placement in placements.values():
             placement.stop()
         nova.stop()
         if not args.workdir:

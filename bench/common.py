@@ -12,6 +12,14 @@ import sys
 import time
 
 
+# What the benches send the Placement they start (cyborg_lite.common.
+# placement_server: noauth2, this token is an admin).
+PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
+                     'Content-Type': 'application/json',
+                     'Accept': 'application/json',
+                     'OpenStack-API-Version': 'placement 1.39'}
+
+
 def percentile(values, pct):
     """Nearest-rank percentile of ``values`` (seconds in, seconds out)."""
     if not values:
@@ -83,15 +91,25 @@ def log(*args):
     print(*args, file=sys.stderr, flush=True)
 
 
+def tree_env(root):
+    """The environment of a child process that imports cyborg_lite, and
+    bench's own modules, from the code tree ``root`` (a checkout) first.
+    Run a script of this checkout by its path with it (its own folder,
+    bench/, comes first on the path and holds neither package); ``-m``
+    would put the working directory first instead."""
+    return dict(os.environ, PYTHONPATH=root)
+
+
 def run_in_tree(root, script, argv):
     """The JSON a bench's ``--child`` run printed last, run with the code
-    tree ``root`` (a checkout) first on the path; refused when the child
-    imported cyborg_lite from elsewhere (its ``root`` field says where)."""
+    tree ``root`` (a checkout) first on the path (``tree_env``); refused
+    when the child imported cyborg_lite from elsewhere (its ``root``
+    field says where)."""
     import subprocess
-    env = dict(os.environ, PYTHONPATH=root)
     out = subprocess.run(
         [sys.executable, script, '--child', '--root', root] + list(argv),
-        env=env, check=True, stdout=subprocess.PIPE, cwd=root).stdout
+        env=tree_env(root), check=True, stdout=subprocess.PIPE,
+        cwd=root).stdout
     result = json.loads(out.decode().strip().splitlines()[-1])
     if os.path.realpath(result['root']) != os.path.realpath(root):
         raise RuntimeError('the trial of %s imported cyborg_lite from %s'

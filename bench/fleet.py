@@ -64,8 +64,6 @@ REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'   # as the scheduler test
 FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'   # the fake's initial one
 REGION_MEMORY_MB = 4096
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
-                     'OpenStack-API-Version': 'placement 1.39'}
 
 
 def hostname(index):
@@ -161,7 +159,7 @@ def verify_functions(placement_url, fleet, keys):
     for host, card, region in keys:
         url = '%s/resource_providers/%s/traits' % (
             placement_url, region_rp_uuid(host, card, region))
-        resp = http.get(url, headers=PLACEMENT_HEADERS)
+        resp = http.get(url, headers=common.PLACEMENT_HEADERS)
         resp.raise_for_status()
         want = 'CUSTOM_FUNCTION_ID_' + fleet.functions[
             (host, card, region)].upper()
@@ -367,7 +365,8 @@ def measure_candidates(placement_url, count, limit=None):
         for _ in range(count):
             start = time.perf_counter()
             resp = http.get(placement_url + '/allocation_candidates',
-                            params=params, headers=PLACEMENT_HEADERS)
+                            params=params,
+                            headers=common.PLACEMENT_HEADERS)
             latencies.append(time.perf_counter() - start)
             resp.raise_for_status()
             returned = len(resp.json()['allocation_requests'])
@@ -408,7 +407,7 @@ def trust_own_publish_ab(conductor, fleet, hosts, pct, rounds):
 
 def count_providers(placement_url):
     resp = requests.get(placement_url + '/resource_providers',
-                        headers=PLACEMENT_HEADERS)
+                        headers=common.PLACEMENT_HEADERS)
     resp.raise_for_status()
     return len(resp.json()['resource_providers'])
 

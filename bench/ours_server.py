@@ -2,11 +2,17 @@
 
     .venv/bin/python -m bench.ours_server --db sqlite:///x.sqlite
         --port N --nova-url URL [--threads 8]
-        [--server cheroot|waitress]
+        [--server cheroot|waitress] [--placement-url URL]
 
 The same arrangement as cyborg-lite-all-in-one (its HTTP server, cheroot,
-in-process ``inproc://`` messaging, noauth, SQLite) minus Placement and
-the agent, which the API routes measured here do not use.
+in-process ``inproc://`` messaging, noauth, SQLite) minus the agent,
+which the API routes measured here do not use. Without
+``--placement-url`` there is no inventory sink: a publish (after an ARQ
+delete, say) writes nothing anywhere. With it, the conductor publishes
+to that Placement as the all-in-one's does (admin token, the compute
+node provider created), and first serves the hosts the database asks
+to publish (db/publish_requests; bench/api.py seeds them), as its
+periodic task would, before it serves HTTP.
 ``[arq] notifier = nova`` sends the accelerator-request-bound event to
 ``--nova-url`` (bench/fake_nova.py), as Cyborg does.
 ``[api] max_limit = 10000`` so that GET /v2/devices returns all rows, as
@@ -27,6 +33,8 @@ def main(argv=None):
     parser.add_argument('--threads', type=int, default=8)
     parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot')
+    parser.add_argument('--placement-url',
+                        help='publish inventory to this Placement')
     args = parser.parse_args(argv)
 
     from keystoneauth1 import loading as ks_loading
@@ -52,12 +60,23 @@ def main(argv=None):
         'arq': {'notifier': 'nova'},
         'nova': {'auth_type': 'none', 'endpoint_override': args.nova_url},
     }
+    if args.placement_url:
+        from cyborg_lite.common import placement_server
+        CONF.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='placement')
+        overrides['placement'] = {
+            'auth_type': 'admin_token', 'token': placement_server.TOKEN,
+            'endpoint_override': args.placement_url,
+            'create_compute_node_rp': True}
     for group, values in overrides.items():
         for name, value in values.items():
             CONF.set_override(name, value, group=group)
 
     conductor = service.ConductorService(CONF)
     conductor.start()
+    if args.placement_url:
+        conductor.manager.publisher.publish_requested()
     stop_serving = serving.serve(args.server, deploy.loadapp(CONF),
                                  args.port, args.threads)
     stops = stop_signals.StopSignals()

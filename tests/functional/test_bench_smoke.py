@@ -142,23 +142,51 @@ def test_fleet_bench_refuses_a_single_or_no_function_count(text):
 
 
 def test_api_bench_tiny_without_cyborg(tmp_path):
+    # This tree against itself as the baseline: the plumbing of
+    # --baseline, not a comparison.
     result = _bench(tmp_path, 'api', '--devices', '20', '--requests', '6',
                     '--list-requests', '2', '--binds', '3', '--rounds', '1',
-                    '--concurrency', '2', '--no-cyborg')
+                    '--concurrency', '2', '--no-cyborg', '--baseline', ROOT)
 
     assert result['bench'] == 'api'
     assert result['cyborg_version'] is None
+    assert result['placement_sink'] is True
+    assert {side: os.path.realpath(tree['root'])
+            for side, tree in result['trees'].items()} == {
+        'ours': os.path.realpath(ROOT), 'baseline': os.path.realpath(ROOT)}
     scenarios = result['scenarios']
     assert set(scenarios) == {'list_devices', 'create_profile',
-                              'create_arq', 'bind'}
+                              'create_arq', 'bind', 'delete'}
     for name, entry in scenarios.items():
-        ours = entry['ours']
-        assert ours['errors'] == 0, (name, ours['first_errors'])
-        assert ours['requests'] > 0 and ours['p50_ms'] is not None
+        for side in ('ours', 'baseline'):
+            summary = entry[side]
+            assert summary['errors'] == 0, (name, side,
+                                            summary['first_errors'])
+            assert summary['requests'] > 0 and summary['p50_ms'] is not None
         assert 'cyborg' not in entry and 'ratio' not in entry
-    assert scenarios['bind']['ours']['requests'] == 3
+        assert set(entry['ratio_baseline']) == {
+            'rps_ours_over_baseline', 'p50_baseline_over_ours',
+            'p99_baseline_over_ours'}
+    for side in ('ours', 'baseline'):
+        assert scenarios['bind'][side]['requests'] == 3
+        delete = scenarios['delete'][side]
+        assert delete['requests'] == 3
+        # Each deleted ARQ's region was reserved in Placement when the
+        # DELETE answered (issue 30: the publish is synchronous).
+        assert delete['placement_checked'] == 3
+        assert delete['still_offered'] == 0
+        assert 0 < delete['placement_put_p50_ms'] <= \
+            delete['placement_put_p99_ms']
     # Each Bound ARQ told the Nova stand-in.
-    assert result['nova_events'] == 3
+    assert result['nova_events'] == 6
+
+
+@pytest.mark.parametrize('text', ['', 'bind,nope', 'delete'])
+def test_api_bench_refuses_unknown_or_unpaired_scenarios(text):
+    import argparse
+    from bench import api
+    with pytest.raises(argparse.ArgumentTypeError):
+        api._scenario_list(text)
 
 
 def test_cyborg_side_is_offered_the_inproc_driver(tmp_path):
