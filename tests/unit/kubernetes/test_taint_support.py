@@ -9,7 +9,7 @@ import pytest
 
 from cyborg_lite.common import k8s_slices
 from cyborg_lite.kubernetes import slice_sync
-from cyborg_lite.kubernetes import taint_support
+from cyborg_lite.kubernetes import gated_fields
 from tests import waiting
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories as inv
@@ -108,7 +108,7 @@ def test_a_cluster_without_taints_is_asked_again_later(apiserver, sync,
     apiserver.device_taints = True            # upgraded to 1.36
     sync.sync(_unavailable_host())
     assert HELD not in _stored(apiserver)
-    clock.now += taint_support.REASK_INTERVAL
+    clock.now += gated_fields.REASK_INTERVAL
     sync.sync(_unavailable_host())
     assert _stored(apiserver)[HELD]['taints'][0]['effect'] == 'NoSchedule'
     assert len(apiserver.dry_runs) == 2
