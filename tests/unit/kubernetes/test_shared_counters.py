@@ -19,7 +19,6 @@ from cyborg_lite.conductor import k8s_claims
 from cyborg_lite.kubernetes import gated_fields
 from cyborg_lite.kubernetes import sink as sink_mod
 from cyborg_lite.kubernetes import slice_sync
-from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.conductor.test_cleaning_flow import RecordingAgents
 from tests.unit.kubernetes import allocator
@@ -170,26 +169,6 @@ def test_a_device_consuming_three_sets_or_an_undefined_one_is_refused():
 
 
 # --- the sync -------------------------------------------------------------
-
-@pytest.fixture
-def apiserver():
-    server = fake_apiserver.FakeKubeApiServer().start()
-    server.add_node('node-1')
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def clock():
-    return waiting.ManualClock()
-
-
-@pytest.fixture
-def sync(apiserver, clock):
-    client = apiserver.api_client()
-    yield slice_sync.SliceSync(client, DRIVER, clock=clock)
-    client.close()
-
 
 def test_with_the_gate_the_pool_is_partitioned_and_stays_unwritten(
         apiserver, sync):
