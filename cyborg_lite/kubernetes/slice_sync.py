@@ -26,8 +26,8 @@ import urllib3
 
 from cyborg_lite.common import k8s_client
 from cyborg_lite.common import k8s_slices as slices_mod
-from cyborg_lite.kubernetes import slice_watch
 from cyborg_lite.kubernetes import gated_fields
+from cyborg_lite.kubernetes import slice_watch
 
 LOG = logging.getLogger(__name__)
 
