@@ -21,6 +21,7 @@ LOG = logging.getLogger(__name__)
 
 CONFLICT = 409
 NOT_FOUND = 404
+UNPROCESSABLE = 422      # Invalid: the body breaks a rule of the API
 # Seconds between two lines about an apiserver that stays unreachable.
 OUTAGE_LOG_INTERVAL = 60
 OUTAGE = outage.OutageLog('Kubernetes API', LOG,

@@ -27,6 +27,11 @@ class Deployable:
     numa_node: int | None = None
     pcie_root: str | None = None
     pci_bus_id: str | None = None
+    # The names of the deployables of its device that reach one PCI
+    # function with it, itself included (common/shared_functions.groups:
+    # a card without SR-IOV reports its PF in every region); empty when it
+    # shares none.
+    shares_function: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

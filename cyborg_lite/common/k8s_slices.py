@@ -5,7 +5,9 @@ stable DNS label (device type, device identity, deployable name), so a
 region keeps its name when it is reprogrammed. Attributes live in the
 driver's domain except the standard ``resource.kubernetes.io`` ones.
 Devices are sorted by name and cut into slices of at most
-``MAX_DEVICES_PER_SLICE``; every object is checked against the API's
+``MAX_DEVICES_PER_SLICE``; regions that share one PCI function consume
+its counter set, published in slices of their own after the devices'
+(common/k8s_counters.py). Every object is checked against the API's
 rules before it leaves (``check_slice``), since the published schemas do
 not check names, lengths or counts.
 
@@ -22,6 +24,7 @@ resource.kubernetes.io is ever published (``STANDARD_ATTRIBUTES``).
 """
 import logging
 
+from cyborg_lite.common import k8s_counters
 from cyborg_lite.common import k8s_names
 from cyborg_lite.common import topology
 
@@ -34,9 +37,10 @@ PCI_BUS_ID = STANDARD_DOMAIN + '/pciBusID'
 PCIE_ROOT = STANDARD_DOMAIN + '/pcieRoot'
 NUMA_NODE = STANDARD_DOMAIN + '/numaNode'
 STANDARD_ATTRIBUTES = (PCI_BUS_ID, PCIE_ROOT, NUMA_NODE)
-# The API allows 128 devices per slice, 64 when any device has taints
-# (ResourceSliceMaxDevicesWithAdvancedFeatures). We always cut at 64 so a
-# taint that comes or goes never moves devices between slices.
+# The API allows 128 devices per slice, 64 when any device has taints or
+# consumes counters (ResourceSliceMaxDevicesWithTaintsOrConsumesCounters).
+# We always cut at 64 so a taint that comes or goes never moves devices
+# between slices.
 MAX_DEVICES_PER_SLICE = 64
 API_MAX_DEVICES = 128
 API_MAX_DEVICES_WITH_TAINTS = 64
@@ -214,39 +218,59 @@ def build_devices(inventory, driver_name, publish_taints=True,
     return sorted(devices, key=lambda d: d['name'])
 
 
-def slice_name(node_name, driver_name, index):
-    return k8s_names.dns_subdomain_name(node_name, driver_name, str(index))
+def slice_name(node_name, driver_name, suffix):
+    return k8s_names.dns_subdomain_name(node_name, driver_name, str(suffix))
+
+
+def _slice(inventory, driver_name, suffix, count, **content):
+    return {
+        'apiVersion': API_VERSION,
+        'kind': KIND,
+        'metadata': {'name': slice_name(inventory.node_name, driver_name,
+                                        suffix)},
+        'spec': dict({
+            'driver': driver_name,
+            'nodeName': inventory.node_name,
+            'pool': {'name': inventory.node_name, 'generation': 0,
+                     'resourceSliceCount': count},
+        }, **content),
+    }
 
 
 def build_slices(inventory, driver_name, publish_taints=True,
-                 max_devices=MAX_DEVICES_PER_SLICE, numa_node_list=False):
+                 max_devices=MAX_DEVICES_PER_SLICE, numa_node_list=False,
+                 shared_counters=True):
     """The ResourceSlice objects (dicts) that publish ``inventory``; none
     for a host without devices. ``numa_node_list``: numaNode in its list
-    form (KEP-6072; the cluster must have DRAListTypeAttributes on)."""
+    form (KEP-6072; the cluster must have DRAListTypeAttributes on).
+    ``shared_counters``: regions that share a PCI function consume its
+    counter set, published in slices of their own after the devices'
+    (common/k8s_counters.py; the cluster must have partitionable devices)."""
     if not k8s_names.is_dns_subdomain(inventory.node_name):
         raise InvalidSlice('node name %r is not a DNS subdomain'
                            % (inventory.node_name,))
     devices = build_devices(inventory, driver_name, publish_taints,
                             numa_node_list)
+    sets = []
+    if shared_counters:
+        devices, sets = k8s_counters.partitioned(devices,
+                                                 devices_by_name(inventory))
     chunks = [devices[i:i + max_devices]
               for i in range(0, len(devices), max_devices)]
-    slices = []
-    for index, chunk in enumerate(chunks):
-        obj = {
-            'apiVersion': API_VERSION,
-            'kind': KIND,
-            'metadata': {'name': slice_name(inventory.node_name,
-                                            driver_name, index)},
-            'spec': {
-                'driver': driver_name,
-                'nodeName': inventory.node_name,
-                'pool': {'name': inventory.node_name, 'generation': 0,
-                         'resourceSliceCount': len(chunks)},
-                'devices': chunk,
-            },
-        }
+    set_chunks = [sets[i:i + k8s_counters.MAX_SETS_PER_SLICE]
+                  for i in range(0, len(sets),
+                                 k8s_counters.MAX_SETS_PER_SLICE)]
+    count = len(chunks) + len(set_chunks)
+    slices = [_slice(inventory, driver_name, str(index), count,
+                     devices=chunk)
+              for index, chunk in enumerate(chunks)]
+    slices += [_slice(inventory, driver_name, 'counters-%d' % index, count,
+                      sharedCounters=chunk)
+               for index, chunk in enumerate(set_chunks)]
+    for obj in slices:
         check_slice(obj)
-        slices.append(obj)
+    errors = k8s_counters.pool_errors(slices)
+    _check(not errors, 'pool %s: %s', inventory.node_name, '; '.join(errors))
     return slices
 
 
@@ -306,6 +330,8 @@ def _check_device(device):
                k8s_names.is_label_value(taint.get('value', '')) and
                taint.get('effect') in TAINT_EFFECTS,
                'device %s: bad taint %r', name, taint)
+    for reason in k8s_counters.device_errors(device):
+        raise InvalidSlice(reason)
 
 
 def check_slice(obj):
@@ -327,9 +353,10 @@ def check_slice(obj):
     _check(isinstance(pool.get('resourceSliceCount'), int) and
            pool['resourceSliceCount'] > 0, 'pool %s: bad slice count',
            pool_name)
-    devices = spec.get('devices', [])
-    limit = (API_MAX_DEVICES_WITH_TAINTS if any(d.get('taints')
-                                                for d in devices)
+    devices = spec.get('devices') or []
+    limit = (API_MAX_DEVICES_WITH_TAINTS
+             if any(d.get('taints') or d.get('consumesCounters')
+                    for d in devices)
              else API_MAX_DEVICES)
     _check(len(devices) <= limit, 'slice %s: %d devices, at most %d',
            meta.get('name'), len(devices), limit)
@@ -338,3 +365,5 @@ def check_slice(obj):
            meta.get('name'))
     for device in devices:
         _check_device(device)
+    for reason in k8s_counters.slice_errors(obj):
+        raise InvalidSlice(reason)

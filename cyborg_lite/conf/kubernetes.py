@@ -96,6 +96,22 @@ OPTS = [
                      'where taints are dropped leaves such devices out of '
                      'the ResourceSlices instead. False: always leave them '
                      'out.'),
+    cfg.BoolOpt('shared_counters',
+                default=True,
+                help='Publish the FPGA regions that share one PCI function '
+                     '(a card without SR-IOV) as partitionable devices '
+                     '(KEP-4815): a counter set per shared function, of '
+                     'which each region behind it consumes all, so the '
+                     'scheduler never allocates two of them at once. Needs '
+                     'the DRAPartitionableDevices feature gate (on by '
+                     'default from Kubernetes 1.36; counter sets in slices '
+                     'of their own need 1.35) in the apiserver and the '
+                     'scheduler: the conductor asks the apiserver with a '
+                     'dry run, and where the counters are dropped or '
+                     'refused publishes each region as a device of its own '
+                     'instead, tainted while a sibling is held. False: '
+                     'never publish counters (a scheduler without the gate '
+                     'allocates no device that consumes counters).'),
     cfg.BoolOpt('numa_node_list',
                 default=False,
                 help='Publish resource.kubernetes.io/numaNode as a list '

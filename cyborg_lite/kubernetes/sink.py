@@ -62,7 +62,8 @@ class KubernetesSink(inventory_sink.InventorySink):
         self.sync = slice_sync.SliceSync(
             api_client, group.driver_name, group.publish_taints,
             group.api_conflict_retries,
-            numa_node_list=group.numa_node_list)
+            numa_node_list=group.numa_node_list,
+            shared_counters=group.shared_counters)
         self._pending = inventory_sink.PendingHosts(
             conf.placement.sync_retry_initial_interval,
             conf.placement.sync_retry_max_interval, clock)

@@ -11,10 +11,13 @@ so readers never mix two states of the pool. Writes carry the
 resourceVersion they were computed from; a 409 (another writer, or our
 own earlier attempt) re-reads the pool and starts over. Devices are
 tainted where the cluster keeps device taints, and left out where it
-does not (kubernetes/taint_support.py).
+does not; regions behind one PCI function consume its shared counter
+where the cluster keeps counters, and are devices of their own where it
+does not (kubernetes/gated_fields.py).
 """
 import copy
 import dataclasses
+import json
 import logging
 import time
 
@@ -23,8 +26,8 @@ import urllib3
 
 from cyborg_lite.common import k8s_client
 from cyborg_lite.common import k8s_slices as slices_mod
+from cyborg_lite.kubernetes import gated_fields
 from cyborg_lite.kubernetes import slice_watch
-from cyborg_lite.kubernetes import taint_support
 
 LOG = logging.getLogger(__name__)
 
@@ -33,9 +36,21 @@ class _Conflict(Exception):
     """A write lost against another writer: re-read and try again."""
 
 
-class _TaintsDropped(Exception):
-    """A write came back without its taints: build the slices again
-    without them (taint_support) and start over."""
+class _FieldsDropped(Exception):
+    """A write came back without a gated field it was sent with: build the
+    slices again without it (gated_fields) and start over."""
+
+
+class _Invalid(Exception):
+    """The apiserver refused a body as invalid (422)."""
+
+
+def _status_message(e):
+    """The message of the Status an ApiException carries."""
+    try:
+        return json.loads(e.body)['message']
+    except (TypeError, ValueError, KeyError):
+        return e.body or e.reason
 
 
 def _error(what, e):
@@ -77,9 +92,15 @@ def _normalised(spec):
             return [clean(v) for v in value]
         return value
     spec = clean(spec)
-    for device in spec.get('devices', []):
-        for entry in device.get('capacity', {}).values():
-            entry['value'] = kubernetes.utils.parse_quantity(entry['value'])
+    quantities = [entry for device in spec.get('devices', [])
+                  for entry in device.get('capacity', {}).values()]
+    quantities += [counter for device in spec.get('devices', [])
+                   for consumed in device.get('consumesCounters', [])
+                   for counter in consumed['counters'].values()]
+    quantities += [counter for counter_set in spec.get('sharedCounters', [])
+                   for counter in counter_set['counters'].values()]
+    for entry in quantities:
+        entry['value'] = kubernetes.utils.parse_quantity(entry['value'])
     return spec
 
 
@@ -104,11 +125,17 @@ class SliceSync:
 
     def __init__(self, api_client, driver_name, publish_taints=True,
                  conflict_retries=5, clock=time.monotonic,
-                 numa_node_list=False):
+                 numa_node_list=False, shared_counters=True):
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self._core = kubernetes.client.CoreV1Api(api_client)
         self.driver_name = driver_name
-        self.taints = taint_support.TaintSupport(publish_taints, clock)
+        self.taints = gated_fields.FieldSupport(gated_fields.TAINTS,
+                                                publish_taints, clock)
+        self.counters = gated_fields.FieldSupport(
+            gated_fields.SHARED_COUNTERS, shared_counters, clock)
+        # The build_slices option of each gated field.
+        self._gated = {'publish_taints': self.taints,
+                       'shared_counters': self.counters}
         self.conflict_retries = conflict_retries
         self.numa_node_list = numa_node_list
         # What we wrote, for a watch of our slices (slice_watch.py).
@@ -124,8 +151,8 @@ class SliceSync:
             try:
                 self._sync_once(inventory.node_name, desired, result)
                 return result
-            except _TaintsDropped:
-                continue        # built again, without taints
+            except _FieldsDropped:
+                continue        # built again, without what was dropped
             except _Conflict:
                 result.conflicts += 1
             if result.conflicts > self.conflict_retries:
@@ -134,34 +161,47 @@ class SliceSync:
                            'after %d tries' % (inventory.node_name,
                                                result.conflicts))
 
-    def _desired(self, inventory):
-        """The slices of ``inventory``, with taints where the cluster keeps
-        them (taint_support); asked with a dry run before the first."""
-        desired = slices_mod.build_slices(
-            inventory, self.driver_name, self.taints.publish(),
-            numa_node_list=self.numa_node_list)
-        tainted = [s for s in desired if taint_support.has_taints(s)]
-        if tainted and self.taints.unsure():
-            self._ask_about_taints(tainted[0])
-            if not self.taints.publish():
-                desired = slices_mod.build_slices(
-                    inventory, self.driver_name, False,
-                    numa_node_list=self.numa_node_list)
-        return desired
+    def _build(self, inventory, probing=None):
+        """The slices of ``inventory`` with the gated fields the cluster
+        keeps; when ``probing`` one, without the others not known yet (so
+        the answer tells of its gate alone)."""
+        options = {option: support.publish() and (
+            probing in (None, support) or not support.unsure())
+            for option, support in self._gated.items()}
+        return slices_mod.build_slices(inventory, self.driver_name,
+                                       numa_node_list=self.numa_node_list,
+                                       **options)
 
-    def _ask_about_taints(self, obj):
+    def _desired(self, inventory):
+        """The slices of ``inventory``; before a gated field is first
+        written, the cluster is asked with a dry run whether it keeps it
+        (gated_fields)."""
+        desired = self._build(inventory)
+        unsure = [support for support in self._gated.values()
+                  if support.unsure() and any(map(support.used, desired))]
+        for support in unsure:
+            probe = next(filter(support.used, self._build(
+                inventory, probing=support)), None)
+            if probe is not None:
+                self._ask(support, probe)
+        return self._build(inventory) if unsure else desired
+
+    def _ask(self, support, obj):
         """Create ``obj`` as a dry run, under a name of its own, and learn
-        from the answer whether the cluster keeps device taints."""
+        from the answer whether the cluster keeps ``support``'s field."""
         probe = {'apiVersion': slices_mod.API_VERSION,
                  'kind': slices_mod.KIND,
                  'metadata': {'name': slices_mod.slice_name(
-                     obj['spec']['nodeName'], self.driver_name,
-                     'taint-probe')},
+                     obj['spec']['nodeName'], self.driver_name, 'probe')},
                  'spec': obj['spec']}
-        stored = k8s_client.raw_json(self._call(
-            'dry-run create', self._resource.create_resource_slice, probe,
-            dry_run='All'))
-        self.taints.observed(probe, stored)
+        try:
+            stored = k8s_client.raw_json(self._call(
+                'dry-run create', self._resource.create_resource_slice,
+                probe, dry_run='All', refused_ok=True))
+        except _Invalid as e:
+            support.refused(probe, e)
+            return
+        support.observed(probe, stored)
 
     def _write(self, what, method, *args):
         """A create or update, noted as ours; what the apiserver stored."""
@@ -170,19 +210,25 @@ class SliceSync:
             self.own.wrote(stored)
         return stored
 
-    def _check_taints(self, sent, stored):
-        """_TaintsDropped when the apiserver dropped the taints sent."""
-        if not self.taints.observed(sent, stored):
-            raise _TaintsDropped()
+    def _check_fields(self, sent, stored):
+        """_FieldsDropped when the apiserver dropped a gated field sent."""
+        kept = [support.observed(sent, stored)
+                for support in self._gated.values()]
+        if not all(kept):
+            raise _FieldsDropped()
 
-    def _call(self, what, method, *args, gone_ok=False, **kwargs):
+    def _call(self, what, method, *args, gone_ok=False, refused_ok=False,
+              **kwargs):
         """One API call; _Conflict on 409 (and on 404 for a write, the
-        object went away under us) unless ``gone_ok``; False if gone."""
+        object went away under us) unless ``gone_ok``; False if gone;
+        with ``refused_ok``, _Invalid on 422."""
         try:
             return method(*args, _preload_content=False, **kwargs)
         except kubernetes.client.exceptions.ApiException as e:
             if e.status == k8s_client.NOT_FOUND and gone_ok:
                 return False
+            if e.status == k8s_client.UNPROCESSABLE and refused_ok:
+                raise _Invalid(_status_message(e)) from e
             if what != 'list' and e.status in (k8s_client.CONFLICT,
                                                k8s_client.NOT_FOUND):
                 raise _Conflict() from e
@@ -266,17 +312,19 @@ class SliceSync:
         result.deleted += 1
 
     def _update(self, current, spec, result):
+        if 'devices' in spec:       # not in a slice of counter sets
+            spec = dict(spec, devices=_keep_taint_times(
+                current['spec'].get('devices') or [],
+                copy.deepcopy(spec['devices'])))
         body = {'apiVersion': current.get('apiVersion',
                                           slices_mod.API_VERSION),
                 'kind': slices_mod.KIND,
                 'metadata': current['metadata'],
-                'spec': dict(spec, devices=_keep_taint_times(
-                    current['spec'].get('devices', []),
-                    copy.deepcopy(spec['devices'])))}
+                'spec': spec}
         stored = self._write('update', self._resource.replace_resource_slice,
                              current['metadata']['name'], body)
         result.updated += 1
-        self._check_taints(body, stored)
+        self._check_fields(body, stored)
 
     def _create(self, desired, generation, owner, result):
         body = {'apiVersion': slices_mod.API_VERSION,
@@ -287,4 +335,4 @@ class SliceSync:
         stored = self._write('create', self._resource.create_resource_slice,
                              body)
         result.created += 1
-        self._check_taints(body, stored)
+        self._check_fields(body, stored)

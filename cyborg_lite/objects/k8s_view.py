@@ -36,7 +36,14 @@ def _deployable(hostname, device, dep):
         bitstream_id=dep.bitstream_id, local_memory_mb=dep.local_memory_mb,
         unavailable=reasons, bound_to_nova=_bound_to_nova(dep),
         numa_node=dep.numa_node, pcie_root=dep.pcie_root,
-        pci_bus_id=dep.pci_bus_id)
+        pci_bus_id=dep.pci_bus_id,
+        shares_function=_shares_function(hostname, device, dep))
+
+
+def _shares_function(hostname, device, dep):
+    group = device.shared_groups.get(dep.name, ())
+    return frozenset(_name_in_device(hostname, device, d)
+                     for d in device.deployables if d.name in group)
 
 
 def _name_in_device(hostname, device, dep):

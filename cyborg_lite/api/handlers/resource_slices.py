@@ -3,11 +3,11 @@ conductor would publish for a host (read only, from microversion 2.5).
 
 Computed from the database by the code the conductor's Kubernetes sink
 runs (objects/k8s_view.load + common/k8s_slices.build_slices) with this
-service's [kubernetes] options (driver_name, node_names, publish_taints:
-keep them as the conductor's), so an operator sees them without a
-cluster. ``served`` says whether the host is in [kubernetes]hosts, i.e.
-whether a conductor with the Kubernetes sink publishes it at all. The
-pool generation is left at 0: the sync sets it.
+service's [kubernetes] options (driver_name, node_names, publish_taints,
+numa_node_list, shared_counters: keep them as the conductor's), so an
+operator sees them without a cluster. ``served`` says whether the host is
+in [kubernetes]hosts, i.e. whether a conductor with the Kubernetes sink
+publishes it at all. The pool generation is left at 0: the sync sets it.
 """
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import resource_slices as policies
@@ -34,7 +34,8 @@ def show_slices(req, hostname):
     try:
         slices = k8s_slices.build_slices(
             inventory, group.driver_name, group.publish_taints,
-            numa_node_list=group.numa_node_list)
+            numa_node_list=group.numa_node_list,
+            shared_counters=group.shared_counters)
     except k8s_slices.InvalidSlice as exc:
         raise exception.Conflict(reason='the ResourceSlices of host %s '
                                  'cannot be built: %s' % (hostname, exc))

@@ -12,8 +12,10 @@ fields, taint timeAdded filled in, and every body validated against the
 strict schemas of Kubernetes 1.34-1.37 plus the apiserver's rules the
 schemas omit (422 Invalid), so a bad object fails the test that wrote it.
 It answers a create with ``dryRun=All`` without storing it, and plays the
-DRADeviceTaints feature gate both ways (``device_taints``: off, device
-taints are dropped as the real apiserver's dropDisabledFields does).
+DRADeviceTaints and DRAPartitionableDevices feature gates both ways
+(``device_taints``, ``partitionable_devices``: off, their fields are
+dropped as the real apiserver's dropDisabledFields does), and the counter
+rules of 1.34 (``counter_sets_with_devices``) or of 1.35 on.
 Watches stream one JSON event a line (chunked) from the resourceVersion
 asked, a DELETED event carrying the deletion's own version; a version
 older than the history (``compact()``) gets an ERROR event 410 Expired;
@@ -45,6 +47,7 @@ SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
                 'spec.driver': lambda s: s['spec'].get('driver')}
 IMMUTABLE = ('driver', 'nodeName')
 DRY_RUN = '?dryRun=All'     # how a dry run is recorded in ``requests``
+PER_DEVICE_NODES = ('nodeName', 'nodeSelector', 'allNodes')
 
 
 class ApiError(Exception):
@@ -97,6 +100,13 @@ class FakeKubeApiServer:
         # the taints of a device are dropped as the real apiserver's
         # dropDisabledFields does, unless the stored slice has some.
         self.device_taints = True
+        # The DRAPartitionableDevices gate (on by default from 1.36): off,
+        # sharedCounters, consumesCounters and per-device node selection
+        # are dropped, unless the stored slice uses them. With
+        # ``counter_sets_with_devices`` (1.34 with the gate on) a device
+        # must consume from a counter set of its own slice.
+        self.partitionable_devices = True
+        self.counter_sets_with_devices = False
         self._version = 0
         self._lock = threading.Lock()
         self._httpd = None
@@ -294,7 +304,8 @@ class FakeKubeApiServer:
         return copy.deepcopy(self.slices[name])
 
     def _validate(self, obj):
-        errors = schemas.schema_errors(obj) + schemas.slice_rule_errors(obj)
+        errors = schemas.schema_errors(obj) + schemas.slice_rule_errors(
+            obj, self.counter_sets_with_devices)
         if errors:
             raise ApiError(422, 'Invalid', '; '.join(errors))
 
@@ -310,12 +321,23 @@ class FakeKubeApiServer:
         return obj
 
     def _drop_disabled_fields(self, obj, old=None):
-        uses_taints = old is not None and any(
-            d.get('taints') for d in old['spec'].get('devices') or [])
-        if self.device_taints or uses_taints:
-            return
-        for device in obj['spec'].get('devices') or []:
-            device.pop('taints', None)
+        old_spec = old['spec'] if old is not None else {}
+        old_devices = old_spec.get('devices') or []
+        devices = obj['spec'].get('devices') or []
+        if not (self.device_taints or any(d.get('taints')
+                                          for d in old_devices)):
+            for device in devices:
+                device.pop('taints', None)
+        partitioned = old_spec.get('sharedCounters') or \
+            'perDeviceNodeSelection' in old_spec or any(
+                d.get('consumesCounters') or set(d) & set(PER_DEVICE_NODES)
+                for d in old_devices)
+        if not (self.partitionable_devices or partitioned):
+            obj['spec'].pop('sharedCounters', None)
+            obj['spec'].pop('perDeviceNodeSelection', None)
+            for device in devices:
+                for field in ('consumesCounters',) + PER_DEVICE_NODES:
+                    device.pop(field, None)
 
     def _create(self, obj, dry_run=False):
         """A create; with ``dry_run`` (dryRun=All) the object is completed

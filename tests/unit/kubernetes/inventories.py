@@ -14,12 +14,16 @@ def _uuid(*parts):
     return str(uuid.uuid5(uuid.NAMESPACE_URL, '/'.join(map(str, parts))))
 
 
-def fpga_card(host, card, regions=2, **changes):
+def fpga_card(host, card, regions=2, shared=False, **changes):
+    """A card; ``shared``: its regions all behind its PF (no SR-IOV)."""
     address = '0000:%02x:00.0' % (0x5e + card)
+    names = ['region%d' % r for r in range(regions)]
     deployables = tuple(
-        inventory.Deployable(uuid=_uuid(host, card, r), name='region%d' % r,
+        inventory.Deployable(uuid=_uuid(host, card, r), name=names[r],
                              resource_class='FPGA', region_type=REGION_TYPE,
-                             function_id=FUNCTION_ID, local_memory_mb=4096)
+                             function_id=FUNCTION_ID, local_memory_mb=4096,
+                             shares_function=frozenset(names) if shared
+                             else frozenset())
         for r in range(regions))
     values = dict(uuid=_uuid(host, card), type='FPGA', vendor='0x8086',
                   model='pac-a10', identity=address, pci_address=address,
@@ -40,8 +44,9 @@ def gpu(host, index=0):
                                           resource_class='PGPU'),))
 
 
-def host(name='node-1', cards=2, regions=2, with_gpu=False):
-    devices = tuple(fpga_card(name, c, regions) for c in range(cards))
+def host(name='node-1', cards=2, regions=2, with_gpu=False, shared=False):
+    devices = tuple(fpga_card(name, c, regions, shared)
+                    for c in range(cards))
     if with_gpu:
         devices += (gpu(name),)
     return inventory.HostInventory(hostname=name, node_name=name,

@@ -54,9 +54,69 @@ def _qualified(name):
             _IDENT.fullmatch(ident) is not None)
 
 
-def slice_rule_errors(obj):
+def _counters_errors(where, counters):
+    if not counters or len(counters) > 32:
+        return ['%s: 1 to 32 counters' % where]
+    return ['%s: counter %r is not a DNS label' % (where, name)
+            for name in counters
+            if len(name) > 63 or not _LABEL.fullmatch(name)]
+
+
+def _counter_set_errors(spec, counter_sets_with_devices):
+    """sharedCounters: from 1.35 in slices of their own (at most 8 sets
+    of at most 32 counters); in 1.34 beside the devices that consume
+    them (at most 32 counters in all sets of a slice)."""
+    errors = []
+    sets = spec.get('sharedCounters') or []
+    names = [s['name'] for s in sets]
+    if len(set(names)) != len(names):
+        errors.append('duplicate counter set names')
+    for counter_set in sets:
+        if len(counter_set['name']) > 63 or \
+                not _LABEL.fullmatch(counter_set['name']):
+            errors.append('counter set %r is not a DNS label'
+                          % counter_set['name'])
+        errors += _counters_errors('counter set ' + counter_set['name'],
+                                   counter_set['counters'])
+    if counter_sets_with_devices:
+        if sum(len(s['counters']) for s in sets) > 32:
+            errors.append('over 32 counters in all counter sets')
+    else:
+        # NOTE: set, even empty ([] decodes to a non-nil Go slice).
+        if spec.get('sharedCounters') is not None and \
+                spec.get('devices') is not None:
+            errors.append('only one of sharedCounters or devices is allowed')
+        if len(sets) > 8:
+            errors.append('over 8 counter sets')
+    return errors
+
+
+def _consumption_errors(device, spec, counter_sets_with_devices):
+    name = device.get('name', '')
+    consumed = device.get('consumesCounters') or []
+    errors = []
+    if len(consumed) > 2:
+        errors.append('device %s: over 2 counter consumptions' % name)
+    if len({c['counterSet'] for c in consumed}) != len(consumed):
+        errors.append('device %s: a counter set twice' % name)
+    here = {s['name']: s['counters']
+            for s in spec.get('sharedCounters') or []}
+    for consumption in consumed:
+        errors += _counters_errors('device %s' % name,
+                                   consumption['counters'])
+        if counter_sets_with_devices and not \
+                set(consumption['counters']) <= set(
+                    here.get(consumption['counterSet'], ())):
+            errors.append('device %s: must reference a counterSet defined '
+                          'in the ResourceSlice sharedCounters' % name)
+    return errors
+
+
+def slice_rule_errors(obj, counter_sets_with_devices=False):
     """What apiserver validation of a ResourceSlice would refuse and the
-    schema does not: names, lengths, counts."""
+    schema does not: names, lengths, counts. ``counter_sets_with_devices``:
+    the rules of 1.34 (with DRAPartitionableDevices on) for counters, not
+    those of 1.35 on."""
     errors = []
     spec = obj.get('spec', {})
     if not _subdomain(obj.get('metadata', {}).get('name')):
@@ -64,10 +124,14 @@ def slice_rule_errors(obj):
     if not _subdomain(spec.get('driver'), 63):
         errors.append('spec.driver is not a DNS subdomain <= 63')
     devices = spec.get('devices') or []
-    limit = 64 if any(d.get('taints') for d in devices) else 128
+    limit = 64 if any(d.get('taints') or d.get('consumesCounters')
+                      for d in devices) else 128
     if len(devices) > limit:
         errors.append('%d devices, at most %d' % (len(devices), limit))
+    errors += _counter_set_errors(spec, counter_sets_with_devices)
     for device in devices:
+        errors += _consumption_errors(device, spec,
+                                      counter_sets_with_devices)
         name = device.get('name', '')
         if len(name) > 63 or not _LABEL.fullmatch(name):
             errors.append('device name %r is not a DNS label' % name)

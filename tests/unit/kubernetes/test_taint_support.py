@@ -8,35 +8,13 @@ import logging
 import pytest
 
 from cyborg_lite.common import k8s_slices
+from cyborg_lite.kubernetes import gated_fields
 from cyborg_lite.kubernetes import slice_sync
-from cyborg_lite.kubernetes import taint_support
-from tests import waiting
-from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories as inv
 
 DRIVER = inv.DRIVER
 HELD = 'fpga-0000-5e-00-0-region0'        # bound to a Nova ARQ
 CLEANING = 'fpga-0000-5f-00-0-region1'
-
-
-@pytest.fixture
-def apiserver():
-    server = fake_apiserver.FakeKubeApiServer().start()
-    server.add_node('node-1')
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def clock():
-    return waiting.ManualClock()
-
-
-@pytest.fixture
-def sync(apiserver, clock):
-    client = apiserver.api_client()
-    yield slice_sync.SliceSync(client, DRIVER, clock=clock)
-    client.close()
 
 
 def _unavailable_host():
@@ -108,7 +86,7 @@ def test_a_cluster_without_taints_is_asked_again_later(apiserver, sync,
     apiserver.device_taints = True            # upgraded to 1.36
     sync.sync(_unavailable_host())
     assert HELD not in _stored(apiserver)
-    clock.now += taint_support.REASK_INTERVAL
+    clock.now += gated_fields.REASK_INTERVAL
     sync.sync(_unavailable_host())
     assert _stored(apiserver)[HELD]['taints'][0]['effect'] == 'NoSchedule'
     assert len(apiserver.dry_runs) == 2
