@@ -296,6 +296,7 @@ def desired_device(hostname, record):
     return {
         'identity': record.identity,
         'health': record.health,
+        'health_reason': record.health_reason,
         'cpid_info': cpid_info,
         'values': {
             'type': record.type, 'vendor': record.vendor,
@@ -354,6 +355,8 @@ def _desired_deployable(hostname, identity, dep, rp_name, place):
         attributes[key] = value if isinstance(value, str) else \
             json.dumps(value)
     return {
+        'health': dep.health,
+        'health_reason': dep.health_reason,
         'values': {
             'num_accelerators': dep.num_accelerators,
             'region_type': dep.region_type,

@@ -126,13 +126,14 @@ _DEP = models.Deployable.__table__
 # more: no JSON board info, no versions, no times to parse.
 _TOPOLOGY_COLUMNS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root')
 _DEVICE_VIEW_COLUMNS = ('id', 'uuid', 'type', 'vendor', 'identity',
-                        'pci_address', 'health', 'status', 'rp_uuid',
-                        'model', 'driver_name') + _TOPOLOGY_COLUMNS
+                        'pci_address', 'health', 'health_reason', 'status',
+                        'rp_uuid', 'model', 'driver_name') + _TOPOLOGY_COLUMNS
 _DEPLOYABLE_VIEW_COLUMNS = ('id', 'device_id', 'uuid', 'name',
                             'num_accelerators', 'region_type',
                             'function_id', 'local_memory_mb', 'rp_uuid',
                             'function_name', 'bitstream_id', 'device_state',
-                            'pci_bus_id') + _TOPOLOGY_COLUMNS
+                            'pci_bus_id', 'health', 'health_reason') + \
+    _TOPOLOGY_COLUMNS
 _HANDLE_VIEW_COLUMNS = ('id', 'deployable_id', 'uuid', 'attach_type',
                         'attach_info', 'in_use', 'in_use_function')
 _HOST_DEVICES = (sa.select(*(DEVICE.__table__.c[n]

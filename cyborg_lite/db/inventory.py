@@ -14,9 +14,11 @@ DeviceRecord) is a dict::
 
     {'identity': '0000:5e:00.0',
      'health': 'healthy',                   # as reported
+     'health_reason': None,                 # why, when not healthy
      'values': {column: value},             # other devices columns
      'cpid_info': '{"bus":...}' or None,    # PCI controlpath id
-     'deployables': {db_name: {'values': {column: value},
+     'deployables': {db_name: {'health': ..., 'health_reason': ...,
+                               'values': {column: value},
                                'attributes': {key: value},
                                'handles': {attach_info_json: attach_type}}}}
 
@@ -37,6 +39,8 @@ Rules:
 - A row missing from the scan is deleted, except an attach handle in use
   (flag set or an ARQ pointing at it): it is kept with its deployable and
   the device is marked unhealthy until a later scan no longer needs it.
+- ``health_since`` is the database's time of the last change of health
+  (or of the row's creation).
 
 ``store_rp_uuids`` records the resource provider uuids the Placement sink
 computed, touching only rows whose value differs.
@@ -51,6 +55,7 @@ from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
+from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
@@ -230,11 +235,28 @@ def _new_uuid():
 
 
 def _set(obj, field, value):
-    """Assign only a real difference, so an equal report writes nothing."""
-    if getattr(obj, field) != value:
+    """Assign only a real difference, so an equal report writes nothing
+    (a SQL expression, the database's clock, is always a change)."""
+    if isinstance(value, sa.sql.ClauseElement) or \
+            getattr(obj, field) != value:
         setattr(obj, field, value)
         return True
     return False
+
+
+# A device whose handle in use left the scan: kept, and not offered.
+_KEPT_IN_USE = {'health': 'unhealthy',
+                'health_reason': 'an attach handle in use is gone from the '
+                                 'scan; kept until it is released'}
+
+
+def _with_health(obj, values, want):
+    """``values`` with the health of ``want``; health_since when the
+    health changes."""
+    values = inventory_diff.with_health(values, want)
+    if obj.health != values['health']:
+        values['health_since'] = clock.utc_now()
+    return values
 
 
 def _set_all(obj, values, changes):
@@ -281,7 +303,9 @@ def _sync_device(s, hostname, driver, want, stored, changes):
     if dev is None:
         dev = models.Device(uuid=_new_uuid(), hostname=hostname,
                             driver_name=driver, identity=want['identity'],
-                            health=want['health'], **want['values'])
+                            health_since=clock.utc_now(),
+                            **inventory_diff.with_health(want['values'],
+                                                         want))
         s.add(dev)
         s.flush()
         stored.devices.append(dev)
@@ -289,9 +313,8 @@ def _sync_device(s, hostname, driver, want, stored, changes):
     cpid = _sync_cpid(s, dev, want['cpid_info'], stored, changes)
     kept = _sync_deployables(s, dev, want['deployables'],
                              cpid.id if cpid else None, stored, changes)
-    values = dict(want['values'],
-                  health='unhealthy' if kept else want['health'])
-    _set_all(dev, values, changes)
+    health = _KEPT_IN_USE if kept else want
+    _set_all(dev, _with_health(dev, want['values'], health), changes)
 
 
 def _sync_cpid(s, dev, info, stored, changes):
@@ -327,15 +350,16 @@ def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
     for name, want in sorted(wanted.items()):
         dep = existing.get(name)
         if dep is None:
-            dep = models.Deployable(uuid=_new_uuid(), device_id=dev.id,
-                                    name=name, driver_name=dev.driver_name,
-                                    **want['values'])
+            dep = models.Deployable(
+                uuid=_new_uuid(), device_id=dev.id, name=name,
+                driver_name=dev.driver_name, health_since=clock.utc_now(),
+                **inventory_diff.with_health(want['values'], want))
             s.add(dep)
             s.flush()
             existing[name] = dep
             changes.created += 1
         else:
-            _set_all(dep, want['values'], changes)
+            _set_all(dep, _with_health(dep, want['values'], want), changes)
         _sync_attributes(s, dep, want['attributes'], stored, changes)
         kept |= _sync_handles(s, dep, want['handles'], cpid_id, stored,
                               changes)
@@ -413,7 +437,7 @@ def _remove_device(s, dev, stored, changes):
     for dep in list(stored.deployables.get(dev.id, {}).values()):
         kept |= _remove_deployable(s, dep, stored, changes)
     if kept:
-        _set_all(dev, {'health': 'unhealthy'}, changes)
+        _set_all(dev, _with_health(dev, {}, _KEPT_IN_USE), changes)
         return
     cpid = stored.cpids.pop(dev.id, None)
     if cpid is not None:
