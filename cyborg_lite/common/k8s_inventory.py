@@ -27,6 +27,14 @@ class Deployable:
     numa_node: int | None = None
     pcie_root: str | None = None
     pci_bus_id: str | None = None
+    # Offered still, each with an informational taint (effect None):
+    # ('degraded',) when its health is.
+    advisories: tuple = ()
+    # The signal its health reason starts with (a health taint's value),
+    # and the effect of its 'unhealthy' taint ([kubernetes]
+    # unhealthy_taint_effect).
+    health_signal: str | None = None
+    unhealthy_effect: str = 'NoSchedule'
 
 
 @dataclasses.dataclass(frozen=True)
