@@ -45,6 +45,7 @@ Rules:
 ``store_rp_uuids`` records the resource provider uuids the Placement sink
 computed, touching only rows whose value differs.
 """
+import collections
 import dataclasses
 import random
 import time
@@ -71,6 +72,10 @@ _RETRYABLE = (sa.exc.IntegrityError, sa.exc.OperationalError,
               orm_exc.StaleDataError)
 
 
+HealthMove = collections.namedtuple(
+    'HealthMove', ['device_id', 'deployable_id', 'old', 'new', 'reason'])
+
+
 @dataclasses.dataclass
 class Changes:
     """Rows written by one report; false when nothing was."""
@@ -78,6 +83,8 @@ class Changes:
     updated: int = 0
     deleted: int = 0
     kept_in_use: int = 0
+    # The stored health of a device (deployable_id None) or region moved.
+    health_moves: list = dataclasses.field(default_factory=list)
 
     def __bool__(self):
         return bool(self.created or self.updated or self.deleted)
@@ -156,7 +163,9 @@ def _apply_values(s, hostname, scans):
                                   *conditions):
             raise orm_exc.StaleDataError('%s %s changed meanwhile'
                                          % (model.__tablename__, row_id))
-    return Changes(updated=len(diff.updates))
+    return Changes(updated=len(diff.updates),
+                   health_moves=[HealthMove(*move)
+                                 for move in diff.health_moves])
 
 
 class _Stored:
@@ -250,12 +259,17 @@ _KEPT_IN_USE = {'health': 'unhealthy',
                                  'scan; kept until it is released'}
 
 
-def _with_health(obj, values, want):
+def _with_health(obj, values, want, changes):
     """``values`` with the health of ``want``; health_since when the
-    health changes."""
+    health changes (a move recorded in ``changes``)."""
     values = inventory_diff.with_health(values, want)
     if obj.health != values['health']:
         values['health_since'] = clock.utc_now()
+        is_device = isinstance(obj, models.Device)
+        changes.health_moves.append(HealthMove(
+            obj.id if is_device else obj.device_id,
+            None if is_device else obj.id, obj.health, values['health'],
+            values['health_reason']))
     return values
 
 
@@ -314,7 +328,8 @@ def _sync_device(s, hostname, driver, want, stored, changes):
     kept = _sync_deployables(s, dev, want['deployables'],
                              cpid.id if cpid else None, stored, changes)
     health = _KEPT_IN_USE if kept else want
-    _set_all(dev, _with_health(dev, want['values'], health), changes)
+    _set_all(dev, _with_health(dev, want['values'], health, changes),
+             changes)
 
 
 def _sync_cpid(s, dev, info, stored, changes):
@@ -359,7 +374,8 @@ def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
             existing[name] = dep
             changes.created += 1
         else:
-            _set_all(dep, _with_health(dep, want['values'], want), changes)
+            _set_all(dep, _with_health(dep, want['values'], want, changes),
+                     changes)
         _sync_attributes(s, dep, want['attributes'], stored, changes)
         kept |= _sync_handles(s, dep, want['handles'], cpid_id, stored,
                               changes)
@@ -437,7 +453,8 @@ def _remove_device(s, dev, stored, changes):
     for dep in list(stored.deployables.get(dev.id, {}).values()):
         kept |= _remove_deployable(s, dep, stored, changes)
     if kept:
-        _set_all(dev, _with_health(dev, {}, _KEPT_IN_USE), changes)
+        _set_all(dev, _with_health(dev, {}, _KEPT_IN_USE, changes),
+                 changes)
         return
     cpid = stored.cpids.pop(dev.id, None)
     if cpid is not None:

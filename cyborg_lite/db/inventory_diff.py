@@ -152,6 +152,9 @@ class Diff:
         devices, deployables, attributes = _HostReads.read(
             conn, hostname, sorted(scans))
         self.updates = []
+        # [(device id, deployable id or None, old health, new health,
+        # reason)] among the updates.
+        self.health_moves = []
         self.structural = not self._compare(devices, deployables,
                                             attributes, scans)
 
@@ -197,6 +200,13 @@ class Diff:
             return False
         if 'health' in new:
             new['health_since'] = clock.utc_now()
+            row_id = row[index['id']]
+            device_id, deployable_id = (
+                (row_id, None) if model is models.Device
+                else (row[index['device_id']], row_id))
+            self.health_moves.append((device_id, deployable_id,
+                                      row[index['health']], new['health'],
+                                      values['health_reason']))
         if new:
             self.updates.append((model, row[index['id']],
                                  row[index['version']], new))
