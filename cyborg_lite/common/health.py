@@ -145,14 +145,14 @@ def classify(readings, memory, hold):
     dict, kept between scans by the caller); ``hold``: how many readings
     a grown counter's finding lasts."""
     findings = []
-    last = memory.setdefault('last', {})
+    last = memory.get('last', {})
+    now = {}
     for reading in readings:
         found = None
         if isinstance(reading, Gauge):
             found = _gauge_finding(reading)
         elif isinstance(reading, Counter):
             _counter_finding(reading, memory, hold)
-            continue
         elif isinstance(reading, Condition):
             found = Finding(reading.signal, reading.level, reading.text)
         elif isinstance(reading, Unreadable):
@@ -160,11 +160,12 @@ def classify(readings, memory, hold):
             found = Finding(*kept) if kept else None
         else:
             raise TypeError('not a health reading: %r' % (reading,))
-        if found is None:
-            last.pop(reading.signal, None)
-        else:
-            last[reading.signal] = [found.signal, found.level, found.text]
+        if found is not None:
+            now[found.signal] = [found.signal, found.level, found.text]
             findings.append(found)
+    # NOTE: what this scan found, and no more: a signal that is fine now
+    # (a mask back to 0 reads as no Condition) leaves nothing to carry.
+    memory['last'] = now
     held = memory.get('held', {})
     for signal in sorted(held):
         level, text, left = held[signal]
