@@ -172,9 +172,9 @@ _CLEANING_REASON = {'error': 'cleaning_failed'}
 _RULES = (
     ('maintaining', 'the device is disabled for maintenance',
      lambda dev, dep: dev.status == 'maintaining'),
-    ('unhealthy', 'the device is unhealthy',
+    ('unhealthy', 'its hardware reports a fault',
      lambda dev, dep: _health_is(dev, dep, 'unhealthy')),
-    ('recovering', 'its fault cleared and it is watched before it is '
+    ('recovering', 'its fault cleared; it is watched before it is '
      'offered again',
      lambda dev, dep: _health_is(dev, dep, 'recovering')),
     ('agent_down', 'the agent of its host stopped sending heartbeats',
@@ -210,11 +210,10 @@ def unavailable_reasons(device, deployable=None):
 def describe(reasons, device, deployable=None):
     """One sentence for people: what the reasons mean, with why a device
     is unhealthy and who holds a shared function."""
-    parts = [REASONS[r] for r in reasons]
-    if {'unhealthy', 'recovering'} & set(reasons):
-        _state, why = health_of(device, deployable)
-        if why:
-            parts.append(why)
+    _state, why = health_of(device, deployable)
+    parts = ['%s (%s)' % (REASONS[r], why)
+             if r in states.HEALTH_UNAVAILABLE and why else REASONS[r]
+             for r in reasons]
     if 'handle_shared_in_use' in reasons:
         holders = sorted({h.held_by for h in deployable.attach_handles
                           if h.held_by is not None}, key=str)
