@@ -159,10 +159,13 @@ class HealthMonitor:
         if machine is None:
             machine = self.machines[key] = states.HealthMachine(
                 self.to_fault, self.to_clear)
-        before = (machine.state, machine.reason)
-        if machine.observe(findings) and before[0] is not None:
-            LOG.info('Health of %s: %s -> %s (%s)', key, before[0],
-                     machine.state, machine.reason or 'all signals clear')
+        before = machine.state
+        if machine.observe(findings) and machine.state != before:
+            LOG.info('Health of %s: %s -> %s after %s (%s)',
+                     ' '.join(key), before or 'new', machine.state,
+                     '%d readings' % machine.window if before else
+                     'its first reading',
+                     machine.reason or 'all signals clear')
         return machine.state, machine.reason
 
     def _forget(self, name, touched):

@@ -206,6 +206,8 @@ class HealthMachine:
         self._levels = []
         self._next_signals = None
         self._next_count = 0
+        # How many readings made the last move (1 for a first reading).
+        self.window = 1
 
     def observe(self, findings):
         """Take one reading; True when the state or its reason changed."""
@@ -217,6 +219,9 @@ class HealthMachine:
         del self._levels[:-max(self.to_fault, self.to_clear)]
         target = self._target()
         if target is not None and target != self.state:
+            # Worse states come by the fault window, better by the clear.
+            self.window = (self.to_fault if target == 'unhealthy' or
+                           self.state == 'healthy' else self.to_clear)
             self._enter(target, findings)
             return True
         return self._update_reason(findings)

@@ -39,6 +39,18 @@ def test_a_fault_takes_two_readings_and_the_way_back_passes_recovering():
                     'recovering', 'recovering', 'recovering', 'healthy']
 
 
+def test_the_window_that_made_each_move():
+    machine = _machine(2, 3)
+    windows = []
+    for level in ['unhealthy'] * 2 + [None] * 6 + ['degraded'] * 2:
+        before = machine.state
+        machine.observe(LEVEL[level])
+        if machine.state != before:
+            windows.append((machine.state, machine.window))
+    assert windows == [('unhealthy', 2), ('recovering', 3), ('healthy', 3),
+                       ('degraded', 2)]
+
+
 def test_degraded_and_back():
     seen, _ = _run(_machine(), ['degraded', 'degraded', None, None, None])
     assert seen == ['healthy', 'degraded', 'degraded', 'degraded',
