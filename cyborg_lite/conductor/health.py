@@ -8,8 +8,10 @@ turned unhealthy stays where it is (its workload runs on): its holder is
 named in the log, so an operator (or a tool reading the log) can move the
 workload, and again when the device is healthy.
 
-# TODO(issue 33): emit these transitions as versioned notifications and
-# device history through its single emit function once it is on main.
+Issue 33's notifications and device history are not in this tree yet:
+``tell_holders`` sees every stored move of health with its holders, the
+place to emit them from; the agent's monitor keeps each device's last
+gauge and counter values (``HealthMonitor.values``) for its metrics.
 """
 from oslo_log import log as logging
 
