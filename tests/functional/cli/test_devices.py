@@ -45,3 +45,22 @@ def test_an_unknown_device_is_one_line(cli):
     assert result.rc == 1 and 'Traceback' not in result.stderr
     assert '(HTTP 404)' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_unhealthy_device_shows_why_and_cannot_be_enabled(cli):
+    dev, _ = c.add_device('host1')
+    with session.writer() as s:
+        s.execute(sa.update(models.Device.__table__).values(
+            health='unhealthy', health_reason='catfatal_errors 0x4'))
+    assert cli('device', 'disable', dev).rc == 0
+    [row] = cli('device', 'list', '-f', 'json').json
+    assert (row['health'], row['unavailable_reasons']) == (
+        'unhealthy', ['maintaining', 'unhealthy'])
+    assert cli('device', 'show', dev, '-f', 'json').json[
+        'health_reason'] == 'catfatal_errors 0x4'
+    result = cli('device', 'enable', dev)
+    assert result.rc == 1 and '(HTTP 409)' in result.stderr
+    assert 'catfatal_errors 0x4' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert cli('device', 'list', '-f', 'json').json[0]['status'] == \
+        'maintaining'
