@@ -63,11 +63,8 @@ def _odd_devices():
 
 
 @pytest.mark.parametrize('version', ['2.0', '2.3', '2.5',
-<<<<<<< HEAD
-                                     microversion.TOPOLOGY])
-=======
+                                     microversion.TOPOLOGY,
                                      microversion.DEVICE_HEALTH])
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
 def test_device_list_is_the_device_views(pg_app, version):
     _odd_devices()
     _assert_list_is_the_views(pg_app, 'devices', 'devices', version)
@@ -98,12 +95,8 @@ def test_unknown_device_type_lists_nothing(pg_app):
         b'{"devices": []}'
 
 
-<<<<<<< HEAD
-@pytest.mark.parametrize('version', ['2.0', '2.5', microversion.TOPOLOGY])
-=======
-@pytest.mark.parametrize('version', ['2.0', '2.5',
+@pytest.mark.parametrize('version', ['2.0', '2.5', microversion.TOPOLOGY,
                                      microversion.DEVICE_HEALTH])
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
 def test_deployable_list_is_the_deployable_views(pg_app, version):
     device = add_device()
     placed = add_deployable(device, attributes=[('rc', 'FPGA'),

@@ -5,10 +5,6 @@ import pytest
 from cyborg_lite.api import microversion
 from tests.functional.api.conftest import error_of
 
-MAX = str(microversion.MAX_VERSION)
-# One past the newest: a version no client may ask for yet.
-BEYOND = '2.%d' % (microversion.MAX_VERSION.minor + 1)
-
 V = 'OpenStack-API-Version'
 NEWEST = microversion.VERSIONS[-1]
 PAST_NEWEST = '2.%d' % (microversion.MAX_VERSION.minor + 1)
@@ -20,11 +16,7 @@ def test_root_lists_v2_with_microversion_range(app):
     assert body['name'] == 'OpenStack Cyborg API'
     [version] = body['versions']
     assert version['id'] == 'v2'
-<<<<<<< HEAD
     assert (version['min_version'], version['max_version']) == ('2.0', NEWEST)
-=======
-    assert (version['min_version'], version['max_version']) == ('2.0', MAX)
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
     assert version['links'] == [{'href': 'http://localhost/v2',
                                  'rel': 'self'}]
     assert body['default_version'] == version
@@ -33,11 +25,7 @@ def test_root_lists_v2_with_microversion_range(app):
 def test_v2_document(app):
     body = app.get('/v2', status=200).json
     assert body['id'] == 'v2.0'
-<<<<<<< HEAD
     assert (body['min_version'], body['max_version']) == ('2.0', NEWEST)
-=======
-    assert (body['min_version'], body['max_version']) == ('2.0', MAX)
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
 
 
 def test_public_endpoint_is_used_in_links(app, api_conf):
@@ -50,11 +38,7 @@ def test_public_endpoint_is_used_in_links(app, api_conf):
 @pytest.mark.parametrize('header,expected', [
     (None, '2.0'),
     ('accelerator 2.1', '2.1'),
-<<<<<<< HEAD
     ('accelerator latest', NEWEST),
-=======
-    ('accelerator latest', MAX),
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
     ('2.2', '2.2'),  # bare version, accepted as Cyborg does
     ('compute 2.90', '2.0'),  # another service's version is not ours
 ])
@@ -63,25 +47,16 @@ def test_negotiated_version_is_echoed(app, header, expected):
     resp = app.get('/v2/devices', headers=headers, status=200)
     assert resp.headers[V] == 'accelerator %s' % expected
     assert resp.headers['OpenStack-API-Minimum-Version'] == '2.0'
-<<<<<<< HEAD
     assert resp.headers['OpenStack-API-Maximum-Version'] == NEWEST
     assert resp.headers['Vary'] == V
 
 
 @pytest.mark.parametrize('header', ['accelerator ' + PAST_NEWEST,
-=======
-    assert resp.headers['OpenStack-API-Maximum-Version'] == MAX
-    assert resp.headers['Vary'] == V
-
-
-@pytest.mark.parametrize('header', ['accelerator ' + BEYOND,
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
                                     'accelerator 1.0',
                                     'accelerator 3.0', 'accelerator two',
                                     'accelerator 2.1.1'])
 def test_unsupported_version_is_406(app, header):
     resp = app.get('/v2/devices', headers={V: header}, status=406)
-<<<<<<< HEAD
     assert '2.0' in error_of(resp) and NEWEST in error_of(resp)
     assert resp.headers['OpenStack-API-Maximum-Version'] == NEWEST
 
@@ -112,10 +87,6 @@ def test_a_version_reads_as_microversion_parse_reads_it(app, header):
     assert expected == '2.3'
     resp = app.get('/v2/devices', headers={V: header}, status=200)
     assert resp.headers[V] == 'accelerator ' + expected
-=======
-    assert '2.0' in error_of(resp) and MAX in error_of(resp)
-    assert resp.headers['OpenStack-API-Maximum-Version'] == MAX
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
 
 
 def test_path_without_version_goes_to_v2(app):

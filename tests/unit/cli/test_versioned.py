@@ -107,15 +107,10 @@ def test_deployable_show_asks_for_device_state_and_falls_back_on_406():
     command = deployables.ShowDeployable(app, None)
     args = argparse.Namespace(deployable='r1')
     columns, values = command.take_action(args)
-<<<<<<< HEAD
     assert api.calls == [
+        ('GET', '/deployables/r1', versioned.HEALTH_API_VERSION),
         ('GET', '/deployables/r1', versioned.TOPOLOGY_API_VERSION),
         ('GET', '/deployables/r1', '2.5'), ('GET', '/deployables/r1', '2.3')]
-=======
-    assert api.calls == [('GET', '/deployables/r1', '2.6'),
-                         ('GET', '/deployables/r1', '2.5'),
-                         ('GET', '/deployables/r1', '2.3')]
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
     assert dict(zip(columns, values)) == {'uuid': 'r1', 'name': 'region0'}
 
 
@@ -127,14 +122,9 @@ def test_device_list_asks_for_reasons_and_falls_back_on_406():
     args = argparse.Namespace(type=None, vendor=None, hostname='h1',
                               long=False)
     columns, rows = command.take_action(args)
-<<<<<<< HEAD
-    assert [c[2] for c in api.calls] == [versioned.TOPOLOGY_API_VERSION,
+    assert [c[2] for c in api.calls] == [versioned.HEALTH_API_VERSION,
+                                         versioned.TOPOLOGY_API_VERSION,
                                          '2.5', '2.3']
-    assert columns[-1] == 'unavailable_reasons'
-    assert list(rows) == [('d1', None, None, None, None, 'enabled', None)]
-=======
-    assert [c[2] for c in api.calls] == ['2.6', '2.5', '2.3']
     assert columns[-2:] == ('health', 'unavailable_reasons')
     assert list(rows) == [('d1', None, None, None, None, 'enabled', None,
                            None)]
->>>>>>> 861e5b2 (API 2.6: health, health_reason, health_since on devices and deployables; enable of an unhealthy device is 409; CLI shows health)
