@@ -41,8 +41,8 @@ def cards(conf, tmp_path):
     sys_root = tmp_path / 'sys'
     function = sys_root / 'bus/pci/devices' / U250
     fake.write_pci_health(str(function))
-    conf.set_override('sysfs_root', str(sys_root), group='xilinx_driver')
     driver = tx._driver(conf, str(script))
+    driver.sysfs_root = str(sys_root)
 
     def use(variant):
         shutil.copy(fixture_path('xilinx', 'health_u250_%s.json' % variant),
