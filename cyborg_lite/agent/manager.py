@@ -8,7 +8,8 @@ One AgentManager per host::
     agent.stop()
 
 Every ``[agent]report_interval`` seconds each driver is scanned on its
-own: a driver that raises becomes an entry ``{'driver', 'ok': False,
+own, its devices' health worked out from its signals (agent/health.py):
+a driver that raises becomes an entry ``{'driver', 'ok': False,
 'devices': [], 'error'}`` and the others report as usual. Entries are
 sent only when they differ from the last one the conductor acknowledged
 (compared by hash), except in a full report - at start, every
@@ -40,6 +41,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.agent import cleaning
+from cyborg_lite.agent import health
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent.dra import conductor_devices
 from cyborg_lite.agent.dra import service as dra_service
@@ -106,6 +108,8 @@ class AgentManager(rpc_loop.RpcLoop):
             drivers = list(loader.load_drivers(
                 conf, conf.agent.enabled_drivers).values())
         self.drivers = drivers
+        # Each device's health from its driver's signals (agent/health.py).
+        self.health = health.HealthMonitor(conf, self.host)
         self.conductor = conductor_api or conductor_rpcapi.ConductorAPI(
             timeout=conf.agent.rpc_timeout)
         # driver name -> hash of the entry the conductor acknowledged.
@@ -227,7 +231,8 @@ class AgentManager(rpc_loop.RpcLoop):
             if not isinstance(driver, base.DiscoveryInterface):
                 continue
             try:
-                devices = [record.to_dict() for record in driver.discover()]
+                records = self.health.apply(driver, driver.discover())
+                devices = [record.to_dict() for record in records]
                 entries.append(driver_entry(driver.name, devices))
             except Exception as exc:
                 LOG.exception('Driver %s failed its scan; the conductor '

@@ -49,9 +49,14 @@ VERSIONS = [
     '2.6',  # Topology: devices and deployables show numa_node,
             # local_cpulist, socket, pcie_root and pci_bus_id; a bound
             # ARQ shows numa_aligned (true, false or unknown).
+    '2.7',  # Devices and deployables show health (healthy, degraded,
+            # unhealthy, recovering), health_reason and health_since;
+            # enabling an unhealthy device is refused with 409.
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
+# Where health starts (the same).
+DEVICE_HEALTH = '2.7'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

@@ -56,8 +56,8 @@ OPERATIONS = {
         'provider reserved, binds refused (admin; no body).', empty=True,
         errors=(400, 403, 404)),
     ('/v2/devices/{uuid}/enable', 'POST'): _op(
-        'Enable a device after maintenance (admin; no body).', empty=True,
-        errors=(400, 403, 404)),
+        'Enable a device after maintenance (admin; no body); from 2.7, 409 '
+        'while it is unhealthy.', empty=True, errors=(400, 403, 404, 409)),
     ('/v2/deployables', 'GET'): _op('List deployables.',
                                     query=dep_s.LIST_QUERY,
                                     errors=(400, 403)),

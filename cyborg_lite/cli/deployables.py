@@ -4,9 +4,10 @@ devices (for an FPGA, its partial-reconfiguration regions).
 From API 2.5 a deployable shows ``device_state`` (available, allocated,
 pending_cleaning, cleaning, error) and ``cleaning_error``, from 2.6 where
 it sits (``numa_node``, ``local_cpulist``, ``socket``, ``pcie_root``,
-``pci_bus_id``: ``list --long`` and ``show``), so list and show ask for
-2.6 (or the version given, if newer) and ask again at 2.5, then at the
-version given, when the API refuses one with 406.
+``pci_bus_id``: ``list --long`` and ``show``), from 2.7 its own health.
+List and show ask for 2.7 (or the version given, if newer) and ask again
+at 2.6 and 2.5, then at the version given, when the API refuses one with
+406.
 """
 from cyborg_lite.cli import base
 from cyborg_lite.cli import versioned
@@ -15,15 +16,16 @@ CLEANING_API_VERSION = '2.5'
 
 
 class _WithDeviceState(versioned.FallbackMixin):
-    min_api_version = versioned.TOPOLOGY_API_VERSION
-    older_api_versions = (CLEANING_API_VERSION,)
+    min_api_version = versioned.HEALTH_API_VERSION
+    older_api_versions = (versioned.TOPOLOGY_API_VERSION,
+                          CLEANING_API_VERSION)
 
 
 class ListDeployable(_WithDeviceState, base.ListCommand):
     """List deployables (FPGA regions, GPUs, ...)."""
 
     columns = ('uuid', 'name', 'num_accelerators', 'rp_uuid',
-               'bitstream_id', 'device_state')
+               'bitstream_id', 'device_state', 'health')
 
     def fetch(self, parsed_args):
         return self.fetch_any_version(

@@ -3,9 +3,11 @@
 From API 2.5 a device says why it is not offered or bound now
 (``unavailable_reasons``: maintaining, unhealthy, agent_down, ...), from
 2.6 where it sits (``numa_node``, ``local_cpulist``, ``socket``,
-``pcie_root``, ``pci_bus_id``), so list and show ask for 2.6 (or the
-version given, if newer); an API that refuses it with 406 is asked again
-at 2.5 (an older cyborg_lite), then at the version given (a stock Cyborg).
+``pcie_root``, ``pci_bus_id``), from 2.7 its health and why. List and
+show ask for 2.7 (or the version given, if newer); an API that refuses it
+with 406 is asked again at 2.6 and 2.5 (an older cyborg_lite), then at
+the version given (a stock Cyborg). ``enable`` asks for 2.7 too, so an
+unhealthy device is refused with the reason.
 """
 import urllib.parse
 
@@ -20,15 +22,16 @@ def device_path(uuid, suffix=''):
 
 
 class _WithReasons(versioned.FallbackMixin):
-    min_api_version = versioned.TOPOLOGY_API_VERSION
-    older_api_versions = (REASONS_API_VERSION,)
+    min_api_version = versioned.HEALTH_API_VERSION
+    older_api_versions = (versioned.TOPOLOGY_API_VERSION,
+                          REASONS_API_VERSION)
 
 
 class ListDevice(_WithReasons, base.ListCommand):
     """List devices (physical accelerator cards)."""
 
     columns = ('uuid', 'type', 'vendor', 'model', 'hostname', 'status',
-               'unavailable_reasons')
+               'health', 'unavailable_reasons')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -60,8 +63,9 @@ class ShowDevice(_WithReasons, base.ShowCommand):
             lambda api: api.get(device_path(parsed_args.device)))
 
 
-class _SetStatus(base.Command):
+class _SetStatus(versioned.FallbackMixin, base.Command):
     action = None
+    min_api_version = versioned.HEALTH_API_VERSION
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -69,8 +73,8 @@ class _SetStatus(base.Command):
         return parser
 
     def take_action(self, parsed_args):
-        self.api.post(device_path(parsed_args.device, '/' + self.action),
-                      None)
+        path = device_path(parsed_args.device, '/' + self.action)
+        self.fetch_any_version(lambda api: api.post(path, None))
 
 
 class DisableDevice(_SetStatus):
@@ -81,6 +85,8 @@ class DisableDevice(_SetStatus):
 
 
 class EnableDevice(_SetStatus):
-    """Enable a device after maintenance (status enabled)."""
+    """Enable a device after maintenance (status enabled); refused while
+    the device is unhealthy (it is offered again once its fault
+    clears)."""
 
     action = 'enable'

@@ -8,9 +8,10 @@ stock Cyborg.
 
 Commands that only show more from a newer version (a device's
 ``unavailable_reasons``, a deployable's ``device_state`` from 2.5, where
-both sit from 2.6) use ``FallbackMixin``: they ask for that version and,
-when the API refuses it with 406 (a stock Cyborg, an older cyborg_lite),
-ask again at each older one they know, then at the version given.
+both sit from 2.6, their health from 2.7) use ``FallbackMixin``: they ask
+for that version and, when the API refuses it with 406 (a stock Cyborg,
+an older cyborg_lite), ask again at each older one they know, then at the
+version given.
 """
 from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
@@ -18,6 +19,9 @@ from cyborg_lite.cli import client as cl_client
 # The API's microversion.TOPOLOGY (the CLI talks HTTP only; a test keeps
 # the two equal): devices and deployables show where they sit.
 TOPOLOGY_API_VERSION = '2.6'
+# microversion.DEVICE_HEALTH: their health (and enable refused while
+# unhealthy).
+HEALTH_API_VERSION = '2.7'
 
 
 def _parse(version):

@@ -34,11 +34,12 @@ import re
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import shared_functions
+from cyborg_lite.common import states
 from cyborg_lite.common import topology
 
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
                 'NVME')
-HEALTH_STATES = ('healthy', 'degraded', 'unhealthy')
+HEALTH_STATES = states.HEALTH.states
 ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
 PCI_ADDRESS_RE = re.compile(r'[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
 # attach_info of a PCI handle: each part of the address, lowercase hex.
@@ -103,6 +104,19 @@ def _check_pci_info(info, path):
         if not isinstance(value, str) or not pattern.fullmatch(value):
             _fail('%s.%s' % (path, key), 'must match %s, got %r'
                   % (pattern.pattern, value))
+
+
+def _health(data, path):
+    health = data.get('health', 'healthy')
+    if health not in HEALTH_STATES:
+        _fail(path + '.health', 'must be one of %s, got %r'
+              % (', '.join(HEALTH_STATES), health))
+    return health
+
+
+def _health_reason(data, path):
+    return _require_str(data, 'health_reason', path, allow_none=True,
+                        max_len=states.MAX_HEALTH_REASON)
 
 
 def pci_address(attach_info):
@@ -198,6 +212,9 @@ class DeployableRecord:
     # Where the region's own PCI function sits, when it is not the
     # device's (an FPGA region behind its SR-IOV VF); None: the device's.
     topology: TopologyRecord | None = None
+    # A region's own health (its port's signals), beside its device's.
+    health: str = 'healthy'
+    health_reason: str | None = None
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -234,6 +251,8 @@ class DeployableRecord:
                 for i, h in enumerate(handles)],
             topology=TopologyRecord.from_dict(data.get('topology'),
                                               path + '.topology'),
+            health=_health(data, path),
+            health_reason=_health_reason(data, path),
         )
 
 
@@ -250,6 +269,8 @@ class DeviceRecord:
     identity: str
     pci_address: str | None = None
     health: str = 'healthy'
+    # Why it is not healthy (common/states.HealthMachine), None if it is.
+    health_reason: str | None = None
     std_board_info: dict = dataclasses.field(default_factory=dict)
     vendor_board_info: dict = dataclasses.field(default_factory=dict)
     deployables: list = dataclasses.field(default_factory=list)
@@ -277,10 +298,6 @@ class DeviceRecord:
         if dev_type not in DEVICE_TYPES:
             _fail(path + '.type', 'must be one of %s, got %r'
                   % (', '.join(DEVICE_TYPES), dev_type))
-        health = data.get('health', 'healthy')
-        if health not in HEALTH_STATES:
-            _fail(path + '.health', 'must be one of %s, got %r'
-                  % (', '.join(HEALTH_STATES), health))
         pci = data.get('pci_address')
         if pci is not None and (not isinstance(pci, str) or
                                 not PCI_ADDRESS_RE.fullmatch(pci)):
@@ -295,7 +312,8 @@ class DeviceRecord:
             model=_require_str(data, 'model', path),
             identity=_require_str(data, 'identity', path),
             pci_address=pci,
-            health=health,
+            health=_health(data, path),
+            health_reason=_health_reason(data, path),
             std_board_info=_str_dict(data, 'std_board_info', path),
             vendor_board_info=_str_dict(data, 'vendor_board_info', path),
             deployables=[DeployableRecord.from_dict(

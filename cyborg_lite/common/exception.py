@@ -143,6 +143,12 @@ class JobStateConflict(Conflict):
                'of: %(expected)s.')
 
 
+class DeviceUnhealthy(Conflict):
+    msg_fmt = ('Device %(uuid)s is unhealthy since %(since)s: %(reason)s. '
+               'It is offered again on its own once its signals stay '
+               'clear; enabling it cannot override its fault.')
+
+
 class CleaningConflict(Conflict):
     """An agent's report of a cleaning try that is no longer current."""
     msg_fmt = ('Cleaning try %(try_uuid)s of deployable %(uuid)s is no '

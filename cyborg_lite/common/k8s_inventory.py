@@ -32,6 +32,14 @@ class Deployable:
     # a card without SR-IOV reports its PF in every region); empty when it
     # shares none.
     shares_function: frozenset = frozenset()
+    # Offered still, each with an informational taint (effect None):
+    # ('degraded',) when its health is.
+    advisories: tuple = ()
+    # The signal its health reason starts with (a health taint's value),
+    # and the effect of its 'unhealthy' taint ([kubernetes]
+    # unhealthy_taint_effect).
+    health_signal: str | None = None
+    unhealthy_effect: str = 'NoSchedule'
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,6 +26,7 @@ import logging
 
 from cyborg_lite.common import k8s_counters
 from cyborg_lite.common import k8s_names
+from cyborg_lite.common import states
 from cyborg_lite.common import topology
 
 LOG = logging.getLogger(__name__)
@@ -148,14 +149,36 @@ def taint_key(driver_name, reason):
     return '%s/%s' % (driver_name, reason.replace('_', '-'))
 
 
+def _health_taint(taint, deployable, effect):
+    """A health taint names the signal behind it (its value)."""
+    if deployable.health_signal and \
+            k8s_names.is_label_value(deployable.health_signal):
+        taint['value'] = deployable.health_signal
+    taint['effect'] = effect
+    return taint
+
+
 def _taints(driver_name, deployable):
     """Why the device must not be allocated now, as NoSchedule taints: one
-    per unavailability reason, and ``in-use=nova`` while an ARQ holds it."""
-    taints = [{'key': taint_key(driver_name, reason), 'effect': 'NoSchedule'}
-              for reason in deployable.unavailable]
+    per unavailability reason (``unhealthy`` with the effect the operator
+    chose), and ``in-use=nova`` while an ARQ holds it; what is worth
+    knowing about it, as taints of effect None (KEP-5055, informational):
+    ``degraded``."""
+    taints = []
+    for reason in deployable.unavailable:
+        taint = {'key': taint_key(driver_name, reason), 'effect': 'NoSchedule'}
+        if reason in states.HEALTH_UNAVAILABLE:
+            taint = _health_taint(taint, deployable,
+                                  deployable.unhealthy_effect
+                                  if reason == 'unhealthy' else 'NoSchedule')
+        taints.append(taint)
     if deployable.bound_to_nova:
         taints.append({'key': taint_key(driver_name, 'in-use'),
                        'value': 'nova', 'effect': 'NoSchedule'})
+    for advisory in deployable.advisories:
+        taints.append(_health_taint({'key': taint_key(driver_name,
+                                                      advisory)},
+                                    deployable, 'None'))
     return taints
 
 

@@ -146,3 +146,147 @@ DEVICE_UNSCHEDULABLE_WHY = {
 DEVICE_RELEASABLE = ('available', 'allocated')
 # An operator may ask for a clean from these.
 DEVICE_RECLEANABLE = ('available', 'error')
+
+
+# --- health: what the hardware's own signals say ----------------------------
+#
+# One machine per device, and per region where a signal is the region's own
+# (a DFL port's errors). The agent runs it over each scan's findings
+# (agent/health.py); the conductor stores the state it reports and
+# objects/host_inventory.py turns it into availability.
+
+HEALTH = StateMachine('health', (
+    'healthy', 'degraded', 'unhealthy', 'recovering'), {
+    'healthy': ('degraded', 'unhealthy'),
+    'degraded': ('healthy', 'unhealthy'),
+    # Its signals cleared: kept from schedulers until they stay clear.
+    'unhealthy': ('recovering',),
+    'recovering': ('healthy', 'degraded', 'unhealthy'),
+})
+# Kept from schedulers and binds (objects/host_inventory.py).
+HEALTH_UNAVAILABLE = ('unhealthy', 'recovering')
+# Offered still, with a note (an informational taint in Kubernetes).
+HEALTH_ADVISORY = ('degraded',)
+# How bad one reading is: the findings' worst level, None when clear.
+HEALTH_LEVELS = (None, 'degraded', 'unhealthy')
+MAX_HEALTH_REASON = 255
+
+
+def _rank(level):
+    return HEALTH_LEVELS.index(level)
+
+
+class HealthMachine:
+    """A device's (or region's) health over successive readings.
+
+    ``observe(findings)`` takes one scan's findings (common/health.Finding:
+    ``signal``, ``level`` 'degraded' or 'unhealthy', ``text``) and moves
+    the state only when ``to_fault`` consecutive readings argue for a
+    worse state or ``to_clear`` consecutive ones for a better one; the
+    readings that caused a move never count for the next. So a sensor
+    hovering around a threshold moves the state at most once per window.
+    The first reading of a machine with no state sets it directly: there
+    is nothing to flap from yet.
+
+    Every state but healthy has a reason, the findings' texts when it was
+    entered. While the state holds, the reason changes only when another
+    set of signals explains it for ``to_fault`` readings in a row, so a
+    value that changes every scan (a temperature) never rewrites it.
+    """
+
+    def __init__(self, to_fault, to_clear, state=None, reason=None,
+                 signals=()):
+        if state is not None and state not in HEALTH.states:
+            raise ValueError('unknown health state %r' % (state,))
+        self.to_fault = to_fault
+        self.to_clear = to_clear
+        self.state = state
+        self.reason = reason
+        self.signals = tuple(signals)
+        self._levels = []
+        self._next_signals = None
+        self._next_count = 0
+        # How many readings made the last move (1 for a first reading).
+        self.window = 1
+
+    def observe(self, findings):
+        """Take one reading; True when the state or its reason changed."""
+        level = max((f.level for f in findings), key=_rank, default=None)
+        if self.state is None:
+            self._enter({None: 'healthy'}.get(level, level), findings)
+            return True
+        self._levels.append(level)
+        del self._levels[:-max(self.to_fault, self.to_clear)]
+        target = self._target()
+        if target is not None and target != self.state:
+            # Worse states come by the fault window, better by the clear.
+            self.window = (self.to_fault if target == 'unhealthy' or
+                           self.state == 'healthy' else self.to_clear)
+            self._enter(target, findings)
+            return True
+        return self._update_reason(findings)
+
+    def _last(self, count, test):
+        recent = self._levels[-count:]
+        return len(recent) == count and all(test(_rank(lv)) for lv in recent)
+
+    def _target(self):
+        fault = self._last(self.to_fault, lambda r: r == 2)
+        if self.state == 'healthy':
+            if self._last(self.to_fault, lambda r: r >= 1):
+                return 'unhealthy' if fault else 'degraded'
+            return None
+        if self.state == 'unhealthy':
+            return 'recovering' if self._last(self.to_clear,
+                                              lambda r: r < 2) else None
+        if fault:
+            return 'unhealthy'
+        if self.state == 'degraded':
+            return 'healthy' if self._last(self.to_clear,
+                                           lambda r: r == 0) else None
+        # recovering
+        if self._last(self.to_clear, lambda r: r < 2):
+            return 'healthy' if self._last(self.to_clear,
+                                           lambda r: r == 0) else 'degraded'
+        return None
+
+    def _enter(self, state, findings):
+        previous = self.reason
+        self.state = state
+        self._levels = []
+        self._next_signals, self._next_count = None, 0
+        if state == 'recovering':
+            self.reason = _cut('%s (cleared)' % (previous or 'fault'), 12)
+            return
+        self._explain(findings)
+
+    def _explain(self, findings):
+        shown = [f for f in findings if f.level == self.state]
+        self.signals = tuple(f.signal for f in shown)
+        self.reason = _cut('; '.join(f.text for f in shown)) if shown \
+            else None
+
+    def _update_reason(self, findings):
+        if self.state not in ('degraded', 'unhealthy'):
+            return False
+        signals = tuple(f.signal for f in findings if f.level == self.state)
+        if not signals or signals == self.signals:
+            self._next_signals, self._next_count = None, 0
+            return False
+        if signals != self._next_signals:
+            self._next_signals, self._next_count = signals, 0
+        self._next_count += 1
+        if self._next_count < self.to_fault:
+            return False
+        self._next_signals, self._next_count = None, 0
+        self._explain(findings)
+        return True
+
+
+def _cut(text, keep_tail=0):
+    """``text`` within MAX_HEALTH_REASON characters; the last
+    ``keep_tail`` characters survive the cut."""
+    if len(text) <= MAX_HEALTH_REASON:
+        return text
+    head = MAX_HEALTH_REASON - keep_tail - 1
+    return text[:head] + '…' + (text[-keep_tail:] if keep_tail else '')

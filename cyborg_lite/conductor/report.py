@@ -44,6 +44,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import naming
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import topology
+from cyborg_lite.conductor import health
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import inventory
@@ -180,6 +181,7 @@ def handle_report(hostname, driver_reports, numa_nodes=None):
     nodes_changed = nodes is not None and host_topology.save(hostname, nodes)
     if nodes_changed:
         LOG.info('Stored the %d NUMA nodes of %s', len(nodes), hostname)
+    _tell_holders(hostname, changes.health_moves)
     return {
         'hostname': hostname,
         'changed': bool(changes) or nodes_changed,
@@ -188,6 +190,18 @@ def handle_report(hostname, driver_reports, numa_nodes=None):
         'created': changes.created, 'updated': changes.updated,
         'deleted': changes.deleted, 'kept_in_use': changes.kept_in_use,
     }
+
+
+def _tell_holders(hostname, moves):
+    if not moves:
+        return
+    try:
+        health.tell_holders(hostname, moves)
+    except Exception:
+        # NOTE: the rows are committed; a holder not named in the log
+        # must not fail the report (the agent would send it again).
+        LOG.exception('Could not name the holders of %s after a change '
+                      'of health', hostname)
 
 
 def _invalid(hostname, reason):
@@ -296,6 +310,7 @@ def desired_device(hostname, record):
     return {
         'identity': record.identity,
         'health': record.health,
+        'health_reason': record.health_reason,
         'cpid_info': cpid_info,
         'values': {
             'type': record.type, 'vendor': record.vendor,
@@ -354,6 +369,8 @@ def _desired_deployable(hostname, identity, dep, rp_name, place):
         attributes[key] = value if isinstance(value, str) else \
             json.dumps(value)
     return {
+        'health': dep.health,
+        'health_reason': dep.health_reason,
         'values': {
             'num_accelerators': dep.num_accelerators,
             'region_type': dep.region_type,

@@ -148,8 +148,16 @@ XILINX_OPTS = [
                     'fails.'),
     cfg.StrOpt('sysfs_root', default='/sys',
                help='Root of the sysfs tree where the NUMA node and PCIe '
-                    'root of each card are read (bus/pci/devices/<bdf>, '
+                    'root of each card, and its PCI function\'s AER '
+                    'counters and link, are read (bus/pci/devices/<bdf>, '
                     'devices/system/node).'),
+    cfg.IntOpt('thermal_warn_celsius', default=85, min=0, max=200,
+               help='Hottest sensor of xbutil\'s thermal report at or above '
+                    'which a card is degraded. xbutil reports no '
+                    'thresholds: take them from the card\'s data sheet.'),
+    cfg.IntOpt('thermal_crit_celsius', default=95, min=0, max=200,
+               help='Hottest sensor at or above which a card is unhealthy '
+                    '(not offered nor bound until it cools down).'),
 ]
 
 # <name>:<PF address>[|<PF address>...]; the driver checks each part.

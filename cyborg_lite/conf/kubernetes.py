@@ -123,6 +123,25 @@ OPTS = [
                      'and the scheduler: turn this on after the cluster, '
                      'and off before it. Off: a scalar, the device\'s '
                      'node, valid on every release.'),
+    cfg.StrOpt('unhealthy_taint_effect',
+               default='NoSchedule',
+               choices=[('NoSchedule', 'New claims do not get an unhealthy '
+                                       'device; pods using it keep running '
+                                       '(and are told in the log).'),
+                        ('NoExecute', 'Also evict the pods using an '
+                                      'unhealthy device that do not '
+                                      'tolerate the taint (KEP-5055).')],
+               help='Effect of the taint <driver_name>/unhealthy on an '
+                    'unhealthy device. A recovering device is always '
+                    'NoSchedule; a degraded one gets an informational '
+                    'taint (effect None).'),
+    cfg.BoolOpt('informational_taints',
+                default=True,
+                help='Publish a degraded device (offered still) with a '
+                     'taint <driver_name>/degraded of effect None, which '
+                     'schedules nothing away but says why. Effect None '
+                     'is valid from Kubernetes 1.35; set false for a 1.34 '
+                     'apiserver, which refuses it.'),
     cfg.IntOpt('api_conflict_retries',
                default=5,
                min=0,

@@ -156,6 +156,39 @@ def bound_arq_on(s, deployable_id, except_holder=None):
     return None if found == except_holder else found
 
 
+Holder = collections.namedtuple(
+    'Holder', ['device_id', 'deployable_id', 'device_uuid', 'identity',
+               'hostname', 'deployable_uuid', 'deployable_name', 'arq_uuid',
+               'instance_uuid', 'claim_uid', 'namespace', 'claim_name'])
+
+
+def holders(device_ids=(), deployable_ids=()):
+    """Every Bound ARQ and Kubernetes claim on the regions of
+    ``device_ids`` and on ``deployable_ids``, as Holders (an ARQ's claim
+    fields None, a claim's ARQ fields None), in region order."""
+    if not device_ids and not deployable_ids:
+        return []
+    dep, dev = models.Deployable, models.Device
+    arq, claim = models.AcceleratorRequest, models.KubernetesClaimDevice
+    which = sa.or_(dep.device_id.in_(list(device_ids)),
+                   dep.id.in_(list(deployable_ids)))
+    region = (dev.id, dep.id, dev.uuid, dev.identity, dev.hostname,
+              dep.uuid, dep.name)
+    arqs = (sa.select(*region, arq.uuid, arq.instance_uuid,
+                      sa.null(), sa.null(), sa.null())
+            .join(dep, dep.device_id == dev.id)
+            .join(arq, sa.and_(arq.deployable_id == dep.id,
+                               arq.state == 'Bound')).where(which))
+    claims = (sa.select(*region, sa.null(), sa.null(), claim.claim_uid,
+                        claim.namespace, claim.claim_name)
+              .join(dep, dep.device_id == dev.id)
+              .join(claim, claim.deployable_id == dep.id).where(which))
+    with session.reader() as s:
+        rows = s.execute(sa.union_all(arqs, claims)).all()
+    return sorted((Holder(*row) for row in rows),
+                  key=lambda h: (h.deployable_id, str(h.arq_uuid)))
+
+
 def region_label(s, deployable_id):
     dep = s.get(models.Deployable, deployable_id)
     return dep.name if dep is not None else 'id=%s' % deployable_id

@@ -64,18 +64,28 @@ def get_device(uuid):
     return device
 
 
-def set_status(uuid, status):
+def set_status(uuid, status, refuse_unhealthy=False):
     """An operator's maintenance switch: status 'maintaining' (disabled)
     or 'enabled'. Requests a publish of the host when the status changed;
-    returns (hostname, changed)."""
+    returns (hostname, changed). With ``refuse_unhealthy``, enabling an
+    unhealthy device raises DeviceUnhealthy and changes nothing (decided
+    under the row's lock: a report turning it unhealthy waits, or is
+    seen)."""
     if status not in models.DEVICE_STATUSES:
         raise exception.Invalid(reason='device status must be one of %s'
                                 % ', '.join(models.DEVICE_STATUSES))
     with session.writer() as s:
-        row = s.execute(sa.select(DEVICE.id, DEVICE.hostname)
-                        .where(DEVICE.uuid == uuid)).first()
+        row = s.execute(sa.select(DEVICE.id, DEVICE.hostname, DEVICE.health,
+                                  DEVICE.health_reason, DEVICE.health_since)
+                        .where(DEVICE.uuid == uuid)
+                        .with_for_update()).first()
         if row is None:
             raise exception.DeviceNotFound(uuid=uuid)
+        if refuse_unhealthy and status == 'enabled' and \
+                row.health == 'unhealthy':
+            raise exception.DeviceUnhealthy(
+                uuid=uuid, reason=row.health_reason or 'no reason given',
+                since=_iso(row.health_since))
         changed = bool(conditional.update(s, DEVICE, DEVICE.id == row.id,
                                           {'status': status},
                                           DEVICE.status != status))
@@ -83,6 +93,11 @@ def set_status(uuid, status):
             publish_requests.add(s, row.hostname,
                                  'device %s %s' % (uuid, status))
         return row.hostname, changed
+
+
+def _iso(when):
+    return when.replace(microsecond=0).isoformat() + 'Z' if when \
+        else 'an unknown time'
 
 
 HostRows = collections.namedtuple(
@@ -126,13 +141,14 @@ _DEP = models.Deployable.__table__
 # more: no JSON board info, no versions, no times to parse.
 _TOPOLOGY_COLUMNS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root')
 _DEVICE_VIEW_COLUMNS = ('id', 'uuid', 'type', 'vendor', 'identity',
-                        'pci_address', 'health', 'status', 'rp_uuid',
-                        'model', 'driver_name') + _TOPOLOGY_COLUMNS
+                        'pci_address', 'health', 'health_reason', 'status',
+                        'rp_uuid', 'model', 'driver_name') + _TOPOLOGY_COLUMNS
 _DEPLOYABLE_VIEW_COLUMNS = ('id', 'device_id', 'uuid', 'name',
                             'num_accelerators', 'region_type',
                             'function_id', 'local_memory_mb', 'rp_uuid',
                             'function_name', 'bitstream_id', 'device_state',
-                            'pci_bus_id') + _TOPOLOGY_COLUMNS
+                            'pci_bus_id', 'health', 'health_reason') + \
+    _TOPOLOGY_COLUMNS
 _HANDLE_VIEW_COLUMNS = ('id', 'deployable_id', 'uuid', 'attach_type',
                         'attach_info', 'in_use', 'in_use_function')
 _HOST_DEVICES = (sa.select(*(DEVICE.__table__.c[n]

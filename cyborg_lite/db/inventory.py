@@ -14,9 +14,11 @@ DeviceRecord) is a dict::
 
     {'identity': '0000:5e:00.0',
      'health': 'healthy',                   # as reported
+     'health_reason': None,                 # why, when not healthy
      'values': {column: value},             # other devices columns
      'cpid_info': '{"bus":...}' or None,    # PCI controlpath id
-     'deployables': {db_name: {'values': {column: value},
+     'deployables': {db_name: {'health': ..., 'health_reason': ...,
+                               'values': {column: value},
                                'attributes': {key: value},
                                'handles': {attach_info_json: attach_type}}}}
 
@@ -37,10 +39,13 @@ Rules:
 - A row missing from the scan is deleted, except an attach handle in use
   (flag set or an ARQ pointing at it): it is kept with its deployable and
   the device is marked unhealthy until a later scan no longer needs it.
+- ``health_since`` is the database's time of the last change of health
+  (or of the row's creation).
 
 ``store_rp_uuids`` records the resource provider uuids the Placement sink
 computed, touching only rows whose value differs.
 """
+import collections
 import dataclasses
 import random
 import time
@@ -51,6 +56,7 @@ from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
+from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
@@ -66,6 +72,10 @@ _RETRYABLE = (sa.exc.IntegrityError, sa.exc.OperationalError,
               orm_exc.StaleDataError)
 
 
+HealthMove = collections.namedtuple(
+    'HealthMove', ['device_id', 'deployable_id', 'old', 'new', 'reason'])
+
+
 @dataclasses.dataclass
 class Changes:
     """Rows written by one report; false when nothing was."""
@@ -73,6 +83,8 @@ class Changes:
     updated: int = 0
     deleted: int = 0
     kept_in_use: int = 0
+    # The stored health of a device (deployable_id None) or region moved.
+    health_moves: list = dataclasses.field(default_factory=list)
 
     def __bool__(self):
         return bool(self.created or self.updated or self.deleted)
@@ -151,7 +163,9 @@ def _apply_values(s, hostname, scans):
                                   *conditions):
             raise orm_exc.StaleDataError('%s %s changed meanwhile'
                                          % (model.__tablename__, row_id))
-    return Changes(updated=len(diff.updates))
+    return Changes(updated=len(diff.updates),
+                   health_moves=[HealthMove(*move)
+                                 for move in diff.health_moves])
 
 
 class _Stored:
@@ -230,11 +244,33 @@ def _new_uuid():
 
 
 def _set(obj, field, value):
-    """Assign only a real difference, so an equal report writes nothing."""
-    if getattr(obj, field) != value:
+    """Assign only a real difference, so an equal report writes nothing
+    (a SQL expression, the database's clock, is always a change)."""
+    if isinstance(value, sa.sql.ClauseElement) or \
+            getattr(obj, field) != value:
         setattr(obj, field, value)
         return True
     return False
+
+
+# A device whose handle in use left the scan: kept, and not offered.
+_KEPT_IN_USE = {'health': 'unhealthy',
+                'health_reason': 'an attach handle in use is gone from the '
+                                 'scan; kept until it is released'}
+
+
+def _with_health(obj, values, want, changes):
+    """``values`` with the health of ``want``; health_since when the
+    health changes (a move recorded in ``changes``)."""
+    values = inventory_diff.with_health(values, want)
+    if obj.health != values['health']:
+        values['health_since'] = clock.utc_now()
+        is_device = isinstance(obj, models.Device)
+        changes.health_moves.append(HealthMove(
+            obj.id if is_device else obj.device_id,
+            None if is_device else obj.id, obj.health, values['health'],
+            values['health_reason']))
+    return values
 
 
 def _set_all(obj, values, changes):
@@ -281,7 +317,9 @@ def _sync_device(s, hostname, driver, want, stored, changes):
     if dev is None:
         dev = models.Device(uuid=_new_uuid(), hostname=hostname,
                             driver_name=driver, identity=want['identity'],
-                            health=want['health'], **want['values'])
+                            health_since=clock.utc_now(),
+                            **inventory_diff.with_health(want['values'],
+                                                         want))
         s.add(dev)
         s.flush()
         stored.devices.append(dev)
@@ -289,9 +327,9 @@ def _sync_device(s, hostname, driver, want, stored, changes):
     cpid = _sync_cpid(s, dev, want['cpid_info'], stored, changes)
     kept = _sync_deployables(s, dev, want['deployables'],
                              cpid.id if cpid else None, stored, changes)
-    values = dict(want['values'],
-                  health='unhealthy' if kept else want['health'])
-    _set_all(dev, values, changes)
+    health = _KEPT_IN_USE if kept else want
+    _set_all(dev, _with_health(dev, want['values'], health, changes),
+             changes)
 
 
 def _sync_cpid(s, dev, info, stored, changes):
@@ -327,15 +365,17 @@ def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
     for name, want in sorted(wanted.items()):
         dep = existing.get(name)
         if dep is None:
-            dep = models.Deployable(uuid=_new_uuid(), device_id=dev.id,
-                                    name=name, driver_name=dev.driver_name,
-                                    **want['values'])
+            dep = models.Deployable(
+                uuid=_new_uuid(), device_id=dev.id, name=name,
+                driver_name=dev.driver_name, health_since=clock.utc_now(),
+                **inventory_diff.with_health(want['values'], want))
             s.add(dep)
             s.flush()
             existing[name] = dep
             changes.created += 1
         else:
-            _set_all(dep, want['values'], changes)
+            _set_all(dep, _with_health(dep, want['values'], want, changes),
+                     changes)
         _sync_attributes(s, dep, want['attributes'], stored, changes)
         kept |= _sync_handles(s, dep, want['handles'], cpid_id, stored,
                               changes)
@@ -413,7 +453,8 @@ def _remove_device(s, dev, stored, changes):
     for dep in list(stored.deployables.get(dev.id, {}).values()):
         kept |= _remove_deployable(s, dep, stored, changes)
     if kept:
-        _set_all(dev, {'health': 'unhealthy'}, changes)
+        _set_all(dev, _with_health(dev, {}, _KEPT_IN_USE, changes),
+                 changes)
         return
     cpid = stored.cpids.pop(dev.id, None)
     if cpid is not None:

@@ -10,6 +10,7 @@ ORM path. ``scans`` is db/inventory.apply_report's.
 """
 import sqlalchemy as sa
 
+from cyborg_lite.db import clock
 from cyborg_lite.db import models
 
 _DEV = models.Device.__table__
@@ -33,13 +34,14 @@ def _of_host(stmt, drivers):
 # path writes it): slower, never wrong. Reading no more than these halves
 # the deployables' columns, most of a host's rows.
 _TOPOLOGY_COLUMNS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root')
-_DEV_COLUMNS = ('id', 'version', 'driver_name', 'identity', 'health', 'type',
-                'vendor', 'model', 'pci_address', 'std_board_info',
-                'vendor_board_info', 'rp_uuid') + _TOPOLOGY_COLUMNS
+_DEV_COLUMNS = ('id', 'version', 'driver_name', 'identity', 'health',
+                'health_reason', 'type', 'vendor', 'model', 'pci_address',
+                'std_board_info', 'vendor_board_info', 'rp_uuid') + \
+    _TOPOLOGY_COLUMNS
 _DEP_COLUMNS = ('id', 'version', 'device_id', 'name', 'num_accelerators',
                 'region_type', 'function_id', 'function_name',
-                'local_memory_mb', 'rp_uuid', 'pci_bus_id') + \
-    _TOPOLOGY_COLUMNS
+                'local_memory_mb', 'rp_uuid', 'pci_bus_id', 'health',
+                'health_reason') + _TOPOLOGY_COLUMNS
 
 
 def _devices_with_cpids(drivers):
@@ -114,6 +116,14 @@ class _HostReads:
         return results
 
 
+def with_health(values, want):
+    """A device's or deployable's wanted ``values`` with its health and
+    reason (``health_since`` follows a change of health, by the
+    database's clock)."""
+    return dict(values, health=want['health'],
+                health_reason=want['health_reason'])
+
+
 def _index(names, start=0, count=None):
     """{column name: position} of ``names[start:start + count]``."""
     stop = None if count is None else start + count
@@ -142,6 +152,9 @@ class Diff:
         devices, deployables, attributes = _HostReads.read(
             conn, hostname, sorted(scans))
         self.updates = []
+        # [(device id, deployable id or None, old health, new health,
+        # reason)] among the updates.
+        self.health_moves = []
         self.structural = not self._compare(devices, deployables,
                                             attributes, scans)
 
@@ -164,7 +177,7 @@ class Diff:
         for key, want in wanted.items():
             row = stored[key]
             if not self._update(models.Device, row, dev,
-                                dict(want['values'], health=want['health'])):
+                                with_health(want['values'], want)):
                 return False
             if not self._compare_cpid(row, want['cpid_info']):
                 return False
@@ -185,6 +198,15 @@ class Diff:
                    if row[index[name]] != value}
         except KeyError:
             return False
+        if 'health' in new:
+            new['health_since'] = clock.utc_now()
+            row_id = row[index['id']]
+            device_id, deployable_id = (
+                (row_id, None) if model is models.Device
+                else (row[index['device_id']], row_id))
+            self.health_moves.append((device_id, deployable_id,
+                                      row[index['health']], new['health'],
+                                      values['health_reason']))
         if new:
             self.updates.append((model, row[index['id']],
                                  row[index['version']], new))
@@ -202,7 +224,7 @@ class Diff:
     def _compare_deployable(self, stored, want, cpid_id):
         row, attributes, handles = stored
         if not self._update(models.Deployable, row, self._DEP_AT,
-                            want['values']):
+                            with_health(want['values'], want)):
             return False
         if attributes.keys() != want['attributes'].keys() or \
                 handles.keys() != want['handles'].keys():

@@ -22,7 +22,7 @@ from cyborg_lite.common import states
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
                 'NVME')
 DEVICE_STATUSES = ('enabled', 'maintaining')
-DEVICE_HEALTH = ('healthy', 'degraded', 'unhealthy')
+DEVICE_HEALTH = states.HEALTH.states
 ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
 CPID_TYPES = ('PCI',)
 ARQ_STATES = states.ARQ.states
@@ -122,8 +122,15 @@ class Device(IdMixin, VersionedMixin, TopologyMixin, Base):
     pci_address: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
     status: orm.Mapped[str] = orm.mapped_column(
         _enum(DEVICE_STATUSES, 'device_status'), default='enabled')
+    # common/states.HEALTH as the agent's monitor reports it, why, and
+    # since when by the database's clock (set by db/inventory.py when
+    # the state changes).
     health: orm.Mapped[str] = orm.mapped_column(
         _enum(DEVICE_HEALTH, 'device_health'), default='healthy')
+    health_reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(states.MAX_HEALTH_REASON))
+    health_since: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
     rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
 
 
@@ -195,6 +202,14 @@ class Deployable(IdMixin, VersionedMixin, TopologyMixin, Base):
     cleaning_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     # The PCI function the region is reached through (pciBusID).
     pci_bus_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    # The region's own health (its port's signals), as on devices.
+    health: orm.Mapped[str] = orm.mapped_column(
+        _enum(DEVICE_HEALTH, 'deployable_health'), default='healthy',
+        server_default='healthy')
+    health_reason: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(states.MAX_HEALTH_REASON))
+    health_since: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
 
 
 class Attribute(IdMixin, Base):

@@ -95,7 +95,8 @@ def ids_of_page(page_stmt, model):
 
 def list_columns(model, names, href_prefix='', extra=None):
     """The SQL expressions of a long list's columns ``names``, in order:
-    ``created_at`` and ``updated_at`` as the API's ISO text
+    ``created_at``, ``updated_at`` and ``health_since`` as the API's ISO
+    text
     (db/timestamps.py), ``href`` as ``href_prefix`` + uuid, a name in
     ``extra`` ({name: expression}) as given, any other name the column of
     ``model``; a ``json_text.JsonText`` as its text, with the values of
@@ -106,7 +107,7 @@ def list_columns(model, names, href_prefix='', extra=None):
     def column_of(name):
         if name in extra:
             return extra[name]
-        if name in ('created_at', 'updated_at'):
+        if name in ('created_at', 'updated_at', 'health_since'):
             return timestamps.iso_text(getattr(model, name))
         if name == 'href':
             return sa.literal(href_prefix, sa.String) + model.uuid

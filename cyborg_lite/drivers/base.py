@@ -5,7 +5,8 @@ one or more interfaces, each an ABC with typed abstract methods:
 
 * ``DiscoveryInterface`` - report the devices of this host;
 * ``ProgrammingInterface`` - load an image into a region, read it back;
-* ``CleaningInterface`` - wipe what one tenant left before the next.
+* ``CleaningInterface`` - wipe what one tenant left before the next;
+* ``HealthInterface`` - read the hardware's own health signals.
 
 The agent asks what a driver can do with ``isinstance`` (e.g. only a
 ``ProgrammingInterface`` gets programming jobs), never by calling a method
@@ -16,6 +17,7 @@ Placement; what they report is the records of
 import abc
 
 from cyborg_lite.common import device_records
+from cyborg_lite.common import health
 
 
 class Driver:
@@ -113,9 +115,30 @@ class HostTopologyInterface(abc.ABC):
         """
 
 
+class HealthInterface(abc.ABC):
+    """Reads the health signals of the devices a scan found."""
+
+    @abc.abstractmethod
+    def read_health(self, devices: list[device_records.DeviceRecord],
+                    missing: list[device_records.DeviceRecord]
+                    ) -> dict[str, health.Signals]:
+        """{identity: Signals} of ``devices`` and ``missing``.
+
+        Called by the agent right after ``discover()`` with what it
+        returned (a driver may reuse what that scan read), and with
+        ``missing``: devices the previous scan found and this one did
+        not. Signals of a missing device say whether it vanished from
+        the PCI bus (a ``Condition`` of signal ``pci``); none means it is
+        merely not listed any more (rebound to vfio-pci, say). Readings
+        that cannot be made are ``Unreadable``, never an exception: a
+        health read never fails a scan. Nothing may be written to the
+        hardware.
+        """
+
+
 #: Every interface a driver may implement, for the loader's sanity check.
 INTERFACES = (DiscoveryInterface, ProgrammingInterface, CleaningInterface,
-              HostTopologyInterface)
+              HostTopologyInterface, HealthInterface)
 
 
 class ContainerDevicesInterface(abc.ABC):

@@ -37,6 +37,8 @@ import os
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.common import health
+from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -54,6 +56,12 @@ VENDOR_TRAITS = {0x8086: 'CUSTOM_FPGA_INTEL', 0x1c2c: 'CUSTOM_FPGA_SILICOM'}
 MANAGER_ERROR_STATES = ('firmware request error', 'write init error',
                         'write error', 'write complete error',
                         'parse header error')
+# FME error registers (sysfs-platform-dfl-fme, "0x%llx\n" bit masks that
+# stay set until cleared): what a bit set in each means for the card.
+FME_ERRORS = (('catfatal_errors', 'unhealthy'),
+              ('nonfatal_errors', 'degraded'),
+              ('pcie0_errors', 'degraded'),
+              ('pcie1_errors', 'degraded'))
 
 
 @dataclasses.dataclass
@@ -86,13 +94,16 @@ class Card:
     manager_status_path: str | None = None
     problems: list = dataclasses.field(default_factory=list)
     manager_error: str | None = None
+    manager_status: str | None = None
     bitstream_id: str | None = None
 
     @property
     def health(self):
+        """Without the agent's health monitor: what the tree says now."""
         if self.manager_error:
             return 'unhealthy'
-        return 'degraded' if self.problems else 'healthy'
+        return 'degraded' if self.problems or self.manager_status \
+            else 'healthy'
 
     def port(self, region_name):
         for port in self.ports:
@@ -266,8 +277,7 @@ def _read_manager(card):
     if state in MANAGER_ERROR_STATES:
         card.manager_error = 'fpga_manager state is %r' % state
     elif status:
-        card.problems.append('last reconfiguration reported: %s'
-                             % status.replace('\n', '; '))
+        card.manager_status = status.replace('\n', '; ')
 
 
 def card_traits(card):
@@ -351,3 +361,132 @@ def find_port(sysfs_root, identity, region_name):
     raise exception.DriverError(driver='dfl',
                                 reason='no DFL card %s on this host'
                                 % identity)
+
+
+# --- health signals (drivers/base.HealthInterface) -------------------------
+
+def _error_mask(path, signal, level):
+    """A Condition when the error register has a bit set, else None."""
+    try:
+        value = sysfs.read_hex_int(path, 64)
+    except exception.HostDataError as e:
+        return health.Unreadable(signal, str(e))
+    if not value:
+        return None
+    return health.Condition(signal, level, '%s 0x%x' % (signal, value))
+
+
+def _fme_error_readings(fme_dir):
+    readings = []
+    for name, level in FME_ERRORS:
+        found = _error_mask(os.path.join(fme_dir, 'errors', name), name,
+                            level)
+        if found is not None:
+            readings.append(found)
+    return readings
+
+
+def _hwmon_value(path, scale):
+    value = sysfs.read_int(path, -(1 << 40), 1 << 40)
+    return None if value is None else value / scale
+
+
+def _thermal(hwmon):
+    """temp1_input against temp1_max (hardware throttles, degraded) and
+    temp1_crit (full throttling, unhealthy), millidegrees Celsius."""
+    value = _hwmon_value(os.path.join(hwmon, 'temp1_input'), 1000)
+    if value is None:
+        return []
+    limits = [(_hwmon_value(os.path.join(hwmon, name), 1000), name[6:])
+              for name in ('temp1_max', 'temp1_crit')]
+    warn, fault = [(v, n) if v is not None else None for v, n in limits]
+    return [health.Gauge('temperature', value, '°C', warn, fault)]
+
+
+def _power(hwmon):
+    """power1_input in microwatts; at power1_max the hardware throttles."""
+    value = _hwmon_value(os.path.join(hwmon, 'power1_input'), 1e6)
+    if value is None:
+        return []
+    limit = _hwmon_value(os.path.join(hwmon, 'power1_max'), 1e6)
+    return [health.Gauge('power', value, 'W',
+                         (limit, 'max') if limit else None)]
+
+
+_HWMON_READERS = {'dfl_fme_thermal': _thermal, 'dfl_fme_power': _power}
+
+
+def _hwmon_readings(fme_dir):
+    """The FME's hwmon devices (sysfs-platform-dfl-fme: one named
+    dfl_fme_thermal, one dfl_fme_power)."""
+    readings = []
+    hwmon_dir = os.path.join(fme_dir, 'hwmon')
+    for name in sysfs.numbered(sysfs.list_dir(hwmon_dir), 'hwmon'):
+        path = os.path.join(hwmon_dir, name)
+        try:
+            reader = _HWMON_READERS.get(sysfs.read_text(
+                os.path.join(path, 'name')))
+            if reader is not None:
+                readings += reader(path)
+        except exception.HostDataError as e:
+            readings.append(health.Unreadable('hwmon', str(e)))
+    return readings
+
+
+def _manager_readings(card):
+    if card.manager_error:
+        return [health.Condition('fpga_manager', 'unhealthy',
+                                 card.manager_error)]
+    if card.manager_status:
+        return [health.Condition('fpga_manager', 'degraded',
+                                 'fpga_manager status: %s'
+                                 % card.manager_status)]
+    return []
+
+
+def _port_readings(card, port, sysfs_root, correctable_step):
+    """A port's errors/errors (sysfs-platform-dfl-port) and, behind its
+    own VF, that function's PCI signals."""
+    readings = []
+    found = _error_mask(os.path.join(port.port_dir, 'errors', 'errors'),
+                        'port_errors', 'unhealthy')
+    if found is not None:
+        readings.append(found)
+    if port.pci_address != card.pci_address:
+        readings += pci_health.function_readings(
+            sysfs_root, port.pci_address, correctable_step=correctable_step)
+    return readings
+
+
+def card_signals(card, sysfs_root, correctable_step=0):
+    """The health Signals of one card read now: FME error registers,
+    hwmon, its FPGA manager, the PF's PCI signals; per region, its port's
+    errors."""
+    device = (_fme_error_readings(card.fme_dir) +
+              _hwmon_readings(card.fme_dir) + _manager_readings(card) +
+              pci_health.function_readings(
+                  sysfs_root, card.pci_address,
+                  correctable_step=correctable_step))
+    if card.problems:
+        device.append(health.Condition('dfl_tree', 'degraded',
+                                       'dfl_tree: %s' % card.problems[0]))
+    return health.Signals(device, {
+        port.region_name: _port_readings(card, port, sysfs_root,
+                                         correctable_step)
+        for port in card.ports})
+
+
+def read_signals(cards, records, missing, sysfs_root, correctable_step=0):
+    """HealthInterface.read_health over the cards a scan read."""
+    by_address = {card.pci_address: card for card in cards}
+    signals = {}
+    for record in records:
+        card = by_address.get(record.identity)
+        if card is not None:
+            signals[record.identity] = card_signals(card, sysfs_root,
+                                                    correctable_step)
+    for record in missing:
+        gone = pci_health.vanished(sysfs_root, record.pci_address)
+        if gone is not None:
+            signals[record.identity] = health.Signals([gone])
+    return signals

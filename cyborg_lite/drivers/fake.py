@@ -68,6 +68,13 @@ def atomic_write(path, text):
     os.replace(tmp, path)
 
 
+def _write_absent(path, text):
+    """Write a file that is not there yet, keeping one a test or a person
+    changed (an injected fault survives a restart)."""
+    if not os.path.exists(path):
+        _write(path, text)
+
+
 def _link(path, target):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     os.symlink(target, path)
@@ -100,11 +107,13 @@ class SimulatedTree:
         return layout
 
     def ensure(self):
-        """Build the tree unless one with the same layout is there."""
+        """Build the tree unless one with the same layout is there; give
+        a kept tree the health files it may lack (once per process)."""
         marker = os.path.join(self.root, LAYOUT_FILE)
         try:
             with open(marker) as f:
                 if json.load(f) == self.layout():
+                    self._ensure_health_files()
                     return
         except (OSError, ValueError):
             pass
@@ -114,6 +123,8 @@ class SimulatedTree:
         self._write_nodes()
         for card in range(self.num_cards):
             self._write_card(card)
+        self._health_files_checked = False
+        self._ensure_health_files()
         atomic_write(marker, json.dumps(self.layout()))
 
     def socket(self, node):
@@ -144,6 +155,42 @@ class SimulatedTree:
                 _write(os.path.join(system, 'cpu', 'cpu%d' % cpu, 'topology',
                                     'physical_package_id'),
                        '%d\n' % self.socket(node))
+
+    _health_files_checked = False
+
+    def _ensure_health_files(self):
+        if self._health_files_checked:
+            return
+        for card in range(self.num_cards):
+            self._write_card_health(card)
+        self._health_files_checked = True
+
+    def _write_card_health(self, card):
+        """The files health is read from, as a real card has them, with
+        healthy values: PCI AER counters and link of every function, the
+        FME's error registers and hwmon devices, each port's errors."""
+        parent = os.path.join(self.sys, 'devices/pci0000:%02x'
+                              % (FIRST_BUS + card))
+        functions = [0] + ([vf + 1 for vf in range(self.regions)]
+                           if self.sriov else [])
+        for devfn in functions:
+            write_pci_health(os.path.join(parent, _address(card, devfn)))
+        base_index = card * (self.regions + 1)
+        pf = os.path.join(parent, _address(card, 0))
+        fme = os.path.join(pf, 'fpga_region/region%d' % base_index,
+                           'dfl-fme.%d' % card)
+        write_fme_health(fme, card)
+        for port in range(self.regions):
+            global_port = card * self.regions + port
+            holder = os.path.join(
+                parent, _address(card, port + 1), 'fpga_region',
+                'region%d' % (self.num_cards * (self.regions + 1) +
+                              global_port)) if self.sriov else \
+                os.path.dirname(fme)
+            port_dir = os.path.join(holder, 'dfl-port.%d' % global_port)
+            for name in ('errors', 'first_error', 'first_malformed_req'):
+                _write_absent(os.path.join(port_dir, 'errors', name),
+                              '0x0\n')
 
     def _write_card(self, card):
         address = _address(card, 0)
@@ -236,6 +283,63 @@ class SimulatedTree:
         _write(os.path.join(self.dev, 'dfl-port.%d' % global_port), '')
 
 
+# A healthy PCIe link of an Intel PAC (Gen3 x8), as pci-sysfs.c prints it.
+PCI_HEALTH_FILES = {
+    'current_link_speed': '8.0 GT/s PCIe\n',
+    'max_link_speed': '8.0 GT/s PCIe\n',
+    'current_link_width': '8\n',
+    'max_link_width': '8\n',
+}
+# aer_dev_* as drivers/pci/pcie/aer.c prints them: named bits, the total.
+AER_CORRECTABLE = ('RxErr', 'BadTLP', 'BadDLLP', 'Rollover', 'Timeout',
+                   'NonFatalErr', 'CorrIntErr', 'HeaderOF')
+AER_UNCORRECTABLE = ('Undefined', 'DLP', 'SDES', 'TLP', 'FCP', 'CmpltTO',
+                     'CmpltAbrt', 'UnxCmplt', 'RxOF', 'MalfTLP', 'ECRC',
+                     'UnsupReq', 'ACSViol', 'UncorrIntErr', 'BlockedTLP',
+                     'AtomicOpBlocked', 'TLPBlockedErr', 'PoisonTLPBlocked')
+
+
+def aer_text(names, total_name, total=0):
+    """An aer_dev_* file's text with every count 0 but the total."""
+    return ''.join('%s 0\n' % name for name in names) + \
+        '%s %d\n' % (total_name, total)
+
+
+def write_pci_health(function_dir):
+    for name, text in PCI_HEALTH_FILES.items():
+        _write_absent(os.path.join(function_dir, name), text)
+    for name, names, total in (
+            ('aer_dev_correctable', AER_CORRECTABLE, 'TOTAL_ERR_COR'),
+            ('aer_dev_fatal', AER_UNCORRECTABLE, 'TOTAL_ERR_FATAL'),
+            ('aer_dev_nonfatal', AER_UNCORRECTABLE, 'TOTAL_ERR_NONFATAL')):
+        _write_absent(os.path.join(function_dir, name),
+                      aer_text(names, total))
+
+
+# The FME's health files (sysfs-platform-dfl-fme): error registers clear,
+# 40 °C (throttling at 90, full at 100), 24 W (throttling at 65).
+FME_ERROR_FILES = ('catfatal_errors', 'nonfatal_errors', 'pcie0_errors',
+                   'pcie1_errors', 'fme_errors', 'first_error', 'next_error',
+                   'inject_errors')
+THERMAL_FILES = {'name': 'dfl_fme_thermal', 'temp1_input': '40000',
+                 'temp1_max': '90000', 'temp1_crit': '100000',
+                 'temp1_emergency': '105000', 'temp1_max_alarm': '0',
+                 'temp1_crit_alarm': '0', 'temp1_max_policy': '0'}
+POWER_FILES = {'name': 'dfl_fme_power', 'power1_input': '24000000',
+               'power1_max': '65000000', 'power1_crit': '70000000',
+               'power1_max_alarm': '0', 'power1_crit_alarm': '0'}
+
+
+def write_fme_health(fme_dir, card):
+    for name in FME_ERROR_FILES:
+        _write_absent(os.path.join(fme_dir, 'errors', name), '0x0\n')
+    for index, files in ((2 * card, THERMAL_FILES),
+                         (2 * card + 1, POWER_FILES)):
+        hwmon = os.path.join(fme_dir, 'hwmon', 'hwmon%d' % index)
+        for name, value in files.items():
+            _write_absent(os.path.join(hwmon, name), value + '\n')
+
+
 def _address(card, devfn):
     """PCI address of function ``devfn`` on the card's bus: the PF is
     devfn 0, VF N is devfn N + 1 (offset 1, stride 1, as on a PAC)."""
@@ -264,7 +368,8 @@ def image_function_id(image_path, region_type):
 
 class FakeDriver(base.Driver, base.DiscoveryInterface,
                  base.ProgrammingInterface, base.CleaningInterface,
-                 base.ContainerDevicesInterface, base.HostTopologyInterface):
+                 base.ContainerDevicesInterface, base.HostTopologyInterface,
+                 base.HealthInterface):
     """Simulated DFL cards; programs for real in the simulated tree."""
 
     def __init__(self, conf):
@@ -282,6 +387,8 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         self.fail_clean = group.fail_clean
         self.fail_clean_regions = set(group.fail_clean_regions)
         self.scrub_function_id = group.scrub_function_id
+        self.correctable_step = conf.health.correctable_errors_per_scan
+        self._cards = []
 
     def _ensure_tree(self):
         try:
@@ -295,9 +402,14 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
     def discover(self):
         self._ensure_tree()
         places = topology.Reader(self.tree.sys)
+        self._cards = dfl.scan_cards(self.tree.sys)
         return [dfl.card_to_record(card, self.local_memory_mb,
                                    {'simulated': True}, places)
-                for card in dfl.scan_cards(self.tree.sys)]
+                for card in self._cards]
+
+    def read_health(self, devices, missing):
+        return dfl.read_signals(self._cards, devices, missing, self.tree.sys,
+                                self.correctable_step)
 
     def numa_nodes(self):
         self._ensure_tree()

@@ -45,7 +45,7 @@ def port_pr_args(port_id, buffer_size, buffer_address):
 class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
                       base.ProgrammingInterface, base.CleaningInterface,
                       base.ContainerDevicesInterface,
-                      topology.SysfsHostTopology):
+                      topology.SysfsHostTopology, base.HealthInterface):
     """DFL cards: one deployable per port/PR region, programmable."""
 
     def __init__(self, conf):
@@ -55,9 +55,12 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
         self.dev_root = group.dev_root
         self.local_memory_mb = group.local_memory_mb
         self.scrub_images = parse_scrub_bitstreams(group.scrub_bitstreams)
+        self.correctable_step = conf.health.correctable_errors_per_scan
         # The hardware edge: fcntl.ioctl(fd, request, arg). Tests replace
         # it to capture the argument and simulate the card.
         self.ioctl = fcntl.ioctl
+        # The cards the last discover() read, for read_health.
+        self._cards = []
 
     def discover(self):
         try:
@@ -66,6 +69,7 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
             raise exception.DriverError(driver=self.name or 'fpga_sysfs',
                                         reason='cannot read %s: %s'
                                         % (self.sysfs_root, e))
+        self._cards = cards
         places = topology.Reader(self.sysfs_root)
         records = []
         for card in cards:
@@ -75,6 +79,10 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
             except exception.HostDataError as e:
                 LOG.warning('Skipping DFL card %s: %s', card.pci_address, e)
         return records
+
+    def read_health(self, devices, missing):
+        return dfl.read_signals(self._cards, devices, missing,
+                                self.sysfs_root, self.correctable_step)
 
     def loaded_function(self, identity, region_name):
         _card, port = dfl.find_port(self.sysfs_root, identity, region_name)

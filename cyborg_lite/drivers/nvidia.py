@@ -20,8 +20,11 @@ vGPU types when the host driver publishes them, else whole (``pgpu``).
 Offering both would let a scheduler place two workloads on one card.
 
 Cleaning between tenants (GPU reset, MIG instances destroyed and made
-again) is in drivers/nvidia_cleaning.py. Every nvidia-smi run goes
-through ``self.run_tool`` (tools.run_tool), the one injectable edge.
+again) is in drivers/nvidia_cleaning.py; health signals (temperatures,
+ECC, row remapping, slowdowns, reset required) in drivers/nvidia_health
+.py, read from the same XML the scan parsed, with the GPU's AER counters
+from sysfs. Every nvidia-smi run goes through ``self.run_tool``
+(tools.run_tool), the one injectable edge.
 """
 import collections
 import logging
@@ -30,8 +33,11 @@ import re
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.common import health
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
+from cyborg_lite.drivers import nvidia_health
+from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import tools
@@ -178,8 +184,9 @@ def gpu_record(gpu, sysfs_root, places=None):
         topology=(places or topology.Reader(sysfs_root)).pci(address))
 
 
-def parse_nvidia_smi(data, sysfs_root):
-    """DeviceRecords from ``nvidia-smi -q -x`` output (bytes)."""
+def parse_nvidia_smi(data, sysfs_root, elements=None):
+    """DeviceRecords from ``nvidia-smi -q -x`` output (bytes);
+    ``elements``, a dict, gets {identity: <gpu> element} of each."""
     if not data.strip():
         raise exception.HostDataError(where='nvidia-smi -q -x',
                                       reason='empty output')
@@ -195,11 +202,15 @@ def parse_nvidia_smi(data, sysfs_root):
             records.append(gpu_record(gpu, sysfs_root, places))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
+            continue
+        if elements is not None:
+            elements[records[-1].identity] = gpu
     return records
 
 
 class NvidiaDriver(base.Driver, base.DiscoveryInterface,
-                   base.CleaningInterface, topology.SysfsHostTopology):
+                   base.CleaningInterface, topology.SysfsHostTopology,
+                   base.HealthInterface):
     """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
 
     def __init__(self, conf):
@@ -208,8 +219,11 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         self.nvidia_smi_path = group.nvidia_smi_path
         self.timeout = group.timeout
         self.sysfs_root = group.sysfs_root
+        self.correctable_step = conf.health.correctable_errors_per_scan
         # The tool edge: run_tool(driver name, argv, timeout) -> stdout.
         self.run_tool = tools.run_tool
+        # {identity: <gpu> element} of the last scan, for read_health.
+        self._gpus = {}
 
     @property
     def _name(self):
@@ -225,11 +239,46 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
 
     def _scan(self, tool):
         output = self.run_tool(self._name, [tool, '-q', '-x'], self.timeout)
+        gpus = {}
         try:
-            return parse_nvidia_smi(output, self.sysfs_root)
+            records = parse_nvidia_smi(output, self.sysfs_root, gpus)
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
+        self._gpus = gpus
+        return records
+
+    def read_health(self, devices, missing):
+        signals = {}
+        for record in devices:
+            gpu = self._gpus.get(record.identity)
+            readings = nvidia_health.gpu_readings(gpu) if gpu is not None \
+                else []
+            # NOTE: the link width is the XML's; a GPU lowers its link
+            # speed when idle, so sysfs gives the AER counters only.
+            readings += [r for r in pci_health.function_readings(
+                self.sysfs_root, record.pci_address, check_speed=False,
+                correctable_step=self.correctable_step)
+                if r.signal != 'link_width']
+            signals[record.identity] = health.Signals(readings)
+        for record in missing:
+            gone = pci_health.vanished(self.sysfs_root, record.pci_address) \
+                or self._lost(record)
+            if gone is not None:
+                signals[record.identity] = health.Signals([gone])
+        return signals
+
+    def _lost(self, record):
+        """A GPU nvidia-smi no longer lists though the nvidia kernel
+        driver still holds it (what an XID 79, "fallen off the bus",
+        leaves); one rebound to vfio-pci was merely handed over."""
+        driver = os.path.join(pci_health.function_dir(
+            self.sysfs_root, record.pci_address), 'driver')
+        if os.path.basename(os.path.realpath(driver)) != 'nvidia':
+            return None
+        return health.Condition('pci', 'unhealthy', 'pci %s is bound to the '
+                                'nvidia driver but nvidia-smi no longer '
+                                'lists it' % record.pci_address)
 
     def clean(self, identity, deployable_name):
         tool = tools.find_tool(self.nvidia_smi_path)

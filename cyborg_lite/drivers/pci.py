@@ -12,7 +12,9 @@ import os
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.common import health
 from cyborg_lite.drivers import base
+from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import topology
 
@@ -69,13 +71,15 @@ class PciFunction:
 
 
 class PciDriver(base.Driver, base.DiscoveryInterface,
-                topology.SysfsHostTopology):
-    """PCI accelerators by class code and vendor/device allow-list."""
+                topology.SysfsHostTopology, base.HealthInterface):
+    """PCI accelerators by class code and vendor/device allow-list; health
+    from each function's AER counters and link (drivers/pci_health.py)."""
 
     def __init__(self, conf):
         super().__init__(conf)
         group = conf.pci_driver
         self.sysfs_root = group.sysfs_root
+        self.correctable_step = conf.health.correctable_errors_per_scan
         self.devices_dir = os.path.join(group.sysfs_root, 'bus', 'pci',
                                         'devices')
         self.accelerator_classes = group.accelerator_classes
@@ -106,6 +110,21 @@ class PciDriver(base.Driver, base.DiscoveryInterface,
             if record is not None:
                 records.append(record)
         return records
+
+    def read_health(self, devices, missing):
+        signals = {}
+        for record in devices:
+            # NOTE: GPUs lower their link speed when idle: width only.
+            signals[record.identity] = health.Signals(
+                pci_health.function_readings(
+                    self.sysfs_root, record.pci_address,
+                    check_speed=record.type != 'GPU',
+                    correctable_step=self.correctable_step))
+        for record in missing:
+            gone = pci_health.vanished(self.sysfs_root, record.pci_address)
+            if gone is not None:
+                signals[record.identity] = health.Signals([gone])
+        return signals
 
     def _wanted(self, function):
         if function.is_vf or id_listed(function.vendor, function.device,

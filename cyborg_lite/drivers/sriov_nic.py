@@ -28,8 +28,10 @@ import re
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.common import health
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import pci
+from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import topology
 
@@ -82,13 +84,15 @@ def parse_mappings(entries, option, name_re):
 
 
 class SriovNicDriver(base.Driver, base.DiscoveryInterface,
-                     topology.SysfsHostTopology):
-    """The configured SmartNIC PFs and their VFs, with physical network."""
+                     topology.SysfsHostTopology, base.HealthInterface):
+    """The configured SmartNIC PFs and their VFs, with physical network;
+    health from each PF's AER counters and link."""
 
     def __init__(self, conf):
         super().__init__(conf)
         group = conf.sriov_nic_driver
         self.sysfs_root = group.sysfs_root
+        self.correctable_step = conf.health.correctable_errors_per_scan
         self.devices_dir = os.path.join(group.sysfs_root, 'bus', 'pci',
                                         'devices')
         self.physnets = parse_mappings(group.physical_device_mappings,
@@ -120,6 +124,22 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface,
                 LOG.warning('Skipping SR-IOV NIC %s: %s', address, e)
         return records
 
+    def read_health(self, devices, missing):
+        signals = {}
+        for record in devices:
+            readings = pci_health.function_readings(
+                self.sysfs_root, record.pci_address,
+                correctable_step=self.correctable_step)
+            if record.health != 'healthy':
+                readings.append(health.Condition(
+                    'sriov_numvfs', record.health, record.health_reason))
+            signals[record.identity] = health.Signals(readings)
+        for record in missing:
+            gone = pci_health.vanished(self.sysfs_root, record.pci_address)
+            if gone is not None:
+                signals[record.identity] = health.Signals([gone])
+        return signals
+
     def _record(self, path, places):
         function = pci.PciFunction(path)
         if function.is_vf:
@@ -130,12 +150,12 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface,
         vfs = sysfs.virtual_functions(real)
         numvfs = sysfs.read_int(os.path.join(real, 'sriov_numvfs'))
         totalvfs = sysfs.read_int(os.path.join(real, 'sriov_totalvfs'))
-        health = 'healthy'
+        state, why = 'healthy', None
         if numvfs is not None and numvfs != len(vfs):
-            LOG.warning('SR-IOV NIC %s: sriov_numvfs is %d but %d virtfn '
-                        'links are there', function.address, numvfs,
-                        len(vfs))
-            health = 'degraded'
+            why = 'sriov_numvfs is %d but %d virtfn links are there' % (
+                numvfs, len(vfs))
+            LOG.warning('SR-IOV NIC %s: %s', function.address, why)
+            state = 'degraded'
         if not vfs:
             LOG.warning('SR-IOV NIC %s has no VFs enabled: nothing to '
                         'offer (echo N > sriov_numvfs)', function.address)
@@ -145,7 +165,8 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface,
                                  'PCI %04x:%04x' % (function.vendor,
                                                     function.device)),
             identity=function.address, pci_address=function.address,
-            health=health, std_board_info=function.board_info(),
+            health=state, health_reason=why,
+            std_board_info=function.board_info(),
             vendor_board_info={'sriov_totalvfs': totalvfs or 0,
                                'sriov_numvfs': numvfs or 0},
             deployables=[self._vfs(function.address, vfs)] if vfs else [],

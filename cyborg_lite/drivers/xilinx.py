@@ -18,6 +18,10 @@ Per card, ``xbutil examine -d <bdf> -r dynamic-regions`` adds
 the region's function. Not verified against a live card (none was
 available); the shell's PR interface uuid is not in these reports, so
 region_type stays unknown and the shell is given as a trait instead.
+
+Health: per card, ``xbutil examine -d <bdf> -r thermal electrical error``
+(drivers/xilinx_health.py) and the user function's AER counters and link
+from sysfs; a card that is not ready is degraded.
 """
 import json
 import logging
@@ -28,14 +32,18 @@ import uuid
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.common import health
 from cyborg_lite.drivers import base
+from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import sysfs
 from cyborg_lite.drivers import tools
 from cyborg_lite.drivers import topology
+from cyborg_lite.drivers import xilinx_health
 
 LOG = logging.getLogger(__name__)
 
 VENDOR = '0x10ee'
+NOT_READY = 'is_ready false: xbutil says the card is not ready'
 # Real reports are a few KiB; refuse to load anything absurdly large.
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 
@@ -100,6 +108,7 @@ def card_record(device):
     return device_records.DeviceRecord(
         type='FPGA', vendor=VENDOR, model=vbnv, identity=address,
         pci_address=address, health='healthy' if ready else 'degraded',
+        health_reason=None if ready else NOT_READY,
         std_board_info={'vendor_id': VENDOR},
         vendor_board_info={'instance': str(device.get('instance', '')),
                            'vbnv': vbnv},
@@ -120,7 +129,7 @@ def loaded_xclbin(report):
 
 
 class XilinxDriver(base.Driver, base.DiscoveryInterface,
-                   topology.SysfsHostTopology):
+                   topology.SysfsHostTopology, base.HealthInterface):
     """Alveo cards (user PFs) as one FPGA region each; not programmable."""
 
     def __init__(self, conf):
@@ -129,6 +138,9 @@ class XilinxDriver(base.Driver, base.DiscoveryInterface,
         self.xbutil_path = group.xbutil_path
         self.timeout = group.timeout
         self.sysfs_root = group.sysfs_root
+        self.thermal = (group.thermal_warn_celsius,
+                        group.thermal_crit_celsius)
+        self.correctable_step = conf.health.correctable_errors_per_scan
 
     def discover(self):
         tool = tools.find_tool(self.xbutil_path)
@@ -157,6 +169,35 @@ class XilinxDriver(base.Driver, base.DiscoveryInterface,
                 tool, record.identity)
             records.append(record)
         return records
+
+    def read_health(self, devices, missing):
+        tool = tools.find_tool(self.xbutil_path)
+        signals = {}
+        for record in devices:
+            readings = self._card_readings(tool, record.identity)
+            if record.health != 'healthy':
+                readings.append(health.Condition('is_ready', record.health,
+                                                 record.health_reason))
+            readings += pci_health.function_readings(
+                self.sysfs_root, record.pci_address,
+                correctable_step=self.correctable_step)
+            signals[record.identity] = health.Signals(readings)
+        for record in missing:
+            gone = pci_health.vanished(self.sysfs_root, record.pci_address)
+            if gone is not None:
+                signals[record.identity] = health.Signals([gone])
+        return signals
+
+    def _card_readings(self, tool, address):
+        if tool is None:
+            return xilinx_health.unreadable('%s not found' % self.xbutil_path)
+        try:
+            report = self._examine(tool, ['-d', address, '-r', 'thermal',
+                                          'electrical', 'error'])
+        except exception.CyborgLiteException as e:
+            LOG.warning('No health report for %s: %s', address, e)
+            return xilinx_health.unreadable(str(e))
+        return xilinx_health.card_readings(report, *self.thermal)
 
     def loaded_function(self, identity, region_name):
         tool = tools.find_tool(self.xbutil_path)

@@ -57,6 +57,9 @@ class DeployableView:
     pcie_root: str | None = None
     pci_bus_id: str | None = None
     socket: int | None = None
+    # The region's own health (common/states.HEALTH) and why.
+    health: str = 'healthy'
+    health_reason: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,7 @@ class DeviceView:
     identity: str
     pci_address: str | None = None
     health: str = 'healthy'
+    health_reason: str | None = None
     status: str = 'enabled'
     rp_uuid: str | None = None
     deployables: tuple = ()
@@ -121,6 +125,30 @@ def _shared_function_in_use(deployable):
     return bool(free) and all(h.held_by is not None for h in free)
 
 
+def _health_is(device, deployable, state):
+    """The device, or the region asked about, is in health ``state``."""
+    return device.health == state or (deployable is not None and
+                                      deployable.health == state)
+
+
+def health_of(device, deployable=None):
+    """(state, reason) of the worse of the device's health and the
+    region's own (common/states.HEALTH order: unhealthy, recovering,
+    degraded, healthy)."""
+    order = ('unhealthy', 'recovering', 'degraded', 'healthy')
+    candidates = [(device.health, device.health_reason)]
+    if deployable is not None:
+        candidates.append((deployable.health, deployable.health_reason))
+    return min(candidates, key=lambda c: order.index(c[0]))
+
+
+def advisories(device, deployable=None):
+    """What is worth knowing about a device offered still: ('degraded',)
+    when its (or the region's) health is degraded, else ()."""
+    state, _reason = health_of(device, deployable)
+    return (state,) if state in states.HEALTH_ADVISORY else ()
+
+
 def _kubernetes_claimed(deployable):
     return any(h.k8s_claim is not None for h in deployable.attach_handles)
 
@@ -144,8 +172,11 @@ _CLEANING_REASON = {'error': 'cleaning_failed'}
 _RULES = (
     ('maintaining', 'the device is disabled for maintenance',
      lambda dev, dep: dev.status == 'maintaining'),
-    ('unhealthy', 'the device is unhealthy',
-     lambda dev, dep: dev.health == 'unhealthy'),
+    ('unhealthy', 'its hardware reports a fault',
+     lambda dev, dep: _health_is(dev, dep, 'unhealthy')),
+    ('recovering', 'its fault cleared; it is watched before it is '
+     'offered again',
+     lambda dev, dep: _health_is(dev, dep, 'recovering')),
     ('agent_down', 'the agent of its host stopped sending heartbeats',
      lambda dev, dep: dev.agent_down),
     ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
@@ -177,9 +208,12 @@ def unavailable_reasons(device, deployable=None):
 
 
 def describe(reasons, device, deployable=None):
-    """One sentence for people: what the reasons mean, with who holds a
-    shared function."""
-    parts = [REASONS[r] for r in reasons]
+    """One sentence for people: what the reasons mean, with why a device
+    is unhealthy and who holds a shared function."""
+    _state, why = health_of(device, deployable)
+    parts = ['%s (%s)' % (REASONS[r], why)
+             if r in states.HEALTH_UNAVAILABLE and why else REASONS[r]
+             for r in reasons]
     if 'handle_shared_in_use' in reasons:
         holders = sorted({h.held_by for h in deployable.attach_handles
                           if h.held_by is not None}, key=str)
@@ -225,7 +259,8 @@ def _deployable_view(dep, attrs, handles, blocked, k8s_claims):
                              for h in handles),
         device_state=dep.device_state, numa_node=dep.numa_node,
         pcie_root=dep.pcie_root, pci_bus_id=dep.pci_bus_id,
-        socket=dep.socket)
+        socket=dep.socket, health=dep.health,
+        health_reason=dep.health_reason)
 
 
 def device_view(dev, deployables=(), agent_state=None):
@@ -234,7 +269,8 @@ def device_view(dev, deployables=(), agent_state=None):
     return DeviceView(
         uuid=dev.uuid, type=dev.type, vendor=dev.vendor,
         identity=dev.identity, pci_address=dev.pci_address,
-        health=dev.health, status=dev.status, rp_uuid=dev.rp_uuid,
+        health=dev.health, health_reason=dev.health_reason,
+        status=dev.status, rp_uuid=dev.rp_uuid,
         deployables=tuple(deployables), model=dev.model or '',
         driver_name=dev.driver_name, agent_down=agent_state == 'down',
         numa_node=getattr(dev, 'numa_node', None),

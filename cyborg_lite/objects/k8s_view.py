@@ -6,7 +6,8 @@ ResourceSlices. One mapping for the conductor's sink and claims
 
 Availability is decided once, by host_inventory.unavailable_reasons: every
 reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
-itself allocated), and a region an ARQ holds gets ``in-use=nova``.
+itself allocated), and a region an ARQ holds gets ``in-use=nova``; a
+degraded one (host_inventory.advisories) an informational taint.
 """
 from cyborg_lite.common import k8s_inventory as inventory
 from cyborg_lite.common import naming
@@ -26,7 +27,13 @@ def _bound_to_nova(deployable):
                for h in deployable.attach_handles)
 
 
-def _deployable(hostname, device, dep):
+def _health_signal(device, dep):
+    """The first word of the health reason: the signal behind it."""
+    _state, reason = host_inventory.health_of(device, dep)
+    return reason.split(' ', 1)[0] if reason else None
+
+
+def _deployable(hostname, device, dep, conf):
     reasons = tuple(r for r in host_inventory.unavailable_reasons(device, dep)
                     if r != OWN_REASON)
     return inventory.Deployable(
@@ -37,7 +44,11 @@ def _deployable(hostname, device, dep):
         unavailable=reasons, bound_to_nova=_bound_to_nova(dep),
         numa_node=dep.numa_node, pcie_root=dep.pcie_root,
         pci_bus_id=dep.pci_bus_id,
-        shares_function=_shares_function(hostname, device, dep))
+        shares_function=_shares_function(hostname, device, dep),
+        advisories=(host_inventory.advisories(device, dep)
+                    if conf.informational_taints else ()),
+        health_signal=_health_signal(device, dep),
+        unhealthy_effect=conf.unhealthy_taint_effect)
 
 
 def _shares_function(hostname, device, dep):
@@ -55,14 +66,15 @@ def _name_in_device(hostname, device, dep):
     return dep.name
 
 
-def k8s_inventory(view, node):
-    """The common/k8s_inventory.HostInventory of a host_inventory one."""
+def k8s_inventory(view, node, conf):
+    """The common/k8s_inventory.HostInventory of a host_inventory one;
+    ``conf``: the [kubernetes] options."""
     devices = tuple(inventory.Device(
         uuid=d.uuid, type=d.type, vendor=d.vendor, model=d.model,
         identity=d.identity, pci_address=d.pci_address,
         pcie_root=d.pcie_root, numa_node=d.numa_node,
         programmable=any(dep.region_type for dep in d.deployables),
-        deployables=tuple(_deployable(view.hostname, d, dep)
+        deployables=tuple(_deployable(view.hostname, d, dep, conf)
                           for dep in d.deployables))
         for d in view.devices)
     return inventory.HostInventory(view.hostname, node, devices,
@@ -72,4 +84,4 @@ def k8s_inventory(view, node):
 def load(conf, hostname, db_url=None):
     """The Kubernetes view of ``hostname`` as the database has it now."""
     return k8s_inventory(host_inventory.load(hostname, db_url),
-                         node_name(conf, hostname))
+                         node_name(conf, hostname), conf.kubernetes)

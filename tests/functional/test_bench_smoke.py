@@ -133,6 +133,22 @@ def test_change_cost_bench_tiny(tmp_path):
     assert result['unchanged_baseline_over_this'] > 0
 
 
+def test_health_cost_bench_tiny(tmp_path):
+    # This tree against itself: the plumbing, and the facts: the moving
+    # temperature changed no report, the unchanged reports wrote nothing.
+    result = _bench(tmp_path, 'health_cost', '--baseline', ROOT,
+                    '--cards', '2', '--regions', '2', '--scans', '3',
+                    '--reports', '3', '--trials', '1')
+    assert result['bench'] == 'health_cost'
+    for name in ('this', 'baseline'):
+        [trial] = result['trials'][name]
+        assert trial['regions'] == 4
+        assert trial['distinct_reports'] == 1
+        assert trial['unchanged_report_writes'] == 0
+        assert trial['cpu_ms_per_scan'] > 0
+    assert result['scan_this_over_baseline'] > 0
+
+
 @pytest.mark.parametrize('text', ['1', '-2', 'x'])
 def test_fleet_bench_refuses_a_single_or_no_function_count(text):
     import argparse

@@ -1,6 +1,10 @@
 """/v2/deployables: the schedulable parts of devices, and their cleanup
 between tenants.
 
+From 2.7 (``microversion.DEVICE_HEALTH``) a deployable shows its own
+health (a region's signals, e.g. its DFL port's errors), why and since
+when; its device's health applies to it too.
+
 From 2.5 a deployable shows ``device_state`` (Cyborg 17's states:
 available, allocated, pending_cleaning, cleaning, error; the flow is
 conductor/cleaning.py) and ``cleaning_error``; an admin may ask for a
@@ -63,11 +67,14 @@ def view(req, deployable, attributes):
     if version.matches(microversion.TOPOLOGY):
         body.update(device_handlers.topology_view(deployable,
                                                   deployable.pci_bus_id))
+    if version.matches(microversion.DEVICE_HEALTH):
+        body.update(device_handlers.health_view(deployable))
     body.update(utils.timestamps(deployable))
     return body
 
 
-def _list_format(with_cleaning, with_topology):
+@functools.lru_cache(maxsize=None)
+def _list_format(with_cleaning, with_topology, with_health):
     """The RowFormat of a listed deployable: the keys of ``view``."""
     keys = ['uuid', 'name', 'parent_id', 'root_id', 'device_id',
             'num_accelerators', 'attributes_list', 'rp_uuid', 'driver_name',
@@ -77,12 +84,10 @@ def _list_format(with_cleaning, with_topology):
         keys += ['device_state', 'cleaning_error']
     if with_topology:
         keys += device_handlers.TOPOLOGY_KEYS
+    if with_health:
+        keys += device_handlers.HEALTH_KEYS
     return utils.list_format(keys + ['created_at', 'updated_at'],
                              raw=['attributes_list'])
-
-
-_LIST_FORMATS = {(cleaning, topology): _list_format(cleaning, topology)
-                 for cleaning in (False, True) for topology in (False, True)}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -100,8 +105,9 @@ def list_deployables(req):
         filters['device_id'] = int(filters['device_id'])
     page = utils.page(params)
     version = microversion.of(req)
-    fmt = _LIST_FORMATS[version.matches(CLEANING_VERSION),
-                        version.matches(microversion.TOPOLOGY)]
+    fmt = _list_format(version.matches(CLEANING_VERSION),
+                       version.matches(microversion.TOPOLOGY),
+                       version.matches(microversion.DEVICE_HEALTH))
     rows, attributes = db.list_deployable_rows(
         fmt.columns() + ('id',),
         utils.href_prefix(req, 'deployables'), filters, **page)

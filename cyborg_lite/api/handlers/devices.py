@@ -1,6 +1,11 @@
 """/v2/devices: the device inventory (the conductor writes it) and an
 operator's maintenance switch (POST .../disable and .../enable, Cyborg
-2.3's: status 'maintaining' or 'enabled')."""
+2.3's: status 'maintaining' or 'enabled').
+
+From 2.7 (``microversion.DEVICE_HEALTH``) a device shows its health
+(common/states.HEALTH), why and since when; enabling an unhealthy device
+is refused with 409 while its fault persists (it would not be offered
+anyway, and the operator is told why)."""
 import functools
 import json
 
@@ -42,6 +47,8 @@ def view(req, device):
         body['unavailable_reasons'] = _unavailable_reasons(device)
     if version.matches(microversion.TOPOLOGY):
         body.update(topology_view(device, device.pci_address))
+    if version.matches(microversion.DEVICE_HEALTH):
+        body.update(health_view(device))
     body.update(utils.timestamps(device))
     return body
 
@@ -49,6 +56,7 @@ def view(req, device):
 # Where a device or deployable sits (2.6), in this order.
 TOPOLOGY_KEYS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root',
                  'pci_bus_id')
+HEALTH_KEYS = ('health', 'health_reason', 'health_since')
 
 
 def topology_view(row, pci_bus_id):
@@ -56,8 +64,15 @@ def topology_view(row, pci_bus_id):
                                     row.socket, row.pcie_root, pci_bus_id)))
 
 
+def health_view(row):
+    """health, health_reason, health_since of a device or deployable."""
+    return {'health': row.health, 'health_reason': row.health_reason,
+            'health_since': utils.timestamp(row.health_since)}
+
+
 @functools.lru_cache(maxsize=None)
-def _list_format(with_status, with_reasons, with_topology):
+def _list_format(with_status, with_reasons, with_topology,
+                 with_health=False):
     """The RowFormat of a listed device: the keys of ``view``, in order."""
     keys = ['uuid', 'type', 'vendor', 'model', 'std_board_info',
             'vendor_board_info', 'hostname', 'links']
@@ -67,6 +82,8 @@ def _list_format(with_status, with_reasons, with_topology):
         keys.append('unavailable_reasons')
     if with_topology:
         keys += TOPOLOGY_KEYS
+    if with_health:
+        keys += HEALTH_KEYS
     keys += ['created_at', 'updated_at']
     return utils.list_format(keys, raw=['unavailable_reasons']
                              if with_reasons else (),
@@ -98,7 +115,8 @@ def list_devices(req):
     page = utils.page(params)
     version = microversion.of(req)
     fmt = _list_format(version.matches('2.3'), version.matches('2.5'),
-                       version.matches(microversion.TOPOLOGY))
+                       version.matches(microversion.TOPOLOGY),
+                       version.matches(microversion.DEVICE_HEALTH))
     names = fmt.columns()
     if fmt.raw:
         names += _REASON_COLUMNS
@@ -133,7 +151,9 @@ def _set_status(req, uuid, rule, status):
     utils.authorize(req, rule)
     utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
     _require_no_body(req)
-    hostname, changed = db.set_status(uuid, status)
+    hostname, changed = db.set_status(
+        uuid, status, refuse_unhealthy=microversion.of(req).matches(
+            microversion.DEVICE_HEALTH))
     if changed:
         LOG.info('Device %s on %s is now %s', uuid, hostname, status)
         # Taken away: in every scheduler's view before this answers; given
@@ -152,5 +172,7 @@ def disable_device(req, uuid):
 
 
 def enable_device(req, uuid):
-    """Cyborg 2.3: status 'enabled' again."""
+    """Cyborg 2.3: status 'enabled' again. From 2.7 an unhealthy device
+    is refused (409, with why and since when) and nothing changes: it is
+    offered again on its own once its fault clears."""
     return _set_status(req, uuid, policies.ENABLE, 'enabled')

@@ -1,4 +1,5 @@
 """Pieces shared by the resource schemas."""
+from cyborg_lite.common import states
 
 UUID_PATTERN = ('^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                 '[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
@@ -36,6 +37,12 @@ TIMESTAMPS = {'created_at': STRING, 'updated_at': NULLABLE_STRING}
 TOPOLOGY = {'numa_node': NULLABLE_INTEGER, 'local_cpulist': NULLABLE_STRING,
             'socket': NULLABLE_INTEGER, 'pcie_root': NULLABLE_STRING,
             'pci_bus_id': NULLABLE_STRING}
+# A device's or deployable's health, from 2.7 (common/states.HEALTH).
+HEALTH = {
+    'health': {'type': 'string', 'enum': list(states.HEALTH.states)},
+    'health_reason': NULLABLE_STRING,
+    'health_since': NULLABLE_STRING,
+}
 
 
 def view(properties, optional=()):

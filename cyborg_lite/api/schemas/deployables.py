@@ -12,7 +12,8 @@ LIST_QUERY = common.list_query(db_deployables.SORT_KEYS, {
 
 
 # What GET shows of a deployable (Cyborg's fields, then our own;
-# ``device_state`` and ``cleaning_error`` from 2.5).
+# ``device_state`` and ``cleaning_error`` from 2.5, topology from 2.6,
+# health from 2.7).
 VIEW = common.view({
     'uuid': common.STRING, 'name': common.STRING,
     'parent_id': common.NULLABLE_INTEGER, 'root_id': common.NULLABLE_INTEGER,
@@ -26,6 +27,7 @@ VIEW = common.view({
     'local_memory_mb': common.INTEGER,
     'device_state': {'type': 'string', 'enum': list(models.DEVICE_STATES)},
     'cleaning_error': common.NULLABLE_STRING,
-    **common.TOPOLOGY,
-}, optional=['device_state', 'cleaning_error', *common.TOPOLOGY])
+    **common.TOPOLOGY, **common.HEALTH,
+}, optional=['device_state', 'cleaning_error', *common.TOPOLOGY,
+             *common.HEALTH])
 LIST = common.collection('deployables', VIEW)

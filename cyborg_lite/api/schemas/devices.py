@@ -18,13 +18,14 @@ LIST_QUERY = common.list_query(db_devices.SORT_KEYS, {
 
 
 # What GET shows of a device; ``status`` from 2.3, ``unavailable_reasons``
-# from 2.5.
+# from 2.5, topology from 2.6, health from 2.7.
 VIEW = common.view({
     'uuid': common.STRING, 'type': common.STRING, 'vendor': common.STRING,
     'model': common.STRING, 'std_board_info': common.NULLABLE_STRING,
     'vendor_board_info': common.NULLABLE_STRING, 'hostname': common.STRING,
     'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
     'unavailable_reasons': {'type': 'array', 'items': common.STRING},
-    **common.TOPOLOGY,
-}, optional=['status', 'unavailable_reasons', *common.TOPOLOGY])
+    **common.TOPOLOGY, **common.HEALTH,
+}, optional=['status', 'unavailable_reasons', *common.TOPOLOGY,
+             *common.HEALTH])
 LIST = common.collection('devices', VIEW)

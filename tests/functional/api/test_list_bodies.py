@@ -49,7 +49,9 @@ def _odd_devices():
     odd = add_device(hostname='host-down')
     with session.writer() as s:
         s.query(models.Device).filter_by(id=sick.id).update(
-            {'health': 'unhealthy', 'model': ASCII_TEXT})
+            {'health': 'unhealthy', 'model': ASCII_TEXT,
+             'health_reason': ODD_TEXT,
+             'health_since': datetime.datetime(2026, 1, 2, 3, 4, 5, 678)})
         s.query(models.Device).filter_by(id=odd.id).update(
             {'model': ODD_TEXT, 'vendor_board_info': None,
              'updated_at': datetime.datetime(2026, 1, 2, 3, 4, 5, 678),
@@ -61,7 +63,8 @@ def _odd_devices():
 
 
 @pytest.mark.parametrize('version', ['2.0', '2.3', '2.5',
-                                     microversion.TOPOLOGY])
+                                     microversion.TOPOLOGY,
+                                     microversion.DEVICE_HEALTH])
 def test_device_list_is_the_device_views(pg_app, version):
     _odd_devices()
     _assert_list_is_the_views(pg_app, 'devices', 'devices', version)
@@ -92,7 +95,8 @@ def test_unknown_device_type_lists_nothing(pg_app):
         b'{"devices": []}'
 
 
-@pytest.mark.parametrize('version', ['2.0', '2.5', microversion.TOPOLOGY])
+@pytest.mark.parametrize('version', ['2.0', '2.5', microversion.TOPOLOGY,
+                                     microversion.DEVICE_HEALTH])
 def test_deployable_list_is_the_deployable_views(pg_app, version):
     device = add_device()
     placed = add_deployable(device, attributes=[('rc', 'FPGA'),
@@ -103,7 +107,11 @@ def test_deployable_list_is_the_deployable_views(pg_app, version):
              'pcie_root': 'pci0000:c0', 'pci_bus_id': '0000:c1:02.0'})
     add_deployable(device, name=ODD_TEXT,
                    attributes=[('rc', 'FPGA'), ('trait0', ODD_TEXT)])
-    add_deployable(device, name=ASCII_TEXT)
+    sick = add_deployable(device, name=ASCII_TEXT)
+    with session.writer() as s:
+        s.query(models.Deployable).filter_by(id=sick.id).update(
+            {'health': 'recovering', 'health_reason': ODD_TEXT,
+             'health_since': datetime.datetime(2026, 1, 2, 3, 4, 5)})
     _assert_list_is_the_views(pg_app, 'deployables', 'deployables', version)
 
 

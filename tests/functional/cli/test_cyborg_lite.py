@@ -20,8 +20,9 @@ def test_device_list_filter_and_show(cli):
     assert {r['uuid']: (r['type'], r['hostname']) for r in rows} == {
         fpga: ('FPGA', 'host1'), gpu: ('GPU', 'host2')}
     assert set(rows[0]) == {'uuid', 'type', 'vendor', 'model', 'hostname',
-                            'status', 'unavailable_reasons'}
-    assert rows[0]['unavailable_reasons'] == []
+                            'status', 'health', 'unavailable_reasons'}
+    assert (rows[0]['health'], rows[0]['unavailable_reasons']) == (
+        'healthy', [])
 
     rows = cli('device', 'list', '--hostname', 'host2', '-f', 'json').json
     assert [r['uuid'] for r in rows] == [gpu]
@@ -29,6 +30,7 @@ def test_device_list_filter_and_show(cli):
     shown = cli('device', 'show', gpu, '-f', 'json').json
     assert (shown['uuid'], shown['vendor'], shown['model']) == (
         gpu, '10de', 'A100')
+    assert (shown['health'], shown['health_reason']) == ('healthy', None)
     assert 'links' not in shown
 
 

@@ -2,6 +2,8 @@
 (API 2.5), with the real entry point against the real API."""
 import sqlalchemy as sa
 
+from cyborg_lite.api import microversion
+from cyborg_lite.cli import versioned
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import models
 from cyborg_lite.db import session
@@ -45,3 +47,26 @@ def test_an_unknown_device_is_one_line(cli):
     assert result.rc == 1 and 'Traceback' not in result.stderr
     assert '(HTTP 404)' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_cli_asks_for_the_apis_health_version():
+    assert versioned.HEALTH_API_VERSION == microversion.DEVICE_HEALTH
+
+
+def test_an_unhealthy_device_shows_why_and_cannot_be_enabled(cli):
+    dev, _ = c.add_device('host1')
+    with session.writer() as s:
+        s.execute(sa.update(models.Device.__table__).values(
+            health='unhealthy', health_reason='catfatal_errors 0x4'))
+    assert cli('device', 'disable', dev).rc == 0
+    [row] = cli('device', 'list', '-f', 'json').json
+    assert (row['health'], row['unavailable_reasons']) == (
+        'unhealthy', ['maintaining', 'unhealthy'])
+    assert cli('device', 'show', dev, '-f', 'json').json[
+        'health_reason'] == 'catfatal_errors 0x4'
+    result = cli('device', 'enable', dev)
+    assert result.rc == 1 and '(HTTP 409)' in result.stderr
+    assert 'catfatal_errors 0x4' in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert cli('device', 'list', '-f', 'json').json[0]['status'] == \
+        'maintaining'

@@ -108,6 +108,7 @@ def test_deployable_show_asks_for_device_state_and_falls_back_on_406():
     args = argparse.Namespace(deployable='r1')
     columns, values = command.take_action(args)
     assert api.calls == [
+        ('GET', '/deployables/r1', versioned.HEALTH_API_VERSION),
         ('GET', '/deployables/r1', versioned.TOPOLOGY_API_VERSION),
         ('GET', '/deployables/r1', '2.5'), ('GET', '/deployables/r1', '2.3')]
     assert dict(zip(columns, values)) == {'uuid': 'r1', 'name': 'region0'}
@@ -121,7 +122,9 @@ def test_device_list_asks_for_reasons_and_falls_back_on_406():
     args = argparse.Namespace(type=None, vendor=None, hostname='h1',
                               long=False)
     columns, rows = command.take_action(args)
-    assert [c[2] for c in api.calls] == [versioned.TOPOLOGY_API_VERSION,
+    assert [c[2] for c in api.calls] == [versioned.HEALTH_API_VERSION,
+                                         versioned.TOPOLOGY_API_VERSION,
                                          '2.5', '2.3']
-    assert columns[-1] == 'unavailable_reasons'
-    assert list(rows) == [('d1', None, None, None, None, 'enabled', None)]
+    assert columns[-2:] == ('health', 'unavailable_reasons')
+    assert list(rows) == [('d1', None, None, None, None, 'enabled', None,
+                           None)]

@@ -80,6 +80,11 @@ def _edit(name):
         card['model'] = 'PAC D5005'
     elif name == 'health':
         card['health'] = 'unhealthy'
+    elif name == 'health reason':
+        card.update(health='degraded', health_reason='temperature 91 °C')
+    elif name == 'region health':
+        _region(card).update(health='unhealthy',
+                             health_reason='port_errors 0x1')
     elif name == 'board info':
         card['std_board_info'] = {'device_id': '0b2b'}
     elif name == 'no pci address':
@@ -114,7 +119,8 @@ def _edit(name):
     return card
 
 
-EDITS = ['device value', 'health', 'board info', 'no pci address',
+EDITS = ['device value', 'health', 'health reason', 'region health',
+         'board info', 'no pci address',
          'region value', 'region memory', 'attribute value',
          'attribute added', 'attribute removed', 'trait', 'handle type',
          'handle info', 'handle added', 'region removed', 'region added']
@@ -160,10 +166,11 @@ def test_every_value_a_report_sets_is_compared(db):
     # must be one of them, or every report would take the writing path.
     _stored()
     [want] = _scans(h.ok('fpga', h.fpga(CARD0)))['fpga']
-    assert set(want['values']) | {'health'} <= set(
-        inventory_diff._DEV_COLUMNS)
+    health = {'health', 'health_reason'}
+    assert set(want['values']) | health <= set(inventory_diff._DEV_COLUMNS)
     for dep in want['deployables'].values():
-        assert set(dep['values']) <= set(inventory_diff._DEP_COLUMNS)
+        assert set(dep['values']) | health <= set(
+            inventory_diff._DEP_COLUMNS)
 
 
 @pytest.mark.parametrize('row', ['device', 'deployable'])

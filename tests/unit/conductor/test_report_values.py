@@ -18,7 +18,8 @@ from tests.unit.conductor import report_helpers as h
 from tests.unit.conductor import test_report_unchanged as unchanged
 
 HOST = unchanged.HOST
-VALUE_EDITS = ['device value', 'health', 'board info', 'region value',
+VALUE_EDITS = ['device value', 'health', 'health reason', 'region health',
+               'board info', 'region value',
                'region memory', 'attribute value', 'handle type']
 STRUCTURAL_EDITS = sorted(set(unchanged.EDITS) - set(VALUE_EDITS))
 
@@ -111,7 +112,8 @@ def _content():
         for model in h.INVENTORY:
             table = model.__table__
             columns = [c for c in table.c
-                       if c.name not in ('uuid', 'created_at', 'updated_at')]
+                       if c.name not in ('uuid', 'created_at', 'updated_at',
+                                         'health_since')]
             rows[table.name] = [tuple(r) for r in s.execute(
                 sa.select(*columns).order_by(table.c.id))]
     return rows

@@ -121,3 +121,21 @@ def test_0003_gives_each_function_in_use_one_key(db_url, conf, caplog):
     assert keys == {1: attach_handles.function_key('h1', handles[0][2]),
                     2: None, 3: None}
     assert 'Attach handle id=2' in caplog.text
+
+
+def test_health_states_are_checked_by_the_database(db):
+    # 0011: recovering added to devices, a health of their own on
+    # deployables; anything else refused by the CHECK constraints.
+    with session.writer() as s:
+        dev = models.Device(uuid='d', type='FPGA', vendor='x', model='m',
+                            hostname='h', driver_name='fake', identity='i',
+                            health='recovering')
+        s.add(dev)
+        s.flush()
+        s.add(models.Deployable(uuid='r', device_id=dev.id, name='h_r0',
+                                driver_name='fake', health='recovering'))
+    for table in ('devices', 'deployables'):
+        with pytest.raises(sa.exc.IntegrityError):
+            with session.get_engine(db).begin() as conn:
+                conn.execute(sa.text("UPDATE %s SET health = 'sick'"
+                                     % table))

@@ -14,6 +14,8 @@ _LABEL = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
 _SUBDOMAIN = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?'
                         r'(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 _IDENT = re.compile(r'[A-Za-z_][A-Za-z0-9_]{0,31}')
+_LABEL_VALUE = re.compile(r'(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?'
+                          r'[A-Za-z0-9])?')
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,4 +154,13 @@ def slice_rule_errors(obj, counter_sets_with_devices=False):
                 errors.append('device %s: %s longer than 64' % (name, key))
         if len(device.get('taints') or []) > 16:
             errors.append('device %s: over 16 taints' % name)
+        for taint in device.get('taints') or []:
+            # DeviceTaint.effect: NoSchedule, NoExecute; None from 1.35.
+            if taint.get('effect') not in ('None', 'NoSchedule',
+                                           'NoExecute'):
+                errors.append('device %s: taint effect %r' % (
+                    name, taint.get('effect')))
+            if not _LABEL_VALUE.fullmatch(taint.get('value', '')):
+                errors.append('device %s: taint value %r' % (
+                    name, taint.get('value')))
     return errors

@@ -94,9 +94,44 @@ def test_each_reason_is_named_by_the_one_predicate():
                         health='unhealthy', agent_down=True)) == (
         'maintaining', 'unhealthy', 'agent_down')
     assert set(host_inventory.REASONS) == {
-        'maintaining', 'unhealthy', 'agent_down', 'handle_shared_in_use',
-        'kubernetes_claimed', 'shared_function_unclean',
-        'pending_cleaning', 'cleaning', 'cleaning_failed'}
+        'maintaining', 'unhealthy', 'recovering', 'agent_down',
+        'handle_shared_in_use', 'kubernetes_claimed',
+        'shared_function_unclean', 'pending_cleaning', 'cleaning',
+        'cleaning_failed'}
+
+
+@pytest.mark.parametrize('state,reason', [
+    ('healthy', None), ('degraded', None), ('unhealthy', 'unhealthy'),
+    ('recovering', 'recovering')])
+def test_health_of_the_device_or_of_a_region(state, reason):
+    make = host_inventory.DeviceView
+    reasons = host_inventory.unavailable_reasons
+    sick = make('d', 'FPGA', 'v', 'i', health=state, health_reason='why')
+    fine = make('d', 'FPGA', 'v', 'i')
+    region = host_inventory.DeployableView('r', 'region0')
+    sick_region = host_inventory.DeployableView('r', 'region0',
+                                                health=state)
+    expected = (reason,) if reason else ()
+    # The device's health is every region's; a region's is its own.
+    assert reasons(sick) == reasons(sick, region) == expected
+    assert reasons(fine, sick_region) == expected
+    assert reasons(fine) == ()
+    # Degraded is offered, with a note.
+    assert host_inventory.advisories(sick, region) == (
+        ('degraded',) if state == 'degraded' else ())
+    if reason:
+        assert 'why' in host_inventory.describe(expected, sick, region)
+
+
+def test_the_worse_health_of_device_and_region_is_shown():
+    device = host_inventory.DeviceView('d', 'FPGA', 'v', 'i',
+                                       health='degraded',
+                                       health_reason='link_width x8')
+    region = host_inventory.DeployableView(
+        'r', 'region0', health='unhealthy', health_reason='port_errors 0x1')
+    assert host_inventory.health_of(device, region) == (
+        'unhealthy', 'port_errors 0x1')
+    assert host_inventory.health_of(device) == ('degraded', 'link_width x8')
 
 
 def test_a_region_a_kubernetes_claim_holds_is_unavailable_to_nova():

@@ -1,0 +1,222 @@
+"""The agent's health monitor (agent/health.py): what it keeps across a
+restart, when it writes its file, vanished devices, drivers without
+health signals, and reports that stay unchanged while readings move."""
+import json
+import os
+
+import pytest
+
+from cyborg_lite.agent import health as health_mod
+from cyborg_lite.agent import manager as agent_manager
+from cyborg_lite.common import health
+from cyborg_lite.drivers import base
+from tests.unit.agent.scripted_driver import ScriptedDriver
+from tests.unit.conductor import report_helpers as h
+
+CARD = '0000:5e:00.0'
+
+
+class SignalDriver(ScriptedDriver, base.HealthInterface):
+    """A scripted driver whose health readings the test sets."""
+
+    def __init__(self, conf, devices):
+        super().__init__(conf, 'sig', devices)
+        self.readings = {}      # identity -> [readings]
+        self.region_readings = {}
+        self.vanished = set()
+        self.read_error = None
+
+    def read_health(self, devices, missing):
+        if self.read_error:
+            raise self.read_error
+        signals = {d.identity: health.Signals(
+            list(self.readings.get(d.identity, [])),
+            self.region_readings.get(d.identity, {})) for d in devices}
+        for record in missing:
+            if record.identity in self.vanished:
+                signals[record.identity] = health.Signals([
+                    health.Condition('pci', 'unhealthy', 'pci %s is gone '
+                                     'from the PCI bus' % record.identity)])
+        return signals
+
+
+def _temp(value):
+    return health.Gauge('temperature', value, '°C', (90.0, 'max'),
+                        (95.0, 'crit'))
+
+
+@pytest.fixture
+def conf2(conf):
+    conf.set_override('readings_to_fault', 2, group='health')
+    conf.set_override('readings_to_clear', 2, group='health')
+    return conf
+
+
+def _monitor(conf, clock=None):
+    kwargs = {'clock': clock} if clock else {}
+    return health_mod.HealthMonitor(conf, 'node1', **kwargs)
+
+
+def _apply(monitor, driver):
+    return {r.identity: (r.health, r.health_reason)
+            for r in monitor.apply(driver, driver.discover())}
+
+
+def test_the_state_outlives_a_restart(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [_temp(97.0)]
+    first = _monitor(conf2)
+    _apply(first, driver)
+    assert _apply(first, driver)[CARD] == (
+        'unhealthy', 'temperature 97 °C ≥ crit 95 °C')
+    # Restarted with the card cool: still unhealthy, then recovering
+    # after the window, never healthy at once.
+    driver.readings[CARD] = [_temp(40.0)]
+    second = _monitor(conf2)
+    assert _apply(second, driver)[CARD][0] == 'unhealthy'
+    assert _apply(second, driver)[CARD][0] == 'recovering'
+
+
+def test_a_counter_that_grew_while_the_agent_was_down(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    fatal = lambda n: [health.Counter('aer_dev_fatal', n, 'unhealthy')]
+    driver.readings[CARD] = fatal(1)
+    _apply(_monitor(conf2), driver)
+    driver.readings[CARD] = fatal(3)
+    restarted = _monitor(conf2)
+    _apply(restarted, driver)
+    assert _apply(restarted, driver)[CARD] == (
+        'unhealthy', 'aer_dev_fatal grew from 1 to 3')
+
+
+def test_the_file_is_written_only_when_something_changes(conf2,
+                                                          monkeypatch):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    monitor = _monitor(conf2)
+    writes = []
+    real = os.replace
+    monkeypatch.setattr(os, 'replace',
+                        lambda a, b: (writes.append(b), real(a, b)))
+    # A temperature that moves every scan, below its thresholds.
+    for value in range(40, 80):
+        driver.readings[CARD] = [_temp(float(value)),
+                                 health.Gauge('power', value * 1.5, 'W')]
+        _apply(monitor, driver)
+    assert len(writes) == 1          # the first state
+    driver.readings[CARD] = [_temp(97.0)]
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    assert len(writes) == 2          # the move to unhealthy
+    for value in range(97, 120):
+        driver.readings[CARD] = [_temp(float(value))]
+        _apply(monitor, driver)
+    assert len(writes) == 2
+
+
+def test_readings_that_change_no_state_leave_the_report_unchanged(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    agent = agent_manager.AgentManager(conf2, host='node1',
+                                       drivers=[driver],
+                                       conductor_api=object())
+    hashes = set()
+    for value in [40.0, 97.0, 96.0, 99.0, 98.5, 101.0, 97.5]:
+        driver.readings[CARD] = [_temp(value)]
+        [entry] = agent.scan()
+        hashes.add(agent_manager.entry_hash(entry))
+    # healthy (1st reading), then unhealthy once the window agreed.
+    assert len(hashes) == 2
+    assert entry['devices'][0]['health'] == 'unhealthy'
+    # The reading that made the move; later values rewrite nothing.
+    assert entry['devices'][0]['health_reason'] == \
+        'temperature 96 °C ≥ crit 95 °C'
+
+
+def test_a_region_s_own_signals(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.region_readings[CARD] = {'region1': [health.Condition(
+        'port_errors', 'unhealthy', 'port_errors 0x1')]}
+    monitor = _monitor(conf2)
+    records = monitor.apply(driver, driver.discover())
+    [region0, region1] = records[0].deployables
+    assert records[0].health == 'healthy'
+    assert (region0.health, region1.health, region1.health_reason) == (
+        'healthy', 'unhealthy', 'port_errors 0x1')
+
+
+def test_a_vanished_device_is_reported_then_dropped(conf2):
+    now = [1000.0]
+    conf2.set_override('vanished_report_seconds', 60, group='health')
+    driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga('0000:af:00.0')])
+    monitor = _monitor(conf2, clock=lambda: now[0])
+    _apply(monitor, driver)
+    driver.devices = [h.fpga('0000:af:00.0')]
+    driver.vanished = {CARD}
+    _apply(monitor, driver)
+    assert _apply(monitor, driver)[CARD] == (
+        'unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
+    # Across a restart too: the state file keeps it.
+    restarted = _monitor(conf2, clock=lambda: now[0])
+    assert _apply(restarted, driver)[CARD][0] == 'unhealthy'
+    now[0] += 61
+    assert CARD not in _apply(restarted, driver)
+
+
+def test_a_device_that_comes_back(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    driver.devices, driver.vanished = [], {CARD}
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    driver.devices, driver.vanished = [h.fpga(CARD)], set()
+    assert _apply(monitor, driver)[CARD][0] == 'unhealthy'
+    assert monitor.vanished['sig'] == {}
+
+
+def test_a_device_merely_unlisted_is_not_kept(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    driver.devices = []
+    assert _apply(monitor, driver) == {}
+
+
+def test_a_driver_without_signals_says_its_records_health(conf2):
+    plain = ScriptedDriver(conf2, 'plain', [dict(
+        h.fpga(CARD), health='degraded', health_reason='fan 2 stopped')])
+    monitor = _monitor(conf2)
+    assert _apply(monitor, plain)[CARD] == ('degraded', 'fan 2 stopped')
+
+
+def test_a_driver_whose_health_read_fails_keeps_its_states(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [_temp(97.0)]
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    driver.read_error = RuntimeError('bug')
+    # No readings at all, so the clear window starts: the inventory still
+    # reaches the conductor.
+    assert CARD in _apply(monitor, driver)
+
+
+def test_an_unreadable_state_file_starts_afresh(conf2):
+    path = os.path.join(conf2.health.state_dir, 'node1.json')
+    os.makedirs(os.path.dirname(path))
+    for text in ('{', json.dumps({'version': 99}),
+                 json.dumps({'version': 1, 'machines': {
+                     '["sig", "x"]': ['sick', None, []]},
+                     'memory': {}, 'vanished': {}})):
+        with open(path, 'w') as f:
+            f.write(text)
+        monitor = _monitor(conf2)
+        assert monitor.machines == {} and monitor.vanished == {}
+
+
+def test_health_off_reports_what_drivers_say(conf2):
+    conf2.set_override('enabled', False, group='health')
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [_temp(120.0)]
+    monitor = _monitor(conf2)
+    assert _apply(monitor, driver)[CARD] == ('healthy', None)
+    assert not os.path.exists(conf2.health.state_dir)
