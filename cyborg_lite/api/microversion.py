@@ -23,6 +23,7 @@ import microversion_parse
 from oslo_log import log
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import signatures
 
 LOG = log.getLogger(__name__)
 
@@ -49,6 +50,11 @@ VERSIONS = [
     '2.6',  # Topology: devices and deployables show numa_node,
             # local_cpulist, socket, pcie_root and pci_bus_id; a bound
             # ARQ shows numa_aligned (true, false or unknown).
+    signatures.MICROVERSION,
+            # Signed bitstreams: bitstreams show signature_status,
+            # signer, key_id, signed_at;
+            # /v2/bitstreams/{uuid}/signature (PUT, GET, DELETE);
+            # /v2/trusted_keys (+ /revoke); /v2/signature_policies.
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'

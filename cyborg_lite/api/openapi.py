@@ -26,6 +26,7 @@ from cyborg_lite.api.schemas import devices as dev_s
 from cyborg_lite.api.schemas import programs as prog_s
 from cyborg_lite.api.schemas import provider_trees as tree_s
 from cyborg_lite.api.schemas import resource_slices as slices_s
+from cyborg_lite.api.schemas import trusted_keys as keys_s
 from cyborg_lite.api.schemas import versions as versions_s
 
 Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors',
@@ -143,6 +144,44 @@ OPERATIONS = {
     ('/v2/resource_slices/{hostname}', 'GET'): _op(
         "A host's Kubernetes ResourceSlices as the conductor would publish "
         'them (admin, 2.5).', errors=(400, 403, 404, 409)),
+    # From the signed bitstreams microversion (2.6).
+    ('/v2/bitstreams/{uuid}/signature', 'PUT'): _op(
+        'Attach the detached signature of the stored image (base64) and '
+        'see its status (2.6).', body=bs_s.SIGNATURE,
+        errors=(400, 403, 404, 409)),
+    ('/v2/bitstreams/{uuid}/signature', 'GET'): _op(
+        'The signature and its status, with the reason (2.6).',
+        errors=(403, 404)),
+    ('/v2/bitstreams/{uuid}/signature', 'DELETE'): _op(
+        'Remove the signature (2.6).', ok=204, errors=(403, 404, 409)),
+    ('/v2/trusted_keys', 'GET'): _op(
+        'List the keys trusted to sign bitstreams (2.6).',
+        query=keys_s.LIST_QUERY, errors=(400, 403, 404)),
+    ('/v2/trusted_keys', 'POST'): _op(
+        'Trust a PEM public key or certificate, globally or for a project '
+        '(admin, 2.6).', ok=201, body=keys_s.CREATE,
+        errors=(400, 403, 404, 409)),
+    ('/v2/trusted_keys/{uuid}', 'GET'): _op('Show a trusted key (2.6).',
+                                            errors=(403, 404)),
+    ('/v2/trusted_keys/{uuid}', 'DELETE'): _op(
+        'Delete a key that is not revoked (admin, 2.6).', ok=204,
+        errors=(403, 404, 409)),
+    ('/v2/trusted_keys/{uuid}/revoke', 'POST'): _op(
+        'Revoke a key for good: nothing it signed is programmed from now '
+        'on (admin, 2.6; the body, with a reason, is optional).',
+        body=keys_s.REVOKE, errors=(400, 403, 404, 409)),
+    ('/v2/signature_policies', 'GET'): _op(
+        "The default signature policy and the projects' own (admin, 2.6).",
+        errors=(403, 404)),
+    ('/v2/signature_policies/{project_id}', 'GET'): _op(
+        'The signature policy that applies to a project (2.6).',
+        errors=(400, 403, 404)),
+    ('/v2/signature_policies/{project_id}', 'PUT'): _op(
+        "Set a project's own signature policy (admin, 2.6).",
+        body=keys_s.POLICY_UPDATE, errors=(400, 403, 404)),
+    ('/v2/signature_policies/{project_id}', 'DELETE'): _op(
+        "Drop a project's own signature policy (admin, 2.6).", ok=204,
+        errors=(400, 403, 404)),
 }
 
 # The success body of each operation that has a JSON one.
@@ -172,6 +211,15 @@ RESPONSES = {
     ('/v2/programs/{uuid}/cancel', 'POST'): prog_s.VIEW,
     ('/v2/resource_provider_trees/{hostname}', 'GET'): tree_s.TREE,
     ('/v2/resource_slices/{hostname}', 'GET'): slices_s.SLICES,
+    ('/v2/bitstreams/{uuid}/signature', 'PUT'): bs_s.SIGNATURE_VIEW,
+    ('/v2/bitstreams/{uuid}/signature', 'GET'): bs_s.SIGNATURE_VIEW,
+    ('/v2/trusted_keys', 'GET'): keys_s.LIST,
+    ('/v2/trusted_keys', 'POST'): keys_s.VIEW,
+    ('/v2/trusted_keys/{uuid}', 'GET'): keys_s.VIEW,
+    ('/v2/trusted_keys/{uuid}/revoke', 'POST'): keys_s.VIEW,
+    ('/v2/signature_policies', 'GET'): keys_s.POLICY_LIST,
+    ('/v2/signature_policies/{project_id}', 'GET'): keys_s.POLICY_VIEW,
+    ('/v2/signature_policies/{project_id}', 'PUT'): keys_s.POLICY_VIEW,
 }
 
 _ERROR = {'description': "Cyborg's error body: error_message is a JSON "
