@@ -374,7 +374,7 @@ def evaluate(signature, sha256, keys, key_id=None, signed_at=None):
     candidates = [k for k in keys if key_id is None or k.key_id == key_id]
     if not candidates:
         return Verdict(UNTRUSTED_KEY, key_id, None,
-                       'key %s is not trusted for the bitstream\'s project '
+                       'key %s is not trusted for the bitstream\'s project'
                        % key_id if key_id else 'no key is trusted for the '
                        'bitstream\'s project')
     raw = decode_signature(signature)
