@@ -18,9 +18,11 @@ from cyborg_lite.db import signature_policies as policies_db
 from cyborg_lite.db import trusted_keys as keys_db
 
 # What programming on behalf of a project is checked against: the
-# policy, what it is the policy of (words), the signature's Verdict (None
-# under ``disabled``).
-Trust = collections.namedtuple('Trust', ['policy', 'scope', 'verdict'])
+# policy, what it is the policy of (words), the signature's Verdict and
+# the trusted key it names (None under ``disabled``; the key None too
+# when no trusted key is named or found).
+Trust = collections.namedtuple('Trust', ['policy', 'scope', 'verdict',
+                                         'key'])
 
 
 def _verdict(bitstream, keys):
@@ -33,7 +35,9 @@ def verdicts(bitstreams):
     """{bitstream uuid: Verdict} of several bitstreams (one query for the
     keys of all their projects)."""
     signed = [b for b in bitstreams if b.signature is not None]
-    keys = keys_db.trusted_for({b.project_id for b in signed})
+    # NOTE: no query for a page of unsigned bitstreams.
+    keys = keys_db.trusted_for({b.project_id for b in signed}) \
+        if signed else {}
     return {b.uuid: _verdict(b, keys.get(b.project_id, ()))
             for b in bitstreams}
 
@@ -52,21 +56,18 @@ def policy_for(project_id, conf=CONF):
         'this deployment ([bitstreams]signature_policy)')
 
 
-def _signing_key(bitstream, found):
-    for key in keys_db.trusted_for([bitstream.project_id])[
-            bitstream.project_id]:
-        if key.key_id == found.key_id:
-            return key
-    return None
-
-
 def load(bitstream, project_id, conf=CONF):
     """The Trust to program ``bitstream`` on behalf of ``project_id``
     with: the policy that applies and, unless it is ``disabled``, the
-    signature's verdict as of now."""
+    signature's verdict as of now and the key it names."""
     policy, scope = policy_for(project_id, conf)
-    found = None if policy == signatures.DISABLED else verdict(bitstream)
-    return Trust(policy, scope, found)
+    if policy == signatures.DISABLED:
+        return Trust(policy, scope, None, None)
+    keys = keys_db.trusted_for([bitstream.project_id])[bitstream.project_id]
+    found = _verdict(bitstream, keys)
+    key = next((k for k in keys if found.key_id is not None and
+                k.key_id == found.key_id), None)
+    return Trust(policy, scope, found, key)
 
 
 def agent_check(bitstream, trust):
@@ -76,9 +77,8 @@ def agent_check(bitstream, trust):
     ``disabled``."""
     if trust.policy == signatures.DISABLED:
         return None
-    found = trust.verdict
-    check = {'policy': trust.policy, 'status': found.status}
-    key = _signing_key(bitstream, found) if found.key_id else None
+    check = {'policy': trust.policy, 'status': trust.verdict.status}
+    key = trust.key
     if key is not None and bitstream.signature is not None:
         check.update(signature=bitstream.signature, key_id=key.key_id,
                      algorithm=key.algorithm, public_key=key.public_key)

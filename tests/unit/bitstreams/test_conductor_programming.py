@@ -20,7 +20,7 @@ from tests.unit.bitstreams.conftest import REGION_TYPE
 
 DASHED = '9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e'
 # Signatures not looked at: what the checks before them see.
-OPEN = bitstream_trust.Trust('disabled', 'test', None)
+OPEN = bitstream_trust.Trust('disabled', 'test', None, None)
 
 
 def _bitstream(**kw):
