@@ -2,8 +2,8 @@
 
 ``run_job`` runs one job and gets everything injected (the job as a plain
 dict from the conductor, the driver, a way to fetch the image, a way to
-report), so it knows nothing of RPC. The image is checked before the driver sees
-it - its signature (when the job carries one: the conductor's
+report), so it knows nothing of RPC. The image is checked before the
+driver sees it - its signature (when the job carries one: the conductor's
 ``[bitstreams]signature_policy`` is not ``disabled``) and its sha256, both
 over the digest of the bytes fetched into the temp file the driver is
 given, then its header against the bitstream and the target region -

@@ -61,7 +61,7 @@ def lab():
     return sk.new_key('ed25519')
 
 
-# --- trusted keys -------------------------------------------------------------
+# --- trusted keys ---------------------------------------------------------
 
 @pytest.mark.parametrize('kind', ['ed25519', 'ecdsa', 'certificate'])
 def test_register_a_key_or_certificate(app, kind):

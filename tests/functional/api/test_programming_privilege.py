@@ -13,9 +13,7 @@ docs/deployment.md "Programming privilege".
 - a refusal runs no job and leaves the hardware as it was.
 """
 import pytest
-import webtest
 
-from cyborg_lite.api import deploy
 from cyborg_lite.common import signatures
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.functional.api import bitstream_helpers as bh
@@ -28,6 +26,8 @@ from tests.functional.api.conftest import error_of
 from tests import signing_keys as sk
 from tests import waiting
 from tests.functional import programming_env as pe
+from tests.functional.api.test_programs import env  # noqa: F401
+from tests.functional.api.test_programs import rpc_app  # noqa: F401
 from tests.functional.programming_env import make_env  # noqa: F401
 
 READER_A = {'X-Roles': 'reader', 'X-Project-Id': 'project-a',
@@ -36,35 +36,30 @@ V = {'OpenStack-API-Version': 'accelerator ' + signatures.MICROVERSION}
 
 
 @pytest.fixture
-def env(make_env):  # noqa: F811
-    return make_env()
-
-
-@pytest.fixture
-def app(env, api_conf):
-    return webtest.TestApp(deploy.loadapp(
-        api_conf, conductor_factory=lambda: env.api))
+def api(rpc_app):  # noqa: F811
+    """The API over the real conductor and agent (test_programs')."""
+    return rpc_app
 
 
 def h(caller):
     return bh.h(caller, **V)
 
 
-def _bitstream(app, caller=MEMBER_A, **values):
-    return bh.create_active(app, caller, pe.new_image(), **values)['uuid']
+def _bitstream(api, caller=MEMBER_A, **values):
+    return bh.create_active(api, caller, pe.new_image(), **values)['uuid']
 
 
-def _program(app, caller, env, bitstream, status=202, region='region0'):
-    return app.post_json('/v2/programs', {
+def _program(api, caller, env, bitstream, status=202, region='region0'):
+    return api.post_json('/v2/programs', {
         'deployable_uuid': env.region(region).uuid,
         'bitstream_uuid': bitstream}, headers=h(caller), status=status)
 
 
-def _succeeds(app, env, caller, bitstream, region='region0'):
-    job = _program(app, caller, env, bitstream, region=region).json
+def _succeeds(api, env, caller, bitstream, region='region0'):
+    job = _program(api, caller, env, bitstream, region=region).json
 
     def ended():
-        shown = app.get('/v2/programs/' + job['uuid'], headers=h(caller)).json
+        shown = api.get('/v2/programs/' + job['uuid'], headers=h(caller)).json
         return shown if shown['state'] in ('succeeded', 'failed') else None
     done = waiting.until(ended)
     assert done and done['state'] == 'succeeded', done
@@ -73,62 +68,63 @@ def _succeeds(app, env, caller, bitstream, region='region0'):
 
 @pytest.mark.parametrize('caller,status', [
     (READER_A, 403), (ANONYMOUS, 403), (MEMBER_B, 404)])
-def test_who_may_not_start_a_job(app, env, caller, status):
-    bitstream = _bitstream(app)
-    resp = _program(app, caller, env, bitstream, status=status)
+def test_who_may_not_start_a_job(api, env, caller, status):
+    bitstream = _bitstream(api)
+    resp = _program(api, caller, env, bitstream, status=status)
     assert error_of(resp)
     assert jobs_db.list_jobs() == []
     assert env.hardware() == pe.OLD_FUNCTION
 
 
 @pytest.mark.parametrize('caller', [MEMBER_A, MANAGER_A, ADMIN])
-def test_members_managers_and_admins_may(app, env, caller):
-    _succeeds(app, env, caller, _bitstream(app))
+def test_members_managers_and_admins_may(api, env, caller):
+    _succeeds(api, env, caller, _bitstream(api))
 
 
-def test_a_member_may_load_a_public_image_of_the_admins(app, env):
-    public = _bitstream(app, ADMIN, visibility='public')
-    _succeeds(app, env, MEMBER_B, public)
+def test_a_member_may_load_a_public_image_of_the_admins(api, env):
+    public = _bitstream(api, ADMIN, visibility='public')
+    _succeeds(api, env, MEMBER_B, public)
 
 
-def test_under_enforce_a_member_cannot_make_its_own_image_trusted(app, env):
-    app.put_json('/v2/signature_policies/project-a', {'policy': 'enforce'},
+def test_under_enforce_a_member_cannot_make_its_own_image_trusted(
+        api, env):
+    api.put_json('/v2/signature_policies/project-a', {'policy': 'enforce'},
                  headers=h(ADMIN))
     own_key = sk.new_key()
-    bitstream = _bitstream(app)
-    app.put_json('/v2/bitstreams/%s/signature' % bitstream,
+    bitstream = _bitstream(api)
+    api.put_json('/v2/bitstreams/%s/signature' % bitstream,
                  {'signature': sk.sign(own_key, pe.new_image()),
                   'key_id': sk.key_id(own_key)}, headers=h(MEMBER_A))
     # Neither trusting its key nor loosening its project's policy.
-    app.post_json('/v2/trusted_keys', {
+    api.post_json('/v2/trusted_keys', {
         'name': 'mine', 'public_key': sk.public_pem(own_key),
         'project_id': 'project-a'}, headers=h(MEMBER_A), status=403)
-    app.put_json('/v2/signature_policies/project-a', {'policy': 'warn'},
+    api.put_json('/v2/signature_policies/project-a', {'policy': 'warn'},
                  headers=h(MEMBER_A), status=403)
-    resp = _program(app, MEMBER_A, env, bitstream, status=409)
+    resp = _program(api, MEMBER_A, env, bitstream, status=409)
     assert 'its signature is untrusted_key' in error_of(resp)
     assert 'policy of project project-a is enforce' in error_of(resp)
     # Not even an admin's force passes the signature check (an admin
     # acting in project A: the requesting project's policy applies).
     admin_a = dict(ADMIN, **{'X-Project-Id': 'project-a'})
-    resp = app.post_json('/v2/programs', {
+    resp = api.post_json('/v2/programs', {
         'deployable_uuid': env.region().uuid, 'bitstream_uuid': bitstream,
         'force': True}, headers=h(admin_a), status=409)
     assert 'untrusted_key' in error_of(resp)
     assert jobs_db.list_jobs() == [] and env.hardware() == pe.OLD_FUNCTION
     # Once an admin trusts the key for project A, it programs.
-    app.post_json('/v2/trusted_keys', {
+    api.post_json('/v2/trusted_keys', {
         'name': 'project A release key',
         'public_key': sk.certificate_pem(own_key),
         'project_id': 'project-a'}, headers=h(ADMIN), status=201)
-    assert app.get('/v2/bitstreams/' + bitstream, headers=h(MEMBER_A)).json[
+    assert api.get('/v2/bitstreams/' + bitstream, headers=h(MEMBER_A)).json[
         'signer'] == 'project A release key'
-    _succeeds(app, env, MEMBER_A, bitstream)
+    _succeeds(api, env, MEMBER_A, bitstream)
 
 
-def test_another_project_keeps_its_own_policy(app, env):
-    app.put_json('/v2/signature_policies/project-a', {'policy': 'enforce'},
+def test_another_project_keeps_its_own_policy(api, env):
+    api.put_json('/v2/signature_policies/project-a', {'policy': 'enforce'},
                  headers=h(ADMIN))
-    _program(app, MEMBER_A, env, _bitstream(app), status=409)
+    _program(api, MEMBER_A, env, _bitstream(api), status=409)
     # Project B is under the configured policy (warn): unsigned programs.
-    _succeeds(app, env, MEMBER_B, _bitstream(app, MEMBER_B), 'region1')
+    _succeeds(api, env, MEMBER_B, _bitstream(api, MEMBER_B), 'region1')

@@ -19,7 +19,6 @@ import requests
 from cyborg_lite.common import signatures
 from tests import servers
 from tests import signing_keys as sk
-from tests.functional.multihost import cluster as cl
 from tests.unit.bitstreams import builders
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql,

@@ -162,6 +162,12 @@ def test_signatures_made_by_openssl_verify(tmp_path, kind):
     subprocess.run(argv, cwd=tmp_path, check=True, capture_output=True)
     raw = sig.decode_signature_file((tmp_path / 'image.sig').read_bytes())
     assert sig.verify(sk.public_pem(key), raw, SHA)
+    # The key id recipe of docs/api.md.
+    (tmp_path / 'key.pub').write_text(sk.public_pem(key))
+    der = subprocess.run([openssl, 'pkey', '-pubin', '-in', 'key.pub',
+                          '-outform', 'DER'], cwd=tmp_path, check=True,
+                         capture_output=True).stdout
+    assert hashlib.sha256(der).hexdigest() == sk.key_id(key)
 
 
 def test_decode_signature():
