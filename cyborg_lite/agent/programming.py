@@ -101,8 +101,8 @@ def _signature_problem(check, sha256):
         good = signatures.verify(check['public_key'], raw, sha256)
     except exception.CyborgLiteException as exc:
         return 'the signature sent cannot be checked: %s' % exc
-    except ValueError as exc:
-        return 'the key sent cannot be read: %s' % exc
+    except Exception as exc:  # any unusable key fails the check
+        return 'the key sent cannot be read: %s' % exception.error_text(exc)
     if not good:
         return ('the image fetched hashes to %s and the signature of key '
                 '%s does not verify over it' % (sha256, check.get('key_id')))
@@ -114,6 +114,12 @@ def check_signature(job, sha256):
     is about to write: under ``enforce`` a problem fails the job
     (SignatureCheckFailed), under ``warn`` it is logged."""
     check = job.get('signature')
+    if check is not None and not isinstance(check, dict):
+        # Fail closed: which policy it carried cannot be told.
+        raise exception.SignatureCheckFailed(
+            uuid=job['bitstream'].get('uuid'),
+            reason='the job\'s signature check is not an object: %r'
+                   % (check,))
     enforce = bool(check) and check.get('policy') == signatures.ENFORCE
     if not check or ('public_key' not in check and not enforce):
         return      # nothing to check (the conductor logged why)

@@ -213,6 +213,7 @@ def test_a_signature_that_verifies_over_the_bytes_programs(tmp_dir):
     ('no key sent', 'its signature is unsigned: the conductor sent no key'),
     ('unreadable signature', 'the signature sent cannot be checked'),
     ('unreadable key', 'the key sent cannot be read'),
+    ('malformed check', 'is not an object'),
 ])
 def test_under_enforce_the_agent_refuses_before_the_driver(tmp_dir, case,
                                                            match):
@@ -228,9 +229,12 @@ def test_under_enforce_the_agent_refuses_before_the_driver(tmp_dir, case,
                           public_key=None, key_id=None, algorithm=None)
     elif case == 'unreadable signature':
         job = _signed_job(key, signature='@@')
-    else:
+    elif case == 'unreadable key':
         job = _signed_job(key, public_key='-----BEGIN PUBLIC KEY-----\n'
                           'AAAA\n-----END PUBLIC KEY-----\n')
+    else:
+        job = _signed_job(key)
+        job['signature'] = ['enforce']
     result, reports = _run(job, driver, image=image, tmp_dir=tmp_dir)
     assert result[0] == 'failed'
     assert result[1].startswith('Signature check on the agent failed for '
