@@ -8,7 +8,7 @@ is sent and compared with the sha256 the server stored; with
 so a failed create leaves nothing behind.
 
 ``create``, ``list`` and ``show`` ask for the signed bitstreams
-microversion (2.6: ``signature_status``, ``signer``, ``key_id``,
+microversion (2.7: ``signature_status``, ``signer``, ``key_id``,
 ``signed_at``) and, from an API without it (406), show the rest at 2.4.
 """
 import contextlib

@@ -1,4 +1,4 @@
-"""Signed bitstreams on the command line (API 2.6,
+"""Signed bitstreams on the command line (API 2.7,
 common/signatures.MICROVERSION).
 
 ``bitstream sign`` signs an image with a local private key (PEM, Ed25519
