@@ -10,6 +10,7 @@ flipped in the API's store or on the HTTP path between the API and an
 agent by that agent's own check: 0 programs (the simulated region keeps
 its function) and an error naming the check, each time.
 """
+import collections
 import configparser
 import os
 
@@ -76,15 +77,15 @@ def _policy(cluster, project, policy):
                  json={'policy': policy})
 
 
-def _deployable(cluster, region):
-    return cluster.call('GET', '/deployables', 200,
-                        params={'rp_uuid': region.rp_uuid}
-                        ).json()['deployables'][0]['uuid']
+# A region (deployable) as the API lists it; ``host`` and ``name`` are
+# what cluster.afu_id_path looks its simulated hardware up by (a card's
+# regions share its provider in Placement: jobs name deployables).
+Target = collections.namedtuple('Target', ['host', 'name', 'uuid'])
 
 
 def _program(cluster, project, region, bitstream, expect=202):
     return cluster.call('POST', '/programs', expect, headers=_as(project),
-                        json={'deployable_uuid': _deployable(cluster, region),
+                        json={'deployable_uuid': region.uuid,
                               'bitstream_uuid': bitstream['uuid']})
 
 
@@ -100,7 +101,11 @@ def _hardware(cluster, region):
 
 
 def _regions(cluster):
-    return {host: [r for r in cluster.region_rps() if r.host == host]
+    """{host: [Target]} of every FPGA region, by name."""
+    deps = cluster.call('GET', '/deployables', 200).json()['deployables']
+    return {host: sorted((Target(host, d['name'], d['uuid']) for d in deps
+                          if d['name'].startswith(host + '_') and
+                          d['region_type']), key=lambda t: t.name)
             for host in cluster.agent_hosts}
 
 
