@@ -96,7 +96,7 @@ class AgentManager(rpc_loop.RpcLoop):
     """Discovery loop and the RPC endpoint the conductor calls."""
 
     # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
                  conductor_api=None, fetch_image=None, k8s_api_client=None):

@@ -2,9 +2,13 @@
 
 ``run_job`` runs one job and gets everything injected (the job as a plain
 dict from the conductor, the driver, a way to fetch the image, a way to
-report), so it knows nothing of RPC. The image is checked twice before
-the driver sees it - its sha256, then its header against the bitstream
-and the target region - because the hardware may not stop a bad image.
+report), so it knows nothing of RPC. The image is checked before the
+driver sees it - its signature (when the job carries one: the conductor's
+``[bitstreams]signature_policy`` is not ``disabled``) and its sha256, both
+over the digest of the bytes fetched into the temp file the driver is
+given, then its header against the bitstream and the target region -
+because the hardware may not stop a bad image. The temp file is the
+agent's own (mode 0600), so what was hashed is what is written.
 
 ``JobRunner`` runs the jobs the conductor sends, one thread per job, with
 the driver that reported the job's device, reporting and beating to the
@@ -42,6 +46,7 @@ from cyborg_lite.common import bitstream_formats as formats
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
 from cyborg_lite.common import image_store
+from cyborg_lite.common import signatures
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import base
@@ -75,6 +80,7 @@ def _fetch_verified(job, fetch_image, tmp_dir):
                 raise exception.ProgrammingError(
                     reason='the image is larger than the %s bytes recorded'
                     % limit)
+        check_signature(job, sha256)
         if sha256 != bitstream['sha256']:
             raise exception.ChecksumMismatch(declared=bitstream['sha256'],
                                              actual=sha256)
@@ -82,6 +88,50 @@ def _fetch_verified(job, fetch_image, tmp_dir):
         os.unlink(path)
         raise
     return path
+
+
+def _signature_problem(check, sha256):
+    """Why the job's signature does not vouch for the digest ``sha256``
+    of the bytes fetched; None when it does."""
+    if 'public_key' not in check:
+        return ('its signature is %s: the conductor sent no key that '
+                'verifies it' % check.get('status'))
+    try:
+        raw = signatures.decode_signature(check.get('signature'))
+        good = signatures.verify(check['public_key'], raw, sha256)
+    except exception.CyborgLiteException as exc:
+        return 'the signature sent cannot be checked: %s' % exc
+    except Exception as exc:  # any unusable key fails the check
+        return 'the key sent cannot be read: %s' % exception.error_text(exc)
+    if not good:
+        return ('the image fetched hashes to %s and the signature of key '
+                '%s does not verify over it' % (sha256, check.get('key_id')))
+    return None
+
+
+def check_signature(job, sha256):
+    """The agent's own signature check, over the digest of the bytes it
+    is about to write: under ``enforce`` a problem fails the job
+    (SignatureCheckFailed), under ``warn`` it is logged."""
+    check = job.get('signature')
+    if check is not None and not isinstance(check, dict):
+        # Fail closed: which policy it carried cannot be told.
+        raise exception.SignatureCheckFailed(
+            uuid=job['bitstream'].get('uuid'),
+            reason='the job\'s signature check is not an object: %r'
+                   % (check,))
+    enforce = bool(check) and check.get('policy') == signatures.ENFORCE
+    if not check or ('public_key' not in check and not enforce):
+        return      # nothing to check (the conductor logged why)
+    problem = _signature_problem(check, sha256)
+    if problem is None:
+        return
+    if enforce:
+        raise exception.SignatureCheckFailed(uuid=job['bitstream']['uuid'],
+                                             reason=problem)
+    LOG.warning('Job %s: bitstream %s is written although %s (signature '
+                'policy warn)', job['uuid'], job['bitstream']['uuid'],
+                problem)
 
 
 def _check_header(job, path):

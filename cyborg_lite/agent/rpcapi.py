@@ -13,6 +13,10 @@ API version history:
 * 1.2 - clean_region(request): cast; wipe one deployable between tenants
         (the dict of conductor/cleaning.agent_request) in the background,
         reporting back with ConductorAPI.cleaning_progress.
+* 1.3 - program_region's job carries ``signature`` (the policy and what
+        the agent verifies the image's signature with); a job under the
+        ``enforce`` policy is sent at 1.3, so an older agent, which would
+        not check it, refuses it instead of writing it unchecked.
 
 Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
 method with the same name on agent.manager.AgentManager.
@@ -21,7 +25,10 @@ from cyborg_lite.common import rpc
 
 
 class AgentAPI:
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.3'
+    # The version of a program_region whose signature the agent must
+    # check (see the history above).
+    SIGNATURE_CHECK_VERSION = '1.3'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
@@ -33,8 +40,11 @@ class AgentAPI:
         cctxt.cast(ctxt, 'request_report')
 
     def program_region(self, ctxt, hostname, job):
-        cctxt = self.client.prepare(server=hostname, version='1.1',
-                                    retry=rpc.CAST_CONNECT_RETRIES)
+        enforced = (job.get('signature') or {}).get('policy') == 'enforce'
+        cctxt = self.client.prepare(
+            server=hostname,
+            version=self.SIGNATURE_CHECK_VERSION if enforced else '1.1',
+            retry=rpc.CAST_CONNECT_RETRIES)
         cctxt.cast(ctxt, 'program_region', job=job)
 
     def clean_region(self, ctxt, hostname, request):

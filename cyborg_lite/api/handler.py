@@ -17,6 +17,7 @@ import webob.exc
 from cyborg_lite.api.handlers import accelerator_requests
 from cyborg_lite.api.handlers import attributes
 from cyborg_lite.api.handlers import bitstream_file
+from cyborg_lite.api.handlers import bitstream_signature
 from cyborg_lite.api.handlers import bitstreams
 from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles
@@ -25,6 +26,7 @@ from cyborg_lite.api.handlers import programs
 from cyborg_lite.api.handlers import provider_trees
 from cyborg_lite.api.handlers import resource_slices
 from cyborg_lite.api.handlers import root
+from cyborg_lite.api.handlers import trusted_keys
 from cyborg_lite.api import wsgi_wrapper
 from cyborg_lite.common import exception
 
@@ -72,6 +74,21 @@ ROUTE_DECLARATIONS = {
         'GET': provider_trees.show_tree},
     # From microversion 2.5.
     '/v2/resource_slices/{hostname}': {'GET': resource_slices.show_slices},
+    # From the signed bitstreams microversion (common/signatures).
+    '/v2/bitstreams/{uuid}/signature': {
+        'GET': bitstream_signature.show_signature,
+        'PUT': bitstream_signature.put_signature,
+        'DELETE': bitstream_signature.delete_signature},
+    '/v2/trusted_keys': {'GET': trusted_keys.list_keys,
+                         'POST': trusted_keys.create_key},
+    '/v2/trusted_keys/{uuid}': {'GET': trusted_keys.show_key,
+                                'DELETE': trusted_keys.delete_key},
+    '/v2/trusted_keys/{uuid}/revoke': {'POST': trusted_keys.revoke_key},
+    '/v2/signature_policies': {'GET': trusted_keys.list_policies},
+    '/v2/signature_policies/{project_id}': {
+        'GET': trusted_keys.show_policy,
+        'PUT': trusted_keys.update_policy,
+        'DELETE': trusted_keys.delete_policy},
 }
 
 VERSION_SEGMENT = 'v2'

@@ -23,6 +23,7 @@ import microversion_parse
 from oslo_log import log
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import signatures
 
 LOG = log.getLogger(__name__)
 
@@ -52,6 +53,11 @@ VERSIONS = [
     '2.7',  # Devices and deployables show health (healthy, degraded,
             # unhealthy, recovering), health_reason and health_since;
             # enabling an unhealthy device is refused with 409.
+    signatures.MICROVERSION,
+            # Signed bitstreams: bitstreams show signature_status,
+            # signer, key_id, signed_at;
+            # /v2/bitstreams/{uuid}/signature (PUT, GET, DELETE);
+            # /v2/trusted_keys (+ /revoke); /v2/signature_policies.
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'

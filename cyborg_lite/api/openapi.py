@@ -26,7 +26,9 @@ from cyborg_lite.api.schemas import devices as dev_s
 from cyborg_lite.api.schemas import programs as prog_s
 from cyborg_lite.api.schemas import provider_trees as tree_s
 from cyborg_lite.api.schemas import resource_slices as slices_s
+from cyborg_lite.api.schemas import trusted_keys as keys_s
 from cyborg_lite.api.schemas import versions as versions_s
+from cyborg_lite.common import signatures
 
 Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors',
                                    'media', 'empty'])
@@ -45,6 +47,7 @@ def _op(summary, ok=200, query=None, body=None, errors=(), media=JSON,
 
 
 _PATCH_ERR = (400, 403, 404, 406, 409)
+_SIGNED = signatures.MICROVERSION
 OPERATIONS = {
     ('/', 'GET'): _op('The API versions.'),
     ('/v2', 'GET'): _op('The v2 version document.'),
@@ -143,6 +146,45 @@ OPERATIONS = {
     ('/v2/resource_slices/{hostname}', 'GET'): _op(
         "A host's Kubernetes ResourceSlices as the conductor would publish "
         'them (admin, 2.5).', errors=(400, 403, 404, 409)),
+    # From the signed bitstreams microversion (common/signatures).
+    ('/v2/bitstreams/{uuid}/signature', 'PUT'): _op(
+        'Attach the detached signature of the stored image (base64) and '
+        'see its status (%s).' % _SIGNED, body=bs_s.SIGNATURE,
+        errors=(400, 403, 404, 409)),
+    ('/v2/bitstreams/{uuid}/signature', 'GET'): _op(
+        'The signature and its status, with the reason (%s).' % _SIGNED,
+        errors=(403, 404)),
+    ('/v2/bitstreams/{uuid}/signature', 'DELETE'): _op(
+        'Remove the signature (%s).' % _SIGNED, ok=204,
+        errors=(403, 404, 409)),
+    ('/v2/trusted_keys', 'GET'): _op(
+        'List the keys trusted to sign bitstreams (%s).' % _SIGNED,
+        query=keys_s.LIST_QUERY, errors=(400, 403, 404)),
+    ('/v2/trusted_keys', 'POST'): _op(
+        'Trust a PEM public key or certificate, globally or for a project '
+        '(admin, %s).' % _SIGNED, ok=201, body=keys_s.CREATE,
+        errors=(400, 403, 404, 409)),
+    ('/v2/trusted_keys/{uuid}', 'GET'): _op(
+        'Show a trusted key (%s).' % _SIGNED, errors=(403, 404)),
+    ('/v2/trusted_keys/{uuid}', 'DELETE'): _op(
+        'Delete a key that is not revoked (admin, %s).' % _SIGNED, ok=204,
+        errors=(403, 404, 409)),
+    ('/v2/trusted_keys/{uuid}/revoke', 'POST'): _op(
+        'Revoke a key for good: nothing it signed is programmed from now '
+        'on (admin, %s; the body, with a reason, is optional).' % _SIGNED,
+        body=keys_s.REVOKE, errors=(400, 403, 404, 409)),
+    ('/v2/signature_policies', 'GET'): _op(
+        "The default signature policy and the projects' own (admin, %s)."
+        % _SIGNED, errors=(403, 404)),
+    ('/v2/signature_policies/{project_id}', 'GET'): _op(
+        'The signature policy that applies to a project (%s).' % _SIGNED,
+        errors=(400, 403, 404)),
+    ('/v2/signature_policies/{project_id}', 'PUT'): _op(
+        "Set a project's own signature policy (admin, %s)." % _SIGNED,
+        body=keys_s.POLICY_UPDATE, errors=(400, 403, 404)),
+    ('/v2/signature_policies/{project_id}', 'DELETE'): _op(
+        "Drop a project's own signature policy (admin, %s)." % _SIGNED,
+        ok=204, errors=(400, 403, 404)),
 }
 
 # The success body of each operation that has a JSON one.
@@ -172,6 +214,15 @@ RESPONSES = {
     ('/v2/programs/{uuid}/cancel', 'POST'): prog_s.VIEW,
     ('/v2/resource_provider_trees/{hostname}', 'GET'): tree_s.TREE,
     ('/v2/resource_slices/{hostname}', 'GET'): slices_s.SLICES,
+    ('/v2/bitstreams/{uuid}/signature', 'PUT'): bs_s.SIGNATURE_VIEW,
+    ('/v2/bitstreams/{uuid}/signature', 'GET'): bs_s.SIGNATURE_VIEW,
+    ('/v2/trusted_keys', 'GET'): keys_s.LIST,
+    ('/v2/trusted_keys', 'POST'): keys_s.VIEW,
+    ('/v2/trusted_keys/{uuid}', 'GET'): keys_s.VIEW,
+    ('/v2/trusted_keys/{uuid}/revoke', 'POST'): keys_s.VIEW,
+    ('/v2/signature_policies', 'GET'): keys_s.POLICY_LIST,
+    ('/v2/signature_policies/{project_id}', 'GET'): keys_s.POLICY_VIEW,
+    ('/v2/signature_policies/{project_id}', 'PUT'): keys_s.POLICY_VIEW,
 }
 
 _ERROR = {'description': "Cyborg's error body: error_message is a JSON "

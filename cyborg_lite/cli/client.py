@@ -144,6 +144,9 @@ class Client:
     def post(self, path, body):
         return self._json('POST', path, json=body)
 
+    def put(self, path, body):
+        return self._json('PUT', path, json=body)
+
     def patch(self, path, body):
         return self._json('PATCH', path, json=body)
 

@@ -17,6 +17,7 @@ from cyborg_lite.cli import programs
 from cyborg_lite.cli import provider_trees
 from cyborg_lite.cli import resource_slices
 from cyborg_lite.cli import samples
+from cyborg_lite.cli import signatures
 
 # Names as `openstack accelerator <name>`: resources of API 2.4 and 2.5
 # that neither python-openstackclient nor python-cyborgclient has.
@@ -32,6 +33,18 @@ OSC_COMMANDS = {
     'program cancel': programs.CancelProgram,
     'resource-provider tree': provider_trees.ShowResourceProviderTree,
     'resource-slice show': resource_slices.ShowResourceSlices,
+    'bitstream signature set': signatures.SetSignature,
+    'bitstream signature show': signatures.ShowSignature,
+    'bitstream signature delete': signatures.DeleteSignature,
+    'trusted key create': signatures.CreateTrustedKey,
+    'trusted key list': signatures.ListTrustedKey,
+    'trusted key show': signatures.ShowTrustedKey,
+    'trusted key revoke': signatures.RevokeTrustedKey,
+    'trusted key delete': signatures.DeleteTrustedKey,
+    'signature policy list': signatures.ListSignaturePolicy,
+    'signature policy show': signatures.ShowSignaturePolicy,
+    'signature policy set': signatures.SetSignaturePolicy,
+    'signature policy unset': signatures.UnsetSignaturePolicy,
 }
 
 COMMANDS = {
@@ -51,7 +64,8 @@ COMMANDS = {
     'arq bind': arqs.BindArq,
     'arq unbind': arqs.UnbindArq,
     'arq delete': arqs.DeleteArq,
-    # Writes a local file, talks to no API: standalone only.
+    # Write local files, talk to no API: standalone only.
     'bitstream sample': samples.SampleBitstream,
+    'bitstream sign': signatures.SignBitstream,
 }
 COMMANDS.update(OSC_COMMANDS)

@@ -46,6 +46,7 @@ class VersionedApi:
     get = cl_client.Client.get
     get_all = cl_client.Client.get_all
     post = cl_client.Client.post
+    put = cl_client.Client.put
     delete = cl_client.Client.delete
 
     def __init__(self, api, min_version):

@@ -308,3 +308,28 @@ class ClaimInProgress(CyborgLiteException):
     kubelet retries and the next call picks the work up."""
     msg_fmt = ('ResourceClaim %(claim)s: %(device)s is still being '
                'prepared (%(reason)s); retry')
+
+
+# --- signed bitstreams -------------------------------------------------------
+
+class TrustedKeyNotFound(NotFound):
+    msg_fmt = 'Trusted key %(uuid)s could not be found.'
+
+
+class TrustedKeyExists(Conflict):
+    msg_fmt = ('Key %(key_id)s is registered already (%(uuid)s, '
+               '%(state)s); a key is registered once.')
+
+
+class SignatureRefused(Conflict):
+    """The conductor's check before a job: the signature policy refuses
+    the bitstream's signature status."""
+    msg_fmt = ('Signature check before programming refused bitstream '
+               '%(uuid)s: its signature is %(status)s (%(reason)s) and the '
+               'signature policy of %(scope)s is enforce.')
+
+
+class SignatureCheckFailed(ProgrammingError):
+    """The agent's check over the bytes it is about to write."""
+    msg_fmt = ('Signature check on the agent failed for bitstream '
+               '%(uuid)s: %(reason)s')

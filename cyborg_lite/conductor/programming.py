@@ -29,6 +29,7 @@ from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.objects import bitstream_trust
 
 LOG = logging.getLogger(__name__)
 
@@ -37,27 +38,34 @@ def create_job_for(bitstream_uuid, deployable_uuid, is_admin=False,
                    force=False, user_id=None, project_id=None, arq_id=None,
                    max_attempts=None, holder=None):
     """Check, then insert a queued job; return (job, bitstream, region,
-    device). RegionBusy if the region already has an active one.
+    device, trust), ``trust`` what the signature was checked with
+    (objects/bitstream_trust.Trust). RegionBusy if the region already
+    has an active one.
     ``holder``: the Kubernetes claim (``k8s:<uid>``) the job loads the
     region for, which may program the region it holds."""
     bitstream = bitstreams_db.get(bitstream_uuid)
     deployable, device = deployables_db.load_region(deployable_uuid)
+    trust = bitstream_trust.load(bitstream, project_id)
     checks.preflight(bitstream, deployable,
                      deployables_db.region_bound_arq(deployable.id, holder),
-                     is_admin=is_admin, force=force, project_id=project_id)
+                     is_admin=is_admin, force=force, project_id=project_id,
+                     trust=trust)
     job = jobs_db.create_job(
         deployable.id, bitstream.id, hostname=device.hostname,
         max_attempts=max_attempts, force=force and is_admin,
         requester_user_id=user_id, project_id=project_id, arq_id=arq_id,
         except_holder=holder)
-    return job, bitstream, deployable, device
+    return job, bitstream, deployable, device, trust
 
 
-def agent_job(job, bitstream, deployable, device, region_name):
+def agent_job(job, bitstream, deployable, device, region_name,
+              signature=None):
     """The plain dict an agent's ``run_job`` takes (crosses RPC).
 
     ``region_name`` is the region's name within its device, as the
-    driver reported it (see ``region_name_of``).
+    driver reported it (see ``region_name_of``); ``signature`` what the
+    agent checks the image's signature with
+    (objects/bitstream_trust.agent_check; None: no check).
     """
     return {
         'uuid': job.uuid,
@@ -74,6 +82,7 @@ def agent_job(job, bitstream, deployable, device, region_name):
             'function_id': normalise_id(bitstream.function_id,
                                         'function_id'),
         },
+        'signature': signature,
     }
 
 
@@ -223,13 +232,13 @@ class ProgrammingFlow:
         deployable, device = deployables_db.load_region(deployable_uuid)
         # Before the job exists: a region no agent can name is refused.
         region_name = region_name_of(deployable, device)
-        job, bitstream, deployable, device = create_job_for(
+        job, bitstream, deployable, device, trust = create_job_for(
             bitstream_uuid, deployable_uuid, is_admin=is_admin, force=force,
             user_id=user_id, project_id=project_id, arq_id=arq_id,
             holder=holder)
         LOG.info('Programming job %s: bitstream %s into %s on %s', job.uuid,
                  bitstream.uuid, deployable.name, device.hostname)
-        self._send(job, bitstream, deployable, device, region_name)
+        self._send(job, bitstream, deployable, device, region_name, trust)
         return job_to_dict(job, deployable.uuid, bitstream.uuid)
 
     def program(self, ctxt, bitstream_uuid, deployable_uuid, force=False):
@@ -238,16 +247,28 @@ class ProgrammingFlow:
             force=force, user_id=ctxt.user_id, project_id=ctxt.project_id)
 
     def dispatch(self, job_uuid):
-        """Send a queued job (again) to its host; False if not queued."""
+        """Send a queued job (again) to its host; False if not queued.
+
+        The signature is checked again first: a key revoked, or a
+        policy made stricter, since the job was queued fails it here.
+        """
         job, bitstream, deployable, device = jobs_db.load_refs(job_uuid)
         if job.state != 'queued':
             return False
+        trust = bitstream_trust.load(bitstream, job.project_id)
+        try:
+            checks.check_signature(bitstream, trust)
+        except exception.SignatureRefused as exc:
+            _fail_queued(job.uuid, exc)
+            return False
         self._send(job, bitstream, deployable, device,
-                   region_name_of(deployable, device))
+                   region_name_of(deployable, device), trust)
         return True
 
-    def _send(self, job, bitstream, deployable, device, region_name):
-        message = agent_job(job, bitstream, deployable, device, region_name)
+    def _send(self, job, bitstream, deployable, device, region_name,
+              trust):
+        message = agent_job(job, bitstream, deployable, device, region_name,
+                            bitstream_trust.agent_check(bitstream, trust))
         # The agent runs it with the driver that reported the device.
         message['driver'] = device.driver_name
         try:
@@ -307,6 +328,18 @@ class ProgrammingFlow:
             if job.state == 'queued':
                 self.dispatch(job.uuid)
         return reaped
+
+
+def _fail_queued(job_uuid, exc):
+    """A queued job the signature check now refuses ends failed, with
+    the check's reason."""
+    try:
+        jobs_db.transition(job_uuid, ('queued',), 'failed',
+                           error=exception.error_text(exc))
+    except exception.Conflict:
+        return      # taken, cancelled or reaped meanwhile: theirs to end
+    LOG.warning('Programming job %s failed before it was sent: %s',
+                job_uuid, exc)
 
 
 def wait_for_job(job_uuid, timeout, poll_interval):

@@ -3,14 +3,24 @@
 The checks take plain rows and flags and raise before any byte reaches
 hardware (the hardware may not stop a bad image, so software must):
 the bitstream is active with a known sha256, it may be used by the
-requesting project, its region type is the region's, and the region is not
-held by a Bound ARQ unless an admin forces it. ``resolve_function`` picks
-the bitstream a bind's ``accel:function_id`` stands for.
+requesting project, its region type is the region's, the region is not
+held by a Bound ARQ unless an admin forces it, and the signature policy of
+the requesting project lets its signature status through (no force
+overrides that). ``resolve_function`` picks the bitstream a bind's
+``accel:function_id`` stands for.
+
+Jobs, binds and Kubernetes prepares all come here: each starts a job
+through conductor/programming.create_job_for, which calls ``preflight``.
 """
+from oslo_log import log as logging
+
 from cyborg_lite.common import exception
+from cyborg_lite.common import signatures
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
+
+LOG = logging.getLogger(__name__)
 
 
 def check_bitstream_usable(bitstream, project_id=None, is_admin=False):
@@ -59,12 +69,33 @@ def check_region_free(deployable, bound_arq_uuid, is_admin=False,
                     'use by %s.' % (deployable.name, holder))
 
 
+def check_signature(bitstream, trust):
+    """SignatureRefused unless ``trust`` (objects/bitstream_trust.Trust:
+    the policy of the requesting project and the signature's verdict as
+    of now, so a key revoked a moment ago counts) lets ``bitstream`` be
+    programmed. Under ``warn`` anything passes, logged."""
+    if trust.policy == signatures.DISABLED:
+        return
+    found = trust.verdict
+    if not signatures.permits(trust.policy, found.status):
+        raise exception.SignatureRefused(uuid=bitstream.uuid,
+                                         status=found.status,
+                                         reason=found.reason,
+                                         scope=trust.scope)
+    if found.status != signatures.VERIFIED:
+        LOG.warning('Bitstream %s is programmed with its signature %s (%s): '
+                    'the signature policy of %s is warn', bitstream.uuid,
+                    found.status, found.reason, trust.scope)
+
+
 def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,
-              force=False, project_id=None):
-    """Every check, cheapest first; raises with the reason."""
+              force=False, project_id=None, *, trust):
+    """Every check, cheapest first; raises with the reason. ``trust``:
+    objects/bitstream_trust.load's for this bitstream and project."""
     check_bitstream_usable(bitstream, project_id, is_admin)
     check_region_type(bitstream, deployable)
     check_region_free(deployable, bound_arq_uuid, is_admin, force)
+    check_signature(bitstream, trust)
 
 
 def _visible(project_id, is_admin):

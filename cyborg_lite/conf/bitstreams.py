@@ -23,6 +23,23 @@ BITSTREAM_OPTS = [
                max=64 * 1024 * 1024,
                help='Bytes read and hashed at a time while streaming an '
                     'image into or out of the store.'),
+    cfg.StrOpt('signature_policy',
+               default='warn',
+               choices=[
+                   ('disabled', 'signatures are not looked at when '
+                                'programming'),
+                   ('warn', 'any image is programmed; one whose signature '
+                            'is not verified is logged as a warning'),
+                   ('enforce', 'only images whose signature_status is '
+                               'verified are programmed (by a job, a bind '
+                               'or a Kubernetes prepare); the agent '
+                               'verifies the signature again over the '
+                               'bytes it writes')],
+               help='What programming does with a bitstream\'s detached '
+                    'signature. An admin may set another policy for one '
+                    'project (PUT /v2/signature_policies/{project_id}); '
+                    'the project that asks for the programming (a job\'s, '
+                    'an ARQ\'s, a claim\'s) decides which applies.'),
 ]
 
 PROGRAMMING_OPTS = [

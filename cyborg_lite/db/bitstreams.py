@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
+from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
@@ -195,6 +196,19 @@ def set_uploaded(bitstream_uuid, sha256, size, **header_fields):
     with session.writer() as s:
         row = _get(s, bitstream_uuid)
         _update_if_status(s, row, UPLOADABLE_STATUSES, values)
+        s.refresh(row)
+        return row
+
+
+def set_signature(bitstream_uuid, signature, key_id=None):
+    """Attach (or, with ``signature`` None, remove) the detached
+    signature of an active bitstream's image, received now (the
+    database's time); Conflict unless the image is stored."""
+    values = {'signature': signature, 'signature_key_id': key_id,
+              'signed_at': clock.utc_now() if signature else None}
+    with session.writer() as s:
+        row = _get(s, bitstream_uuid)
+        _update_if_status(s, row, ('active',), values)
         s.refresh(row)
         return row
 

@@ -17,6 +17,7 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from cyborg_lite.common import signatures
 from cyborg_lite.common import states
 
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
@@ -29,6 +30,8 @@ ARQ_STATES = states.ARQ.states
 BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
 BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
 VISIBILITIES = ('private', 'public')
+SIGNATURE_ALGORITHMS = signatures.ALGORITHMS
+SIGNATURE_POLICIES = signatures.POLICIES
 JOB_STATES = states.JOB.states
 JOB_TRY_OUTCOMES = states.JOB_TRY_OUTCOMES
 DEVICE_STATES = states.DEVICE.states
@@ -349,6 +352,53 @@ class Bitstream(IdMixin, Base):
         _enum(VISIBILITIES, 'bitstream_visibility'), default='private')
     status: orm.Mapped[str] = orm.mapped_column(
         _enum(BITSTREAM_STATUSES, 'bitstream_status'), default='queued')
+    # A detached signature of the image's sha256 (common/signatures.py),
+    # base64; the key its uploader named (NULL: any trusted key that
+    # verifies it); when it came (a certificate must be valid then). Its
+    # signature_status is worked out from these and trusted_keys on read.
+    signature: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    signature_key_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
+    signed_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+
+
+class TrustedKey(IdMixin, Base):
+    """A public key an admin trusts to sign bitstreams: for every project
+    (``project_id`` NULL) or for one. Revoked keys stay, as the record of
+    the revocation: a key id is registered once (db/trusted_keys.py)."""
+    __tablename__ = 'trusted_keys'
+
+    # sha256 of the SubjectPublicKeyInfo DER, hex (common/signatures.py).
+    key_id: orm.Mapped[str] = orm.mapped_column(sa.String(64), unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    algorithm: orm.Mapped[str] = orm.mapped_column(
+        _enum(SIGNATURE_ALGORITHMS, 'signature_algorithm'))
+    # PEM SubjectPublicKeyInfo; the certificate it came in, if any, with
+    # the certificate's subject and validity (naive UTC).
+    public_key: orm.Mapped[str] = orm.mapped_column(sa.Text)
+    certificate: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    subject: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    not_before: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    not_after: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
+                                                           index=True)
+    revoked_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    revocation_reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+
+
+class ProjectSignaturePolicy(TimestampMixin, Base):
+    """An admin's [bitstreams]signature_policy for one project
+    (db/signature_policies.py)."""
+    __tablename__ = 'project_signature_policies'
+
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(64),
+                                                    primary_key=True)
+    policy: orm.Mapped[str] = orm.mapped_column(
+        _enum(SIGNATURE_POLICIES, 'signature_policy'))
 
 
 class ProgrammingJob(IdMixin, VersionedMixin, Base):

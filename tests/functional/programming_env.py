@@ -10,6 +10,7 @@ from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
 from cyborg_lite.common import image_store
 from cyborg_lite.common import rpc
+from cyborg_lite.common import signatures
 from cyborg_lite.common import states
 from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conductor import service as conductor_service
@@ -17,7 +18,9 @@ from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import session
+from cyborg_lite.db import trusted_keys as keys_db
 from cyborg_lite.drivers import fake
+from tests import signing_keys
 from tests import waiting
 from tests.unit.bitstreams import builders
 
@@ -148,6 +151,18 @@ class Env:
             with open(self.store.path(sha256), 'wb') as f:
                 f.write(stored)
         return bitstreams_db.set_uploaded(row.uuid, sha256, size)
+
+    def trust(self, key, project_id=None, name='lab'):
+        """Register ``key``'s public key as an admin would."""
+        return keys_db.create(signatures.load_key(
+            signing_keys.public_pem(key)), name, project_id)
+
+    def sign(self, bitstream, key, image=None, key_id=None):
+        """Attach ``key``'s signature of ``image`` (the default image of
+        add_bitstream) to ``bitstream``, as an upload would."""
+        image = new_image() if image is None else image
+        return bitstreams_db.set_signature(
+            bitstream.uuid, signing_keys.sign(key, image), key_id)
 
     def program(self, bitstream_uuid, region='region0', ctxt=None):
         return self.api.program(ctxt or context.get_admin_context(),

@@ -314,3 +314,19 @@ def test_post_cost_bench_tiny(tmp_path):
         assert set(trial['cpu_ms_per_post']) == keys
         assert all(v > 0 for v in trial['cpu_ms_per_post'].values())
     assert set(result['baseline_over_this']) == keys
+
+
+def test_signatures_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'signatures', '--size-mb', '1', '--runs', '1')
+    assert result['bench'] == 'signatures'
+    assert result['params']['image_bytes'] > 1024 * 1024
+    [run] = result['runs']
+    # Each check ran once and was timed (the facts, not the speeds).
+    for field in ('upload_s', 'program_s', 'program_unchecked_s',
+                  'verify_at_upload_s', 'verify_at_conductor_s',
+                  'check_at_agent_s', 'sha256_pass_s'):
+        assert run[field] > 0, field
+    assert set(result['pct_of_upload_plus_program']) == {
+        'verify_at_upload', 'signature_put_whole', 'verify_at_conductor',
+        'check_at_agent', 'both_checks', 'every_check',
+        'both_checks_if_each_rehashed'}

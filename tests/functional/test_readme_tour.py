@@ -13,6 +13,7 @@ import subprocess
 import pytest
 import requests
 
+from cyborg_lite.common import signatures
 from tests import waiting
 from tests.functional.all_in_one import process
 
@@ -25,7 +26,8 @@ SH_BLOCK = re.compile(r'^```sh\n(.*?)^```$', re.S | re.M)
 BANNER = 'all-in-one is running'
 EXPORT = re.compile(r'^  (export \w+=\S+)$', re.M)
 # What each tour leaves in its shell, read back by the test.
-TOUR_VARS = ('BITSTREAM', 'ARQ', 'REGION', 'CARD_RP', 'HOST', 'INSTANCE')
+TOUR_VARS = ('BITSTREAM', 'ARQ', 'REGION', 'CARD_RP', 'HOST', 'INSTANCE',
+             'SIGNED', 'KEY')
 # The CLI and OSC must not pick up whoever runs the tests.
 SCRUBBED_PREFIXES = ('OS_', 'CYBORG_LITE_', 'PLACEMENT_')
 ANY = object()
@@ -39,10 +41,11 @@ def readme_tours(text):
             for m in TOUR.finditer(text)}
 
 
-def test_the_readme_has_both_tours():
+def test_the_readme_has_its_tours():
     with open(README) as f:
         tours = readme_tours(f.read())
-    assert sorted(tours) == ['cyborg-lite', 'openstack']
+    assert sorted(tours) == ['cyborg-lite', 'openstack', 'signed']
+    assert 'cyborg-lite bitstream sign ' in tours['signed']
     assert 'cyborg-lite arq bind' in tours['cyborg-lite']
     assert 'openstack accelerator arq create' in tours['openstack']
 
@@ -110,7 +113,7 @@ def _run_tour(aio, name, workdir):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(SCRUBBED_PREFIXES)}
     env['HOME'] = str(workdir)
-    dump = ''.join('printf "%s=%%s\\n" "$%s" >> tour.vars\n' % (v, v)
+    dump = ''.join('printf "%s=%%s\\n" "${%s:-}" >> tour.vars\n' % (v, v)
                    for v in TOUR_VARS)
     source = '\n'.join(aio.banner_exports) + '\n' + script + dump
     proc = subprocess.run(['bash', '-euo', 'pipefail', '-c', source],
@@ -211,3 +214,24 @@ def test_openstack_tour(aio, tmp_path):
     assert _field('device_state', 'available').search(out)
     _check_outcome(aio, shell)
 
+
+
+def test_signed_tour(aio, tmp_path):
+    out, err, shell = _run_tour(aio, 'signed', tmp_path)
+    signed = shell['SIGNED']
+    assert _field('algorithm', 'ed25519').search(out)
+    assert _field('signature_status', 'verified').search(out)
+    assert _field('signer', 'tour-signer').search(out)
+    assert _field('state', 'succeeded').search(out)
+    assert _field('bitstream_uuid', signed).search(out)
+    assert _row('*', 'warn', 'configuration').search(out)
+    assert _field('revocation_reason', 'end of the tour').search(out)
+    assert _field('signature_status', 'revoked_key').search(out)
+    # What the service holds: the job ran over the signed image, and the
+    # key is revoked.
+    jobs = _get(aio, '/programs?bitstream_uuid=%s' % signed, '2.4')
+    assert [j['state'] for j in jobs['programs']] == ['succeeded']
+    key = _get(aio, '/trusted_keys/%s' % shell['KEY'],
+               signatures.MICROVERSION)
+    assert key['revoked_at'] and key['name'] == 'tour-signer'
+    assert 'Signature check' not in err

@@ -5,6 +5,12 @@ the bytes to /v2/bitstreams/{uuid}/file (bitstream_file.py), which makes
 it ``active``. A bitstream belongs to its creator's project; private ones
 are seen by that project and admins, public ones (created by admins) by
 everyone.
+
+From the signed bitstreams microversion (common/signatures.MICROVERSION)
+a bitstream shows its ``signature_status``, ``signer``, ``key_id`` and
+``signed_at``, worked out on every read from its signature and the keys
+trusted for its project (objects/bitstream_trust); the signature itself
+is under /v2/bitstreams/{uuid}/signature (bitstream_signature.py).
 """
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import bitstreams as policies
@@ -14,8 +20,10 @@ from cyborg_lite.common import bitstream_formats
 from cyborg_lite.common import exception
 from cyborg_lite.common import image_staging
 from cyborg_lite.common import image_store
+from cyborg_lite.common import signatures
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as db
+from cyborg_lite.objects import bitstream_trust
 
 MIN_VERSION = '2.4'
 _FIELDS = ('uuid', 'name', 'version', 'vendor', 'format', 'region_type',
@@ -29,13 +37,24 @@ def require_version(req):
     microversion.require(req, MIN_VERSION, '/v2/bitstreams')
 
 
-def view(req, bitstream):
+def shows_signatures(req):
+    return microversion.of(req).matches(signatures.MICROVERSION)
+
+
+def view(req, bitstream, verdict=None):
+    """The bitstream's body; ``verdict`` (bitstream_trust) is worked out
+    here when the version shows it and none is given."""
     body = {key: getattr(bitstream, key) for key in _FIELDS}
     body['links'] = utils.link(req, 'bitstreams', bitstream.uuid) + [{
         'href': '%s/v2/bitstreams/%s/file' % (utils.base_url(req),
                                               bitstream.uuid),
         'rel': 'file'}]
     body.update(utils.timestamps(bitstream))
+    if shows_signatures(req):
+        verdict = verdict or bitstream_trust.verdict(bitstream)
+        body.update(signature_status=verdict.status, signer=verdict.signer,
+                    key_id=verdict.key_id,
+                    signed_at=utils.timestamp(bitstream.signed_at))
     return body
 
 
@@ -98,9 +117,11 @@ def list_bitstreams(req):
     page = utils.page(params)
     rows = db.page_bitstreams(utils.visible_to(req), _filters(params),
                               **page)
+    verdicts = bitstream_trust.verdicts(rows) if shows_signatures(req) \
+        else {}
     return utils.response(utils.collection(
-        'bitstreams', [view(req, b) for b in rows], req, 'bitstreams',
-        page['limit']))
+        'bitstreams', [view(req, b, verdicts.get(b.uuid)) for b in rows],
+        req, 'bitstreams', page['limit']))
 
 
 def show_bitstream(req, uuid):

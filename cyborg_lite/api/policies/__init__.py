@@ -16,6 +16,7 @@ from cyborg_lite.api.policies import devices
 from cyborg_lite.api.policies import programs
 from cyborg_lite.api.policies import provider_trees
 from cyborg_lite.api.policies import resource_slices
+from cyborg_lite.api.policies import trusted_keys
 
 
 def list_rules():
@@ -30,4 +31,5 @@ def list_rules():
         programs.list_rules(),
         provider_trees.list_rules(),
         resource_slices.list_rules(),
+        trusted_keys.list_rules(),
     ))

@@ -16,6 +16,7 @@ PUBLICIZE = 'cyborg:bitstream:publicize'
 UPLOAD = 'cyborg:bitstream:upload'
 DOWNLOAD = 'cyborg:bitstream:download'
 DELETE = 'cyborg:bitstream:delete'
+SIGN = 'cyborg:bitstream:sign'
 
 _PATH = '/v2/bitstreams'
 
@@ -42,6 +43,12 @@ RULES = [
     _rule(DOWNLOAD, base.PROJECT_READER_OR_ADMIN,
           'Download the image of a bitstream the caller may see.',
           _PATH + '/{bitstream_uuid}/file', 'GET'),
+    _rule(SIGN, base.PROJECT_MEMBER_OR_ADMIN,
+          'Attach (PUT) or remove (DELETE) the detached signature of a '
+          'bitstream\'s image; the target is the bitstream, so members '
+          'sign only their project\'s. Whether the signature is trusted '
+          'is decided by the keys an admin registered.',
+          _PATH + '/{bitstream_uuid}/signature', 'PUT'),
     _rule(DELETE, base.PROJECT_MEMBER_OR_ADMIN,
           'Delete a bitstream; the target is the bitstream, so members '
           'delete only their project\'s.',

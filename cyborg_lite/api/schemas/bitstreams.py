@@ -7,6 +7,7 @@ common.bitstream_formats.normalise_id (uuids as 32 lowercase hex).
 """
 from cyborg_lite.api.schemas import common
 from cyborg_lite.common import bitstream_formats
+from cyborg_lite.common import signatures
 from cyborg_lite.db import bitstreams as db_bitstreams
 from cyborg_lite.db import models
 
@@ -48,6 +49,23 @@ LIST_QUERY = common.list_query(db_bitstreams.SORT_KEYS, {
     'status': {'type': 'string', 'enum': list(models.BITSTREAM_STATUSES)},
 })
 
+# PUT /v2/bitstreams/{uuid}/signature: the base64 of the raw signature
+# (common/signatures.py); ``key_id`` names the key that made it (left
+# out: any key trusted for the bitstream's project that verifies it).
+SIGNATURE = {
+    'type': 'object',
+    'properties': {
+        'signature': {'type': 'string', 'minLength': 1,
+                      # base64 of MAX_SIGNATURE_BYTES
+                      'maxLength': 4 * (signatures.MAX_SIGNATURE_BYTES // 3
+                                        + 1)},
+        'key_id': {'type': 'string', 'pattern': signatures.KEY_ID_PATTERN},
+    },
+    'required': ['signature'],
+    'additionalProperties': False,
+}
+STATUS = {'type': 'string', 'enum': list(signatures.STATUSES)}
+
 # The image itself, in the OpenAPI description of the upload. The bound
 # keeps fuzzing fast; the real limit is [bitstreams]max_size_mb.
 IMAGE = {'type': 'string', 'format': 'binary', 'maxLength': 4096}
@@ -63,5 +81,23 @@ VIEW = common.view({
     'size': common.NULLABLE_INTEGER,
     'status': {'type': 'string', 'enum': list(models.BITSTREAM_STATUSES)},
     'visibility': VISIBILITY, 'project_id': common.NULLABLE_STRING,
-})
+    # From the signed bitstreams microversion on.
+    'signature_status': STATUS, 'signer': common.NULLABLE_STRING,
+    'key_id': common.NULLABLE_STRING, 'signed_at': common.NULLABLE_STRING,
+}, optional=('signature_status', 'signer', 'key_id', 'signed_at'))
 LIST = common.collection('bitstreams', VIEW)
+SIGNATURE_VIEW = {
+    'type': 'object',
+    'properties': {
+        'bitstream_uuid': common.STRING, 'sha256': common.NULLABLE_STRING,
+        'signature': common.NULLABLE_STRING,
+        'signature_status': STATUS, 'signer': common.NULLABLE_STRING,
+        'key_id': common.NULLABLE_STRING,
+        'signed_at': common.NULLABLE_STRING,
+        'reason': common.NULLABLE_STRING,
+    },
+    'required': ['bitstream_uuid', 'sha256', 'signature',
+                 'signature_status', 'signer', 'key_id', 'signed_at',
+                 'reason'],
+    'additionalProperties': False,
+}

@@ -22,6 +22,7 @@ from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import error_of
 from tests.functional.api.test_real_clients import endpoint  # noqa: F401
+from tests import signing_keys as sk
 from tests.unit.bitstreams import builders
 
 SPEC = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'docs',
@@ -186,6 +187,48 @@ def _walk_cyborg_routes(walk, dep, handle):
     walk('DELETE', '/v2/device_profiles', 404, query='?value=dp')
 
 
+def _walk_signatures(walk, bitstream_uuid, data):
+    key = sk.new_key('ecdsa')
+    trusted = walk('POST', '/v2/trusted_keys', 201, body={
+        'name': 'lab', 'public_key': sk.certificate_pem(key)}).json
+    walk('POST', '/v2/trusted_keys', 409, body={
+        'name': 'again', 'public_key': sk.public_pem(key)})
+    walk('POST', '/v2/trusted_keys', 400, body={
+        'name': 'rsa', 'public_key': sk.public_pem(sk.new_key('rsa'))})
+    walk('GET', '/v2/trusted_keys', 200)
+    walk('GET', '/v2/trusted_keys/{uuid}', 200, uuid=trusted['uuid'])
+    signed = walk('PUT', '/v2/bitstreams/{uuid}/signature', 200,
+                  uuid=bitstream_uuid, body={'signature': sk.sign(key, data)})
+    assert signed.json['signature_status'] == 'verified'
+    walk('PUT', '/v2/bitstreams/{uuid}/signature', 400, uuid=bitstream_uuid,
+         body={'signature': '@'})
+    walk('GET', '/v2/bitstreams/{uuid}/signature', 200, uuid=bitstream_uuid)
+    walk('POST', '/v2/trusted_keys/{uuid}/revoke', 200,
+         uuid=trusted['uuid'], body={'reason': 'test'})
+    walk('POST', '/v2/trusted_keys/{uuid}/revoke', 409,
+         uuid=trusted['uuid'])
+    assert walk('GET', '/v2/bitstreams/{uuid}', 200, uuid=bitstream_uuid
+                ).json['signature_status'] == 'revoked_key'
+    walk('DELETE', '/v2/trusted_keys/{uuid}', 409, uuid=trusted['uuid'])
+    other = walk('POST', '/v2/trusted_keys', 201, body={
+        'name': 'other', 'public_key': sk.public_pem(sk.new_key()),
+        'project_id': 'project-a'}).json
+    walk('DELETE', '/v2/trusted_keys/{uuid}', 204, uuid=other['uuid'])
+    walk('DELETE', '/v2/bitstreams/{uuid}/signature', 204,
+         uuid=bitstream_uuid)
+    walk('GET', '/v2/signature_policies/{project_id}', 200,
+         project_id='project-a')
+    walk('PUT', '/v2/signature_policies/{project_id}', 200,
+         project_id='project-a', body={'policy': 'enforce'})
+    walk('PUT', '/v2/signature_policies/{project_id}', 400,
+         project_id='project-a', body={'policy': 'on'})
+    walk('GET', '/v2/signature_policies', 200)
+    walk('DELETE', '/v2/signature_policies/{project_id}', 204,
+         project_id='project-a')
+    walk('DELETE', '/v2/signature_policies/{project_id}', 404,
+         project_id='project-a')
+
+
 @pytest.mark.parametrize('version', ['2.0', '2.3'])
 def test_cyborg_routes_answer_as_documented(app, version):
     _device, dep, handle = _rows()
@@ -235,6 +278,7 @@ def test_every_operation_answers_as_documented(app, conf):
     walk('DELETE', '/v2/bitstreams/{uuid}', 409, uuid=bitstream['uuid'])
     walk('POST', '/v2/deployables/{uuid}/clean', 202, uuid=dep.uuid)
     walk('POST', '/v2/deployables/{uuid}/clean', 409, uuid=dep.uuid)
+    _walk_signatures(walk, bitstream['uuid'], data)
 
     unwalked = openapi.served_routes() - walk.seen - {
         ('/v2/programs/{uuid}/cancel', 'POST')}

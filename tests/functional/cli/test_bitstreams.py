@@ -35,7 +35,9 @@ def test_list_filters_and_long(cli, tmp_path):
     assert sorted(r['uuid'] for r in rows) == sorted(
         [first['uuid'], second['uuid']])
     assert set(rows[0]) == {'uuid', 'name', 'version', 'vendor', 'format',
-                            'status', 'visibility', 'size'}
+                            'status', 'visibility', 'size',
+                            'signature_status'}
+    assert {r['signature_status'] for r in rows} == {'unsigned'}
     by_vendor = cli('bitstream', 'list', '--vendor', 'acme',
                     '-f', 'json').json
     assert [r['uuid'] for r in by_vendor] == [second['uuid']]

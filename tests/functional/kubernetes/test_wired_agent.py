@@ -333,3 +333,38 @@ def test_one_device_of_a_tenant_and_a_monitor_in_one_claim_is_held(
     assert (error, [d[1] for d in devices]) == ('', [REGION1])
     assert _holders() == {'region1': uid}
     assert env.region('region1').device_state == 'allocated'
+
+
+def test_under_enforce_only_a_signed_image_is_prepared_and_the_pod_gets_only_its_port(  # noqa: E501
+        env, kubelet, apiserver, short_dir):
+    """Signed bitstreams on the Kubernetes path: the claim's project's
+    policy decides, through the same check as a job; and the pod is given
+    the region's port, never the FME through which a region is
+    programmed (the agent programs; the container needs no privilege)."""
+    from cyborg_lite.db import signature_policies
+    from tests import signing_keys as sk
+    signature_policies.set_policy(PROJECT, 'enforce')
+    key = sk.new_key()
+    env.trust(key)
+    unsigned = env.add_bitstream()
+    claim = _claim(apiserver, 'unsigned', REGION0, bitstreamID=unsigned.uuid)
+    error, devices = _answer(kubelet.prepare('v1', [rc.ref(claim)]),
+                             claim['metadata']['uid'])
+    assert 'Signature check before programming refused' in error
+    assert 'its signature is unsigned' in error and devices == []
+    assert jobs_db.list_jobs() == [] and _holders() == {}
+    assert env.hardware('region0') == pe.OLD_FUNCTION
+
+    assert waiting.until(lambda: _reasons('region0') == ())
+    signed = env.sign(env.add_bitstream(), key)
+    claim = _claim(apiserver, 'signed', REGION0, bitstreamID=signed.uuid)
+    uid = claim['metadata']['uid']
+    assert _answer(kubelet.prepare('v1', [rc.ref(claim)]), uid)[0] == ''
+    assert env.hardware('region0') == pe.NEW_FUNCTION
+    edits = _cdi(short_dir, uid)['devices'][0]['containerEdits']
+    (node,) = edits['deviceNodes']
+    assert node['path'] == '/dev/dfl-port.0'
+    # The FME is there on the host, and stays there.
+    assert os.path.exists(os.path.join(os.path.dirname(node['hostPath']),
+                                       'dfl-fme.0'))
+    assert set(edits) <= {'env', 'deviceNodes', 'mounts'}

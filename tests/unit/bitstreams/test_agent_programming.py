@@ -9,6 +9,7 @@ import pytest
 from cyborg_lite.agent import programming
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
+from tests import signing_keys as sk
 from tests.unit.bitstreams import builders
 from tests.unit.bitstreams.conftest import FUNCTION_ID
 from tests.unit.bitstreams.conftest import REGION_TYPE
@@ -185,3 +186,73 @@ def test_heartbeats_while_programming(tmp_dir):
                      heartbeat=heartbeat, heartbeat_interval=0.01)
     assert result[0] == 'succeeded'
     assert beats[:2] == ['job1', 'job1']
+
+
+# --- the agent's signature check --------------------------------------------
+
+def _signed_job(key, image=IMAGE, policy='enforce', **check):
+    job = _job()
+    values = {'policy': policy, 'status': 'verified',
+              'signature': sk.sign(key, image), 'key_id': sk.key_id(key),
+              'algorithm': 'ed25519', 'public_key': sk.public_pem(key)}
+    values.update(check)
+    job['signature'] = {k: v for k, v in values.items() if v is not None}
+    return job
+
+
+def test_a_signature_that_verifies_over_the_bytes_programs(tmp_dir):
+    driver = RecordingDriver()
+    result, _ = _run(_signed_job(sk.new_key()), driver, tmp_dir=tmp_dir)
+    assert result == ('succeeded', FUNCTION_ID)
+    assert driver.programmed == [('0000:5e:00.0', 'region0', IMAGE)]
+
+
+@pytest.mark.parametrize('case,match', [
+    ('bytes changed', 'does not verify over it'),
+    ('signature of another image', 'does not verify over it'),
+    ('no key sent', 'its signature is unsigned: the conductor sent no key'),
+    ('unreadable signature', 'the signature sent cannot be checked'),
+    ('unreadable key', 'the key sent cannot be read'),
+    ('malformed check', 'is not an object'),
+])
+def test_under_enforce_the_agent_refuses_before_the_driver(tmp_dir, case,
+                                                           match):
+    key = sk.new_key()
+    driver = RecordingDriver()
+    image = IMAGE
+    if case == 'bytes changed':
+        job, image = _signed_job(key), IMAGE[:-1] + b'\x00'
+    elif case == 'signature of another image':
+        job = _signed_job(key, image=IMAGE + b'x')
+    elif case == 'no key sent':
+        job = _signed_job(key, status='unsigned', signature=None,
+                          public_key=None, key_id=None, algorithm=None)
+    elif case == 'unreadable signature':
+        job = _signed_job(key, signature='@@')
+    elif case == 'unreadable key':
+        job = _signed_job(key, public_key='-----BEGIN PUBLIC KEY-----\n'
+                          'AAAA\n-----END PUBLIC KEY-----\n')
+    else:
+        job = _signed_job(key)
+        job['signature'] = ['enforce']
+    result, reports = _run(job, driver, image=image, tmp_dir=tmp_dir)
+    assert result[0] == 'failed'
+    assert result[1].startswith('Signature check on the agent failed for '
+                                'bitstream bs1: ')
+    assert match in result[1]
+    assert reports.states == ['downloading', 'failed']
+    assert driver.programmed == []
+
+
+def test_under_warn_a_bad_signature_is_logged_and_programmed(tmp_dir,
+                                                             caplog):
+    key = sk.new_key()
+    driver = RecordingDriver()
+    job = _signed_job(key, image=IMAGE + b'x', policy='warn')
+    result, _ = _run(job, driver, tmp_dir=tmp_dir)
+    assert result[0] == 'succeeded'
+    assert 'does not verify over it' in caplog.text
+    # Still never bytes that differ from the record.
+    result, _ = _run(job, RecordingDriver(), image=IMAGE[:-1] + b'\0',
+                     tmp_dir=tmp_dir)
+    assert result[0] == 'failed' and 'sha256 mismatch' in result[1]

@@ -10,6 +10,7 @@ from cyborg_lite.conductor import programming_checks
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.objects import bitstream_trust
 from tests.unit.bitstreams import builders
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.bitstreams.conftest import add_bound_arq
@@ -18,6 +19,8 @@ from tests.unit.bitstreams.conftest import FUNCTION_ID
 from tests.unit.bitstreams.conftest import REGION_TYPE
 
 DASHED = '9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e'
+# Signatures not looked at: what the checks before them see.
+OPEN = bitstream_trust.Trust('disabled', 'test', None, None)
 
 
 def _bitstream(**kw):
@@ -35,7 +38,8 @@ def _region(**kw):
 
 
 def test_preflight_passes_and_ids_compare_normalised():
-    programming_checks.preflight(_bitstream(), _region(), project_id='p1')
+    programming_checks.preflight(_bitstream(), _region(), project_id='p1',
+                                 trust=OPEN)
 
 
 @pytest.mark.parametrize('bitstream,region,kwargs,error,match', [
@@ -59,22 +63,24 @@ def test_preflight_passes_and_ids_compare_normalised():
 def test_preflight_refusals(bitstream, region, kwargs, error, match):
     kwargs.setdefault('project_id', 'p1')
     with pytest.raises(error, match=match):
-        programming_checks.preflight(bitstream, region, **kwargs)
+        programming_checks.preflight(bitstream, region, trust=OPEN,
+                                     **kwargs)
 
 
 def test_preflight_admin_force_and_public():
     programming_checks.preflight(_bitstream(project_id='p2'), _region(),
                                  bound_arq_uuid='arq1', is_admin=True,
-                                 force=True)
+                                 force=True, trust=OPEN)
     programming_checks.preflight(
         _bitstream(project_id='p2', visibility='public'), _region(),
-        project_id='p1')
+        project_id='p1', trust=OPEN)
 
 
 def test_create_job_for_and_agent_job(db):
     region, bitstream = add_region(), add_bitstream()
-    job, bs, dep, device = programming.create_job_for(
+    job, bs, dep, device, trust = programming.create_job_for(
         bitstream.uuid, region.uuid, user_id='u1', project_id='p1')
+    assert (trust.policy, trust.verdict.status) == ('warn', 'unsigned')
     assert (job.state, job.hostname, job.requester_user_id) == \
         ('queued', 'host1', 'u1')
     payload = programming.agent_job(job, bs, dep, device, 'region0')
@@ -84,7 +90,8 @@ def test_create_job_for_and_agent_job(db):
         'bitstream': {'uuid': bitstream.uuid, 'sha256': 'a' * 64,
                       'size': 1234, 'format': 'gbs',
                       'region_type': REGION_TYPE,
-                      'function_id': FUNCTION_ID}}
+                      'function_id': FUNCTION_ID},
+        'signature': None}
 
 
 def test_create_job_for_refuses_bound_region_without_job(db):

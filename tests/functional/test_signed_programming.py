@@ -1,0 +1,251 @@
+"""Signed bitstreams end to end over inproc://: ConductorAPI -> conductor
+(its check before a job) -> agent (its check over the bytes it is about to
+write) -> the FAKE driver, whose simulated region is the hardware.
+
+Every refusal leaves the region with its old function (0 programs) and
+says which check refused: the conductor's ("Signature check before
+programming") or the agent's ("Signature check on the agent").
+"""
+import contextlib
+
+import pytest
+
+from cyborg_lite.api import deploy
+from cyborg_lite.common import exception
+from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import signature_policies as policies_db
+from cyborg_lite.db import trusted_keys as keys_db
+from tests import servers
+from tests import signing_keys as sk
+from tests import waiting
+from tests.functional import programming_env as pe
+from tests.functional.programming_env import make_env  # noqa: F401
+from tests.unit.conductor import bind_helpers
+
+CONDUCTOR_CHECK = 'Signature check before programming refused'
+AGENT_CHECK = 'Signature check on the agent failed'
+
+
+@pytest.fixture(scope='module')
+def key():
+    return sk.new_key('ed25519')
+
+
+def _policy(conf, policy):
+    conf.set_override('signature_policy', policy, group='bitstreams')
+
+
+def _signed(env, key, **values):
+    env.trust(key)
+    return env.sign(env.add_bitstream(**values), key)
+
+
+def _flipped(image):
+    return image[:-1] + bytes([image[-1] ^ 0xff])
+
+
+def _refused_at_once(env, bitstream, status):
+    with pytest.raises(exception.SignatureRefused) as caught:
+        env.program(bitstream.uuid)
+    assert caught.value.code == 409
+    assert CONDUCTOR_CHECK in str(caught.value)
+    assert 'its signature is %s' % status in str(caught.value)
+    assert jobs_db.list_jobs() == []
+    assert env.hardware() == pe.OLD_FUNCTION
+    return str(caught.value)
+
+
+def _failed_on_the_agent(env, bitstream):
+    done = env.wait_job(env.program(bitstream.uuid)['uuid'])
+    assert done.state == 'failed'
+    assert env.hardware() == pe.OLD_FUNCTION
+    assert env.region().function_id == pe.OLD_FUNCTION
+    return done.error
+
+
+@pytest.mark.parametrize('policy', ['disabled', 'warn', 'enforce'])
+@pytest.mark.parametrize('kind', ['ed25519', 'ecdsa'])
+def test_a_valid_signed_image_programs_under_every_policy(
+        conf, make_env, policy, kind):  # noqa: F811
+    _policy(conf, policy)
+    env = make_env()
+    bitstream = _signed(env, sk.new_key(kind))
+    done = env.wait_job(env.program(bitstream.uuid)['uuid'])
+    assert done.state == 'succeeded', done.error
+    assert env.hardware() == pe.NEW_FUNCTION
+
+
+@pytest.mark.parametrize('policy', ['disabled', 'warn'])
+def test_unsigned_and_untrusted_images_program_outside_enforce(
+        conf, make_env, key, policy):  # noqa: F811
+    _policy(conf, policy)
+    env = make_env()
+    unsigned = env.add_bitstream()
+    stranger = env.sign(env.add_bitstream(), sk.new_key(), key_id='e' * 64)
+    for bitstream, region in ((unsigned, 'region0'), (stranger, 'region1')):
+        done = env.wait_job(env.program(bitstream.uuid, region)['uuid'])
+        assert done.state == 'succeeded', done.error
+        assert env.hardware(region) == pe.NEW_FUNCTION
+
+
+# --- under enforce: each failure, 0 programs, a specific error ------------
+
+def test_unsigned_image_refused(conf, make_env):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()
+    _refused_at_once(env, env.add_bitstream(), 'unsigned')
+
+
+def test_wrong_key_refused(conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()
+    env.trust(key)
+    stranger = sk.new_key()
+    named = env.sign(env.add_bitstream(), stranger,
+                     key_id=sk.key_id(stranger))
+    assert 'not trusted' in _refused_at_once(env, named, 'untrusted_key')
+    # Unnamed, no trusted key verifies it.
+    unnamed = env.sign(env.add_bitstream(), stranger)
+    _refused_at_once(env, unnamed, 'invalid')
+
+
+def test_signature_over_another_image_refused(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()
+    env.trust(key)
+    bitstream = env.sign(env.add_bitstream(), key,
+                         image=pe.new_image(afu_uuid=pe.builders.AFU_UUID))
+    _refused_at_once(env, bitstream, 'invalid')
+
+
+def test_revoked_key_refused_from_that_moment(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env(program_delay=1.0)
+    bitstream = _signed(env, key)
+    trusted = keys_db.trusted_for([None])[None][0]
+    # A job already writing when the key is revoked finishes...
+    running = env.program(bitstream.uuid)
+    env.wait_job(running['uuid'], states=('programming',))
+    keys_db.revoke(trusted.uuid, 'leaked')
+    assert env.wait_job(running['uuid']).state == 'succeeded'
+    assert env.hardware() == pe.NEW_FUNCTION
+    # ...a new one is refused.
+    with pytest.raises(exception.SignatureRefused, match='revoked_key'):
+        env.program(bitstream.uuid, region='region1')
+    assert env.hardware('region1') == pe.OLD_FUNCTION
+    assert len(jobs_db.list_jobs()) == 1
+
+
+def test_a_queued_job_whose_key_is_revoked_fails_when_sent(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()
+    bitstream = _signed(env, key)
+    env.agent.stop()            # nothing takes the job: it stays queued
+    job = env.program(bitstream.uuid)
+    keys_db.revoke(keys_db.trusted_for([None])[None][0].uuid)
+    env.start_agent()           # agent_started sends queued jobs again
+    done = env.wait_job(job['uuid'])
+    assert done.state == 'failed'
+    assert CONDUCTOR_CHECK in done.error and 'revoked_key' in done.error
+    assert env.hardware() == pe.OLD_FUNCTION
+
+
+def test_byte_flipped_in_the_store_after_upload(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()
+    env.trust(key)
+    image = pe.new_image()
+    bitstream = env.sign(env.add_bitstream(image, stored=_flipped(image)),
+                         key)
+    error = _failed_on_the_agent(env, bitstream)
+    assert AGENT_CHECK in error
+    assert 'does not verify' in error
+
+
+def test_a_project_override_decides_for_that_project(
+        conf, make_env):  # noqa: F811
+    _policy(conf, 'warn')
+    env = make_env()
+    policies_db.set_policy('p1', 'enforce')
+    unsigned = env.add_bitstream()
+    member = pe.context.RequestContext(project_id='p1', user_id='u1',
+                                       roles=['member'])
+    other = pe.context.RequestContext(project_id='p2', user_id='u2',
+                                      roles=['member'])
+    with pytest.raises(exception.SignatureRefused,
+                       match='policy of project p1 is enforce'):
+        env.program(unsigned.uuid, ctxt=member)
+    done = env.wait_job(env.program(unsigned.uuid, ctxt=other)['uuid'])
+    assert done.state == 'succeeded'
+
+
+def test_a_bind_under_enforce_fails_with_the_signature_check(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()
+    env.trust(key)
+    unsigned = env.add_bitstream()
+    arq = _bind(env, unsigned.uuid)
+    assert arq.state == 'BindFailed'
+    assert CONDUCTOR_CHECK in arq.error and 'unsigned' in arq.error
+    assert env.hardware() == pe.OLD_FUNCTION and jobs_db.list_jobs() == []
+    signed = env.sign(env.add_bitstream(), key)
+    arq = _bind(env, signed.uuid)
+    assert arq.state == 'Bound', arq.error
+    assert env.hardware() == pe.NEW_FUNCTION
+
+
+def _bind(env, bitstream_uuid):
+    region = env.region()
+    arq_uuid = bind_helpers.make_arq(profile_id=bind_helpers.make_profile(
+        [{'resources:FPGA': '1', 'accel:bitstream_id': bitstream_uuid}]))
+    env.api.bind_arqs(pe.context.get_admin_context(), {arq_uuid: {
+        'hostname': pe.HOST, 'device_rp_uuid': region.rp_uuid,
+        'instance_uuid': 'c0ffee00-0000-4000-8000-000000000001'}})
+
+    def resolved():
+        arq = bind_helpers.get_arq(arq_uuid)
+        return arq if arq.state in ('Bound', 'BindFailed') else None
+    return waiting.until(resolved)
+
+
+# --- the HTTP image source: a byte flipped in transit -----------------------
+
+class FlipOneByte:
+    """Between the agent and the API: the body of every image download
+    reaches the agent with its last byte flipped (what a broken or hostile
+    hop would do)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        body = b''.join(self.app(environ, start_response))
+        if environ['PATH_INFO'].endswith('/file') and body:
+            body = _flipped(body)
+        return [body]
+
+
+@contextlib.contextmanager
+def _http_images(conf):
+    with servers.serving(FlipOneByte(deploy.loadapp(conf))) as url:
+        conf.set_override('auth_strategy', 'noauth', group='api')
+        conf.set_override('image_source', 'http', group='agent')
+        conf.set_override('endpoint_override', url, group='image_api')
+        yield
+
+
+@pytest.mark.parametrize('policy,check', [
+    ('enforce', AGENT_CHECK), ('warn', 'sha256 mismatch')])
+def test_byte_flipped_in_transit(conf, sqlite_db, make_env, key, policy,
+                                 check):  # noqa: F811
+    conf.set_override('auth_strategy', 'noauth', group='api')
+    with _http_images(conf):
+        _policy(conf, policy)
+        env = make_env()
+        error = _failed_on_the_agent(env, _signed(env, key))
+    assert check in error
