@@ -1,7 +1,7 @@
 """The API's CPU per POST, this tree against another checkout,
 alternated in one run.
 
-The API bench's POSTs (section 8.2 of docs/benchmarks.md) move by a
+The API bench's POSTs (section 8.2 of docs/benchmarks-history.md) move by a
 sixth between runs on this machine; this tells a change of the code
 apart from that drift::
 
