@@ -1,15 +1,18 @@
 """Reads of devices: the API's, and everything one host offers (for
 objects/host_inventory.py); an operator's maintenance switch
-(``set_status``). The conductor's report writes the rest of a device
+(``set_status``); the one call that records a change of health
+(``health_changed``). The conductor's report writes the rest of a device
 (db/inventory.py), never its status."""
 import collections
 
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import conditional
+from cyborg_lite.db import device_history
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
@@ -64,7 +67,7 @@ def get_device(uuid):
     return device
 
 
-def set_status(uuid, status):
+def set_status(uuid, status, ctxt=None):
     """An operator's maintenance switch: status 'maintaining' (disabled)
     or 'enabled'. Requests a publish of the host when the status changed;
     returns (hostname, changed)."""
@@ -72,7 +75,7 @@ def set_status(uuid, status):
         raise exception.Invalid(reason='device status must be one of %s'
                                 % ', '.join(models.DEVICE_STATUSES))
     with session.writer() as s:
-        row = s.execute(sa.select(DEVICE.id, DEVICE.hostname)
+        row = s.execute(sa.select(*_EVENT_COLUMNS)
                         .where(DEVICE.uuid == uuid)).first()
         if row is None:
             raise exception.DeviceNotFound(uuid=uuid)
@@ -82,7 +85,44 @@ def set_status(uuid, status):
         if changed:
             publish_requests.add(s, row.hostname,
                                  'device %s %s' % (uuid, status))
+            device_history.record(s, device_event(
+                'device.enable' if status == 'enabled' else
+                'device.disable', row, status=status, previous=row.status),
+                ctxt)
         return row.hostname, changed
+
+
+# What a device's notification shows of it (DevicePayload).
+_EVENT_COLUMNS = (DEVICE.id, DEVICE.uuid, DEVICE.hostname, DEVICE.type,
+                  DEVICE.vendor, DEVICE.driver_name, DEVICE.status,
+                  DEVICE.health)
+
+
+def device_event(event, row, previous=None, reason=None, **changed):
+    """The notification of a device's transition: ``row`` has the
+    columns of _EVENT_COLUMNS (before it), ``changed`` what it set."""
+    data = {key: changed.get(key, getattr(row, key)) for key in (
+        'uuid', 'hostname', 'type', 'vendor', 'driver_name', 'status',
+        'health')}
+    data.update(previous=previous, reason=reason)
+    state = changed.get('health') or changed.get('status')
+    return notifications.Event(event, data, device_uuid=row.uuid,
+                               state=state, reason=reason)
+
+
+def health_changed(s, device_id, health, reason=None, ctxt=None):
+    """The one call for a change of a device's health: the row and the
+    notification (device.health_change), in ``s``'s transaction. Call it
+    in the transaction that writes the new health, before or after the
+    write; a health equal to the stored one records nothing."""
+    row = s.connection().execute(sa.select(*_EVENT_COLUMNS).where(
+        DEVICE.id == device_id)).first()
+    if row is None or row.health == health:
+        return False
+    device_history.record(s, device_event(
+        'device.health_change', row, health=health, previous=row.health,
+        reason=reason), ctxt)
+    return True
 
 
 HostRows = collections.namedtuple(

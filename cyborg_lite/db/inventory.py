@@ -52,6 +52,7 @@ from sqlalchemy.orm import exc as orm_exc
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.db import conditional
+from cyborg_lite.db import devices
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -146,6 +147,9 @@ def _apply_values(s, hostname, scans):
     if diff.structural:
         return None
     for model, row_id, version, values in diff.updates:
+        if model is models.Device and 'health' in values:
+            devices.health_changed(s, row_id, values['health'],
+                                   reason='reported by the agent')
         conditions = [] if version is None else [model.version == version]
         if not conditional.update(s, model, model.id == row_id, values,
                                   *conditions):
@@ -291,6 +295,11 @@ def _sync_device(s, hostname, driver, want, stored, changes):
                              cpid.id if cpid else None, stored, changes)
     values = dict(want['values'],
                   health='unhealthy' if kept else want['health'])
+    if dev.health != values['health']:
+        devices.health_changed(
+            s, dev.id, values['health'],
+            reason='gone from its host while in use' if kept else
+            'reported by the agent')
     _set_all(dev, values, changes)
 
 
