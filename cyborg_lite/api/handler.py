@@ -35,6 +35,8 @@ ROUTE_DECLARATIONS = {
     '/v2/devices/{uuid}': {'GET': devices.show_device},
     '/v2/devices/{uuid}/disable': {'POST': devices.disable_device},
     '/v2/devices/{uuid}/enable': {'POST': devices.enable_device},
+    # From microversion 2.7 (microversion.DEVICE_HISTORY).
+    '/v2/devices/{uuid}/history': {'GET': devices.show_history},
     '/v2/deployables': {'GET': deployables.list_deployables},
     '/v2/deployables/{uuid}': {'GET': deployables.show_deployable},
     # From microversion 2.5.

@@ -49,9 +49,13 @@ VERSIONS = [
     '2.6',  # Topology: devices and deployables show numa_node,
             # local_cpulist, socket, pcie_root and pci_bus_id; a bound
             # ARQ shows numa_aligned (true, false or unknown).
+    '2.7',  # GET /v2/devices/{uuid}/history: a device's transitions
+            # (DEVICE_HISTORY).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
+# Where GET /v2/devices/{uuid}/history starts (one name, as TOPOLOGY).
+DEVICE_HISTORY = '2.7'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

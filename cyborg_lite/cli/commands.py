@@ -32,6 +32,7 @@ OSC_COMMANDS = {
     'program cancel': programs.CancelProgram,
     'resource-provider tree': provider_trees.ShowResourceProviderTree,
     'resource-slice show': resource_slices.ShowResourceSlices,
+    'device history': devices.HistoryDevice,
 }
 
 COMMANDS = {

@@ -127,23 +127,23 @@ def _place(s, stmt, **params):
 
 # --- reading and pruning ----------------------------------------------------
 
-def list_rows(device_uuid, limit=None, marker=None):
-    """The device's rows, oldest first, as plain rows of COLUMNS (and
-    ``id``); ``marker``: only rows after that id. DeviceNotFound when
-    neither the device nor any row of it exists."""
+def list_rows(device_uuid, newest=None):
+    """The device's rows, oldest first, as plain rows of ``id`` and
+    COLUMNS; ``newest``: only the newest that many. DeviceNotFound when
+    neither the device nor any row of it exists (a removed device's
+    history stays until it is pruned)."""
     stmt = (sa.select(HISTORY.c.id, *[HISTORY.c[c] for c in COLUMNS])
             .where(HISTORY.c.device_uuid == device_uuid)
-            .order_by(HISTORY.c.id))
-    if marker is not None:
-        stmt = stmt.where(HISTORY.c.id > marker)
-    if limit is not None:
-        stmt = stmt.limit(limit)
+            .order_by(HISTORY.c.id.desc()))
+    if newest is not None:
+        stmt = stmt.limit(newest)
     with session.core_reader() as conn:
         rows = conn.execute(stmt).all()
-        if not rows and marker is None and conn.execute(
+        if not rows and conn.execute(
                 sa.select(DEVICE.c.id).where(
                     DEVICE.c.uuid == device_uuid)).first() is None:
             raise exception.DeviceNotFound(uuid=device_uuid)
+    rows.reverse()
     return rows
 
 
