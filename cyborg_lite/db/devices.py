@@ -277,3 +277,58 @@ def region_rows(s, device, deployable):
     return _rows_of(s, [device], [deployable] + siblings, device.hostname,
                     {deployable.id: attributes} if attributes else {},
                     handles)
+
+
+
+# --- what the metrics show (objects/device_metrics.py) ----------------------
+
+MetricRows = collections.namedtuple(
+    'MetricRows', ['devices', 'regions', 'holders', 'agents'])
+_DEP = models.Deployable.__table__
+_ARQ = models.AcceleratorRequest.__table__
+_CLAIM = models.KubernetesClaimDevice.__table__
+_METRIC_DEVICES = (
+    sa.select(DEVICE.uuid, DEVICE.hostname, DEVICE.type, DEVICE.vendor,
+              DEVICE.identity, DEVICE.driver_name, DEVICE.status,
+              DEVICE.health, models.Agent.state.label('agent_state'))
+    .select_from(DEVICE.__table__.outerjoin(
+        models.Agent.__table__, models.Agent.hostname == DEVICE.hostname))
+    .order_by(DEVICE.id))
+_METRIC_REGIONS = (
+    sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid, _DEP.c.name,
+              DEVICE.hostname, _DEP.c.device_state,
+              sa.select(sa.func.count(_HANDLE.c.id))
+              .where(_HANDLE.c.deployable_id == _DEP.c.id,
+                     _HANDLE.c.in_use.is_(True))
+              .scalar_subquery().label('handles_in_use'))
+    .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+    .order_by(_DEP.c.id))
+_HOLDER_ARQS = (
+    sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid,
+              DEVICE.hostname, _ARQ.c.project_id, _ARQ.c.instance_uuid)
+    .join(_DEP, _DEP.c.id == _ARQ.c.deployable_id)
+    .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+    .where(_ARQ.c.state == 'Bound').order_by(_ARQ.c.id))
+_HOLDER_CLAIMS = (
+    sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid,
+              DEVICE.hostname, _CLAIM.c.project_id, _CLAIM.c.namespace,
+              _CLAIM.c.claim_name)
+    .join(_DEP, _DEP.c.id == _CLAIM.c.deployable_id)
+    .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+    .order_by(_CLAIM.c.id))
+_METRIC_AGENTS = sa.select(models.Agent.hostname, models.Agent.state)
+
+
+def metric_rows():
+    """Every device, region, holder and agent, as plain rows, read in one
+    transaction (a scrape sees one moment): MetricRows. A holder row is
+    (device_uuid, uuid (the region's), hostname, project_id, then
+    instance_uuid for an ARQ, or namespace and claim_name for a
+    Kubernetes claim)."""
+    with session.core_reader(in_turn=True) as conn:
+        holders = [('nova',) + tuple(r) for r in conn.execute(_HOLDER_ARQS)]
+        holders += [('kubernetes',) + tuple(r)
+                    for r in conn.execute(_HOLDER_CLAIMS)]
+        return MetricRows(conn.execute(_METRIC_DEVICES).all(),
+                          conn.execute(_METRIC_REGIONS).all(), holders,
+                          conn.execute(_METRIC_AGENTS).all())
