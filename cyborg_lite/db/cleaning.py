@@ -56,11 +56,11 @@ JOB = models.ProgrammingJob
 Region = collections.namedtuple('Region', [
     'id', 'uuid', 'name', 'hostname', 'identity', 'driver_name',
     'device_state', 'cleaning_uuid', 'cleaning_attempts', 'cleaning_error',
-    'device_uuid'])
+    'device_uuid', 'cleaning_started_at'])
 _REGION_COLUMNS = (DEP.id, DEP.uuid, DEP.name, DEVICE.hostname,
                    DEVICE.identity, DEVICE.driver_name, DEP.device_state,
                    DEP.cleaning_uuid, DEP.cleaning_attempts,
-                   DEP.cleaning_error, DEVICE.uuid)
+                   DEP.cleaning_error, DEVICE.uuid, DEP.cleaning_started_at)
 
 
 def _select_regions():
@@ -292,7 +292,8 @@ def beat(deployable_uuid, try_uuid):
 def finish(deployable_uuid, try_uuid, error=None):
     """The try ended: cleaning -> available, or error with ``error``.
 
-    Returns the Region after the move. The same report twice is harmless
+    Returns the Region after the move, with the try's
+    ``cleaning_started_at`` (its first heartbeat, None without one). The same report twice is harmless
     (an RPC retry); a report of any other try is a CleaningConflict and
     changes nothing.
     """
@@ -310,7 +311,8 @@ def finish(deployable_uuid, try_uuid, error=None):
                      cleaning_started_at=None):
             raise _not_current(s, deployable_uuid, try_uuid,
                                'ending it as %s' % target)
-        return _record(s, region.id)
+        return _record(s, region.id)._replace(
+            cleaning_started_at=region.cleaning_started_at)
 
 
 def _silent_tries(s, hostname, silent_for):
