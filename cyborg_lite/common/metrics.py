@@ -101,3 +101,18 @@ def observe(histogram, seconds, *labels):
             max(0.0, seconds))
     except Exception:  # pragma: no cover - prometheus_client's own bug
         pass
+
+
+def serve(port, host='0.0.0.0'):
+    """Serve this process's metrics (every worker's, in multi-process
+    mode) on ``host``:``port`` from a thread; the server, to shut down."""
+    import prometheus_client
+    from prometheus_client import multiprocess as mp
+    if multiprocess():
+        registry = prometheus_client.CollectorRegistry()
+        mp.MultiProcessCollector(registry)
+    else:
+        registry = prometheus_client.REGISTRY
+    server, _thread = prometheus_client.start_http_server(
+        port, addr=host, registry=registry)
+    return server

@@ -349,6 +349,13 @@ def publisher_id(binary=None):
 
 
 def _make_sender():
+    # NOTE: oslo.messaging's Notifier counts an empty driver list as on
+    # (is_enabled is false only for 'noop'); OpenStack's convention, and
+    # ours, is off.
+    drivers = [d for d in CONF.oslo_messaging_notifications.driver
+               if d != 'noop']
+    if not drivers:
+        return None
     import oslo_messaging as messaging
     transport = messaging.get_notification_transport(CONF)
     notifier = messaging.Notifier(transport, publisher_id=publisher_id())
@@ -423,3 +430,23 @@ def reset():
     with _lock:
         _sender = None
         _enabled = None
+
+
+def write_schemas(directory):
+    """docs/notifications/<payload>.json, one JSON Schema a payload (what
+    ``python -m cyborg_lite.common.notifications docs/notifications``
+    writes; a test keeps the committed files equal)."""
+    import json
+    written = []
+    for name, payload in sorted(PAYLOADS.items()):
+        path = os.path.join(directory, '%s.json' % name)
+        with open(path, 'w') as f:
+            json.dump(payload.json_schema(), f, indent=2, sort_keys=True)
+            f.write('\n')
+        written.append(path)
+    return written
+
+
+if __name__ == '__main__':
+    for written_path in write_schemas(sys.argv[1]):
+        print(written_path)
