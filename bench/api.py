@@ -138,12 +138,13 @@ class Server:
         self._log.close()
 
 
-def start_ours(workdir, devices, nova_url, http_server='cheroot'):
+def start_ours(workdir, devices, nova_url, http_server='cheroot',
+               name='ours', extra=()):
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
     from cyborg_lite.db import session
-    db = 'sqlite:///%s' % os.path.join(workdir, 'ours.sqlite')
+    db = 'sqlite:///%s' % os.path.join(workdir, '%s.sqlite' % name)
     config.parse_args([], default_config_files=[])
     common.quiet()
     CONF.set_override('connection', db, group='database')
@@ -152,10 +153,10 @@ def start_ours(workdir, devices, nova_url, http_server='cheroot'):
     session.dispose_all()
     from cyborg_lite.common import placement_server
     port = placement_server.free_port()
-    return Server('ours', [sys.executable, '-m', 'bench.ours_server',
-                           '--db', db, '--port', str(port),
-                           '--nova-url', nova_url, '--server', http_server],
-                  port, workdir)
+    return Server(name, [sys.executable, '-m', 'bench.ours_server',
+                         '--db', db, '--port', str(port),
+                         '--nova-url', nova_url, '--server', http_server]
+                  + list(extra), port, workdir)
 
 
 CYBORG_LOGGERS = ('cyborg', 'oslo_messaging', 'keystoneauth', 'urllib3',
@@ -207,6 +208,61 @@ def start_cyborg(workdir, devices, nova_url, placement_url, python,
         # transport too; the server alone is told to use inproc://.
         argv += ['--inproc-dir', os.path.join(workdir, 'inproc-driver')]
     return Server('cyborg', argv, port, workdir)
+
+
+def start_observed(workdir, args, nova_url):
+    """Two cyborg_lite servers on the same data: "off" (no metrics, no
+    notifications) and "on" (metrics, notifications through
+    oslo.messaging's messagingv2 driver)."""
+    on = ['--notifications', 'messagingv2']
+    if args.notifications_url:
+        on += ['--notifications-url', args.notifications_url]
+    return {'off': start_ours(workdir, args.devices, nova_url, args.server,
+                              name='off', extra=['--no-metrics']),
+            'on': start_ours(workdir, args.devices, nova_url, args.server,
+                             name='on', extra=on)}
+
+
+class Scraper:
+    """Scrapes GET /metrics every ``interval`` seconds, as Prometheus
+    would, while the scenarios run; its own connection."""
+
+    def __init__(self, base, interval):
+        self.base = base
+        self.interval = interval
+        self.durations, self.sizes, self.errors = [], [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        host = self.base.split('//', 1)[1]
+        while not self._stop.wait(self.interval):
+            conn = http.client.HTTPConnection(host, timeout=120)
+            started = time.perf_counter()
+            try:
+                conn.request('GET', '/metrics')
+                resp = conn.getresponse()
+                body = resp.read()
+                if resp.status != 200:
+                    self.errors.append(resp.status)
+                    continue
+                self.durations.append(time.perf_counter() - started)
+                self.sizes.append(len(body))
+            except OSError as exc:
+                self.errors.append(str(exc))
+            finally:
+                conn.close()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self):
+        return {'interval_s': self.interval, 'count': len(self.durations),
+                'seconds': [round(d, 3) for d in self.durations],
+                'bytes': self.sizes[-1] if self.sizes else None,
+                'errors': self.errors[:3]}
 
 
 # -- the client -------------------------------------------------------------
@@ -347,6 +403,12 @@ def measure(sides, args):
             summary.update(errors=p['errors'],
                            first_errors=p['first_errors'][:3])
             report[name][side] = summary
+        if 'on' in sides and 'off' in sides:
+            on, off = report[name]['on'], report[name]['off']
+            report[name]['ratio'] = {
+                'rps_on_over_off': common.ratio(on['rps'], off['rps']),
+                'p50_on_over_off': common.ratio(on['p50_ms'], off['p50_ms']),
+            }
         if 'ours' in sides and 'cyborg' in sides:
             ours, theirs = report[name]['ours'], report[name]['cyborg']
             report[name]['ratio'] = {
@@ -400,7 +462,12 @@ def print_table(report, sides):
             common.log('%-15s %-7s %9s %9s %9s %s' % (
                 name, side, s['rps'], s['p50_ms'], s['p99_ms'],
                 ('  errors=%d' % s['errors']) if s['errors'] else ''))
-        if 'ratio' in entry:
+        if 'ratio' in entry and 'rps_on_over_off' in entry['ratio']:
+            r = entry['ratio']
+            common.log('%-15s %-7s throughput on/off x%s, p50 on/off x%s'
+                       % ('', 'ratio', r['rps_on_over_off'],
+                          r['p50_on_over_off']))
+        elif 'ratio' in entry:
             r = entry['ratio']
             common.log('%-15s %-7s throughput x%s, p50 %s x faster, p99 %s x'
                        % ('', 'ratio', r['rps_ours_over_cyborg'],
@@ -429,6 +496,17 @@ def main(argv=None):
     parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot',
                         help="both sides' HTTP server (8 threads each)")
+    parser.add_argument('--observability', action='store_true',
+                        help='cyborg_lite with metrics and notifications '
+                             'on against off (no Cyborg): sides "on" and '
+                             '"off"')
+    parser.add_argument('--scrape-interval', type=float, default=30.0,
+                        help='with --observability: seconds between two '
+                             'scrapes of the "on" side\'s /metrics')
+    parser.add_argument('--notifications-url', default=None,
+                        help='with --observability: the notifications\' '
+                             'transport_url (default: inproc://, sent in '
+                             'the process)')
     parser.add_argument('--workdir', help='keep databases and logs here')
     parser.add_argument('--output')
     args = parser.parse_args(argv)
@@ -440,11 +518,15 @@ def main(argv=None):
     nova = fake_nova.FakeNova().start()
     placement = None
     servers = {}
+    scraper = None
     try:
-        servers['ours'] = start_ours(workdir, args.devices, nova.url,
-                                     args.server)
         cyborg_version = None
-        if not args.no_cyborg:
+        if args.observability:
+            servers.update(start_observed(workdir, args, nova.url))
+        else:
+            servers['ours'] = start_ours(workdir, args.devices, nova.url,
+                                         args.server)
+        if not args.no_cyborg and not args.observability:
             python = args.cyborg_python or ensure_cyborg_venv()
             cyborg_version = subprocess.run(
                 [python, '-c', 'import cyborg; print(cyborg.__version__)'],
@@ -460,7 +542,11 @@ def main(argv=None):
                                              args.server)
         for server in servers.values():
             server.wait_ready()
+        if args.observability:
+            scraper = Scraper(servers['on'].url, args.scrape_interval)
         report = measure(servers, args)
+        if scraper is not None:
+            scraper.stop()
         # NOTE: a bind's Nova event follows its Bound, which the client
         # may see first; a server stops after the calls in flight, so
         # once all have stopped every event has been sent.
@@ -473,8 +559,12 @@ def main(argv=None):
                   'cyborg_version': cyborg_version,
                   'nova_events': nova.events,
                   'scenarios': report}
+        if scraper is not None:
+            result['scrapes'] = scraper.summary()
         common.emit(result, args.output)
     finally:
+        if scraper is not None:
+            scraper.stop()
         for server in servers.values():
             server.stop()
         if placement is not None:

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.ours_server --db sqlite:///x.sqlite
         --port N --nova-url URL [--threads 8]
-        [--server cheroot|waitress]
+        [--server cheroot|waitress] [--no-metrics]
+        [--notifications DRIVER [--notifications-url URL]]
 
 The same arrangement as cyborg-lite-all-in-one (its HTTP server, cheroot,
 in-process ``inproc://`` messaging, noauth, SQLite) minus Placement and
@@ -10,7 +11,9 @@ the agent, which the API routes measured here do not use.
 ``[arq] notifier = nova`` sends the accelerator-request-bound event to
 ``--nova-url`` (bench/fake_nova.py), as Cyborg does.
 ``[api] max_limit = 10000`` so that GET /v2/devices returns all rows, as
-Cyborg's (unpaged) list does.
+Cyborg's (unpaged) list does. Metrics are on ([metrics] defaults, GET
+/metrics without a token) unless ``--no-metrics``; notifications are off
+unless ``--notifications DRIVER`` (bench/api.py ``--observability``).
 The database must already be migrated and seeded (bench/seed.py).
 """
 import argparse
@@ -27,6 +30,15 @@ def main(argv=None):
     parser.add_argument('--threads', type=int, default=8)
     parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot')
+    parser.add_argument('--no-metrics', action='store_true',
+                        help='[metrics]enabled = false: no request metrics '
+                             'and no /metrics')
+    parser.add_argument('--notifications', metavar='DRIVER',
+                        help='[oslo_messaging_notifications]driver (off '
+                             'when not given)')
+    parser.add_argument('--notifications-url', metavar='URL',
+                        help='[oslo_messaging_notifications]transport_url '
+                             '(the RPC one, inproc://, when not given)')
     args = parser.parse_args(argv)
 
     from keystoneauth1 import loading as ks_loading
@@ -51,7 +63,13 @@ def main(argv=None):
                 'auth_strategy': 'noauth', 'max_limit': 10000},
         'arq': {'notifier': 'nova'},
         'nova': {'auth_type': 'none', 'endpoint_override': args.nova_url},
+        'metrics': {'enabled': not args.no_metrics,
+                    'api_unauthenticated': True},
     }
+    if args.notifications:
+        overrides['oslo_messaging_notifications'] = {
+            'driver': [args.notifications],
+            'transport_url': args.notifications_url}
     for group, values in overrides.items():
         for name, value in values.items():
             CONF.set_override(name, value, group=group)
