@@ -47,6 +47,11 @@ INFO = 'INFO'
 ERROR = 'ERROR'
 # Notifications waiting for the sending thread; past it the oldest go.
 QUEUE_LIMIT = 10000
+# The sending thread looks at its queue this often, or at once when
+# WAKE_AT are waiting: not woken for each notification, whose hand-over
+# of the GIL would cost a busy API more than sending it.
+SEND_INTERVAL = 0.05
+WAKE_AT = 64
 
 _STR = 'string'
 _INT = 'integer'
@@ -303,13 +308,14 @@ class _Sender:
                     LOG.error('Notifications could not be sent fast enough; '
                               '%d dropped so far', self.dropped)
             self.queue.append(item)
-            self._wake.notify()
+            if len(self.queue) >= WAKE_AT:
+                self._wake.notify()
 
     def _run(self):
         while True:
             with self._wake:
                 while not self.queue:
-                    self._wake.wait()
+                    self._wake.wait(SEND_INTERVAL)
                 batch = list(self.queue)
                 self.queue.clear()
                 self._busy = True
@@ -333,6 +339,7 @@ class _Sender:
         """Wait until everything queued so far was handed to the driver
         (tests, and a service stopping)."""
         with self._wake:
+            self._wake.notify_all()
             return self._wake.wait_for(
                 lambda: not self.queue and not self._busy, timeout)
 

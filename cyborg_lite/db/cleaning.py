@@ -293,9 +293,9 @@ def finish(deployable_uuid, try_uuid, error=None):
     """The try ended: cleaning -> available, or error with ``error``.
 
     Returns the Region after the move, with the try's
-    ``cleaning_started_at`` (its first heartbeat, None without one). The same report twice is harmless
-    (an RPC retry); a report of any other try is a CleaningConflict and
-    changes nothing.
+    ``cleaning_started_at`` (its first heartbeat, None without one). The
+    same report twice is harmless (an RPC retry); a report of any other
+    try is a CleaningConflict and changes nothing.
     """
     target = 'available' if error is None else 'error'
     with session.writer() as s:

@@ -25,7 +25,8 @@ def audited(sqlite_db, api_conf, conductor):
     api_conf.set_override('audit', True, group='api')
     api_conf.set_override('audit_map_file', AUDIT_MAP, group='api')
     # NOTE: the filter's options are registered when it is imported.
-    from keystonemiddleware import audit  # noqa: F401
+    from keystonemiddleware import audit
+    assert audit.AUDIT_MIDDLEWARE_GROUP == 'audit_middleware_notifications'
     api_conf.set_override('driver', 'test',
                           group='audit_middleware_notifications')
     _impl_test.reset()
