@@ -45,3 +45,18 @@ def test_an_unknown_device_is_one_line(cli):
     assert result.rc == 1 and 'Traceback' not in result.stderr
     assert '(HTTP 404)' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_device_history_lists_its_transitions_oldest_first(cli):
+    dev, _ = c.add_device('host1')
+    cli('device', 'disable', dev)
+    cli('device', 'enable', dev)
+    rows = cli('device', 'history', dev, '-f', 'json').json
+    assert [(r['event'], r['state']) for r in rows] == [
+        ('device.disable', 'maintaining'), ('device.enable', 'enabled')]
+    newest = cli('device', 'history', dev, '--limit', '1', '-f', 'json').json
+    assert [r['event'] for r in newest] == ['device.enable']
+    table = cli('device', 'history', dev).stdout
+    assert 'device.disable' in table and 'claim_name' in table
+    unknown = cli('device', 'history', '5d6a8f0e-6a47-4b5b-9c50-1a2b3c4d5e6f')
+    assert unknown.rc == 1 and '(HTTP 404)' in unknown.stderr
