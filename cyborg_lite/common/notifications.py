@@ -50,9 +50,13 @@ QUEUE_LIMIT = 10000
 # The sending thread looks at its queue this often, or at once when
 # WAKE_AT are waiting: not woken for each notification, whose hand-over
 # of the GIL would cost a busy API more than sending it.
-SEND_INTERVAL = 0.05
-WAKE_AT = 64
+SEND_INTERVAL = 0.2
+WAKE_AT = 256
 
+_NAME = OBJECT_KEY + '.name'
+_NAMESPACE = OBJECT_KEY + '.namespace'
+_VERSION = OBJECT_KEY + '.version'
+_DATA = OBJECT_KEY + '.data'
 _STR = 'string'
 _INT = 'integer'
 _UUID = 'uuid'
@@ -71,10 +75,9 @@ class Payload:
 
     def wrap(self, data):
         """The payload as sent: ``data`` limited to the fields."""
-        return {OBJECT_KEY + '.name': self.name,
-                OBJECT_KEY + '.namespace': NAMESPACE,
-                OBJECT_KEY + '.version': self.version,
-                OBJECT_KEY + '.data': {k: data.get(k) for k in self.fields}}
+        return {_NAME: self.name, _NAMESPACE: NAMESPACE,
+                _VERSION: self.version,
+                _DATA: {k: data.get(k) for k in self.fields}}
 
     def json_schema(self):
         """The JSON Schema (draft 2020-12) of the payload as sent."""
