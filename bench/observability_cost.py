@@ -25,13 +25,12 @@ child also times one scrape of GET /metrics (the device series at
 ``--devices`` cards), which Prometheus makes once per scrape interval,
 not per request.
 """
-import io
+import argparse
 import json
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 
@@ -46,46 +45,11 @@ HEADERS = {'HTTP_X_ROLES': 'admin,member',
            'HTTP_OPENSTACK_API_VERSION': 'accelerator 2.3'}
 
 
-def _caller(app):
-    """call(method, path, body=None) -> (status, body bytes)."""
-    def call(method, path, body=None):
-        raw = b'' if body is None else json.dumps(body).encode()
-        environ = dict(HEADERS, REQUEST_METHOD=method, PATH_INFO=path,
-                       QUERY_STRING='', SERVER_NAME='127.0.0.1',
-                       SERVER_PORT='80', SERVER_PROTOCOL='HTTP/1.1',
-                       HTTP_HOST='127.0.0.1:80',
-                       CONTENT_LENGTH=str(len(raw)))
-        if body is not None:
-            environ['CONTENT_TYPE'] = 'application/json'
-        environ['wsgi.url_scheme'] = 'http'
-        environ['wsgi.input'] = io.BytesIO(raw)
-        status = []
-        out = b''.join(app(environ, lambda s, h, e=None: status.append(s)))
-        return int(status[0][:3]), out
-    return call
-
-
 def _expect(result, wanted, what):
     status, body = result
     if status != wanted:
         raise RuntimeError('%s: %s %s' % (what, status, body[:300]))
     return body
-
-
-def _cpu_ms(func, count, threads, flush):
-    per_thread = max(1, count // threads)
-
-    def work():
-        for _ in range(per_thread):
-            func()
-    workers = [threading.Thread(target=work) for _ in range(threads)]
-    start = time.process_time()
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    flush()
-    return (time.process_time() - start) * 1000 / (per_thread * threads)
 
 
 def _configure(args, db):
@@ -174,7 +138,7 @@ def child(args):
     conductor = service.ConductorService(conf)
     conductor.start()
     try:
-        call = _caller(deploy.loadapp(conf))
+        call = common.wsgi_caller(deploy.loadapp(conf), HEADERS)
         _expect(call('POST', '/v2/device_profiles', [
             {'name': BIND_PROFILE, 'groups': [api.PROFILE_GROUP]}]), 201,
             'POST bind profile')
@@ -183,8 +147,8 @@ def child(args):
             for _ in range(50):
                 scenarios[name][0]()
         scenarios['list_devices'][0]()
-        cpu = {name: round(_cpu_ms(func, count, threads,
-                                   notifications.flush), 4)
+        cpu = {name: round(common.cpu_ms_per_call(
+                   func, count, threads, notifications.flush), 4)
                for name, (func, count, threads) in scenarios.items()}
         result = {'mode': args.mode, 'cpu_ms_per_request': cpu,
                   'notifications_sent': notifications.stats()[0]}
@@ -253,7 +217,7 @@ def main(argv=None):
                         help="the notifications' transport_url (default: "
                              "the process's inproc://)")
     parser.add_argument('--mode', choices=('on', 'off'),
-                        help=argparse_suppress())
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     for name in ('devices', 'requests', 'lists', 'binds', 'trials'):
         if getattr(args, name) < 1:
@@ -264,11 +228,6 @@ def main(argv=None):
         print(json.dumps(child(args)))
         return
     common.emit(run(args), args.output)
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS
 
 
 if __name__ == '__main__':
