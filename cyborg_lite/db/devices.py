@@ -279,7 +279,6 @@ def region_rows(s, device, deployable):
                     handles)
 
 
-
 # --- what the metrics show (objects/device_metrics.py) ----------------------
 
 MetricRows = collections.namedtuple(
