@@ -108,7 +108,9 @@ SCENARIOS = ('list_devices', 'create_profile', 'create_arq', 'bind',
 # (key, side expected faster, the other) of the ratios of each scenario.
 PAIRS = (('ratio', 'ours', 'cyborg'),
          ('ratio_baseline', 'ours', 'baseline'),
-         ('ratio_baseline_cyborg', 'baseline', 'cyborg'))
+         ('ratio_baseline_cyborg', 'baseline', 'cyborg'),
+         # --observability: above 1, metrics and notifications cost nothing.
+         ('ratio_on_off', 'on', 'off'))
 
 
 # -- the Cyborg venv --------------------------------------------------------
@@ -175,11 +177,12 @@ class Server:
 
 def start_ours(workdir, devices, nova_url, http_server='cheroot',
                root=ROOT, name='ours', placement_url=None,
-               publish_cards=0):
+               publish_cards=0, extra=()):
     """bench/ours_server.py on the code of the checkout ``root``, over a
     new SQLite database that code migrated and seeded (``prepare_db``);
     with ``placement_url``, publishing there, the hosts of the first
-    ``publish_cards`` cards published before it is ready."""
+    ``publish_cards`` cards published before it is ready; ``extra``: more
+    of its arguments."""
     db = 'sqlite:///%s' % os.path.join(workdir, '%s.sqlite' % name)
     common.run_in_tree(root, SCRIPT, [
         '--db', db, '--devices', str(devices),
@@ -190,6 +193,7 @@ def start_ours(workdir, devices, nova_url, http_server='cheroot',
             '--server', http_server]
     if placement_url:
         argv += ['--placement-url', placement_url]
+    argv += list(extra)
     return Server(name, argv, port, workdir, env=common.tree_env(root),
                   cwd=root)
 
@@ -305,6 +309,61 @@ def start_cyborg(workdir, devices, nova_url, placement_url, python,
         # transport too; the server alone is told to use inproc://.
         argv += ['--inproc-dir', os.path.join(workdir, 'inproc-driver')]
     return Server('cyborg', argv, port, workdir)
+
+
+def start_observed(workdir, args, nova_url):
+    """Two cyborg_lite servers on the same data: "off" (no metrics, no
+    notifications) and "on" (metrics, notifications through
+    oslo.messaging's messagingv2 driver)."""
+    on = ['--notifications', 'messagingv2']
+    if args.notifications_url:
+        on += ['--notifications-url', args.notifications_url]
+    return {'off': start_ours(workdir, args.devices, nova_url, args.server,
+                              name='off', extra=['--no-metrics']),
+            'on': start_ours(workdir, args.devices, nova_url, args.server,
+                             name='on', extra=on)}
+
+
+class Scraper:
+    """Scrapes GET /metrics every ``interval`` seconds, as Prometheus
+    would, while the scenarios run; its own connection."""
+
+    def __init__(self, base, interval):
+        self.base = base
+        self.interval = interval
+        self.durations, self.sizes, self.errors = [], [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        host = self.base.split('//', 1)[1]
+        while not self._stop.wait(self.interval):
+            conn = http.client.HTTPConnection(host, timeout=120)
+            started = time.perf_counter()
+            try:
+                conn.request('GET', '/metrics')
+                resp = conn.getresponse()
+                body = resp.read()
+                if resp.status != 200:
+                    self.errors.append(resp.status)
+                    continue
+                self.durations.append(time.perf_counter() - started)
+                self.sizes.append(len(body))
+            except OSError as exc:
+                self.errors.append(str(exc))
+            finally:
+                conn.close()
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self):
+        return {'interval_s': self.interval, 'count': len(self.durations),
+                'seconds': [round(d, 3) for d in self.durations],
+                'bytes': self.sizes[-1] if self.sizes else None,
+                'errors': self.errors[:3]}
 
 
 # -- the client -------------------------------------------------------------
@@ -634,6 +693,17 @@ def parse_args(argv):
     parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot',
                         help="all sides' HTTP server (8 threads each)")
+    parser.add_argument('--observability', action='store_true',
+                        help='cyborg_lite with metrics and notifications '
+                             'on against off (no Cyborg): sides "on" and '
+                             '"off"')
+    parser.add_argument('--scrape-interval', type=float, default=30.0,
+                        help='with --observability: seconds between two '
+                             'scrapes of the "on" side\'s /metrics')
+    parser.add_argument('--notifications-url', default=None,
+                        help='with --observability: the notifications\' '
+                             'transport_url (default: inproc://, sent in '
+                             'the process)')
     parser.add_argument('--workdir', help='keep databases and logs here')
     parser.add_argument('--output')
     # prepare_db, run by start_ours in the tree it serves.
@@ -668,7 +738,11 @@ def main(argv=None):
     nova = fake_nova.FakeNova().start()
     placements = {}
     servers = {}
+    scraper = None
     try:
+        if args.observability:
+            servers.update(start_observed(workdir, args, nova.url))
+            trees = {}
         for side, root in trees.items():
             if not args.no_placement_sink:
                 placements[side] = start_placement(workdir,
@@ -679,7 +753,7 @@ def main(argv=None):
                 placement_url=(placements[side].endpoint
                                if side in placements else None))
         cyborg_version = None
-        if not args.no_cyborg:
+        if not args.no_cyborg and not args.observability:
             python = args.cyborg_python or ensure_cyborg_venv()
             cyborg_version = subprocess.run(
                 [python, '-c', 'import cyborg; print(cyborg.__version__)'],
@@ -697,7 +771,11 @@ def main(argv=None):
                    if side in placements}
         for url in checked.values():
             check_published(url, args.binds)
+        if args.observability:
+            scraper = Scraper(servers['on'].url, args.scrape_interval)
         report = measure(servers, args, checked)
+        if scraper is not None:
+            scraper.stop()
         # NOTE: a bind's Nova event follows its Bound, which the client
         # may see first; a server stops after the calls in flight, so
         # once all have stopped every event has been sent.
@@ -714,8 +792,12 @@ def main(argv=None):
                   'cyborg_version': cyborg_version,
                   'nova_events': nova.events,
                   'scenarios': report}
+        if scraper is not None:
+            result['scrapes'] = scraper.summary()
         common.emit(result, args.output)
     finally:
+        if scraper is not None:
+            scraper.stop()
         for server in servers.values():
             server.stop()
         for placement in placements.values():

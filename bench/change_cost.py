@@ -1,12 +1,12 @@
 """The conductor's CPU per changed host, this tree against another
 checkout, alternated in one run.
 
-A fleet's 1%-changed round is the conductor's Python (docs/benchmarks.md
-8.4): each changed host costs a report applied and a publish to
-Placement. This measures that cost in process, for two code trees on the
-same machine at the same time, so that a change of the code is told apart
-from the machine's own drift (CPU seconds of the same code move by a
-quarter between runs here)::
+A fleet's 1%-changed round is the conductor's Python
+(docs/benchmarks-history.md 8.4): each changed host costs a report
+applied and a publish to Placement. This measures that cost in
+process, for two code trees on the same machine at the same time, so
+that a change of the code is told apart from the machine's own drift
+(CPU seconds of the same code move by a quarter between runs here)::
 
     git worktree add /tmp/base <commit>
     .venv/bin/python -m bench.change_cost --baseline /tmp/base

@@ -144,3 +144,47 @@ def tree_ab_main(parser, argv, counts, child, run):
     if not args.baseline:
         parser.error('--baseline: a checkout to compare with is needed')
     emit(run(args), args.output)
+
+
+def cpu_ms_per_call(func, count, threads, before_stop=None):
+    """The process's CPU milliseconds (every thread's) per ``func()``
+    call, ``count`` calls shared by ``threads`` threads; ``before_stop()``
+    runs before the clock stops (work the calls left to a thread)."""
+    import threading
+    per_thread = max(1, count // threads)
+
+    def work():
+        for _ in range(per_thread):
+            func()
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    start = time.process_time()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    if before_stop is not None:
+        before_stop()
+    return (time.process_time() - start) * 1000 / (per_thread * threads)
+
+
+def wsgi_caller(app, headers):
+    """call(method, path, body=None) -> (status code, body bytes): one
+    request through the WSGI application ``app`` in process, a JSON body
+    when given, with ``headers`` (environ keys)."""
+    import io
+
+    def call(method, path, body=None):
+        raw = b'' if body is None else json.dumps(body).encode()
+        environ = dict(headers, REQUEST_METHOD=method, PATH_INFO=path,
+                       QUERY_STRING='', SERVER_NAME='127.0.0.1',
+                       SERVER_PORT='80', SERVER_PROTOCOL='HTTP/1.1',
+                       HTTP_HOST='127.0.0.1:80',
+                       CONTENT_LENGTH=str(len(raw)))
+        if body is not None:
+            environ['CONTENT_TYPE'] = 'application/json'
+        environ['wsgi.url_scheme'] = 'http'
+        environ['wsgi.input'] = io.BytesIO(raw)
+        status = []
+        out = b''.join(app(environ, lambda s, h, e=None: status.append(s)))
+        return int(status[0][:3]), out
+    return call

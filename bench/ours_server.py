@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.ours_server --db sqlite:///x.sqlite
         --port N --nova-url URL [--threads 8]
-        [--server cheroot|waitress] [--placement-url URL]
+        [--server cheroot|waitress] [--placement-url URL] [--no-metrics]
+        [--notifications DRIVER [--notifications-url URL]]
 
 The same arrangement as cyborg-lite-all-in-one (its HTTP server, cheroot,
 in-process ``inproc://`` messaging, noauth, SQLite) minus the agent,
@@ -16,7 +17,9 @@ periodic task would, before it serves HTTP.
 ``[arq] notifier = nova`` sends the accelerator-request-bound event to
 ``--nova-url`` (bench/fake_nova.py), as Cyborg does.
 ``[api] max_limit = 10000`` so that GET /v2/devices returns all rows, as
-Cyborg's (unpaged) list does.
+Cyborg's (unpaged) list does. Metrics are on ([metrics] defaults, GET
+/metrics without a token) unless ``--no-metrics``; notifications are off
+unless ``--notifications DRIVER`` (bench/api.py ``--observability``).
 The database must already be migrated and seeded (bench/seed.py).
 """
 import argparse
@@ -33,6 +36,15 @@ def main(argv=None):
     parser.add_argument('--threads', type=int, default=8)
     parser.add_argument('--server', choices=serving.SERVERS,
                         default='cheroot')
+    parser.add_argument('--no-metrics', action='store_true',
+                        help='[metrics]enabled = false: no request metrics '
+                             'and no /metrics')
+    parser.add_argument('--notifications', metavar='DRIVER',
+                        help='[oslo_messaging_notifications]driver (off '
+                             'when not given)')
+    parser.add_argument('--notifications-url', metavar='URL',
+                        help='[oslo_messaging_notifications]transport_url '
+                             '(the RPC one, inproc://, when not given)')
     parser.add_argument('--placement-url',
                         help='publish inventory to this Placement')
     args = parser.parse_args(argv)
@@ -59,7 +71,13 @@ def main(argv=None):
                 'auth_strategy': 'noauth', 'max_limit': 10000},
         'arq': {'notifier': 'nova'},
         'nova': {'auth_type': 'none', 'endpoint_override': args.nova_url},
+        'metrics': {'enabled': not args.no_metrics,
+                    'api_unauthenticated': True},
     }
+    if args.notifications:
+        overrides['oslo_messaging_notifications'] = {
+            'driver': [args.notifications],
+            'transport_url': args.notifications_url}
     if args.placement_url:
         from cyborg_lite.common import placement_server
         CONF.register_opts(

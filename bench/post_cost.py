@@ -1,7 +1,7 @@
 """The API's CPU per POST, this tree against another checkout,
 alternated in one run.
 
-The API bench's POSTs (section 8.2 of docs/benchmarks.md) move by a
+The API bench's POSTs (section 8.2 of docs/benchmarks-history.md) move by a
 sixth between runs on this machine; this tells a change of the code
 apart from that drift::
 
@@ -18,14 +18,10 @@ clock per POST. Trials alternate: this tree, the baseline, this tree...
 The result: each tree's median CPU milliseconds per POST, per route and
 thread count, and the ratios baseline / this tree.
 """
-import io
-import json
 import os
 import statistics
 import sys
 import tempfile
-import threading
-import time
 
 from bench import common
 
@@ -41,37 +37,13 @@ HEADERS = {'HTTP_X_ROLES': 'admin,member',
 
 def _poster(app):
     """post(path, body): one POST through the WSGI app; 201 or raise."""
+    call = common.wsgi_caller(app, HEADERS)
+
     def post(path, body):
-        raw = json.dumps(body).encode()
-        environ = dict(HEADERS, REQUEST_METHOD='POST', PATH_INFO=path,
-                       QUERY_STRING='', SERVER_NAME='127.0.0.1',
-                       SERVER_PORT='80', SERVER_PROTOCOL='HTTP/1.1',
-                       HTTP_HOST='127.0.0.1:80',
-                       CONTENT_TYPE='application/json',
-                       CONTENT_LENGTH=str(len(raw)))
-        environ['wsgi.url_scheme'] = 'http'
-        environ['wsgi.input'] = io.BytesIO(raw)
-        status = []
-        body = b''.join(app(environ, lambda s, h, e=None: status.append(s)))
-        if not status[0].startswith('201'):
-            raise RuntimeError('POST %s: %s %s'
-                               % (path, status[0], body[:300]))
+        status, out = call('POST', path, body)
+        if status != 201:
+            raise RuntimeError('POST %s: %s %s' % (path, status, out[:300]))
     return post
-
-
-def _cpu_ms_per_call(func, count, threads):
-    per_thread = max(1, count // threads)
-
-    def work():
-        for _ in range(per_thread):
-            func()
-    workers = [threading.Thread(target=work) for _ in range(threads)]
-    start = time.process_time()
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    return (time.process_time() - start) * 1000 / (per_thread * threads)
 
 
 def child(args):
@@ -105,7 +77,7 @@ def child(args):
         for _ in range(50):
             func()
     cpu = {'%s_%dt' % (name, threads):
-           round(_cpu_ms_per_call(func, args.posts, threads), 4)
+           round(common.cpu_ms_per_call(func, args.posts, threads), 4)
            for threads in THREADS for name, func in scenarios.items()}
     import cyborg_lite
     return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),

@@ -17,7 +17,7 @@ patched here in memory only (the repository is not changed):
 - ``lock+wal``: the same plus ``journal_mode=WAL`` and
   ``synchronous=NORMAL`` (one fsync per checkpoint, not per commit).
 
-It measured the change now in db/session.py (docs/benchmarks.md,
+It measured the change now in db/session.py (docs/benchmarks-history.md 5,
 "Hot spots elsewhere"); every mode runs in a fresh database.
 """
 import argparse

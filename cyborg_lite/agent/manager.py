@@ -36,6 +36,7 @@ With [kubernetes]enabled the agent also serves the kubelet DRA plugin
 import hashlib
 import os
 import threading
+import time
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -49,6 +50,7 @@ from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.common import metrics
 from cyborg_lite.common import rpc
 from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import rpcapi as conductor_rpcapi
@@ -230,15 +232,20 @@ class AgentManager(rpc_loop.RpcLoop):
         for driver in self.drivers:
             if not isinstance(driver, base.DiscoveryInterface):
                 continue
+            started = time.monotonic()
             try:
                 records = self.health.apply(driver, driver.discover())
                 devices = [record.to_dict() for record in records]
                 entries.append(driver_entry(driver.name, devices))
+                outcome = 'ok'
             except Exception as exc:
                 LOG.exception('Driver %s failed its scan; the conductor '
                               'keeps what it reported last', driver.name)
                 entries.append(driver_entry(
                     driver.name, error='%s: %s' % (type(exc).__name__, exc)))
+                outcome = 'failed'
+            metrics.observe(metrics.AGENT_SCAN_DURATION,
+                            time.monotonic() - started, driver.name, outcome)
         return entries
 
     def numa_nodes(self):
@@ -280,12 +287,17 @@ class AgentManager(rpc_loop.RpcLoop):
                                             numa_nodes=nodes)
             except exception.InvalidReport as exc:
                 LOG.error('The conductor rejected our report: %s', exc)
+                metrics.AGENT_REPORTS.labels('failed').inc()
                 return None
             except Exception as exc:
                 LOG.warning('Report not acknowledged (%s: %s); it is sent '
                             'again after the next scan',
                             type(exc).__name__, exc)
+                metrics.AGENT_REPORTS.labels('failed').inc()
                 return None
+            metrics.AGENT_REPORTS.labels(
+                'changed' if (ack or {}).get('changed', True)
+                else 'unchanged').inc()
             for entry in to_send:
                 self.acked[entry['driver']] = hashes[entry['driver']]
             if nodes is not None:

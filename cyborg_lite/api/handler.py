@@ -37,6 +37,8 @@ ROUTE_DECLARATIONS = {
     '/v2/devices/{uuid}': {'GET': devices.show_device},
     '/v2/devices/{uuid}/disable': {'POST': devices.disable_device},
     '/v2/devices/{uuid}/enable': {'POST': devices.enable_device},
+    # From microversion 2.7 (microversion.DEVICE_HISTORY).
+    '/v2/devices/{uuid}/history': {'GET': devices.show_history},
     '/v2/deployables': {'GET': deployables.list_deployables},
     '/v2/deployables/{uuid}': {'GET': deployables.show_deployable},
     # From microversion 2.5.
@@ -92,6 +94,8 @@ ROUTE_DECLARATIONS = {
 }
 
 VERSION_SEGMENT = 'v2'
+# Where the route a request matched is left for the metrics.
+ROUTE_KEY = 'cyborg_lite.route'
 
 
 class Router:
@@ -106,10 +110,10 @@ class Router:
                 else []
             allow = ', '.join(sorted(methods))
             self._by_length.setdefault(len(segments), []).append(
-                (segments, methods, allow))
+                (segments, methods, allow, template))
 
     def _match(self, segments):
-        for template, methods, allow in self._by_length.get(
+        for template, methods, allow, name in self._by_length.get(
                 len(segments), ()):
             params = {}
             for want, got in zip(template, segments):
@@ -118,23 +122,32 @@ class Router:
                 elif want != got:
                     break
             else:
-                return methods, allow, params
+                return methods, allow, params, name
         raise exception.NotFound('The resource could not be found.')
 
-    def route(self, method, path):
-        """(handler, path params); NotFound (404) or 405 with Allow."""
+    @staticmethod
+    def _segments(path):
         segments = [s for s in path.split('/') if s]
         # Cyborg sends paths without a version segment to v2.
         if segments and segments[0] != VERSION_SEGMENT:
             segments.insert(0, VERSION_SEGMENT)
-        methods, allow, params = self._match(segments)
+        return segments
+
+    def route(self, method, path):
+        """(handler, path params, the declared template); NotFound (404)
+        or 405 with Allow."""
+        methods, allow, params, template = self._match(self._segments(path))
         method = method.upper()
         if method not in methods:
             raise webob.exc.HTTPMethodNotAllowed(
                 detail='Method %s is not allowed here; allowed: %s.'
                        % (method, allow),
                 headers={'Allow': allow})
-        return methods[method], params
+        return methods[method], params, template
+
+    def template(self, path):
+        """The declared template ``path`` matches; NotFound if none."""
+        return self._match(self._segments(path))[3]
 
 
 class ApiHandler:
@@ -150,7 +163,10 @@ class ApiHandler:
             path = req.path_info
         except UnicodeDecodeError:
             raise wsgi_wrapper.undecodable()
-        return self.router.route(req.method, path)
+        handler, params, template = self.router.route(req.method, path)
+        # The route metrics count by (api/metrics.py).
+        req.environ[ROUTE_KEY] = template
+        return handler, params
 
     def __call__(self, environ, start_response):
         req = webob.Request(environ)

@@ -58,11 +58,15 @@ VERSIONS = [
             # signer, key_id, signed_at;
             # /v2/bitstreams/{uuid}/signature (PUT, GET, DELETE);
             # /v2/trusted_keys (+ /revoke); /v2/signature_policies.
+    '2.9',  # GET /v2/devices/{uuid}/history: a device's transitions
+            # (DEVICE_HISTORY).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
 # Where health starts (the same).
 DEVICE_HEALTH = '2.7'
+# Where GET /v2/devices/{uuid}/history starts (the same).
+DEVICE_HISTORY = '2.9'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

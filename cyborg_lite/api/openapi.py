@@ -59,8 +59,12 @@ OPERATIONS = {
         'provider reserved, binds refused (admin; no body).', empty=True,
         errors=(400, 403, 404)),
     ('/v2/devices/{uuid}/enable', 'POST'): _op(
-        'Enable a device after maintenance (admin; no body); from 2.7, 409 '
-        'while it is unhealthy.', empty=True, errors=(400, 403, 404, 409)),
+        'Enable a device after maintenance (admin; no body); from %s, 409 '
+        'while it is unhealthy.' % microversion.DEVICE_HEALTH, empty=True, errors=(400, 403, 404, 409)),
+    ('/v2/devices/{uuid}/history', 'GET'): _op(
+        "A device's transitions, oldest first: what, when, who held it, "
+        'why (admin; from %s).' % microversion.DEVICE_HISTORY, query=dev_s.HISTORY_QUERY,
+        errors=(400, 403, 404)),
     ('/v2/deployables', 'GET'): _op('List deployables.',
                                     query=dep_s.LIST_QUERY,
                                     errors=(400, 403)),
@@ -193,6 +197,7 @@ RESPONSES = {
     ('/v2', 'GET'): versions_s.VERSION,
     ('/v2/devices', 'GET'): dev_s.LIST,
     ('/v2/devices/{uuid}', 'GET'): dev_s.VIEW,
+    ('/v2/devices/{uuid}/history', 'GET'): dev_s.HISTORY,
     ('/v2/deployables', 'GET'): dep_s.LIST,
     ('/v2/deployables/{uuid}', 'GET'): dep_s.VIEW,
     ('/v2/deployables/{uuid}/clean', 'POST'): dep_s.VIEW,

@@ -45,6 +45,7 @@ OSC_COMMANDS = {
     'signature policy show': signatures.ShowSignaturePolicy,
     'signature policy set': signatures.SetSignaturePolicy,
     'signature policy unset': signatures.UnsetSignaturePolicy,
+    'device history': devices.HistoryDevice,
 }
 
 COMMANDS = {

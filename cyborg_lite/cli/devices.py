@@ -1,4 +1,5 @@
-"""``device list|show|enable|disable``: the physical cards per host.
+"""``device list|show|enable|disable|history``: the physical cards per
+host.
 
 From API 2.5 a device says why it is not offered or bound now
 (``unavailable_reasons``: maintaining, unhealthy, agent_down, ...), from
@@ -15,6 +16,8 @@ from cyborg_lite.cli import base
 from cyborg_lite.cli import versioned
 
 REASONS_API_VERSION = '2.5'
+# GET /v2/devices/{uuid}/history (api/microversion.DEVICE_HISTORY).
+HISTORY_API_VERSION = '2.9'
 
 
 def device_path(uuid, suffix=''):
@@ -90,3 +93,27 @@ class EnableDevice(_SetStatus):
     clears)."""
 
     action = 'enable'
+
+
+class HistoryDevice(versioned.ListCommand):
+    """Show a device's history: every transition, oldest first, with who
+    held it (project and instance, or Kubernetes namespace and claim)
+    and why."""
+
+    min_api_version = HISTORY_API_VERSION
+    columns = ('created_at', 'event', 'state', 'deployable_uuid',
+               'project_id', 'instance_uuid', 'namespace', 'claim_name',
+               'reason')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('device', metavar='<uuid>', help='Device UUID')
+        parser.add_argument('--limit', type=int, metavar='<n>',
+                            help='Only the newest <n> transitions')
+        return parser
+
+    def fetch(self, parsed_args):
+        path = device_path(parsed_args.device, '/history')
+        if parsed_args.limit is not None:
+            path += '?limit=%d' % parsed_args.limit
+        return self.api.get(path)['history']

@@ -25,6 +25,8 @@ def main(argv=None):
         return service_cmd.fail(prog, 'no driver of [agent]enabled_drivers '
                                       '(%s) could be loaded; see the log'
                                 % ', '.join(CONF.agent.enabled_drivers))
+    if CONF.metrics.agent_port:
+        service_cmd.serve_metrics(CONF.metrics.agent_port)
     return service_cmd.serve(agent)
 
 

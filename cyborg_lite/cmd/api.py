@@ -14,6 +14,7 @@ from gunicorn.app import base as gunicorn_base
 from cyborg_lite.api import gunicorn_worker
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
+from cyborg_lite.common import metrics_dir
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import session
 
@@ -38,12 +39,29 @@ class _Server(gunicorn_base.BaseApplication):
         # use it, so it is off.
         if 'control_socket_disable' in self.cfg.settings:
             self.cfg.set('control_socket_disable', True)
+        if metrics_dir.active():
+            # A worker's live values go with it.
+            self.cfg.set('child_exit', _worker_exited)
 
     def load(self):
         # NOTE: loaded in each worker after fork, so no database
         # connection or RPC transport is shared between processes.
         from cyborg_lite.api import deploy
         return deploy.loadapp_serving(CONF)
+
+
+def _worker_exited(_server, worker):
+    metrics_dir.mark_process_dead(worker.pid)
+
+
+def _metrics_dir():
+    """prometheus_client's multi-process directory for the workers, set
+    before any of them imports it (None with one worker or no
+    metrics); whether it is ours to remove at exit."""
+    if not CONF.metrics.enabled or CONF.api.workers < 2:
+        return None, False
+    return (metrics_dir.prepare(CONF.metrics.multiprocess_dir),
+            not CONF.metrics.multiprocess_dir)
 
 
 def main(argv=None):
@@ -58,7 +76,12 @@ def main(argv=None):
         return 1
     # gunicorn parses sys.argv itself; it must not see ours.
     sys.argv = sys.argv[:1]
-    _Server(argv).run()
+    directory, ours = _metrics_dir()
+    try:
+        _Server(argv).run()
+    finally:
+        if ours:
+            metrics_dir.remove(directory)
     return 0
 
 

@@ -19,6 +19,7 @@ from oslo_log import log as logging
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.common import inproc_messaging
+from cyborg_lite.common import metrics_dir
 from cyborg_lite.common import rpc
 from cyborg_lite.common import stop_signals
 from cyborg_lite.conf import CONF
@@ -73,20 +74,32 @@ def _check_database():
                    'cyborg-lite-dbsync upgrade' % session.get_engine().url)
 
 
-def _run_one():
+def _run_one(metrics_port=None):
     # NOTE: imported late so a forked worker builds its own transport and
     # engine after the fork.
     from cyborg_lite.conductor import service
+    if metrics_port:
+        serve_metrics(metrics_port)
     return serve(service.ConductorService(CONF))
 
 
-def _run_workers(count):
+def serve_metrics(port):
+    """/metrics on ``port`` ([metrics]listen_host), from a thread; shared
+    by the agent."""
+    from cyborg_lite.common import metrics
+    metrics.serve(port, CONF.metrics.listen_host)
+    LOG.info('Serving /metrics on %s:%d', CONF.metrics.listen_host, port)
+
+
+def _run_workers(count, then=None):
     children = []
     for _ in range(count):
         pid = os.fork()
         if pid == 0:
             os._exit(_run_one())
         children.append(pid)
+    if then is not None:
+        then()
     stops = stop_signals.StopSignals()
 
     def a_worker_exited():
@@ -118,12 +131,22 @@ def main(argv=None):
         LOG.warning('transport_url is %s: running one conductor instead '
                     'of %d workers', CONF.transport_url, workers)
         workers = 1
+    port = CONF.metrics.conductor_port
     if workers == 1:
-        return _run_one()
+        return _run_one(port)
     # The parent keeps no transport or connection across the fork.
     rpc.cleanup()
     session.dispose_all()
-    return _run_workers(workers)
+    if not port:
+        return _run_workers(workers)
+    # NOTE: set before any worker imports prometheus_client; the parent
+    # serves every worker's series, added up.
+    directory = metrics_dir.prepare(CONF.metrics.multiprocess_dir)
+    try:
+        return _run_workers(workers, lambda: serve_metrics(port))
+    finally:
+        if not CONF.metrics.multiprocess_dir:
+            metrics_dir.remove(directory)
 
 
 if __name__ == '__main__':

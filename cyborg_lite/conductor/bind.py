@@ -23,9 +23,11 @@ This module decides and notifies; it never opens a transaction itself.
 """
 import collections
 import logging
+import time
 
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
+from cyborg_lite.common import metrics
 from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conf import CONF
@@ -76,13 +78,19 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
         results[arq_uuid] = state
     events = []
     for item in started:
+        began = time.monotonic()
         state = _bind_started(ctxt, item, program, publish)
+        metrics.observe(metrics.BIND_DURATION, time.monotonic() - began,
+                        _BIND_OUTCOMES.get(state, 'superseded'))
         results[item.uuid] = state
         if state in ('Bound', 'BindFailed'):
             events.append(notifier_mod.make_event(
                 item.uuid, item.instance_uuid, state == 'Bound'))
     notifier_mod.notify_safely(ctxt, events, notifier)
     return results
+
+
+_BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 
 
 def _bind_started(ctxt, started, program, publish):
@@ -245,10 +253,14 @@ def unbind_arqs(ctxt, arq_uuids):
     """
     results = {}
     for arq_uuid in arq_uuids:
+        began, outcome = time.monotonic(), 'unbound'
         try:
             arqs_db.unbind(arq_uuid)
         except exception.CyborgLiteException as exc:
             LOG.warning('Not unbinding ARQ %s: %s', arq_uuid, exc)
+            outcome = 'refused'
+        metrics.observe(metrics.UNBIND_DURATION, time.monotonic() - began,
+                        outcome)
         results[arq_uuid] = arqs_db.state_of(arq_uuid)
     return results
 

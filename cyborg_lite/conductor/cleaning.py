@@ -21,6 +21,7 @@ every host) and by ``agent_started`` (the tries of an agent died with
 it). A region becomes available only by the report of its current try,
 or when its driver has nothing to clean with.
 """
+import datetime
 import functools
 
 from oslo_log import log as logging
@@ -29,6 +30,7 @@ from stevedore import driver as stevedore_driver
 from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
+from cyborg_lite.common import metrics
 from cyborg_lite.conductor import programming
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning as cleaning_db
@@ -68,6 +70,10 @@ def deployable_name_of(region):
     <host>_<identity>_<name>); a Region carries the deployable's name and
     its device's host and identity."""
     return programming.region_name_of(region, region)
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 class CleaningFlow:
@@ -122,6 +128,7 @@ class CleaningFlow:
     def _skip(region):
         if not cleaning_db.skip(region.id):
             return False
+        metrics.observe(metrics.CLEANING_DURATION, 0, 'skipped')
         LOG.info('Deployable %s: driver %s cleans nothing; available again',
                  region.uuid, region.driver_name)
         return True
@@ -176,6 +183,12 @@ class CleaningFlow:
         region = cleaning_db.finish(
             deployable_uuid, cleaning_uuid,
             error=error if state == 'error' else None)
+        if region.cleaning_started_at is not None:
+            # NOTE: stamped by the database's clock, which a conductor's
+            # is close to (a negative difference counts 0).
+            metrics.observe(metrics.CLEANING_DURATION, (
+                _utcnow() - region.cleaning_started_at).total_seconds(),
+                state)
         if state == 'available':
             LOG.info('Deployable %s cleaned (try %s): available',
                      deployable_uuid, cleaning_uuid)

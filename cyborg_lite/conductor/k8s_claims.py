@@ -24,6 +24,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import k8s_slices as slices
+from cyborg_lite.common import metrics
 from cyborg_lite.common import states
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import programming as programming_mod
@@ -72,6 +73,22 @@ class ClaimFlow:
     def prepare(self, hostname, request, wait):
         """Hold (and program) the region for the claim; what the agent
         needs to give it to the container, as a dict."""
+        began, outcome = time.monotonic(), 'failed'
+        try:
+            answer = self._prepare(hostname, request, wait)
+            outcome = 'prepared'
+            return answer
+        except exception.ClaimInProgress:
+            outcome = 'in_progress'
+            raise
+        except exception.ClaimRefused:
+            outcome = 'refused'
+            raise
+        finally:
+            metrics.observe(metrics.PREPARE_DURATION,
+                            time.monotonic() - began, outcome)
+
+    def _prepare(self, hostname, request, wait):
         _check_request(request)
         _device, dep = self._region(hostname, request)
         region, device_row = deployables_db.load_region(dep.uuid)
@@ -166,6 +183,16 @@ class ClaimFlow:
         """Free what the claim holds on ``hostname`` (one device of the
         pool, or all when ``device`` is None) and start the wipe of each
         region; the hosts whose regions wait for it."""
+        began, outcome = time.monotonic(), 'failed'
+        try:
+            hosts = self._release(hostname, claim_uid, device)
+            outcome = 'released'
+            return hosts
+        finally:
+            metrics.observe(metrics.UNPREPARE_DURATION,
+                            time.monotonic() - began, outcome)
+
+    def _release(self, hostname, claim_uid, device):
         deployable_id = None
         if device is not None:
             request = {'claim_uid': claim_uid, 'device': device,

@@ -20,6 +20,7 @@ from oslo_log import log as logging
 from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
+from cyborg_lite.common import metrics
 from cyborg_lite.common import naming
 from cyborg_lite.common import states
 from cyborg_lite.common.bitstream_formats import normalise_id
@@ -127,7 +128,7 @@ def cancel_job(job_uuid):
     """Cancel a queued or downloading job; Conflict with the reason else."""
     for _try in range(3):
         try:
-            return jobs_db.cancel(job_uuid)
+            return observe_end(jobs_db.cancel(job_uuid))
         except exception.JobStateConflict:
             state = jobs_db.get(job_uuid).state
         # NOTE: a reaper may have requeued it between the two reads.
@@ -142,6 +143,15 @@ def cancel_job(job_uuid):
                              % (job_uuid, state))
 
 
+def observe_end(job):
+    """A job this call ended counts in the jobs' histogram (from its
+    creation to its end, by outcome); returns the job."""
+    if job.state in states.JOB_TERMINAL and job.finished_at is not None:
+        metrics.observe(metrics.JOB_DURATION, (
+            job.finished_at - job.created_at).total_seconds(), job.state)
+    return job
+
+
 def record_progress(job_uuid, state, error=None, function_id=None,
                     function_name=None, try_number=None):
     """Apply an agent's report of try ``try_number`` (None: an agent that
@@ -152,14 +162,15 @@ def record_progress(job_uuid, state, error=None, function_id=None,
                                 % (state,))
     try:
         if state == 'succeeded':
-            return jobs_db.succeed(job_uuid, normalise_id(
+            return observe_end(jobs_db.succeed(job_uuid, normalise_id(
                 function_id, 'function_id'), function_name,
-                try_number=try_number)
+                try_number=try_number))
         fields = {'error': error} if error else {}
         if state == 'failed':
             fields['error'] = error or 'the agent reported a failure'
-        return jobs_db.transition(job_uuid, states.JOB_PROGRESS_FROM[state],
-                                  state, try_number=try_number, **fields)
+        return observe_end(jobs_db.transition(
+            job_uuid, states.JOB_PROGRESS_FROM[state], state,
+            try_number=try_number, **fields))
     except exception.JobStateConflict:
         # An RPC retry resends a report already applied.
         job = jobs_db.get(job_uuid)
@@ -172,9 +183,9 @@ def _reap_all(rows, reason, job_timeout=None, now=None):
     reaped = []
     for row in rows:
         try:
-            reaped.append(jobs_db.reap(row.uuid, reason,
-                                       expected_version=row.version,
-                                       job_timeout=job_timeout, now=now))
+            reaped.append(observe_end(jobs_db.reap(
+                row.uuid, reason, expected_version=row.version,
+                job_timeout=job_timeout, now=now)))
         except exception.Conflict:
             # A heartbeat, a report or another conductor got there first.
             continue

@@ -20,13 +20,16 @@ A sink that is named but not configured (Placement without [placement])
 is left out with a warning; a name with no entry point stops the
 conductor at start with a ConfigError.
 """
+import datetime
 import threading
+import time
 
 from oslo_log import log as logging
 from stevedore import driver as stevedore_driver
 from stevedore import exception as stevedore_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import metrics
 from cyborg_lite.common import uuids
 from cyborg_lite.db import publish_requests
 from cyborg_lite.objects import inventory_sink
@@ -78,10 +81,27 @@ class Publisher:
 
     def publish(self, hostname, known=False):
         """Publish ``hostname`` to each sink (``known``: with
-        ``publish_known``, see publish_host); their results."""
-        return [self._safely(sink, sink.publish_known if known
-                             else sink.publish, hostname)
+        ``publish_known``); their results, each counted in the sinks'
+        metrics."""
+        return [self._timed(sink, sink.publish_known if known
+                            else sink.publish, hostname)
                 for sink in self.sinks]
+
+    def _timed(self, sink, method, hostname):
+        began = time.monotonic()
+        result = self._safely(sink, method, hostname)
+        name = sink_name(sink)
+        if result is None:
+            outcome = 'failed'
+        elif getattr(result, 'converged', False):
+            outcome = 'converged'
+        else:
+            outcome = 'pending'
+        if outcome != 'converged':
+            metrics.SINK_SYNC_ERRORS.labels(name).inc()
+        metrics.observe(metrics.PUBLISH_DURATION, time.monotonic() - began,
+                        name, outcome)
+        return result
 
     def publish_host(self, hostname):
         """Publish ``hostname`` to each sink, then delete its publish
@@ -102,6 +122,9 @@ class Publisher:
             results = self.publish(hostname, known=mine)
             if known.last_id is not None and converged(results):
                 publish_requests.served(hostname, known.last_id, self.id)
+                if known.oldest_at is not None:
+                    metrics.observe(metrics.PUBLISH_LAG, (
+                        _utcnow() - known.oldest_at).total_seconds())
         except exception.DatabaseUnavailable:
             # NOTE: said once by db/session.py; the requests stay for the
             # periodic task.
@@ -167,6 +190,17 @@ class Publisher:
         except Exception:
             LOG.exception('Inventory sink %s failed', type(sink).__name__)
             return None
+
+
+def sink_name(sink):
+    """The sink's label in the metrics: its entry point's name."""
+    return getattr(sink, 'NAME', None) or type(sink).__name__.lower(
+        ).replace('sink', '')
+
+
+def _utcnow():
+    # Naive UTC, as the publish requests' created_at.
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 def converged(results):

@@ -28,6 +28,7 @@ from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import programming
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import device_history
 
 LOG = logging.getLogger(__name__)
 
@@ -83,6 +84,17 @@ class ConductorService(rpc_loop.RpcLoop):
                           interval=conf.cleaning.reap_interval)
         self._bind_programmer = programming.BindProgrammer(
             manager.programming, conf)
+        # Old history rows go, by age and per device by count.
+        self.add_periodic(self.prune_history,
+                          interval=conf.device_history.prune_interval)
+
+    def prune_history(self):
+        history = self.conf.device_history
+        deleted = device_history.prune(history.max_age_days,
+                                       history.max_rows_per_device)
+        if deleted:
+            LOG.info('Pruned %d device history rows', deleted)
+        return deleted
 
     def _publisher(self):
         """The configured sinks; failed publishes are retried

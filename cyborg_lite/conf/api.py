@@ -74,6 +74,18 @@ OPTS = [
                     'links of responses and the version documents. Unset: '
                     'the URL of the incoming request (correct unless a proxy '
                     'rewrites it).'),
+    cfg.BoolOpt('audit',
+                default=False,
+                help='Put keystonemiddleware\'s CADF audit filter in the '
+                     'API pipeline, behind authentication: an '
+                     'audit.http.request and an audit.http.response event '
+                     'per request, sent as [audit_middleware_notifications] '
+                     'says (else as [oslo_messaging_notifications]). Needs '
+                     'audit_map_file.'),
+    cfg.StrOpt('audit_map_file',
+               help='The audit map of our routes for the audit filter: '
+                    'etc/api_audit_map.conf is one '
+                    '(docs/deployment.md, "Audit").'),
 ]
 
 

@@ -1,4 +1,5 @@
-"""Registers oslo.messaging's [DEFAULT] options early.
+"""Registers oslo.messaging's [DEFAULT] and [oslo_messaging_notifications]
+options early.
 
 oslo.messaging registers ``transport_url`` and friends only when a transport
 is created; registering them with the rest lets config files, tests and the
@@ -8,10 +9,17 @@ all-in-one set them before that. The sample config lists them through the
 from oslo_messaging import opts as messaging_opts
 
 
+# Notifications are decided before a transport is made
+# (common/notifications.py reads [oslo_messaging_notifications]driver).
+NOTIFICATIONS_GROUP = 'oslo_messaging_notifications'
+
+
 def register_opts(conf):
     for group, group_opts in messaging_opts.list_opts():
         if group in (None, 'DEFAULT'):
             conf.register_opts(group_opts)
+        elif group == NOTIFICATIONS_GROUP:
+            conf.register_opts(group_opts, group=group)
 
 
 def list_opts():

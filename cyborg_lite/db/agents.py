@@ -18,8 +18,10 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from cyborg_lite.common import notifications
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
+from cyborg_lite.db import device_history
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
@@ -50,6 +52,7 @@ def _heartbeat(s, hostname):
                           {'heartbeat_at': now, 'state': 'up'},
                           AGENT.state == 'down'):
         publish_requests.add(s, hostname, 'agent up again')
+        _record(s, hostname, 'up', 'heartbeating again')
         return True
     s.add(AGENT(hostname=hostname, state='up', heartbeat_at=clock.now(s)))
     s.flush()
@@ -74,8 +77,25 @@ def mark_silent_down(down_time, batch=100):
                                   {'state': 'down'}, AGENT.state == 'up',
                                   AGENT.heartbeat_at <= cutoff):
                 publish_requests.add(s, hostname, 'agent down')
+                _record(s, hostname, 'down', 'no heartbeat for %s s'
+                        % down_time)
                 moved.append(hostname)
     return moved
+
+
+_DEVICES_OF_HOST = sa.select(models.Device.uuid).where(
+    models.Device.hostname == sa.bindparam('hostname')).order_by(
+        models.Device.id)
+
+
+def _record(s, hostname, state, reason):
+    device_uuids = list(s.connection().execute(
+        _DEVICES_OF_HOST, {'hostname': hostname}).scalars())
+    event = notifications.Event(
+        'agent.%s' % state, {'hostname': hostname, 'state': state,
+                             'device_uuids': device_uuids},
+        state='agent_%s' % state, reason=reason)
+    device_history.record_for_devices(s, event, device_uuids)
 
 
 # Built once: a bind reads it under its locks (db/devices.region_rows).

@@ -24,6 +24,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
@@ -32,6 +33,7 @@ from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
+from cyborg_lite.db import device_history
 from cyborg_lite.db import device_profiles
 from cyborg_lite.db import devices
 from cyborg_lite.db import direct_statement
@@ -89,7 +91,39 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
             # NOTE: the profile's foreign key, the one constraint new rows
             # can break: the profile was deleted since it was read.
             raise exception.DeviceProfileNotFound(ident=profile_name)
+    if notifications.enabled():
+        # NOTE: no device yet, so no history row; sent after the INSERT
+        # (its own transaction on SQLite, see statement_writer).
+        notifications.emit_all([_event('arq.create', row) for row in rows])
     return [ARQView(_NewARQ(**row), profile.name, None) for row in rows]
+
+
+_ARQ_FIELDS = ('uuid', 'state', 'project_id', 'instance_uuid', 'hostname',
+               'device_rp_uuid', 'device_profile_group_id', 'error')
+
+
+def _event(event, arq, place=device_history.Place(None, None, None),
+           **changed):
+    """The notification of an ARQ's transition: ``arq`` a dict or a row
+    of its columns, ``changed`` the columns the transition set."""
+    get = arq.get if isinstance(arq, dict) else \
+        (lambda key: getattr(arq, key, None))
+    data = {key: changed[key] if key in changed else get(key)
+            for key in _ARQ_FIELDS}
+    data.update(device_uuid=place.device_uuid,
+                deployable_uuid=place.deployable_uuid)
+    return notifications.Event(
+        event, data, device_uuid=place.device_uuid,
+        deployable_uuid=place.deployable_uuid, state=data['state'],
+        object_uuid=data['uuid'], reason=data['error'])
+
+
+def _place_of(s, arq, rp_uuid=None):
+    """Where ``arq`` is, or is to be, bound: its region once Bound,
+    else the region of its (or the binding's) resource provider."""
+    if arq.deployable_id is not None:
+        return device_history.place_of_region(s, arq.deployable_id)
+    return device_history.place_of_rp(s, rp_uuid or arq.device_rp_uuid)
 
 
 _NewARQ = models.new_row_type(ARQ)
@@ -242,10 +276,12 @@ def _deleted(s, arqs):
     """Delete the rows; what a conductor must be told (Released)."""
     hosts = set()
     for arq in arqs:
+        place = _place_of(s, arq)
         if arq.attach_handle_id:
             attach_handles.free(s, arq.attach_handle_id)
             hosts.add(cleaning.release(s, arq.attach_handle_id))
         s.delete(arq)
+        device_history.record(s, _event('arq.delete', arq, place))
     hosts.discard(None)
     return Released(hosts, publish_requests.requested_in(s))
 
@@ -389,9 +425,18 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
     release = target in states.ARQ_RELEASING and handle_id is not None
     if release:
         values['attach_handle_id'] = None
+    place = _place_of(s, arq, values.get('device_rp_uuid'))
     version = _update_state(s, arq, target, **values)
     if version is None:
         raise _state_conflict(arq_uuid, changed, target)
+    event = _TRANSITION_EVENTS.get(target)
+    if event is not None:
+        # NOTE: an unbind clears the binding; the event names whom the
+        # ARQ was bound to.
+        shown = {k: v for k, v in values.items() if k in _ARQ_FIELDS
+                 and v is not NOW and (v is not None or k == 'error')}
+        device_history.record(s, _event(event, arq, place, state=target,
+                                        **shown))
     if release:
         _release_handle(s, arq_uuid, handle_id)
     return version
@@ -405,6 +450,12 @@ def _release_handle(s, arq_uuid, handle_id):
                     handle_id, arq_uuid)
     # A tenant had it (or a bind was about to): db/cleaning.py.
     cleaning.release(s, handle_id)
+
+
+# The notification of a move to each state (Bound: finish_bind's).
+_TRANSITION_EVENTS = {'BindStarted': 'arq.bind.start',
+                      'BindFailed': 'arq.bind.error',
+                      'Unbound': 'arq.unbind'}
 
 
 def transition(arq_uuid, target, expected_version=None, **values):
@@ -521,7 +572,7 @@ _TABLE = ARQ.__table__
 # A bind's own ARQ statements, built once (its transaction is the hot path
 # of the API's bind): the lock of the ARQ it started, and its move to
 # Bound on the state and version it was started with.
-_LOCK_STARTED = (sa.select(_TABLE.c.id)
+_LOCK_STARTED = (sa.select(_TABLE.c.id, _TABLE.c.project_id)
                  .where(_TABLE.c.uuid == sa.bindparam('arq_uuid'),
                         _TABLE.c.state == 'BindStarted',
                         _TABLE.c.version == sa.bindparam('started_version'))
@@ -561,13 +612,14 @@ Claimed = collections.namedtuple('Claimed', ['publish_hosts', 'version',
 
 def _lock_started(s, started):
     """Lock the ARQ row (before any region or handle lock) if it is still
-    (BindStarted, started.version); its id, or ARQStateConflict."""
-    arq_id = s.connection().execute(_LOCK_STARTED, {
+    (BindStarted, started.version); (its id, its project), or
+    ARQStateConflict."""
+    locked = s.connection().execute(_LOCK_STARTED, {
         'arq_uuid': started.uuid,
-        'started_version': started.version}).scalar()
-    if arq_id is None:
+        'started_version': started.version}).first()
+    if locked is None:
         raise _state_conflict(started.uuid, 'no longer BindStarted', 'Bound')
-    return arq_id
+    return locked
 
 
 def _mark_bound(s, started, arq_id, handle_id, deployable_id,
@@ -593,6 +645,10 @@ def mark_bound(started, claimed):
             raise _state_conflict(started.uuid, 'deleted', 'Bound')
         _mark_bound(s, started, arq_id, claimed.handle_id,
                     claimed.deployable_id, version=claimed.version)
+        device_history.record(s, _bound_event(
+            started, s.scalar(sa.select(ARQ.project_id).where(
+                ARQ.id == arq_id)),
+            device_history.place_of_region(s, claimed.deployable_id)))
 
 
 def _bind_failed(arq_uuid, reason):
@@ -627,7 +683,7 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
     """
     try:
         with session.writer() as s:
-            arq_id = _lock_started(s, started)
+            arq_id, project_id = _lock_started(s, started)
             locked = deployables.lock_for_bind(s, deployable_id, device_id)
             if locked is None:
                 raise _bind_failed(started.uuid, 'deployable %s is gone'
@@ -660,6 +716,9 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
             hosts = publish_requests.requested_in(s)
             if not hosts:
                 _mark_bound(s, started, arq_id, handle_id, deployable_id)
+                device_history.record(s, _bound_event(
+                    started, project_id, device_history.Place(
+                        device.uuid, region.uuid, device.hostname)))
                 return Claimed(hosts, None, handle_id, deployable_id)
             _mark_bound(s, started, arq_id, handle_id, deployable_id,
                         statement=_HOLD)
@@ -684,6 +743,16 @@ def _unbind(s, arq_uuid):
                     deployable_id=None, bind_started_at=None,
                     bind_dispatched_at=None, bind_taken_at=None,
                     bind_taken_by=None, error=None)
+
+
+def _bound_event(started, project_id, place):
+    """The notification of a bind's end: ``place`` where it is Bound."""
+    return _event('arq.bind.end', {
+        'uuid': started.uuid, 'state': 'Bound', 'project_id': project_id,
+        'instance_uuid': started.instance_uuid,
+        'hostname': started.hostname,
+        'device_rp_uuid': started.device_rp_uuid,
+        'device_profile_group_id': started.group_id}, place)
 
 
 def unbind(arq_uuid):
@@ -759,13 +828,16 @@ def reap_stale_binds(timeout, reason, batch=100):
             for arq in stale:
                 # NOTE: a bind that died between claiming its handle and
                 # Bound (finish_bind) lets go of it here.
-                if _update_state(s, arq, 'BindFailed',
-                                 error=reason(arq.bind_taken_by),
+                error = reason(arq.bind_taken_by)
+                if _update_state(s, arq, 'BindFailed', error=error,
                                  attach_handle_id=None,
                                  deployable_id=None):
                     if arq.attach_handle_id is not None:
                         _release_handle(s, arq.uuid, arq.attach_handle_id)
                     reaped.append((arq.uuid, arq.instance_uuid))
+                    device_history.record(s, _event(
+                        'arq.bind.error', arq, _place_of(s, arq),
+                        state='BindFailed', error=error))
         if len(stale) < batch:
             return reaped
 

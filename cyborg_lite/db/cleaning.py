@@ -33,11 +33,13 @@ import logging
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
+from cyborg_lite.db import device_history
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
@@ -53,11 +55,12 @@ JOB = models.ProgrammingJob
 # host, identity and driver, and its cleaning columns.
 Region = collections.namedtuple('Region', [
     'id', 'uuid', 'name', 'hostname', 'identity', 'driver_name',
-    'device_state', 'cleaning_uuid', 'cleaning_attempts', 'cleaning_error'])
+    'device_state', 'cleaning_uuid', 'cleaning_attempts', 'cleaning_error',
+    'device_uuid', 'cleaning_started_at'])
 _REGION_COLUMNS = (DEP.id, DEP.uuid, DEP.name, DEVICE.hostname,
                    DEVICE.identity, DEVICE.driver_name, DEP.device_state,
                    DEP.cleaning_uuid, DEP.cleaning_attempts,
-                   DEP.cleaning_error)
+                   DEP.cleaning_error, DEVICE.uuid, DEP.cleaning_started_at)
 
 
 def _select_regions():
@@ -113,6 +116,30 @@ def _holder_exists():
               .exists())
     job = sa.select(JOB.id).where(JOB.active_deployable_id == DEP.id).exists()
     return sa.or_(handle, job)
+
+
+# The notification of a region's move to each state, by what moved it.
+_EVENTS = {'cleaning': 'deployable.clean.start',
+           'available': 'deployable.clean.end',
+           'error': 'deployable.clean.error'}
+
+
+def _record(s, deployable_id, event=None, reason=None):
+    """Record the move the region just made, read back as it is now."""
+    region = _region(s, id=deployable_id)
+    event = event or _EVENTS[region.device_state]
+    device_history.record(s, notifications.Event(
+        event, {'deployable_uuid': region.uuid,
+                'device_uuid': region.device_uuid,
+                'hostname': region.hostname,
+                'device_state': region.device_state,
+                'cleaning_uuid': region.cleaning_uuid,
+                'attempts': region.cleaning_attempts,
+                'error': region.cleaning_error},
+        device_uuid=region.device_uuid, deployable_uuid=region.uuid,
+        state=region.device_state, object_uuid=region.cleaning_uuid,
+        reason=reason or region.cleaning_error))
+    return region
 
 
 # --- binds, releases, programming jobs (their transactions) -----------------
@@ -223,15 +250,18 @@ def begin(deployable_id):
                      ~_holder_exists(), cleaning_uuid=try_uuid,
                      cleaning_started_at=None):
             return None
-        return _region(s, id=deployable_id)
+        return _record(s, deployable_id)
 
 
 def skip(deployable_id):
     """pending_cleaning -> available: no driver can clean the region, so
     there is nothing to run. True if this call moved it."""
     with session.writer() as s:
-        return _move(s, deployable_id, ('pending_cleaning',), 'available',
-                     **_NEW_CLEAN)
+        moved = _move(s, deployable_id, ('pending_cleaning',), 'available',
+                      **_NEW_CLEAN)
+        if moved:
+            _record(s, deployable_id, reason='its driver cleans nothing')
+        return moved
 
 
 def _not_current(s, deployable_uuid, try_uuid, action):
@@ -262,9 +292,10 @@ def beat(deployable_uuid, try_uuid):
 def finish(deployable_uuid, try_uuid, error=None):
     """The try ended: cleaning -> available, or error with ``error``.
 
-    Returns the Region after the move. The same report twice is harmless
-    (an RPC retry); a report of any other try is a CleaningConflict and
-    changes nothing.
+    Returns the Region after the move, with the try's
+    ``cleaning_started_at`` (its first heartbeat, None without one). The
+    same report twice is harmless (an RPC retry); a report of any other
+    try is a CleaningConflict and changes nothing.
     """
     target = 'available' if error is None else 'error'
     with session.writer() as s:
@@ -280,7 +311,8 @@ def finish(deployable_uuid, try_uuid, error=None):
                      cleaning_started_at=None):
             raise _not_current(s, deployable_uuid, try_uuid,
                                'ending it as %s' % target)
-        return _region(s, id=region.id)
+        return _record(s, region.id)._replace(
+            cleaning_started_at=region.cleaning_started_at)
 
 
 def _silent_tries(s, hostname, silent_for):
@@ -335,6 +367,9 @@ def abandon(reason, max_attempts, hostname=None, silent_for=None):
                      cleaning_started_at=None, cleaning_attempts=attempts,
                      **values):
                 moved.append((dep_uuid, host, target))
+                _record(s, dep_id, 'deployable.clean.retry'
+                        if target == 'pending_cleaning' else None,
+                        reason=values.get('cleaning_error') or reason)
     return moved
 
 
@@ -362,4 +397,5 @@ def reclean(deployable_uuid):
         # An idle region taken away until wiped: published before the
         # request answers.
         publish_requests.add(s, region.hostname, 'a clean asked for')
-        return _region(s, id=region.id)
+        return _record(s, region.id, 'deployable.clean.request',
+                       reason='asked for by an operator')

@@ -1,15 +1,18 @@
 """Reads of devices: the API's, and everything one host offers (for
 objects/host_inventory.py); an operator's maintenance switch
-(``set_status``). The conductor's report writes the rest of a device
+(``set_status``); the one call that records a change of health
+(``health_changed``). The conductor's report writes the rest of a device
 (db/inventory.py), never its status."""
 import collections
 
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import conditional
+from cyborg_lite.db import device_history
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
@@ -64,7 +67,7 @@ def get_device(uuid):
     return device
 
 
-def set_status(uuid, status, refuse_unhealthy=False):
+def set_status(uuid, status, ctxt=None, refuse_unhealthy=False):
     """An operator's maintenance switch: status 'maintaining' (disabled)
     or 'enabled'. Requests a publish of the host when the status changed;
     returns (hostname, changed). With ``refuse_unhealthy``, enabling an
@@ -75,8 +78,8 @@ def set_status(uuid, status, refuse_unhealthy=False):
         raise exception.Invalid(reason='device status must be one of %s'
                                 % ', '.join(models.DEVICE_STATUSES))
     with session.writer() as s:
-        row = s.execute(sa.select(DEVICE.id, DEVICE.hostname, DEVICE.health,
-                                  DEVICE.health_reason, DEVICE.health_since)
+        row = s.execute(sa.select(*_EVENT_COLUMNS, DEVICE.health_reason,
+                                  DEVICE.health_since)
                         .where(DEVICE.uuid == uuid)
                         .with_for_update()).first()
         if row is None:
@@ -92,12 +95,49 @@ def set_status(uuid, status, refuse_unhealthy=False):
         if changed:
             publish_requests.add(s, row.hostname,
                                  'device %s %s' % (uuid, status))
+            device_history.record(s, device_event(
+                'device.enable' if status == 'enabled' else
+                'device.disable', row, status=status, previous=row.status),
+                ctxt)
         return row.hostname, changed
 
 
 def _iso(when):
     return when.replace(microsecond=0).isoformat() + 'Z' if when \
         else 'an unknown time'
+
+
+# What a device's notification shows of it (DevicePayload).
+_EVENT_COLUMNS = (DEVICE.id, DEVICE.uuid, DEVICE.hostname, DEVICE.type,
+                  DEVICE.vendor, DEVICE.driver_name, DEVICE.status,
+                  DEVICE.health)
+
+
+def device_event(event, row, previous=None, reason=None, **changed):
+    """The notification of a device's transition: ``row`` has the
+    columns of _EVENT_COLUMNS (before it), ``changed`` what it set."""
+    data = {key: changed.get(key, getattr(row, key)) for key in (
+        'uuid', 'hostname', 'type', 'vendor', 'driver_name', 'status',
+        'health')}
+    data.update(previous=previous, reason=reason)
+    state = changed.get('health') or changed.get('status')
+    return notifications.Event(event, data, device_uuid=row.uuid,
+                               state=state, reason=reason)
+
+
+def health_changed(s, device_id, health, reason=None, ctxt=None):
+    """The one call for a change of a device's health: the row and the
+    notification (device.health_change), in ``s``'s transaction. Call it
+    in the transaction that writes the new health, before or after the
+    write; a health equal to the stored one records nothing."""
+    row = s.connection().execute(sa.select(*_EVENT_COLUMNS).where(
+        DEVICE.id == device_id)).first()
+    if row is None or row.health == health:
+        return False
+    device_history.record(s, device_event(
+        'device.health_change', row, health=health, previous=row.health,
+        reason=reason), ctxt)
+    return True
 
 
 HostRows = collections.namedtuple(
@@ -253,3 +293,57 @@ def region_rows(s, device, deployable):
     return _rows_of(s, [device], [deployable] + siblings, device.hostname,
                     {deployable.id: attributes} if attributes else {},
                     handles)
+
+
+# --- what the metrics show (objects/device_metrics.py) ----------------------
+
+MetricRows = collections.namedtuple(
+    'MetricRows', ['devices', 'regions', 'holders', 'agents'])
+_DEP = models.Deployable.__table__
+_ARQ = models.AcceleratorRequest.__table__
+_CLAIM = models.KubernetesClaimDevice.__table__
+_METRIC_DEVICES = (
+    sa.select(DEVICE.uuid, DEVICE.hostname, DEVICE.type, DEVICE.vendor,
+              DEVICE.identity, DEVICE.driver_name, DEVICE.status,
+              DEVICE.health, models.Agent.state.label('agent_state'))
+    .select_from(DEVICE.__table__.outerjoin(
+        models.Agent.__table__, models.Agent.hostname == DEVICE.hostname))
+    .order_by(DEVICE.id))
+_METRIC_REGIONS = (
+    sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid, _DEP.c.name,
+              DEVICE.hostname, _DEP.c.device_state,
+              sa.select(sa.func.count(_HANDLE.c.id))
+              .where(_HANDLE.c.deployable_id == _DEP.c.id,
+                     _HANDLE.c.in_use.is_(True))
+              .scalar_subquery().label('handles_in_use'))
+    .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+    .order_by(_DEP.c.id))
+_HOLDER_ARQS = (
+    sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid,
+              DEVICE.hostname, _ARQ.c.project_id, _ARQ.c.instance_uuid)
+    .join(_DEP, _DEP.c.id == _ARQ.c.deployable_id)
+    .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+    .where(_ARQ.c.state == 'Bound').order_by(_ARQ.c.id))
+_HOLDER_CLAIMS = (
+    sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid,
+              DEVICE.hostname, _CLAIM.c.project_id, _CLAIM.c.namespace,
+              _CLAIM.c.claim_name)
+    .join(_DEP, _DEP.c.id == _CLAIM.c.deployable_id)
+    .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+    .order_by(_CLAIM.c.id))
+_METRIC_AGENTS = sa.select(models.Agent.hostname, models.Agent.state)
+
+
+def metric_rows():
+    """Every device, region, holder and agent, as plain rows, read in one
+    transaction (a scrape sees one moment): MetricRows. A holder row is
+    (device_uuid, uuid (the region's), hostname, project_id, then
+    instance_uuid for an ARQ, or namespace and claim_name for a
+    Kubernetes claim)."""
+    with session.core_reader(in_turn=True) as conn:
+        holders = [('nova',) + tuple(r) for r in conn.execute(_HOLDER_ARQS)]
+        holders += [('kubernetes',) + tuple(r)
+                    for r in conn.execute(_HOLDER_CLAIMS)]
+        return MetricRows(conn.execute(_METRIC_DEVICES).all(),
+                          conn.execute(_METRIC_REGIONS).all(), holders,
+                          conn.execute(_METRIC_AGENTS).all())

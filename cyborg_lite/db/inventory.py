@@ -58,6 +58,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
+from cyborg_lite.db import devices
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -158,6 +159,9 @@ def _apply_values(s, hostname, scans):
     if diff.structural:
         return None
     for model, row_id, version, values in diff.updates:
+        if model is models.Device and 'health' in values:
+            devices.health_changed(s, row_id, values['health'],
+                                   reason=values.get('health_reason'))
         conditions = [] if version is None else [model.version == version]
         if not conditional.update(s, model, model.id == row_id, values,
                                   *conditions):
@@ -327,9 +331,12 @@ def _sync_device(s, hostname, driver, want, stored, changes):
     cpid = _sync_cpid(s, dev, want['cpid_info'], stored, changes)
     kept = _sync_deployables(s, dev, want['deployables'],
                              cpid.id if cpid else None, stored, changes)
-    health = _KEPT_IN_USE if kept else want
-    _set_all(dev, _with_health(dev, want['values'], health, changes),
-             changes)
+    values = _with_health(dev, want['values'],
+                          _KEPT_IN_USE if kept else want, changes)
+    if dev.health != values['health']:
+        devices.health_changed(s, dev.id, values['health'],
+                               reason=values['health_reason'])
+    _set_all(dev, values, changes)
 
 
 def _sync_cpid(s, dev, info, stored, changes):

@@ -15,7 +15,8 @@ Who writes it depends on the database (``for_dialect``):
 - PostgreSQL and MariaDB: this module, from the values the query reads
   (one ``json.dumps`` for all of them). A server database's CPU is shared
   by every API worker; writing the JSON there (``to_json``, ``JSON_QUOTE``)
-  took it 2.6 times the CPU of reading the rows (docs/benchmarks.md 8.1).
+  took it 2.6 times the CPU of reading the rows
+  (docs/benchmarks-history.md 8.1).
 """
 import functools
 import itertools

@@ -16,10 +16,12 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import deployables
+from cyborg_lite.db import device_history
 from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -121,11 +123,26 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
             # by whichever conductor serves the request.
             publish_requests.add(s, device.hostname, 'claimed by %s'
                                  % holder_name(claim_uid))
+            _record(s, 'k8s_claim.prepare', row, device_history.Place(
+                device.uuid, region.uuid, device.hostname))
             return _claimed(s, row, True)
     except sa_exc.IntegrityError:
         # NOTE: a racing bind or claim took the handle or function first;
         # the rollback undid ours.
         raise refused('the attach handle was taken by another holder')
+
+
+def _record(s, event, row, place):
+    device_history.record(s, notifications.Event(event, {
+        'claim_uid': row.claim_uid, 'namespace': row.namespace,
+        'claim_name': row.claim_name, 'device_name': row.device_name,
+        'deployable_uuid': place.deployable_uuid,
+        'device_uuid': place.device_uuid, 'hostname': place.hostname,
+        'project_id': row.project_id},
+        device_uuid=place.device_uuid,
+        deployable_uuid=place.deployable_uuid,
+        state='claimed' if event == 'k8s_claim.prepare' else 'released',
+        object_uuid=row.claim_uid))
 
 
 def set_job(claim_id, job_uuid):
@@ -149,6 +166,7 @@ def release(claim_uid, deployable_id=None):
         if deployable_id is not None:
             query = query.where(CLAIM.deployable_id == deployable_id)
         for row in s.scalars(query.with_for_update()).all():
+            place = device_history.place_of_region(s, row.deployable_id)
             attach_handles.free(s, row.attach_handle_id)
             to_clean.add(cleaning.release(s, row.attach_handle_id))
             hostname = s.scalar(
@@ -160,5 +178,6 @@ def release(claim_uid, deployable_id=None):
             publish_requests.add(s, hostname, 'released by %s'
                                  % holder_name(claim_uid))
             s.delete(row)
+            _record(s, 'k8s_claim.unprepare', row, place)
     to_clean.discard(None)
     return to_clean

@@ -536,3 +536,39 @@ class PublishedHost(Base):
     request_id: orm.Mapped[int] = orm.mapped_column(sa.Integer)
     updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)
+
+
+class DeviceHistory(Base):
+    """One transition of a device, or of a region or holder on it: what
+    happened, when, to whom, and why (db/device_history.py). Written in
+    the transaction of the transition, so a row says only what
+    happened. Keyed by uuids, not foreign keys: a device removed from its
+    host keeps its history until it is pruned by age and count."""
+    __tablename__ = 'device_history'
+    __table_args__ = (
+        sa.Index('ix_device_history_device_uuid_id', 'device_uuid', 'id'),
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    device_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    deployable_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    # The notification's event type without the service, e.g.
+    # "arq.bind.end" (common/notifications.EVENTS).
+    event: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    # What the transition moved to: an ARQ or job state, a device status
+    # or health, a region's device_state, an agent's up or down.
+    state: orm.Mapped[str | None] = orm.mapped_column(sa.String(32))
+    # The ARQ, job, cleaning try or claim uid the transition was about.
+    object_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    # Who: a project and instance (Nova), or a namespace and claim
+    # (Kubernetes: the kubelet's Prepare names the claim, not the pod).
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    namespace: orm.Mapped[str | None] = orm.mapped_column(sa.String(63))
+    claim_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(253))
+    reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False, default=utcnow, index=True)

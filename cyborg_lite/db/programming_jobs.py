@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.conf import CONF
@@ -41,6 +42,7 @@ from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
+from cyborg_lite.db import device_history
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import session
@@ -134,6 +136,7 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
             s.add(row)
             s.flush()
             s.refresh(row)
+            _record(s, row, 'programming_job.program.start')
     except sa_exc.IntegrityError:
         # The references were checked in the same transaction, so this is
         # the unique active_deployable_id: another job holds the region.
@@ -230,6 +233,7 @@ def _apply(s, row, from_states, to_state, fields, expected_version=None,
                 expected=', '.join(from_states))
         raise exception.StaleObject(kind='Programming job', uuid=row.uuid)
     s.refresh(row)
+    _record(s, row)
     if begins_try:
         _start_try(s, row)
     if try_end is not None:
@@ -237,6 +241,38 @@ def _apply(s, row, from_states, to_state, fields, expected_version=None,
     elif to_state in _TRY_OUTCOME:
         _end_try(s, row, _TRY_OUTCOME[to_state], fields.get('error'))
     return row
+
+
+# The notification of a job's move to each state.
+_EVENTS = {'queued': 'programming_job.update',
+           'downloading': 'programming_job.update',
+           'programming': 'programming_job.update',
+           'verifying': 'programming_job.update',
+           'succeeded': 'programming_job.program.end',
+           'failed': 'programming_job.program.error',
+           'cancelled': 'programming_job.cancel'}
+
+
+def _record(s, row, event=None):
+    """Record the job's move to the state ``row`` (refreshed) is in."""
+    event = event or _EVENTS[row.state]
+    place = device_history.place_of_region(s, row.deployable_id)
+    bitstream = s.scalar(sa.select(models.Bitstream.uuid).where(
+        models.Bitstream.id == row.bitstream_id))
+    arq_uuid = None if row.arq_id is None else s.scalar(
+        sa.select(models.AcceleratorRequest.uuid).where(
+            models.AcceleratorRequest.id == row.arq_id))
+    device_history.record(s, notifications.Event(event, {
+        'uuid': row.uuid, 'state': row.state,
+        'device_uuid': place.device_uuid,
+        'deployable_uuid': place.deployable_uuid,
+        'bitstream_uuid': bitstream, 'hostname': row.hostname,
+        'attempts': row.attempts, 'max_attempts': row.max_attempts,
+        'arq_uuid': arq_uuid, 'project_id': row.project_id,
+        'error': row.error},
+        device_uuid=place.device_uuid,
+        deployable_uuid=place.deployable_uuid, state=row.state,
+        object_uuid=row.uuid, reason=row.error))
 
 
 def transition(job_uuid, from_states, to_state, expected_version=None,

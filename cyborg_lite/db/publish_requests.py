@@ -76,7 +76,8 @@ def pending(limit=1000):
 
 
 # What a publisher needs to know of a host before publishing it.
-State = collections.namedtuple('State', ['last_id', 'pending', 'publisher'])
+State = collections.namedtuple('State', ['last_id', 'pending', 'publisher',
+                                         'oldest_at'])
 
 
 # Built once: every publish asks, in one round trip.
@@ -87,6 +88,7 @@ _STATE = sa.select(
     sa.select(_PUBLISHED_TABLE.c.publisher)
     .where(_PUBLISHED_TABLE.c.hostname == sa.bindparam('hostname'))
     .scalar_subquery(),
+    sa.func.min(_REQUESTS_TABLE.c.created_at),
 ).where(_REQUESTS_TABLE.c.hostname == sa.bindparam('hostname'))
 
 
@@ -109,7 +111,8 @@ _INSERT_PUBLISHED = sa.insert(_PUBLISHED_TABLE).values(
 
 def state(hostname):
     """State(highest request id or None, how many are pending, the
-    publisher that served the host last or None).
+    publisher that served the host last or None, when the oldest pending
+    request was made or None).
 
     A publish that reads the host after this serves every request up to
     ``last_id``. A publisher that served the host last, with at most the

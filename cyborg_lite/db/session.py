@@ -317,13 +317,45 @@ def _orm_session(conn, is_writer):
             s.flush()
 
 
+# Per thread: a list of (callback, args) for each writer block open, the
+# innermost last (see after_commit).
+_after_commit = threading.local()
+
+
+@contextlib.contextmanager
+def _running_after_commit():
+    stack = _after_commit.__dict__.setdefault('stack', [])
+    callbacks = []
+    stack.append(callbacks)
+    try:
+        yield
+    finally:
+        stack.pop()
+    # Only reached once the block committed (an exception skips it).
+    for func, args in callbacks:
+        try:
+            func(*args)
+        except Exception:
+            LOG.exception('After-commit call %r failed', func)
+
+
+def after_commit(func, *args):
+    """Call ``func(*args)`` once the innermost writer block of this thread
+    has committed, and never if it rolls back: what is told to others
+    (notifications) then says only what happened."""
+    try:
+        _after_commit.stack[-1].append((func, args))
+    except (AttributeError, IndexError):
+        raise RuntimeError('after_commit outside a writer block')
+
+
 @contextlib.contextmanager
 def writer(url=None):
     """A session in a read-write transaction committed at block end.
 
     Any exception rolls the whole transaction back.
     """
-    with _transaction(url, True) as s:
+    with _running_after_commit(), _transaction(url, True) as s:
         yield s
 
 
@@ -339,7 +371,7 @@ def core_writer(url=None):
     """writer() as a Core connection, for plain statements and rows: no
     ORM Session to build and tear down (a tenth of a millisecond, most of
     a one-statement request's database time)."""
-    with _transaction(url, True, core=True) as conn:
+    with _running_after_commit(), _transaction(url, True, core=True) as conn:
         yield conn
 
 

@@ -330,3 +330,27 @@ def test_signatures_bench_tiny(tmp_path):
         'verify_at_upload', 'signature_put_whole', 'verify_at_conductor',
         'check_at_agent', 'both_checks', 'every_check',
         'both_checks_if_each_rehashed'}
+
+
+def test_api_bench_observability_tiny(tmp_path):
+    result = _bench(tmp_path, 'api', '--observability', '--devices', '12',
+                    '--requests', '8', '--list-requests', '2', '--binds',
+                    '4', '--rounds', '2', '--scrape-interval', '0.2')
+    for name, entry in result['scenarios'].items():
+        assert entry['on']['errors'] == entry['off']['errors'] == 0, name
+        assert 'ratio_on_off' in entry
+    assert result['scrapes']['errors'] == []
+
+
+def test_observability_cost_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'observability_cost', '--devices', '6',
+                    '--requests', '8', '--lists', '1', '--binds', '2',
+                    '--trials', '1')
+    assert set(result['trials']) == {'on', 'off'}
+    (on,) = result['trials']['on']
+    (off,) = result['trials']['off']
+    # Every ARQ the "on" child made was notified (a bind makes one and
+    # moves it twice); the "off" child sent nothing.
+    assert off['notifications_sent'] == 0
+    assert on['notifications_sent'] > 0
+    assert result['scrape_bytes'] > 0

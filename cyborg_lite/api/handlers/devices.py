@@ -16,6 +16,7 @@ from cyborg_lite.api.policies import devices as policies
 from cyborg_lite.api.schemas import devices as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
+from cyborg_lite.db import device_history as history_db
 from cyborg_lite.db import devices as db
 from cyborg_lite.objects import host_inventory
 
@@ -152,7 +153,8 @@ def _set_status(req, uuid, rule, status):
     utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
     _require_no_body(req)
     hostname, changed = db.set_status(
-        uuid, status, refuse_unhealthy=microversion.of(req).matches(
+        uuid, status, utils.context(req),
+        refuse_unhealthy=microversion.of(req).matches(
             microversion.DEVICE_HEALTH))
     if changed:
         LOG.info('Device %s on %s is now %s', uuid, hostname, status)
@@ -162,6 +164,22 @@ def _set_status(req, uuid, rule, status):
             utils.request_publish
         publish(req, {hostname})
     return utils.response(status=200)
+
+
+def show_history(req, uuid):
+    """The device's transitions, oldest first (microversion
+    DEVICE_HISTORY): what, when, who held it, why. ``limit``: only the
+    newest that many."""
+    microversion.require(req, microversion.DEVICE_HISTORY,
+                         'A device\'s history')
+    utils.authorize(req, policies.HISTORY)
+    utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
+    params = utils.query(req, schemas.HISTORY_QUERY)
+    rows = history_db.list_rows(
+        uuid, int(params['limit']) if 'limit' in params else None)
+    return utils.response({'device_uuid': uuid, 'history': [
+        dict(zip(history_db.COLUMNS[:-1], row[1:-1]),
+             created_at=utils.timestamp(row.created_at)) for row in rows]})
 
 
 def disable_device(req, uuid):

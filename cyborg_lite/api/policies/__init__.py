@@ -13,6 +13,7 @@ from cyborg_lite.api.policies import bitstreams
 from cyborg_lite.api.policies import deployables
 from cyborg_lite.api.policies import device_profiles
 from cyborg_lite.api.policies import devices
+from cyborg_lite.api.policies import metrics
 from cyborg_lite.api.policies import programs
 from cyborg_lite.api.policies import provider_trees
 from cyborg_lite.api.policies import resource_slices
@@ -32,4 +33,5 @@ def list_rules():
         provider_trees.list_rules(),
         resource_slices.list_rules(),
         trusted_keys.list_rules(),
+        metrics.list_rules(),
     ))

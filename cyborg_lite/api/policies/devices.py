@@ -7,6 +7,7 @@ GET_ALL = 'cyborg:device:get_all'
 GET_ONE = 'cyborg:device:get_one'
 DISABLE = 'cyborg:device:disable'
 ENABLE = 'cyborg:device:enable'
+HISTORY = 'cyborg_lite:device:history'
 
 RULES = [
     base.rule(GET_ALL, base.PROJECT_MANAGER_OR_ADMIN,
@@ -22,6 +23,10 @@ RULES = [
     base.rule(ENABLE, base.ADMIN,
               'Enable a device again after maintenance.',
               '/v2/devices/{device_uuid}/enable', 'POST'),
+    base.rule(HISTORY, base.ADMIN,
+              "Show a device's history: every transition, with the "
+              'projects, instances and Kubernetes claims that held it.',
+              '/v2/devices/{device_uuid}/history', 'GET'),
 ]
 
 

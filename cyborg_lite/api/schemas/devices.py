@@ -29,3 +29,28 @@ VIEW = common.view({
 }, optional=['status', 'unavailable_reasons', *common.TOPOLOGY,
              *common.HEALTH])
 LIST = common.collection('devices', VIEW)
+
+HISTORY_QUERY = {
+    'type': 'object', 'additionalProperties': False,
+    'properties': {'limit': common.list_query((), {})['properties']['limit']},
+}
+_NULLABLE = common.NULLABLE_STRING
+HISTORY_ROW = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['event', 'state', 'deployable_uuid', 'object_uuid',
+                 'project_id', 'instance_uuid', 'namespace', 'claim_name',
+                 'reason', 'created_at'],
+    'properties': {
+        'event': common.STRING, 'state': _NULLABLE,
+        'deployable_uuid': _NULLABLE, 'object_uuid': _NULLABLE,
+        'project_id': _NULLABLE, 'instance_uuid': _NULLABLE,
+        'namespace': _NULLABLE, 'claim_name': _NULLABLE,
+        'reason': _NULLABLE, 'created_at': common.STRING,
+    },
+}
+HISTORY = {
+    'type': 'object', 'additionalProperties': False,
+    'required': ['device_uuid', 'history'],
+    'properties': {'device_uuid': common.STRING,
+                   'history': {'type': 'array', 'items': HISTORY_ROW}},
+}

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 
 from tests import servers
@@ -47,3 +48,56 @@ def test_bad_config_file_is_a_clear_error(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert 'missing.conf' in proc.stderr
+
+
+def test_every_worker_counts_in_every_scrape(sqlite_db, tmp_path):
+    """Two gunicorn workers: whichever answers a scrape, its counts are
+    both workers' (prometheus_client's multi-process files)."""
+    from prometheus_client import parser
+    port = servers.free_port()
+    metrics_dir = tmp_path / 'metrics'
+    config = tmp_path / 'api.conf'
+    config.write_text(
+        '[DEFAULT]\nstate_path = %s\n[database]\nconnection = %s\n'
+        '[api]\nport = %d\nworkers = 2\nauth_strategy = noauth\n'
+        '[metrics]\nmultiprocess_dir = %s\n'
+        % (tmp_path, sqlite_db, port, metrics_dir))
+    script = os.path.join(os.path.dirname(sys.executable), 'cyborg-lite-api')
+    env = dict(os.environ)
+    env.pop('PROMETHEUS_MULTIPROC_DIR', None)
+    proc = subprocess.Popen([script, '--config-file', str(config)],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        servers.wait_for_port(port, timeout=60, proc=proc)
+        base = 'http://127.0.0.1:%d' % port
+        sent = 0
+        # Bursts of concurrent requests until both workers answered some
+        # (each keeps its values in a file of its own).
+        while len(list(metrics_dir.glob('counter_*.db'))) < 2:
+            assert sent < 2000, 'one worker answered everything'
+            burst = [threading.Thread(target=_get,
+                                      args=(base + '/v2/devices',))
+                     for _ in range(16)]
+            for thread in burst:
+                thread.start()
+            for thread in burst:
+                thread.join()
+            sent += len(burst)
+        for _ in range(6):
+            with urllib.request.urlopen(base + '/metrics', timeout=30) as r:
+                text = r.read().decode()
+            counts = [s.value for f in
+                      parser.text_string_to_metric_families(text)
+                      for s in f.samples
+                      if s.name == 'cyborg_lite_api_requests_total' and
+                      s.labels['route'] == '/v2/devices']
+            assert counts == [float(sent)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _get(url):
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        resp.read()

@@ -278,6 +278,17 @@ def test_every_operation_answers_as_documented(app, conf):
     walk('DELETE', '/v2/bitstreams/{uuid}', 409, uuid=bitstream['uuid'])
     walk('POST', '/v2/deployables/{uuid}/clean', 202, uuid=dep.uuid)
     walk('POST', '/v2/deployables/{uuid}/clean', 409, uuid=dep.uuid)
+    # Every move above on the device is in its history.
+    events = [row['event'] for row in walk(
+        'GET', '/v2/devices/{uuid}/history', 200, uuid=device.uuid,
+        query='?limit=50').json['history']]
+    assert events == [
+        'arq.bind.start', 'arq.delete', 'device.disable', 'device.enable',
+        'programming_job.program.start', 'programming_job.update',
+        'programming_job.program.error', 'deployable.clean.request']
+    walk('GET', '/v2/devices/{uuid}/history', 404, uuid=UUID)
+    walk('GET', '/v2/devices/{uuid}/history', 400, uuid=device.uuid,
+         query='?limit=x')
     _walk_signatures(walk, bitstream['uuid'], data)
 
     unwalked = openapi.served_routes() - walk.seen - {

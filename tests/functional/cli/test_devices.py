@@ -3,6 +3,7 @@
 import sqlalchemy as sa
 
 from cyborg_lite.api import microversion
+from cyborg_lite.cli import devices as devices_cli
 from cyborg_lite.cli import versioned
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import models
@@ -53,6 +54,10 @@ def test_the_cli_asks_for_the_apis_health_version():
     assert versioned.HEALTH_API_VERSION == microversion.DEVICE_HEALTH
 
 
+def test_the_cli_asks_for_the_apis_history_version():
+    assert devices_cli.HISTORY_API_VERSION == microversion.DEVICE_HISTORY
+
+
 def test_an_unhealthy_device_shows_why_and_cannot_be_enabled(cli):
     dev, _ = c.add_device('host1')
     with session.writer() as s:
@@ -70,3 +75,18 @@ def test_an_unhealthy_device_shows_why_and_cannot_be_enabled(cli):
     assert len(result.stderr.strip().splitlines()) == 1
     assert cli('device', 'list', '-f', 'json').json[0]['status'] == \
         'maintaining'
+
+
+def test_device_history_lists_its_transitions_oldest_first(cli):
+    dev, _ = c.add_device('host1')
+    cli('device', 'disable', dev)
+    cli('device', 'enable', dev)
+    rows = cli('device', 'history', dev, '-f', 'json').json
+    assert [(r['event'], r['state']) for r in rows] == [
+        ('device.disable', 'maintaining'), ('device.enable', 'enabled')]
+    newest = cli('device', 'history', dev, '--limit', '1', '-f', 'json').json
+    assert [r['event'] for r in newest] == ['device.enable']
+    table = cli('device', 'history', dev).stdout
+    assert 'device.disable' in table and 'claim_name' in table
+    unknown = cli('device', 'history', '5d6a8f0e-6a47-4b5b-9c50-1a2b3c4d5e6f')
+    assert unknown.rc == 1 and '(HTTP 404)' in unknown.stderr

@@ -60,6 +60,10 @@ REPORT_INTERVAL = 1
 HEARTBEAT_INTERVAL = 1
 # Above a broker restart's gap (test_fault_rabbitmq_restart).
 AGENT_DOWN_TIME = 6
+# Notifications go to RabbitMQ on this topic (test_notifications.py
+# listens); the last agent's host is a Kubernetes node for the
+# conductors (the claims of test_notifications.py).
+NOTIFICATION_TOPIC = 'notifications'
 
 Region = collections.namedtuple('Region', ['host', 'rp_uuid', 'name'])
 
@@ -164,6 +168,9 @@ class Cluster:
                                 for i in range(conductors)]
         self.api_port = servers.free_port()
         self.api = 'http://127.0.0.1:%d/v2' % self.api_port
+        # The first conductor serves /metrics on a port of its own.
+        self.conductor_metrics_port = servers.free_port()
+        self.k8s_host = self.agent_hosts[-1]
         self.services = {}
         self.pg = self.rabbit = self.placement = None
         self.db_url = None
@@ -246,6 +253,8 @@ class Cluster:
                             'bind_wait_timeout': BIND_TIMEOUT - 2},
             'cleaning': {'heartbeat_timeout': 4, 'heartbeat_interval': 1,
                          'reap_interval': 1},
+            'oslo_messaging_notifications': {
+                'driver': 'messagingv2', 'topics': NOTIFICATION_TOPIC},
         }
 
     def _write_configs(self):
@@ -253,6 +262,11 @@ class Cluster:
             sections = self._common(name)
             sections['conductor'] = {'workers': 1, 'periodic_interval': 1,
                                      'agent_down_time': AGENT_DOWN_TIME}
+            sections['kubernetes'] = {'hosts': self.k8s_host}
+            if name == self.conductor_names[0]:
+                sections['metrics'] = {
+                    'conductor_port': self.conductor_metrics_port,
+                    'listen_host': '127.0.0.1'}
             sections['placement'] = {
                 'auth_type': 'admin_token', 'token': placement_server.TOKEN,
                 'endpoint_override': self.placement.endpoint,

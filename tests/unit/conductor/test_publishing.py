@@ -138,7 +138,7 @@ def test_the_last_publisher_is_who_served_the_newest_request(db):
     publish_requests.served('node1', newest, 'fast')
     # A slower publish, of an older read, serving after it.
     publish_requests.served('node1', newest - 1, 'slow')
-    assert publish_requests.state('node1') == (None, 0, 'fast')
+    assert publish_requests.state('node1') == (None, 0, 'fast', None)
     _request('node1')
     publish_requests.served('node1', newest + 1, 'slow')
     assert publish_requests.state('node1').publisher == 'slow'

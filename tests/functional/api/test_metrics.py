@@ -1,0 +1,171 @@
+"""GET /metrics of the API: what Prometheus reads.
+
+The text must parse with prometheus_client's own parser and pass
+``promtool check metrics`` (Debian's prometheus package; skipped without
+it, except under CI=true); every device and region has its series; a
+bind shows its holder in the next scrape and an unbind takes it away;
+requests are counted by their declared route template."""
+import collections
+import os
+import shutil
+import subprocess
+
+import pytest
+from prometheus_client import parser
+
+from cyborg_lite.db import arqs as arqs_db
+from tests.functional.api import conftest as api
+
+ADMIN = api.ADMIN
+UUID = '00000000-0000-4000-8000-000000000000'
+
+
+def scrape(app, headers=ADMIN):
+    resp = app.get('/metrics', headers=headers)
+    assert resp.content_type == 'text/plain'
+    return resp.text
+
+
+def samples(text, name):
+    """[(labels dict, value)] of every sample named ``name``."""
+    found = []
+    for family in parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                found.append((sample.labels, sample.value))
+    return found
+
+
+def promtool_check(text):
+    promtool = shutil.which('promtool')
+    if promtool is None:
+        if os.environ.get('CI') == 'true':
+            pytest.fail('promtool is not installed (Debian: prometheus)')
+        pytest.skip('promtool is not installed (Debian: prometheus)')
+    done = subprocess.run([promtool, 'check', 'metrics'], input=text,
+                          capture_output=True, text=True, timeout=60)
+    # NOTE: promtool prints lint problems and exits 3 for them, 1 for a
+    # text it cannot parse; both are failures here.
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == '' and done.stderr.strip() == '', \
+        done.stdout + done.stderr
+
+
+def _bound_region(app):
+    """A device with a region and a free handle; an ARQ bound to it as the
+    conductor binds (db/arqs.begin_binds and finish_bind)."""
+    device = api.add_device()
+    region = api.add_deployable(device)
+    api.add_handle(region, in_use=False)
+    api.create_profile(app, ADMIN)
+    arq = api.create_arqs(app, ADMIN).json['arqs'][0]['uuid']
+    started, refused = arqs_db.begin_binds({arq: {
+        'hostname': 'host1', 'device_rp_uuid': region.rp_uuid,
+        'instance_uuid': UUID}}, 'conductor-1')
+    assert not refused
+    return device, region, arq, started[0]
+
+
+def test_the_text_parses_and_passes_promtool(app):
+    device = api.add_device()
+    api.add_deployable(device)
+    app.get('/v2/devices', headers=ADMIN)
+    text = scrape(app)
+    families = {f.name for f in parser.text_string_to_metric_families(text)}
+    assert {'cyborg_lite_api_requests', 'cyborg_lite_device_info',
+            'cyborg_lite_region_state', 'cyborg_lite_device_holder_info',
+            'cyborg_lite_bind_duration_seconds'} <= families
+    promtool_check(text)
+
+
+def test_every_device_and_region_has_its_series(app):
+    devices = [api.add_device(hostname='host%d' % i) for i in range(3)]
+    regions = [api.add_deployable(d) for d in devices for _ in range(2)]
+    api.add_device(hostname='host9', status='maintaining')
+    text = scrape(app)
+    info = {s['device'] for s, _v in samples(text, 'cyborg_lite_device_info')}
+    assert {d.uuid for d in devices} <= info and len(info) == 4
+    for name in ('cyborg_lite_device_health',
+                 'cyborg_lite_device_maintenance',
+                 'cyborg_lite_device_available'):
+        assert len(samples(text, name)) == 4, name
+    state = {s['region']: s['state']
+             for s, _v in samples(text, 'cyborg_lite_region_state')}
+    assert state == {r.uuid: 'available' for r in regions}
+    maintaining = {s['device']: v for s, v in samples(
+        text, 'cyborg_lite_device_maintenance')}
+    assert sorted(maintaining.values()) == [0, 0, 0, 1]
+
+
+def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
+    device, region, arq, started = _bound_region(app)
+    assert samples(scrape(app), 'cyborg_lite_device_holder_info') == []
+    arqs_db.finish_bind(started, region.id, region.uuid)
+    holders = samples(scrape(app), 'cyborg_lite_device_holder_info')
+    assert holders == [({'device': device.uuid, 'region': region.uuid,
+                         'host': 'host1', 'project': 'admin-project',
+                         'instance': UUID, 'namespace': '', 'claim': ''},
+                        1.0)]
+    text = scrape(app)
+    assert samples(text, 'cyborg_lite_region_in_use') == [
+        ({'device': device.uuid, 'region': region.uuid, 'host': 'host1'},
+         1.0)]
+    promtool_check(text)
+    arqs_db.unbind(arq)
+    text = scrape(app)
+    assert samples(text, 'cyborg_lite_device_holder_info') == []
+    assert samples(text, 'cyborg_lite_region_in_use')[0][1] == 0.0
+
+
+def test_a_failed_bind_holds_nothing(app):
+    _device, region, arq, started = _bound_region(app)
+    arqs_db.finish_bind(started, region.id, region.uuid)
+    # Bound -> BindFailed (the reaper, an error after Bound) frees the
+    # handle but keeps the ARQ's region.
+    arqs_db.transition(arq, 'BindFailed', error='lost')
+    assert samples(scrape(app), 'cyborg_lite_device_holder_info') == []
+
+
+def _request_counts(app):
+    return {(s['route'], s['method'], s['status']): v for s, v in samples(
+        scrape(app), 'cyborg_lite_api_requests_total')}
+
+
+def test_requests_are_counted_by_route_template_not_path(app):
+    # NOTE: the counters are the process's; earlier tests counted too.
+    before = collections.Counter(_request_counts(app))
+    device = api.add_device()
+    for _ in range(3):
+        app.get('/v2/devices/%s' % device.uuid, headers=ADMIN)
+    app.get('/v2/devices/%s' % UUID, headers=ADMIN, status=404)
+    app.get('/v2/no/such/thing', headers=ADMIN, status=404)
+    app.get('/v2/devices', headers=api.ANONYMOUS, status=403)
+    after = _request_counts(app)
+    counts = collections.Counter(after)
+    counts.subtract(before)
+    assert counts[('/v2/devices/{uuid}', 'GET', '200')] == 3
+    assert counts[('/v2/devices/{uuid}', 'GET', '404')] == 1
+    assert counts[('unmatched', 'GET', '404')] == 1
+    assert counts[('/v2/devices', 'GET', '403')] == 1
+    assert not any(device.uuid in route for route, _m, _s in after)
+
+
+def test_only_an_admin_scrapes_unless_configured(app, api_conf, conductor):
+    app.get('/metrics', headers=api.MEMBER_A, status=403)
+    app.post('/metrics', headers=ADMIN, status=405)
+    api_conf.set_override('api_unauthenticated', True, group='metrics')
+    import webtest
+    from cyborg_lite.api import deploy
+    open_app = webtest.TestApp(deploy.loadapp(
+        api_conf, conductor_factory=lambda: conductor))
+    assert 'cyborg_lite_api_requests_total' in open_app.get(
+        '/metrics', headers=api.ANONYMOUS).text
+
+
+def test_metrics_off_is_a_404(app, api_conf, conductor):
+    api_conf.set_override('enabled', False, group='metrics')
+    import webtest
+    from cyborg_lite.api import deploy
+    off = webtest.TestApp(deploy.loadapp(
+        api_conf, conductor_factory=lambda: conductor))
+    off.get('/metrics', headers=ADMIN, status=404)
