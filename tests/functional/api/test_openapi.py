@@ -283,7 +283,8 @@ def test_every_operation_answers_as_documented(app, conf):
         'GET', '/v2/devices/{uuid}/history', 200, uuid=device.uuid,
         query='?limit=50').json['history']]
     assert events == [
-        'arq.bind.start', 'arq.delete', 'device.disable', 'device.enable',
+        'arq.bind.start', 'arq.unbind', 'device.disable', 'device.enable',
+        'deployable.clean.start', 'deployable.clean.end',
         'programming_job.program.start', 'programming_job.update',
         'programming_job.program.error', 'deployable.clean.request']
     walk('GET', '/v2/devices/{uuid}/history', 404, uuid=UUID)
