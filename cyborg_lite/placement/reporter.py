@@ -316,8 +316,19 @@ class Reporter:
 
     # -- the loop --------------------------------------------------------
 
-    def sync(self, hostname, devices, create_root=False, known=False):
+    def sync(self, hostname, devices, create_root=False, known=False,
+             reread=None):
         """Make Placement match ``devices``; a SyncReport of what changed.
+
+        ``reread``: a callable giving the host's devices as the database
+        has them now, called after each listing of the tree: what is
+        written is then never older than what another conductor wrote
+        before that listing (a write after the listing bumps the
+        generation and refuses ours). Without it, a publish whose read of
+        the database preceded another conductor's write, and whose own
+        write followed it (after a 409, say), would put the older state
+        back until its freshness check: a freed region reserved again,
+        and a claim Placement had just offered it refused.
 
         ``known``: the caller knows nobody else wrote the host's tree since
         this reporter's last sync of it (see PlacementSink.publish_known):
@@ -337,6 +348,8 @@ class Reporter:
             # NOTE: a retry lists the tree again.
             if listing is None:
                 listing = self.list_tree(root)
+            if reread is not None:
+                devices = reread()
             desired = tree_mod.build_tree(hostname, root, devices,
                                           self.numa_layer)
             current = self.read_tree(root, set(desired.by_uuid()), listing)

@@ -134,15 +134,22 @@ class PlacementSink(inventory_sink.InventorySink):
         its tree changed meanwhile (rounds bounded: a host that never stops
         changing is retried later).
         """
-        inventory = host_inventory.load(hostname, self.db_url)
+        read = [host_inventory.load(hostname, self.db_url)]
+
+        def reread():
+            read[0] = host_inventory.load(hostname, self.db_url,
+                                          previous=read[0])
+            return read[0].devices
+
         for _round in range(self.FRESHNESS_ROUNDS):
             # NOTE: only the first round may trust what is remembered: a
             # host that changed meanwhile may have been published by
             # another conductor.
             report = self.reporter.sync(
-                hostname, inventory.devices,
+                hostname, read[0].devices,
                 create_root=self.conf.placement.create_compute_node_rp,
-                known=known and _round == 0)
+                known=known and _round == 0, reread=reread)
+            inventory = read[0]
             now = host_inventory.load(hostname, self.db_url,
                                       previous=inventory)
             report.stale = now is not inventory and tree_mod.build_tree(
@@ -152,8 +159,8 @@ class PlacementSink(inventory_sink.InventorySink):
                 return now, report
             LOG.info('Host %s changed while it was published; again',
                      hostname)
-            inventory = now
-        return inventory, report
+            read[0] = now
+        return read[0], report
 
     def retry_pending(self):
         """Sync every pending host whose backoff has passed; the results."""

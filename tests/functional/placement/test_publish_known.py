@@ -292,3 +292,44 @@ def test_records_are_off_while_old_conductors_may_run(host, conf):
     _report(cautious, host, FUNCTIONS[0])
 
     assert len(_provider_reads(client.taken())) == 2 * len(_recorded())
+
+
+def test_a_publish_read_before_anothers_write_never_writes_it_back(
+        host, other_conductor, monkeypatch):
+    """The first conductor reads the host (region0 back to its own
+    function), the other one then writes a newer state (FUNCTIONS[1]) to
+    the database and Placement, and only then does the first one write:
+    refused on the generation, it must write what the database says now,
+    never its older read (Placement would take the newer function away
+    until the first conductor's freshness check put it back)."""
+    _report(host.conductor, host, FUNCTIONS[0])
+    reporter = host.publisher.sinks[0].reporter
+    sync = reporter.sync
+    written = []
+
+    def sync_after_the_others_write(*args, **kwargs):
+        if not written:
+            written.append('the other conductor')
+            _report(other_conductor, host, FUNCTIONS[1])
+        return sync(*args, **kwargs)
+
+    monkeypatch.setattr(reporter, 'sync', sync_after_the_others_write)
+    accepted = []
+    request = host.placement.request
+
+    def noting_accepted(method, url, body=None, ok=(200, 201, 204)):
+        answer = request(method, url, body, ok)
+        accepted.append((method, url, body))
+        return answer
+
+    monkeypatch.setattr(host.placement, 'request', noting_accepted)
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+
+    host.report()
+
+    assert written == ['the other conductor']
+    assert [body for method, url, body in accepted
+            if (method, url) == ('PUT', '/resource_providers/%s/traits'
+                                 % rp)
+            and _trait(FUNCTIONS[1]) not in body['traits']] == []
+    assert _trait(FUNCTIONS[1]) in host.traits()['region0']
