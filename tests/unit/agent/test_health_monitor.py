@@ -188,16 +188,31 @@ def test_a_driver_without_signals_says_its_records_health(conf2):
     assert _apply(monitor, plain)[CARD] == ('degraded', 'fan 2 stopped')
 
 
-def test_a_driver_whose_health_read_fails_keeps_its_states(conf2):
+def test_a_driver_whose_health_read_fails_keeps_its_states(conf2, caplog):
     driver = SignalDriver(conf2, [h.fpga(CARD)])
     driver.readings[CARD] = [_temp(97.0)]
+    driver.region_readings[CARD] = {'region1': [health.Condition(
+        'port_errors', 'unhealthy', 'port_errors 0x1')]}
     monitor = _monitor(conf2)
     _apply(monitor, driver)
     _apply(monitor, driver)
+    unhealthy = ('unhealthy', 'temperature 97 °C ≥ crit 95 °C')
     driver.read_error = RuntimeError('bug')
-    # No readings at all, so the clear window starts: the inventory still
-    # reaches the conductor.
-    assert CARD in _apply(monitor, driver)
+    # A failed read is no reading: not a clear one either, however many
+    # scans it lasts; the inventory still reaches the conductor.
+    for _ in range(3 * conf2.health.readings_to_clear):
+        [record] = monitor.apply(driver, driver.discover())
+        assert (record.health, record.health_reason) == unhealthy
+        assert [(d.health, d.health_reason) for d in record.deployables] == [
+            ('healthy', None), ('unhealthy', 'port_errors 0x1')]
+    failed = [r for r in caplog.records
+              if 'failed to read health signals' in r.getMessage()]
+    assert len(failed) == 1
+    # Readable and cool again: the clear window starts only now.
+    driver.read_error = None
+    driver.readings[CARD] = [_temp(40.0)]
+    assert _apply(monitor, driver)[CARD] == unhealthy
+    assert _apply(monitor, driver)[CARD][0] == 'recovering'
 
 
 def test_an_unreadable_state_file_starts_afresh(conf2):
