@@ -161,6 +161,24 @@ def test_a_vanished_device_is_reported_then_dropped(conf2):
     assert CARD not in _apply(restarted, driver)
 
 
+def test_a_vanished_device_outlives_a_failed_read(conf2):
+    now = [1000.0]
+    conf2.set_override('vanished_report_seconds', 60, group='health')
+    driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga('0000:af:00.0')])
+    monitor = _monitor(conf2, clock=lambda: now[0])
+    _apply(monitor, driver)
+    driver.devices, driver.vanished = [h.fpga('0000:af:00.0')], {CARD}
+    _apply(monitor, driver)
+    gone = ('unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
+    assert _apply(monitor, driver)[CARD] == gone
+    # No reading says it came back: still reported, still unhealthy,
+    # until its time is up.
+    driver.read_error = RuntimeError('bug')
+    assert _apply(monitor, driver)[CARD] == gone
+    now[0] += 61
+    assert CARD not in _apply(monitor, driver)
+
+
 def test_a_device_that_comes_back(conf2):
     driver = SignalDriver(conf2, [h.fpga(CARD)])
     monitor = _monitor(conf2)
