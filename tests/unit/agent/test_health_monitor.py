@@ -143,17 +143,25 @@ def test_a_region_s_own_signals(conf2):
         'healthy', 'unhealthy', 'port_errors 0x1')
 
 
-def test_a_vanished_device_is_reported_then_dropped(conf2):
-    now = [1000.0]
+GONE = ('unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
+
+
+def _card_vanished(conf2, now):
+    """(driver, monitor) after CARD left the bus, reported unhealthy;
+    ``now``: the monitor's clock, [seconds]."""
     conf2.set_override('vanished_report_seconds', 60, group='health')
     driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga('0000:af:00.0')])
     monitor = _monitor(conf2, clock=lambda: now[0])
     _apply(monitor, driver)
-    driver.devices = [h.fpga('0000:af:00.0')]
-    driver.vanished = {CARD}
+    driver.devices, driver.vanished = [h.fpga('0000:af:00.0')], {CARD}
     _apply(monitor, driver)
-    assert _apply(monitor, driver)[CARD] == (
-        'unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
+    assert _apply(monitor, driver)[CARD] == GONE
+    return driver, monitor
+
+
+def test_a_vanished_device_is_reported_then_dropped(conf2):
+    now = [1000.0]
+    driver, _first = _card_vanished(conf2, now)
     # Across a restart too: the state file keeps it.
     restarted = _monitor(conf2, clock=lambda: now[0])
     assert _apply(restarted, driver)[CARD][0] == 'unhealthy'
@@ -163,18 +171,11 @@ def test_a_vanished_device_is_reported_then_dropped(conf2):
 
 def test_a_vanished_device_outlives_a_failed_read(conf2):
     now = [1000.0]
-    conf2.set_override('vanished_report_seconds', 60, group='health')
-    driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga('0000:af:00.0')])
-    monitor = _monitor(conf2, clock=lambda: now[0])
-    _apply(monitor, driver)
-    driver.devices, driver.vanished = [h.fpga('0000:af:00.0')], {CARD}
-    _apply(monitor, driver)
-    gone = ('unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
-    assert _apply(monitor, driver)[CARD] == gone
+    driver, monitor = _card_vanished(conf2, now)
     # No reading says it came back: still reported, still unhealthy,
     # until its time is up.
     driver.read_error = RuntimeError('bug')
-    assert _apply(monitor, driver)[CARD] == gone
+    assert _apply(monitor, driver)[CARD] == GONE
     now[0] += 61
     assert CARD not in _apply(monitor, driver)
 

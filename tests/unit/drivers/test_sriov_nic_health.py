@@ -3,6 +3,8 @@ fixture host's own files, through the agent's health monitor: the PF's
 AER counters and link, and sriov_numvfs disagreeing with its VF links."""
 import shutil
 
+import pytest
+
 from tests.unit.drivers import health_helpers as hh
 from tests.unit.drivers import test_sriov_nic as t
 from tests.unit.drivers.test_sriov_nic import nic_host  # noqa: F401
@@ -20,25 +22,18 @@ def test_healthy(conf, nic_host):
         PF0: ('healthy', None), PF1: ('healthy', None)}
 
 
-def test_degraded(conf, nic_host):
+@pytest.mark.parametrize('overlay, pf0', [
+    ('degraded', ('degraded', 'link_width x4 < max x8')),
+    ('unhealthy', ('unhealthy', 'aer_dev_fatal grew from 0 to 1')),
+])
+def test_a_fault_on_one_pf(conf, nic_host, overlay, pf0):
     driver = t._driver(conf, nic_host)
     monitor = hh.monitor(conf)
     hh.scan(monitor, driver)
-    hh.overlay(nic_host, 'nic_health', 'degraded')
+    hh.overlay(nic_host, 'nic_health', overlay)
     assert _health(hh.scan(monitor, driver))[PF0] == ('healthy', None)
     assert _health(hh.scan(monitor, driver)) == {
-        PF0: ('degraded', 'link_width x4 < max x8'),
-        PF1: ('healthy', None)}
-
-
-def test_unhealthy(conf, nic_host):
-    driver = t._driver(conf, nic_host)
-    monitor = hh.monitor(conf)
-    hh.scan(monitor, driver)
-    hh.overlay(nic_host, 'nic_health', 'unhealthy')
-    assert _health(hh.scan(monitor, driver, times=2)) == {
-        PF0: ('unhealthy', 'aer_dev_fatal grew from 0 to 1'),
-        PF1: ('healthy', None)}
+        PF0: pf0, PF1: ('healthy', None)}
 
 
 def test_numvfs_disagreeing_with_the_links(conf, nic_host):
