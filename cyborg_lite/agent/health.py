@@ -59,6 +59,7 @@ class HealthMonitor:
         # driver -> {identity: {signal: value}} of the last scan, for
         # metrics.
         self.values = {}
+        self.failing = set()      # drivers whose last health read failed
         self._written = None
         self._load()
 
@@ -80,32 +81,79 @@ class HealthMonitor:
                     record)
         missing = list(missing.values())
         signals = self._read(driver, records, missing)
-        kept = self._vanished(name, missing, signals, current)
-        touched = set()
-        values = {}
-        for record in records + kept:
-            own = signals.get(record.identity, health.Signals())
-            touched |= self._observe_device(name, record, own,
-                                            isinstance(driver,
-                                                       base.HealthInterface))
-            values[record.identity] = health.values(own.device)
-        self.values[name] = values
+        if signals is None:
+            # No observation: every machine keeps its state and reason.
+            kept = self._still_vanished(name, current)
+            touched = set().union(*(self._recall(name, r)
+                                    for r in records + kept))
+            self.values[name] = {}
+        else:
+            kept = self._vanished(name, missing, signals, current)
+            touched = self._observe_all(driver, records + kept, signals)
         self.seen[name] = {r.identity: r for r in records}
         self._forget(name, touched)
         self._save()
         return records + kept
 
+    def _observe_all(self, driver, records, signals):
+        """Feed one reading to the machines of ``records``; the keys of
+        the machines fed."""
+        touched, values = set(), {}
+        own_signals = isinstance(driver, base.HealthInterface)
+        for record in records:
+            own = signals.get(record.identity, health.Signals())
+            touched |= self._observe_device(driver.name, record, own,
+                                            own_signals)
+            values[record.identity] = health.values(own.device)
+        self.values[driver.name] = values
+        return touched
+
     def _read(self, driver, records, missing):
+        """{identity: Signals}, or None when the driver failed to read."""
         if not isinstance(driver, base.HealthInterface):
             return {}
         try:
-            return driver.read_health(records, missing) or {}
+            signals = driver.read_health(records, missing) or {}
         except Exception:
             # NOTE: a driver's bug must not stop its inventory reaching
-            # the conductor; its machines keep their states.
-            LOG.exception('Driver %s failed to read health signals',
-                          driver.name)
-            return {}
+            # the conductor, nor pass for readings that all cleared
+            # (an unhealthy device offered again): the scan is no
+            # observation. Said once per run of failures.
+            if driver.name not in self.failing:
+                LOG.exception('Driver %s failed to read health signals; its '
+                              'devices keep their health states until a '
+                              'read succeeds', driver.name)
+            self.failing.add(driver.name)
+            return None
+        if driver.name in self.failing:
+            LOG.info('Driver %s reads health signals again', driver.name)
+            self.failing.discard(driver.name)
+        return signals
+
+    def _recall(self, name, record):
+        """Give ``record`` and its regions their machines' states and
+        reasons without a reading; a device with no machine yet keeps what
+        its driver said until its first reading."""
+        touched = set()
+        for target, key in [(record, _key(name, record.identity))] + [
+                (dep, _key(name, record.identity, dep.name))
+                for dep in record.deployables]:
+            machine = self.machines.get(key)
+            if machine is not None:
+                target.health, target.health_reason = (machine.state,
+                                                       machine.reason)
+                touched.add(key)
+        return touched
+
+    def _still_vanished(self, name, current):
+        """The vanished devices to keep reporting when no reading says
+        whether they are still gone from the bus."""
+        now = self.clock()
+        return [device_records.DeviceRecord.from_dict(record)
+                for identity, (since, record) in
+                self.vanished.get(name, {}).items()
+                if identity not in current
+                and now - since < self.vanished_for]
 
     def _vanished(self, name, missing, signals, current):
         """The missing records to keep reporting: gone from the bus, and

@@ -413,7 +413,9 @@ def _power(hwmon):
                          (limit, 'max') if limit else None)]
 
 
-_HWMON_READERS = {'dfl_fme_thermal': _thermal, 'dfl_fme_power': _power}
+# hwmon name -> (the signal it gives, its reader).
+_HWMON_READERS = {'dfl_fme_thermal': ('temperature', _thermal),
+                  'dfl_fme_power': ('power', _power)}
 
 
 def _hwmon_readings(fme_dir):
@@ -424,12 +426,21 @@ def _hwmon_readings(fme_dir):
     for name in sysfs.numbered(sysfs.list_dir(hwmon_dir), 'hwmon'):
         path = os.path.join(hwmon_dir, name)
         try:
-            reader = _HWMON_READERS.get(sysfs.read_text(
-                os.path.join(path, 'name')))
-            if reader is not None:
-                readings += reader(path)
+            kind = sysfs.read_text(os.path.join(path, 'name'))
         except exception.HostDataError as e:
-            readings.append(health.Unreadable('hwmon', str(e)))
+            # Either of them: keep both as they were last read.
+            readings += [health.Unreadable(signal, str(e)) for signal, _r
+                         in _HWMON_READERS.values()]
+            continue
+        signal, reader = _HWMON_READERS.get(kind, (None, None))
+        if reader is None:
+            continue
+        try:
+            readings += reader(path)
+        except exception.HostDataError as e:
+            # NOTE: the finding's own signal, so that an unreadable scan
+            # keeps its last finding instead of reading as all clear.
+            readings.append(health.Unreadable(signal, str(e)))
     return readings
 
 

@@ -88,31 +88,42 @@ def parse_speed(text):
 
 
 def _link_readings(path, check_speed):
+    # NOTE: each under its own signal, so that an unreadable one keeps
+    # its own last finding (common/health.classify) and not the other's.
     readings = []
-    try:
-        width = sysfs.read_int(os.path.join(path, 'current_link_width'), 0,
-                               64)
-        widest = sysfs.read_int(os.path.join(path, 'max_link_width'), 0, 64)
-        if width == 0 and widest:
-            readings.append(health.Condition(
-                'link_width', 'unhealthy', 'link_width x0: the link is '
-                'down'))
-        elif width is not None and widest and width < widest:
-            readings.append(health.Condition(
-                'link_width', 'degraded', 'link_width x%d < max x%d'
-                % (width, widest)))
-        if check_speed:
-            speed = parse_speed(sysfs.read_text(
-                os.path.join(path, 'current_link_speed')))
-            fastest = parse_speed(sysfs.read_text(
-                os.path.join(path, 'max_link_speed')))
-            if speed and fastest and speed < fastest:
-                readings.append(health.Condition(
-                    'link_speed', 'degraded', 'link_speed %g GT/s < max '
-                    '%g GT/s' % (speed, fastest)))
-    except exception.HostDataError as e:
-        readings.append(health.Unreadable('link_width', str(e)))
+    for signal, reader in [('link_width', _link_width)] + (
+            [('link_speed', _link_speed)] if check_speed else []):
+        try:
+            found = reader(path)
+        except exception.HostDataError as e:
+            found = health.Unreadable(signal, str(e))
+        if found is not None:
+            readings.append(found)
     return readings
+
+
+def _link_width(path):
+    width = sysfs.read_int(os.path.join(path, 'current_link_width'), 0, 64)
+    widest = sysfs.read_int(os.path.join(path, 'max_link_width'), 0, 64)
+    if width == 0 and widest:
+        return health.Condition('link_width', 'unhealthy',
+                                'link_width x0: the link is down')
+    if width is not None and widest and width < widest:
+        return health.Condition('link_width', 'degraded',
+                                'link_width x%d < max x%d' % (width, widest))
+    return None
+
+
+def _link_speed(path):
+    speed = parse_speed(sysfs.read_text(
+        os.path.join(path, 'current_link_speed')))
+    fastest = parse_speed(sysfs.read_text(
+        os.path.join(path, 'max_link_speed')))
+    if speed and fastest and speed < fastest:
+        return health.Condition('link_speed', 'degraded',
+                                'link_speed %g GT/s < max %g GT/s'
+                                % (speed, fastest))
+    return None
 
 
 def function_readings(sysfs_root, address, check_speed=True,

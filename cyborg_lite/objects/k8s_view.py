@@ -9,7 +9,10 @@ reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
 itself allocated), and a region an ARQ holds gets ``in-use=nova``; a
 degraded one (host_inventory.advisories) an informational taint.
 """
+import re
+
 from cyborg_lite.common import k8s_inventory as inventory
+from cyborg_lite.common import k8s_names
 from cyborg_lite.common import naming
 from cyborg_lite.objects import host_inventory
 
@@ -27,10 +30,20 @@ def _bound_to_nova(deployable):
                for h in deployable.attach_handles)
 
 
+# A reason starts with its first finding's signal (common/health.py):
+# `catfatal_errors 0x4`, `dfl_tree: ...`, `pci 0000:af:00.0 is gone ...`.
+_LEADING_SIGNAL_RE = re.compile(r'[A-Za-z0-9][-A-Za-z0-9_.]*')
+
+
 def _health_signal(device, dep):
-    """The first word of the health reason: the signal behind it."""
+    """The signal behind the health reason, as a taint's value: a valid
+    label value, or None when the reason does not start with one."""
     _state, reason = host_inventory.health_of(device, dep)
-    return reason.split(' ', 1)[0] if reason else None
+    match = _LEADING_SIGNAL_RE.match(reason or '')
+    if match is None:
+        return None
+    signal = match.group(0).rstrip('-_.')
+    return signal if signal and k8s_names.is_label_value(signal) else None
 
 
 def _deployable(hostname, device, dep, conf):

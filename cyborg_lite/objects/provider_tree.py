@@ -323,7 +323,11 @@ def choose_member(device, members, group, region_type=None, loaded=None):
         reason = mismatch(device, dep, group, region_type)
         blocked = host_inventory.unavailable_reasons(device, dep)
         if reason is None and blocked:
-            reason = 'unavailable [%s]' % ', '.join(blocked)
+            # NOTE: as the single region's refusal says it (region_refusal):
+            # why it is unhealthy, who holds its function.
+            reason = 'unavailable [%s]: %s' % (', '.join(blocked),
+                                               host_inventory.describe(
+                                                   blocked, device, dep))
         if reason is None and not any(not h.in_use and h.held_by is None
                                       for h in dep.attach_handles):
             reason = 'no free attach handle'

@@ -60,7 +60,8 @@ class HealthAllInOne(flow.AllInOne):
 
     def wait_ready(self, timeout=90):
         servers.wait_for_port(self.api_port, timeout, proc=self.proc)
-        if not waiting.until(lambda: self._regions_offered() == 2, timeout,
+        # Two FPGAs: [fake_driver]sriov gives each region its own VF.
+        if not waiting.until(lambda: self._fpgas_offered() == 2, timeout,
                              interval=0.2):
             raise TimeoutError('regions never reached Placement:\n' +
                                self.read_log())

@@ -143,22 +143,41 @@ def test_a_region_s_own_signals(conf2):
         'healthy', 'unhealthy', 'port_errors 0x1')
 
 
-def test_a_vanished_device_is_reported_then_dropped(conf2):
-    now = [1000.0]
+GONE = ('unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
+
+
+def _card_vanished(conf2, now):
+    """(driver, monitor) after CARD left the bus, reported unhealthy;
+    ``now``: the monitor's clock, [seconds]."""
     conf2.set_override('vanished_report_seconds', 60, group='health')
     driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga('0000:af:00.0')])
     monitor = _monitor(conf2, clock=lambda: now[0])
     _apply(monitor, driver)
-    driver.devices = [h.fpga('0000:af:00.0')]
-    driver.vanished = {CARD}
+    driver.devices, driver.vanished = [h.fpga('0000:af:00.0')], {CARD}
     _apply(monitor, driver)
-    assert _apply(monitor, driver)[CARD] == (
-        'unhealthy', 'pci 0000:5e:00.0 is gone from the PCI bus')
+    assert _apply(monitor, driver)[CARD] == GONE
+    return driver, monitor
+
+
+def test_a_vanished_device_is_reported_then_dropped(conf2):
+    now = [1000.0]
+    driver, _first = _card_vanished(conf2, now)
     # Across a restart too: the state file keeps it.
     restarted = _monitor(conf2, clock=lambda: now[0])
     assert _apply(restarted, driver)[CARD][0] == 'unhealthy'
     now[0] += 61
     assert CARD not in _apply(restarted, driver)
+
+
+def test_a_vanished_device_outlives_a_failed_read(conf2):
+    now = [1000.0]
+    driver, monitor = _card_vanished(conf2, now)
+    # No reading says it came back: still reported, still unhealthy,
+    # until its time is up.
+    driver.read_error = RuntimeError('bug')
+    assert _apply(monitor, driver)[CARD] == GONE
+    now[0] += 61
+    assert CARD not in _apply(monitor, driver)
 
 
 def test_a_device_that_comes_back(conf2):
@@ -188,16 +207,31 @@ def test_a_driver_without_signals_says_its_records_health(conf2):
     assert _apply(monitor, plain)[CARD] == ('degraded', 'fan 2 stopped')
 
 
-def test_a_driver_whose_health_read_fails_keeps_its_states(conf2):
+def test_a_driver_whose_health_read_fails_keeps_its_states(conf2, caplog):
     driver = SignalDriver(conf2, [h.fpga(CARD)])
     driver.readings[CARD] = [_temp(97.0)]
+    driver.region_readings[CARD] = {'region1': [health.Condition(
+        'port_errors', 'unhealthy', 'port_errors 0x1')]}
     monitor = _monitor(conf2)
     _apply(monitor, driver)
     _apply(monitor, driver)
+    unhealthy = ('unhealthy', 'temperature 97 °C ≥ crit 95 °C')
     driver.read_error = RuntimeError('bug')
-    # No readings at all, so the clear window starts: the inventory still
-    # reaches the conductor.
-    assert CARD in _apply(monitor, driver)
+    # A failed read is no reading: not a clear one either, however many
+    # scans it lasts; the inventory still reaches the conductor.
+    for _ in range(3 * conf2.health.readings_to_clear):
+        [record] = monitor.apply(driver, driver.discover())
+        assert (record.health, record.health_reason) == unhealthy
+        assert [(d.health, d.health_reason) for d in record.deployables] == [
+            ('healthy', None), ('unhealthy', 'port_errors 0x1')]
+    failed = [r for r in caplog.records
+              if 'failed to read health signals' in r.getMessage()]
+    assert len(failed) == 1
+    # Readable and cool again: the clear window starts only now.
+    driver.read_error = None
+    driver.readings[CARD] = [_temp(40.0)]
+    assert _apply(monitor, driver)[CARD] == unhealthy
+    assert _apply(monitor, driver)[CARD][0] == 'recovering'
 
 
 def test_an_unreadable_state_file_starts_afresh(conf2):

@@ -92,6 +92,30 @@ def test_an_unreadable_register_changes_nothing(conf, driver, dfl_host):
     assert hh.scan(monitor, driver)[PAC][0] == 'recovering'
 
 
+@pytest.mark.parametrize('unreadable', ['temp1_input', 'name'])
+def test_an_unreadable_sensor_keeps_its_finding(conf, driver, dfl_host,
+                                                unreadable):
+    monitor = hh.monitor(conf, to_fault=1, to_clear=1)
+    hh.overlay(dfl_host, 'dfl_health', 'degraded')
+    hot = ('degraded', 'temperature 91.5 °C ≥ max 90 °C')
+    assert hh.scan(monitor, driver)[D5005][:2] == hot
+    hwmon = dfl_host / t.D5005_REGION / 'dfl-fme.1/hwmon/hwmon2'
+    kept = (hwmon / unreadable).read_text()
+    if unreadable == 'name':
+        (hwmon / 'name').unlink()
+        (hwmon / 'name').mkdir()      # its read fails (EISDIR)
+    else:
+        (hwmon / unreadable).write_text('garbage\n')
+    # The temperature could not be read: not a cool reading.
+    for _ in range(3):
+        assert hh.scan(monitor, driver)[D5005][:2] == hot
+    if unreadable == 'name':
+        (hwmon / 'name').rmdir()
+        (hwmon / 'name').write_text(kept)
+    (hwmon / 'temp1_input').write_text('40000\n')
+    assert hh.scan(monitor, driver)[D5005][0] == 'healthy'
+
+
 def test_a_card_gone_from_the_bus_is_reported_unhealthy(conf, driver,
                                                          dfl_host):
     monitor = hh.monitor(conf)

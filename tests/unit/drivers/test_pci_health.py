@@ -60,6 +60,28 @@ def test_a_gpu_s_idle_link_speed_is_no_fault(conf, driver, pci_host):
         'degraded', 'link_width x8 < max x16')
 
 
+def test_an_unreadable_link_attribute_keeps_its_own_finding(conf, driver,
+                                                           pci_host):
+    monitor = hh.monitor(conf, to_fault=1, to_clear=1)
+    hh.overlay(pci_host, 'pci_health', 'degraded')
+    slow = ('degraded', 'link_speed 2.5 GT/s < max 8 GT/s')
+    assert _health(hh.scan(monitor, driver))[PAC] == slow
+    pac = pci_host / 'sys/devices/pci0000:5d/0000:5d:00.0' / PAC
+    speed = pac / 'current_link_speed'
+    speed.unlink()
+    speed.mkdir()                 # its read fails (EISDIR)
+    # The speed could not be read: not a full-speed reading.
+    for _ in range(3):
+        assert _health(hh.scan(monitor, driver))[PAC] == slow
+    # An unreadable width says nothing of the speed, and the reverse.
+    speed.rmdir()
+    speed.write_text('2.5 GT/s PCIe\n')
+    (pac / 'current_link_width').write_text('garbage\n')
+    assert _health(hh.scan(monitor, driver))[PAC] == slow
+    speed.write_text('8.0 GT/s PCIe\n')
+    assert _health(hh.scan(monitor, driver))[PAC] == ('healthy', None)
+
+
 def test_a_function_gone_from_the_bus(conf, driver, pci_host):
     monitor = hh.monitor(conf)
     hh.scan(monitor, driver)

@@ -98,3 +98,19 @@ def test_the_view_takes_health_from_the_one_predicate():
     [dep] = _view('degraded', 'link_width x4 < max x8',
                   informational_taints=False).devices[0].deployables
     assert dep.advisories == ()
+
+
+@pytest.mark.parametrize('reason, value', [
+    ('dfl_tree: port 1 lists no region', 'dfl_tree'),
+    ('pci 0000:af:00.0 is gone from the PCI bus', 'pci'),
+    ('temperature. 97 °C', 'temperature'),
+    ('x' * 64 + ' is too long for a label', None),
+    ('°C first', None),
+    ('', None),
+])
+def test_the_taint_value_is_always_a_label_value(reason, value):
+    host = _view('unhealthy', reason)
+    [dep] = host.devices[0].deployables
+    assert dep.health_signal == value
+    [taint] = _taints(host)[REGION]
+    assert taint.get('value') == value

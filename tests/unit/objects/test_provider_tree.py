@@ -257,4 +257,19 @@ def test_a_bind_never_takes_a_sibling_that_may_not_be_bound():
     chosen, why = _choose(dev, {'resources:FPGA': '1'})
     assert chosen is None
     assert why == ('region0: no free attach handle; '
-                   'region1: unavailable [handle_shared_in_use]')
+                   'region1: unavailable [handle_shared_in_use]: its PCI '
+                   'function (or mdev) is attached through a sibling '
+                   'deployable that shares it; held by ARQ arq-1 on '
+                   'region0')
+
+
+def test_a_bind_refused_on_an_unhealthy_card_says_why():
+    dev = _behind(_fpga(health='unhealthy',
+                        health_reason='catfatal_errors 0x4'),
+                  ((_handle(),), 'available'), ((_handle(),), 'available'))
+    chosen, why = _choose(dev, {'resources:FPGA': '1'})
+    assert chosen is None
+    assert why == '; '.join(
+        '%s: unavailable [unhealthy]: %s (catfatal_errors 0x4)'
+        % (name, views.REASONS['unhealthy'])
+        for name in ('region0', 'region1'))
