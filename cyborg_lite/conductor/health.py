@@ -8,10 +8,11 @@ turned unhealthy stays where it is (its workload runs on): its holder is
 named in the log, so an operator (or a tool reading the log) can move the
 workload, and again when the device is healthy.
 
-Issue 33's notifications and device history are not in this tree yet:
-``tell_holders`` sees every stored move of health with its holders, the
-place to emit them from; the agent's monitor keeps each device's last
-gauge and counter values (``HealthMonitor.values``) for its metrics.
+A device's move of health is recorded where it is stored: its history
+row and its ``device.health_change`` notification are written in the
+report's transaction (db/devices.health_changed, from db/inventory.py).
+A region's own move (a DFL port's errors) is in its device's
+availability, not in the history.
 """
 from oslo_log import log as logging
 
