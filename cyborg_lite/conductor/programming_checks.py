@@ -19,6 +19,7 @@ from cyborg_lite.common import signatures
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
+from cyborg_lite.objects import bitstream_trust
 
 LOG = logging.getLogger(__name__)
 
@@ -110,7 +111,8 @@ def _visible(project_id, is_admin):
 def resolve_function(function_id, deployable, project_id=None,
                      is_admin=False):
     """The uuid of the one active bitstream that loads ``function_id``
-    into a region of this type; none or several differing ones refuse."""
+    into a region of this type; none or several differing ones refuse.
+    Of several rows of the same bytes, a verified one is taken."""
     wanted = normalise_id(function_id, 'accel:function_id')
     region_type = normalise_id(deployable.region_type, 'region_type')
     found = [b for b in bitstreams_db.list_bitstreams(
@@ -125,4 +127,10 @@ def resolve_function(function_id, deployable, project_id=None,
         raise exception.AmbiguousFunction(
             function_id=function_id, region_type=region_type,
             uuids=', '.join(b.uuid for b in found))
+    if len(found) > 1:
+        # NOTE: one copy may be signed and another not; the signed one is
+        # what a signature policy lets through.
+        verdicts = bitstream_trust.verdicts(found)
+        found.sort(key=lambda b: verdicts[b.uuid].status !=
+                   signatures.VERIFIED)
     return found[0].uuid

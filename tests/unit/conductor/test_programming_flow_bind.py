@@ -4,10 +4,13 @@ import pytest
 
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.common import signatures
 from cyborg_lite.conductor import programming
 from cyborg_lite.conductor import programming_checks
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import trusted_keys as keys_db
+from tests import signing_keys
 from tests.unit.conductor import bind_helpers
 from tests.unit.conductor import programming_flow_helpers as h
 
@@ -36,6 +39,19 @@ def test_same_bytes_twice_is_not_ambiguous(db):
     first = _bitstream(sha='1')
     _bitstream(sha='1')
     assert programming_checks.resolve_function(NEW, region) == first.uuid
+
+
+def test_of_the_same_bytes_a_verified_copy_is_taken(db):
+    region, key = h.add_region(), signing_keys.new_key()
+    keys_db.create(signatures.load_key(signing_keys.public_pem(key)),
+                   'lab', None)
+    stranger, unsigned, verified = [_bitstream(sha='1') for _ in range(3)]
+    # Signed, but by a key nobody trusts: no better than unsigned.
+    bitstreams_db.set_signature(stranger.uuid, signatures.encode_signature(
+        signatures.sign(signing_keys.new_key(), '1' * 64)[0]))
+    bitstreams_db.set_signature(verified.uuid, signatures.encode_signature(
+        signatures.sign(key, '1' * 64)[0]))
+    assert programming_checks.resolve_function(NEW, region) == verified.uuid
 
 
 def test_no_or_several_bitstreams_refused_clearly(db):
