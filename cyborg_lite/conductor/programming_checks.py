@@ -11,6 +11,9 @@ overrides that). ``resolve_function`` picks the bitstream a bind's
 
 Jobs, binds and Kubernetes prepares all come here: each starts a job
 through conductor/programming.create_job_for, which calls ``preflight``.
+A bind or prepare that finds its image already loaded asks
+``loaded_image_trusted`` whether that image passes the same signature
+check now; if not, it loads the image again through a job.
 """
 from oslo_log import log as logging
 
@@ -78,7 +81,7 @@ def check_signature(bitstream, trust):
     if trust.policy == signatures.DISABLED:
         return
     found = trust.verdict
-    if not signatures.permits(trust.policy, found.status):
+    if _refused(trust):
         raise exception.SignatureRefused(uuid=bitstream.uuid,
                                          status=found.status,
                                          reason=found.reason,
@@ -87,6 +90,57 @@ def check_signature(bitstream, trust):
         LOG.warning('Bitstream %s is programmed with its signature %s (%s): '
                     'the signature policy of %s is warn', bitstream.uuid,
                     found.status, found.reason, trust.scope)
+
+
+def _refused(trust):
+    """Whether the policy ``trust`` holds refuses its verdict."""
+    return (trust.policy != signatures.DISABLED and
+            not signatures.permits(trust.policy, trust.verdict.status))
+
+
+def loaded_image_trusted(bitstream_id, function_id, project_id):
+    """Whether the image a region holds (the ``bitstream_id`` and
+    ``function_id`` recorded on it) passes, for ``project_id``, the
+    signature check a job of it would get now.
+
+    A bind or a Kubernetes prepare that finds what it asks for already
+    loaded hands the region out as it is only then; otherwise the region
+    counts as not loaded, and the job that loads it again passes every
+    check or refuses. An image cyborg_lite did not load (no bitstream
+    recorded, that bitstream gone, or the region reporting a function
+    other than the bitstream's) is unsigned.
+    """
+    bitstream = _loaded_bitstream(bitstream_id, function_id)
+    trust = bitstream_trust.load(bitstream, project_id)
+    if not _refused(trust):
+        return True
+    LOG.info('A region holds %s, whose signature is %s (%s): the signature '
+             'policy of %s refuses it, so the region counts as not loaded',
+             'bitstream %s' % bitstream.uuid if bitstream else
+             'an image of function %s' % function_id,
+             trust.verdict.status, trust.verdict.reason, trust.scope)
+    return False
+
+
+def _loaded_bitstream(bitstream_id, function_id):
+    """The bitstream whose image a region with these ids holds; None when
+    none is known to be there."""
+    if bitstream_id is None:
+        return None
+    try:
+        bitstream = bitstreams_db.get(bitstream_id)
+    except exception.BitstreamNotFound:
+        return None
+    try:
+        loaded = normalise_id(function_id, 'function_id')
+        recorded = normalise_id(bitstream.function_id, 'function_id')
+    except exception.Invalid:
+        return None
+    if loaded and recorded and loaded != recorded:
+        # NOTE: the region was programmed since by something else (a
+        # report keeps the bitstream_id the last job recorded).
+        return None
+    return bitstream
 
 
 def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,

@@ -54,6 +54,31 @@ def test_of_the_same_bytes_a_verified_copy_is_taken(db):
     assert programming_checks.resolve_function(NEW, region) == verified.uuid
 
 
+def test_a_loaded_image_passes_the_check_a_job_of_it_would(db, conf):
+    key = signing_keys.new_key()
+    keys_db.create(signatures.load_key(signing_keys.public_pem(key)),
+                   'lab', None)
+    unsigned, verified = _bitstream(sha='1'), _bitstream(sha='2')
+    bitstreams_db.set_signature(verified.uuid, signatures.encode_signature(
+        signatures.sign(key, '2' * 64)[0]))
+
+    def trusted(bitstream_uuid, function_id=NEW):
+        return programming_checks.loaded_image_trusted(
+            bitstream_uuid, function_id, 'p1')
+    conf.set_override('signature_policy', 'warn', group='bitstreams')
+    assert trusted(unsigned.uuid) and trusted(None)
+    conf.set_override('signature_policy', 'enforce', group='bitstreams')
+    assert trusted(verified.uuid) and trusted(verified.uuid, NEW_DASHED)
+    assert not trusted(unsigned.uuid)
+    assert not trusted(None)                    # loaded outside cyborg_lite
+    assert not trusted('0' * 8 + '-0000-4000-8000-' + '0' * 12)   # gone
+    # The region reports another function: reprogrammed since, by
+    # something else, whatever bitstream_id the last job recorded.
+    assert not trusted(verified.uuid, 'cd' * 16)
+    conf.set_override('signature_policy', 'disabled', group='bitstreams')
+    assert trusted(None) and trusted(unsigned.uuid)
+
+
 def test_no_or_several_bitstreams_refused_clearly(db):
     region = h.add_region()
     with pytest.raises(exception.NoBitstreamForFunction, match=NEW):
