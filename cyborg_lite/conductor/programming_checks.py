@@ -77,7 +77,8 @@ def check_signature(bitstream, trust):
     """SignatureRefused unless ``trust`` (objects/bitstream_trust.Trust:
     the policy of the requesting project and the signature's verdict as
     of now, so a key revoked a moment ago counts) lets ``bitstream`` be
-    programmed. Under ``warn`` anything passes, logged."""
+    programmed (common/signatures.permits). Under ``warn`` anything but
+    a revoked key's image passes, logged."""
     if trust.policy == signatures.DISABLED:
         return
     found = trust.verdict
@@ -85,7 +86,8 @@ def check_signature(bitstream, trust):
         raise exception.SignatureRefused(uuid=bitstream.uuid,
                                          status=found.status,
                                          reason=found.reason,
-                                         scope=trust.scope)
+                                         scope=trust.scope,
+                                         policy=trust.policy)
     if found.status != signatures.VERIFIED:
         LOG.warning('Bitstream %s is programmed with its signature %s (%s): '
                     'the signature policy of %s is warn', bitstream.uuid,
@@ -166,7 +168,8 @@ def resolve_function(function_id, deployable, project_id=None,
                      is_admin=False):
     """The uuid of the one active bitstream that loads ``function_id``
     into a region of this type; none or several differing ones refuse.
-    Of several rows of the same bytes, a verified one is taken."""
+    Of several rows of the same bytes, one the signature policy of
+    ``project_id`` lets through is taken, a verified one first."""
     wanted = normalise_id(function_id, 'accel:function_id')
     region_type = normalise_id(deployable.region_type, 'region_type')
     found = [b for b in bitstreams_db.list_bitstreams(
@@ -182,9 +185,12 @@ def resolve_function(function_id, deployable, project_id=None,
             function_id=function_id, region_type=region_type,
             uuids=', '.join(b.uuid for b in found))
     if len(found) > 1:
-        # NOTE: one copy may be signed and another not; the signed one is
-        # what a signature policy lets through.
-        verdicts = bitstream_trust.verdicts(found)
-        found.sort(key=lambda b: verdicts[b.uuid].status !=
-                   signatures.VERIFIED)
+        # NOTE: one copy may be signed and another not, or signed with a
+        # key revoked since; the job checks the one taken.
+        policy, _scope = bitstream_trust.policy_for(project_id)
+        status = {uuid: verdict.status for uuid, verdict in
+                  bitstream_trust.verdicts(found).items()}
+        found.sort(key=lambda b: (
+            not signatures.permits(policy, status[b.uuid]),
+            status[b.uuid] != signatures.VERIFIED))
     return found[0].uuid

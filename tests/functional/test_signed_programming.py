@@ -138,6 +138,40 @@ def test_revoked_key_refused_from_that_moment(
     assert len(jobs_db.list_jobs()) == 1
 
 
+@pytest.mark.parametrize('policy,refused', [
+    ('warn', True), ('disabled', False)])
+def test_a_revoked_key_is_refused_under_warn_too(
+        conf, make_env, key, policy, refused):  # noqa: F811
+    """A revocation is an admin's explicit act: only a policy that does
+    not look at signatures at all lets its images through."""
+    _policy(conf, policy)
+    env = make_env()
+    bitstream = _signed(env, key)
+    keys_db.revoke(keys_db.trusted_for([None])[None][0].uuid, 'leaked')
+    if refused:
+        assert 'policy of this deployment ([bitstreams]signature_policy) ' \
+               'is warn' in _refused_at_once(env, bitstream, 'revoked_key')
+    else:
+        done = env.wait_job(env.program(bitstream.uuid)['uuid'])
+        assert done.state == 'succeeded', done.error
+        assert env.hardware() == pe.NEW_FUNCTION
+
+
+def test_under_warn_a_bind_reloads_a_region_whose_key_was_revoked(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'warn')
+    env = make_env()
+    revoked = _signed(env, key)
+    assert env.wait_job(env.program(revoked.uuid)['uuid']).state == \
+        'succeeded'
+    keys_db.revoke(keys_db.trusted_for([None])[None][0].uuid, 'leaked')
+    unsigned = env.add_bitstream()      # the same bytes, unsigned
+    arq = _bind(env, pe.NEW_FUNCTION, by='accel:function_id')
+    assert arq.state == 'Bound', arq.error
+    assert env.region().bitstream_id == unsigned.uuid
+    assert len(jobs_db.list_jobs()) == 2
+
+
 def test_a_queued_job_whose_key_is_revoked_fails_when_sent(
         conf, make_env, key):  # noqa: F811
     _policy(conf, 'enforce')

@@ -54,6 +54,18 @@ def test_of_the_same_bytes_a_verified_copy_is_taken(db):
     assert programming_checks.resolve_function(NEW, region) == verified.uuid
 
 
+def test_of_the_same_bytes_a_revoked_copy_is_the_last_taken(db, conf):
+    conf.set_override('signature_policy', 'warn', group='bitstreams')
+    region, key = h.add_region(), signing_keys.new_key()
+    trusted = keys_db.create(signatures.load_key(
+        signing_keys.public_pem(key)), 'lab', None)
+    revoked, unsigned = _bitstream(sha='1'), _bitstream(sha='1')
+    bitstreams_db.set_signature(revoked.uuid, signatures.encode_signature(
+        signatures.sign(key, '1' * 64)[0]))
+    keys_db.revoke(trusted.uuid, 'leaked')
+    assert programming_checks.resolve_function(NEW, region) == unsigned.uuid
+
+
 def test_a_loaded_image_passes_the_check_a_job_of_it_would(db, conf):
     key = signing_keys.new_key()
     keys_db.create(signatures.load_key(signing_keys.public_pem(key)),
@@ -77,6 +89,10 @@ def test_a_loaded_image_passes_the_check_a_job_of_it_would(db, conf):
     assert not trusted(verified.uuid, 'cd' * 16)
     conf.set_override('signature_policy', 'disabled', group='bitstreams')
     assert trusted(None) and trusted(unsigned.uuid)
+    # A revoked key's image passes no policy that looks at signatures.
+    keys_db.revoke(keys_db.trusted_for([None])[None][0].uuid, 'leaked')
+    conf.set_override('signature_policy', 'warn', group='bitstreams')
+    assert not trusted(verified.uuid) and trusted(unsigned.uuid)
 
 
 def test_no_or_several_bitstreams_refused_clearly(db):
