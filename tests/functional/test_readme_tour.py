@@ -215,7 +215,6 @@ def test_openstack_tour(aio, tmp_path):
     _check_outcome(aio, shell)
 
 
-
 def test_signed_tour(aio, tmp_path):
     out, err, shell = _run_tour(aio, 'signed', tmp_path)
     signed = shell['SIGNED']
