@@ -326,7 +326,7 @@ class SignatureRefused(Conflict):
     the bitstream's signature status."""
     msg_fmt = ('Signature check before programming refused bitstream '
                '%(uuid)s: its signature is %(status)s (%(reason)s) and the '
-               'signature policy of %(scope)s is enforce.')
+               'signature policy of %(scope)s is %(policy)s.')
 
 
 class SignatureCheckFailed(ProgrammingError):

@@ -402,9 +402,16 @@ def _verdict_of(key, signed_at):
 
 
 def permits(policy, status):
-    """Whether ``policy`` lets an image with ``status`` be programmed
-    (``warn`` lets anything through; the caller says so in its log)."""
+    """Whether ``policy`` lets an image with ``status`` be programmed.
+
+    ``enforce``: only a verified one. ``warn``: any but one signed with a
+    revoked key (a revocation is an admin's explicit act: what the key
+    signed is unprogrammable from then on, whatever the policy); the
+    caller logs the rest. ``disabled``: any, signatures are not looked at.
+    """
     if policy not in POLICIES:
         raise exception.Invalid(reason='signature policy must be one of %s, '
                                 'got %r' % (', '.join(POLICIES), policy))
-    return policy != ENFORCE or status == VERIFIED
+    if policy == ENFORCE:
+        return status == VERIFIED
+    return policy == DISABLED or status != REVOKED_KEY

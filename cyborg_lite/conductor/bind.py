@@ -29,6 +29,7 @@ from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
 from cyborg_lite.common import metrics
 from cyborg_lite.conductor import notifier as notifier_mod
+from cyborg_lite.conductor import programming_checks as checks
 from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
@@ -95,9 +96,13 @@ _BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 
 def _bind_started(ctxt, started, program, publish):
     """BindStarted -> Bound or BindFailed; returns the state reached."""
+    # NOTE: the ARQ's project decides which images it may be given, as
+    # it decides which it may load (programming.BindProgrammer).
+    project_id = started.project_id or getattr(ctxt, 'project_id', None)
     try:
-        target = _ensure_programmed(ctxt, started, _resolve(started),
-                                    program)
+        target = _ensure_programmed(ctxt, started,
+                                    _resolve(started, project_id),
+                                    program, project_id)
         _finish_bind(started, target, publish)
         return 'Bound'
     except exception.ArqBindFailed as exc:
@@ -119,9 +124,10 @@ def _failed(started, reason):
     return exception.ArqBindFailed(uuid=started.uuid, reason=reason)
 
 
-def _resolve(started, keep=None):
-    """The Target of a started bind; ``keep``, the uuid of the deployable
-    chosen before (and programmed since), is chosen again."""
+def _resolve(started, project_id, keep=None):
+    """The Target of a started bind for ``project_id``; ``keep``, the
+    uuid of the deployable chosen before (and programmed since), is
+    chosen again."""
     rp = started.device_rp_uuid
     offered, device, group = arqs_db.bind_target(started)
     if not offered:
@@ -134,14 +140,17 @@ def _resolve(started, keep=None):
                       % started.group_id)
     deployable = offered[0]
     if len(offered) > 1:
-        deployable = _choose_sibling(started, device, offered, group, keep)
+        deployable = _choose_sibling(started, device, offered, group, keep,
+                                     project_id)
     return Target(deployable.id, deployable.uuid, deployable.bitstream_id,
                   deployable.function_id, group, device.id)
 
 
-def _choose_sibling(started, device, offered, group, keep):
+def _choose_sibling(started, device, offered, group, keep, project_id):
     """Of the siblings behind one function that the provider offers, the
-    one the bind takes (objects/provider_tree.choose_member)."""
+    one the bind takes (objects/provider_tree.choose_member), preferring
+    one that holds what the group asks for in an image ``project_id``
+    may be given as it is."""
     by_uuid = {d.uuid: d for d in offered}
     if keep in by_uuid:
         return by_uuid[keep]
@@ -155,10 +164,14 @@ def _choose_sibling(started, device, offered, group, keep):
 
     def loaded(dep):
         try:
-            return programming_needed(group, dep.bitstream_id,
-                                      dep.function_id) is None
+            if programming_needed(group, dep.bitstream_id,
+                                  dep.function_id) is not None:
+                return False
         except exception.Invalid:
             return False
+        return (wanted_image(group) is None or
+                checks.loaded_image_trusted(dep.bitstream_id,
+                                            dep.function_id, project_id))
     chosen, why = provider_tree.choose_member(view, members, group,
                                               region_type, loaded)
     if chosen is None:
@@ -168,18 +181,29 @@ def _choose_sibling(started, device, offered, group, keep):
     return by_uuid[chosen.uuid]
 
 
-def programming_needed(group, bitstream_id, function_id):
-    """{'bitstream_id'|'function_id': wanted} the region lacks, or None."""
+def wanted_image(group):
+    """{'bitstream_id'|'function_id': wanted} the group asks a region to
+    hold, or None when it asks for none."""
     wanted_bs = (group.get('accel:bitstream_id') or '').strip()
     wanted_fn = (group.get('accel:function_id') or '').strip()
     if wanted_bs and wanted_fn:
         raise exception.Invalid(reason='accel:bitstream_id and '
                                 'accel:function_id are mutually exclusive')
-    if wanted_bs and not _same_id(wanted_bs, bitstream_id):
+    if wanted_bs:
         return {'bitstream_id': wanted_bs}
-    if wanted_fn and not _same_id(wanted_fn, function_id):
+    if wanted_fn:
         return {'function_id': wanted_fn}
     return None
+
+
+def programming_needed(group, bitstream_id, function_id):
+    """{'bitstream_id'|'function_id': wanted} the region lacks, or None."""
+    wanted = wanted_image(group)
+    if wanted is None:
+        return None
+    loaded = {'bitstream_id': bitstream_id, 'function_id': function_id}
+    [(key, value)] = wanted.items()
+    return None if _same_id(value, loaded[key]) else wanted
 
 
 def _same_id(wanted, loaded):
@@ -190,12 +214,22 @@ def _same_id(wanted, loaded):
     return bool(loaded) and norm(wanted) == norm(loaded)
 
 
-def _ensure_programmed(ctxt, started, target, program):
+def _ensure_programmed(ctxt, started, target, program, project_id):
+    """Load what the group asks for unless the region holds it in an
+    image the signature policy of ``project_id`` lets through now (a
+    region loaded under ``warn``, before ``enforce``, with a key revoked
+    since, or outside cyborg_lite is loaded again, or the bind fails
+    with the check's reason)."""
     try:
         need = programming_needed(target.group, target.bitstream_id,
                                   target.function_id)
+        wanted = wanted_image(target.group)
     except exception.Invalid as exc:
         raise _failed(started, exc.kwargs['reason'])
+    if need is None and wanted is not None and not \
+            checks.loaded_image_trusted(target.bitstream_id,
+                                        target.function_id, project_id):
+        need = wanted
     if need is None:
         return target
     what = ', '.join('%s %s' % item for item in need.items())
@@ -210,7 +244,7 @@ def _ensure_programmed(ctxt, started, target, program):
         raise _failed(started, 'programming region %s with %s failed: %s'
                       % (target.deployable_uuid, what, exc))
     # NOTE: trust what the database says is loaded now, not the hook.
-    target = _resolve(started, keep=target.deployable_uuid)
+    target = _resolve(started, project_id, keep=target.deployable_uuid)
     if programming_needed(target.group, target.bitstream_id,
                           target.function_id) is not None:
         raise _failed(started, 'region %s still lacks %s after programming'

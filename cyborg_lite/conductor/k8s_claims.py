@@ -8,7 +8,9 @@ it.
 bind, so one of the two wins a race), then, when the claim's config asks
 for a bitstream or a function the region lacks, runs the program-on-bind
 path: the same checks (programming_checks: visibility to the project the
-namespace maps to, region type, checksum) and a job linked to the claim.
+namespace maps to, region type, checksum, signature) and a job linked to
+the claim. A region that holds what the config asks for in an image the
+signature policy refuses now counts as not loaded, as for a bind.
 It waits at most the ``wait`` the caller gives; a job still running then
 answers ClaimInProgress, and the next call (a kubelet retry, or the agent
 after a restart) waits on the same job. A refusal or a failed job frees
@@ -144,7 +146,9 @@ class ClaimFlow:
         region, _device = deployables_db.load_region(deployable_uuid)
         wanted = _wanted(config)
         if not config.get('force') and bind.programming_needed(
-                wanted, region.bitstream_id, region.function_id) is None:
+                wanted, region.bitstream_id, region.function_id) is None \
+                and checks.loaded_image_trusted(
+                    region.bitstream_id, region.function_id, project_id):
             return None
         bitstream_uuid = config.get('bitstream_id')
         if bitstream_uuid is None:

@@ -11,6 +11,9 @@ overrides that). ``resolve_function`` picks the bitstream a bind's
 
 Jobs, binds and Kubernetes prepares all come here: each starts a job
 through conductor/programming.create_job_for, which calls ``preflight``.
+A bind or prepare that finds its image already loaded asks
+``loaded_image_trusted`` whether that image passes the same signature
+check now; if not, it loads the image again through a job.
 """
 from oslo_log import log as logging
 
@@ -19,6 +22,7 @@ from cyborg_lite.common import signatures
 from cyborg_lite.common.bitstream_formats import normalise_id
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
+from cyborg_lite.objects import bitstream_trust
 
 LOG = logging.getLogger(__name__)
 
@@ -73,19 +77,72 @@ def check_signature(bitstream, trust):
     """SignatureRefused unless ``trust`` (objects/bitstream_trust.Trust:
     the policy of the requesting project and the signature's verdict as
     of now, so a key revoked a moment ago counts) lets ``bitstream`` be
-    programmed. Under ``warn`` anything passes, logged."""
+    programmed (common/signatures.permits). Under ``warn`` anything but
+    a revoked key's image passes, logged."""
     if trust.policy == signatures.DISABLED:
         return
     found = trust.verdict
-    if not signatures.permits(trust.policy, found.status):
+    if _refused(trust):
         raise exception.SignatureRefused(uuid=bitstream.uuid,
                                          status=found.status,
                                          reason=found.reason,
-                                         scope=trust.scope)
+                                         scope=trust.scope,
+                                         policy=trust.policy)
     if found.status != signatures.VERIFIED:
         LOG.warning('Bitstream %s is programmed with its signature %s (%s): '
                     'the signature policy of %s is warn', bitstream.uuid,
                     found.status, found.reason, trust.scope)
+
+
+def _refused(trust):
+    """Whether the policy ``trust`` holds refuses its verdict."""
+    return (trust.policy != signatures.DISABLED and
+            not signatures.permits(trust.policy, trust.verdict.status))
+
+
+def loaded_image_trusted(bitstream_id, function_id, project_id):
+    """Whether the image a region holds (the ``bitstream_id`` and
+    ``function_id`` recorded on it) passes, for ``project_id``, the
+    signature check a job of it would get now.
+
+    A bind or a Kubernetes prepare that finds what it asks for already
+    loaded hands the region out as it is only then; otherwise the region
+    counts as not loaded, and the job that loads it again passes every
+    check or refuses. An image cyborg_lite did not load (no bitstream
+    recorded, that bitstream gone, or the region reporting a function
+    other than the bitstream's) is unsigned.
+    """
+    bitstream = _loaded_bitstream(bitstream_id, function_id)
+    trust = bitstream_trust.load(bitstream, project_id)
+    if not _refused(trust):
+        return True
+    LOG.info('A region holds %s, whose signature is %s (%s): the signature '
+             'policy of %s refuses it, so the region counts as not loaded',
+             'bitstream %s' % bitstream.uuid if bitstream else
+             'an image of function %s' % function_id,
+             trust.verdict.status, trust.verdict.reason, trust.scope)
+    return False
+
+
+def _loaded_bitstream(bitstream_id, function_id):
+    """The bitstream whose image a region with these ids holds; None when
+    none is known to be there."""
+    if bitstream_id is None:
+        return None
+    try:
+        bitstream = bitstreams_db.get(bitstream_id)
+    except exception.BitstreamNotFound:
+        return None
+    try:
+        loaded = normalise_id(function_id, 'function_id')
+        recorded = normalise_id(bitstream.function_id, 'function_id')
+    except exception.Invalid:
+        return None
+    if loaded and recorded and loaded != recorded:
+        # NOTE: the region was programmed since by something else (a
+        # report keeps the bitstream_id the last job recorded).
+        return None
+    return bitstream
 
 
 def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,
@@ -110,7 +167,9 @@ def _visible(project_id, is_admin):
 def resolve_function(function_id, deployable, project_id=None,
                      is_admin=False):
     """The uuid of the one active bitstream that loads ``function_id``
-    into a region of this type; none or several differing ones refuse."""
+    into a region of this type; none or several differing ones refuse.
+    Of several rows of the same bytes, one the signature policy of
+    ``project_id`` lets through is taken, a verified one first."""
     wanted = normalise_id(function_id, 'accel:function_id')
     region_type = normalise_id(deployable.region_type, 'region_type')
     found = [b for b in bitstreams_db.list_bitstreams(
@@ -125,4 +184,13 @@ def resolve_function(function_id, deployable, project_id=None,
         raise exception.AmbiguousFunction(
             function_id=function_id, region_type=region_type,
             uuids=', '.join(b.uuid for b in found))
+    if len(found) > 1:
+        # NOTE: one copy may be signed and another not, or signed with a
+        # key revoked since; the job checks the one taken.
+        policy, _scope = bitstream_trust.policy_for(project_id)
+        status = {uuid: verdict.status for uuid, verdict in
+                  bitstream_trust.verdicts(found).items()}
+        found.sort(key=lambda b: (
+            not signatures.permits(policy, status[b.uuid]),
+            status[b.uuid] != signatures.VERIFIED))
     return found[0].uuid

@@ -28,8 +28,9 @@ BITSTREAM_OPTS = [
                choices=[
                    ('disabled', 'signatures are not looked at when '
                                 'programming'),
-                   ('warn', 'any image is programmed; one whose signature '
-                            'is not verified is logged as a warning'),
+                   ('warn', 'any image but one signed with a revoked key '
+                            'is programmed; one whose signature is not '
+                            'verified is logged as a warning'),
                    ('enforce', 'only images whose signature_status is '
                                'verified are programmed (by a job, a bind '
                                'or a Kubernetes prepare); the agent '

@@ -340,10 +340,11 @@ def delete_by_instance(visible_to, instance_uuid):
 # --- Binding (the conductor's bind workflow, and the API's start_binds) -----
 
 BIND_KEYS = ('hostname', 'device_rp_uuid', 'instance_uuid')
-# What a bind decided on when it moved the ARQ to BindStarted.
+# What a bind decided on when it moved the ARQ to BindStarted;
+# ``project_id``: the ARQ's project (the bind's, when it names one).
 Started = collections.namedtuple('Started', [
     'uuid', 'version', 'instance_uuid', 'hostname', 'device_rp_uuid',
-    'device_profile_id', 'group_id'])
+    'device_profile_id', 'group_id', 'project_id'])
 # Where a bind may go: the deployables its resource provider offers (one,
 # or the siblings behind one function; none when unknown) and their
 # device (None when unknown), and its profile group (None if gone).
@@ -532,7 +533,8 @@ def _begin_bind(s, arq_uuid, binding, conductor):
         version = _start_bind(s, arq_uuid, binding, taken_by=conductor)
     return Started(arq_uuid, version, values['instance_uuid'],
                    values['hostname'], values['device_rp_uuid'],
-                   arq.device_profile_id, arq.device_profile_group_id)
+                   arq.device_profile_id, arq.device_profile_group_id,
+                   values.get('project_id') or arq.project_id)
 
 
 def begin_binds(bindings, conductor):

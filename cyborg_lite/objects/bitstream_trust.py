@@ -59,10 +59,16 @@ def policy_for(project_id, conf=CONF):
 def load(bitstream, project_id, conf=CONF):
     """The Trust to program ``bitstream`` on behalf of ``project_id``
     with: the policy that applies and, unless it is ``disabled``, the
-    signature's verdict as of now and the key it names."""
+    signature's verdict as of now and the key it names. ``bitstream``
+    None: an image no bitstream is known for (one loaded outside
+    cyborg_lite), which is unsigned."""
     policy, scope = policy_for(project_id, conf)
     if policy == signatures.DISABLED:
         return Trust(policy, scope, None, None)
+    if bitstream is None:
+        return Trust(policy, scope, signatures.Verdict(
+            signatures.UNSIGNED, None, None, 'the image was not loaded by '
+            'cyborg_lite, so nothing vouches for it'), None)
     keys = keys_db.trusted_for([bitstream.project_id])[bitstream.project_id]
     found = _verdict(bitstream, keys)
     key = next((k for k in keys if found.key_id is not None and

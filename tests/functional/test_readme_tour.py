@@ -215,7 +215,6 @@ def test_openstack_tour(aio, tmp_path):
     _check_outcome(aio, shell)
 
 
-
 def test_signed_tour(aio, tmp_path):
     out, err, shell = _run_tour(aio, 'signed', tmp_path)
     signed = shell['SIGNED']
@@ -227,6 +226,12 @@ def test_signed_tour(aio, tmp_path):
     assert _row('*', 'warn', 'configuration').search(out)
     assert _field('revocation_reason', 'end of the tour').search(out)
     assert _field('signature_status', 'revoked_key').search(out)
+    # Once revoked, refused under the all-in-one's warn too.
+    assert 'refused, as it should be' in out
+    assert re.search(r'Signature check before programming refused '
+                     r'bitstream %s: its signature is revoked_key .* is '
+                     r'warn\.' % signed, err)
+    assert err.count('Signature check') == 1    # nothing before it
     # What the service holds: the job ran over the signed image, and the
     # key is revoked.
     jobs = _get(aio, '/programs?bitstream_uuid=%s' % signed, '2.4')
@@ -234,4 +239,3 @@ def test_signed_tour(aio, tmp_path):
     key = _get(aio, '/trusted_keys/%s' % shell['KEY'],
                signatures.MICROVERSION)
     assert key['revoked_at'] and key['name'] == 'tour-signer'
-    assert 'Signature check' not in err

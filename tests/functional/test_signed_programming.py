@@ -138,6 +138,40 @@ def test_revoked_key_refused_from_that_moment(
     assert len(jobs_db.list_jobs()) == 1
 
 
+@pytest.mark.parametrize('policy,refused', [
+    ('warn', True), ('disabled', False)])
+def test_a_revoked_key_is_refused_under_warn_too(
+        conf, make_env, key, policy, refused):  # noqa: F811
+    """A revocation is an admin's explicit act: only a policy that does
+    not look at signatures at all lets its images through."""
+    _policy(conf, policy)
+    env = make_env()
+    bitstream = _signed(env, key)
+    keys_db.revoke(keys_db.trusted_for([None])[None][0].uuid, 'leaked')
+    if refused:
+        assert 'policy of this deployment ([bitstreams]signature_policy) ' \
+               'is warn' in _refused_at_once(env, bitstream, 'revoked_key')
+    else:
+        done = env.wait_job(env.program(bitstream.uuid)['uuid'])
+        assert done.state == 'succeeded', done.error
+        assert env.hardware() == pe.NEW_FUNCTION
+
+
+def test_under_warn_a_bind_reloads_a_region_whose_key_was_revoked(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'warn')
+    env = make_env()
+    revoked = _signed(env, key)
+    assert env.wait_job(env.program(revoked.uuid)['uuid']).state == \
+        'succeeded'
+    keys_db.revoke(keys_db.trusted_for([None])[None][0].uuid, 'leaked')
+    unsigned = env.add_bitstream()      # the same bytes, unsigned
+    arq = _bind(env, pe.NEW_FUNCTION, by='accel:function_id')
+    assert arq.state == 'Bound', arq.error
+    assert env.region().bitstream_id == unsigned.uuid
+    assert len(jobs_db.list_jobs()) == 2
+
+
 def test_a_queued_job_whose_key_is_revoked_fails_when_sent(
         conf, make_env, key):  # noqa: F811
     _policy(conf, 'enforce')
@@ -199,10 +233,10 @@ def test_a_bind_under_enforce_fails_with_the_signature_check(
     assert env.hardware() == pe.NEW_FUNCTION
 
 
-def _bind(env, bitstream_uuid):
+def _bind(env, wanted, by='accel:bitstream_id'):
     region = env.region()
     arq_uuid = bind_helpers.make_arq(profile_id=bind_helpers.make_profile(
-        [{'resources:FPGA': '1', 'accel:bitstream_id': bitstream_uuid}]))
+        [{'resources:FPGA': '1', by: wanted}]))
     env.api.bind_arqs(pe.context.get_admin_context(), {arq_uuid: {
         'hostname': pe.HOST, 'device_rp_uuid': region.rp_uuid,
         'instance_uuid': 'c0ffee00-0000-4000-8000-000000000001'}})
@@ -211,6 +245,72 @@ def _bind(env, bitstream_uuid):
         arq = bind_helpers.get_arq(arq_uuid)
         return arq if arq.state in ('Bound', 'BindFailed') else None
     return waiting.until(resolved)
+
+
+# --- under enforce, a region already loaded is handed out only with a
+# --- verified image; else it is loaded again, or the bind fails -----------
+
+def _loaded_under_warn(conf, make_env, region='region0'):
+    """An env whose ``region`` holds an unsigned image, loaded while the
+    policy was warn; the policy is enforce from now on."""
+    _policy(conf, 'warn')
+    env = make_env()
+    unsigned = env.add_bitstream()
+    done = env.wait_job(env.program(unsigned.uuid, region)['uuid'])
+    assert done.state == 'succeeded', done.error
+    _policy(conf, 'enforce')
+    return env, unsigned
+
+
+def test_a_bind_by_bitstream_refuses_the_unsigned_image_it_finds_loaded(
+        conf, make_env):  # noqa: F811
+    env, unsigned = _loaded_under_warn(conf, make_env)
+    arq = _bind(env, unsigned.uuid)
+    assert arq.state == 'BindFailed'
+    assert CONDUCTOR_CHECK in arq.error and 'unsigned' in arq.error
+    assert len(jobs_db.list_jobs()) == 1
+
+
+def test_a_bind_by_function_loads_a_verified_copy_over_an_unsigned_image(
+        conf, make_env, key):  # noqa: F811
+    env, unsigned = _loaded_under_warn(conf, make_env)
+    signed = _signed(env, key)      # the same bytes, signed
+    arq = _bind(env, pe.NEW_FUNCTION, by='accel:function_id')
+    assert arq.state == 'Bound', arq.error
+    assert arq.deployable_id == env.region().id
+    assert env.region().bitstream_id == signed.uuid
+    assert [j.bitstream_id for j in jobs_db.list_jobs()] == [
+        unsigned.id, signed.id]
+    assert env.hardware() == pe.NEW_FUNCTION
+
+
+def test_a_bind_by_function_prefers_the_region_with_a_verified_image(
+        conf, make_env, key):  # noqa: F811
+    env, _unsigned = _loaded_under_warn(conf, make_env)
+    signed = _signed(env, key)
+    done = env.wait_job(env.program(signed.uuid, 'region1')['uuid'])
+    assert done.state == 'succeeded', done.error
+    arq = _bind(env, pe.NEW_FUNCTION, by='accel:function_id')
+    assert arq.state == 'Bound', arq.error
+    assert arq.deployable_id == env.region('region1').id
+    assert len(jobs_db.list_jobs()) == 2       # no job for this bind
+
+
+def test_an_image_loaded_outside_cyborg_lite_is_not_trusted(
+        conf, make_env, key):  # noqa: F811
+    _policy(conf, 'enforce')
+    env = make_env()                # both regions hold OLD_FUNCTION
+    arq = _bind(env, pe.OLD_FUNCTION, by='accel:function_id')
+    assert arq.state == 'BindFailed'
+    assert 'No active bitstream' in arq.error and jobs_db.list_jobs() == []
+    env.trust(key)
+    image = pe.new_image(afu_uuid=pe.builders.AFU_UUID)
+    old = env.sign(env.add_bitstream(image, function_id=pe.OLD_FUNCTION),
+                   key, image=image)
+    arq = _bind(env, pe.OLD_FUNCTION, by='accel:function_id')
+    assert arq.state == 'Bound', arq.error
+    assert env.region().bitstream_id == old.uuid
+    assert [j.state for j in jobs_db.list_jobs()] == ['succeeded']
 
 
 # --- the HTTP image source: a byte flipped in transit -----------------------

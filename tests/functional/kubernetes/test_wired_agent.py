@@ -368,3 +368,35 @@ def test_under_enforce_only_a_signed_image_is_prepared_and_the_pod_gets_only_its
     assert os.path.exists(os.path.join(os.path.dirname(node['hostPath']),
                                        'dfl-fme.0'))
     assert set(edits) <= {'env', 'deviceNodes', 'mounts'}
+
+
+def test_under_enforce_a_region_loaded_unsigned_is_loaded_again_or_refused(
+        env, kubelet, apiserver):
+    """A region loaded while the project's policy was warn is, once it is
+    enforce, no longer "already loaded": a claim of that very bitstream is
+    refused with the check's text, and a claim of its function gets a
+    verified copy loaded first."""
+    from cyborg_lite.db import signature_policies
+    from tests import signing_keys as sk
+    unsigned = env.add_bitstream()
+    done = env.wait_job(env.program(unsigned.uuid)['uuid'])
+    assert done.state == 'succeeded', done.error
+    signature_policies.set_policy(PROJECT, 'enforce')
+    claim = _claim(apiserver, 'by-id', REGION0, bitstreamID=unsigned.uuid)
+    error, devices = _answer(kubelet.prepare('v1', [rc.ref(claim)]),
+                             claim['metadata']['uid'])
+    assert 'Signature check before programming refused' in error
+    assert 'its signature is unsigned' in error and devices == []
+    assert len(jobs_db.list_jobs()) == 1 and _holders() == {}
+
+    assert waiting.until(lambda: _reasons('region0') == ())
+    key = sk.new_key()
+    env.trust(key)
+    signed = env.sign(env.add_bitstream(), key)     # the same bytes
+    claim = _claim(apiserver, 'by-fn', REGION0, functionID=pe.NEW_FUNCTION)
+    uid = claim['metadata']['uid']
+    assert _answer(kubelet.prepare('v1', [rc.ref(claim)]), uid)[0] == ''
+    assert _holders() == {'region0': uid}
+    assert env.region().bitstream_id == signed.uuid
+    assert [j.bitstream_id for j in jobs_db.list_jobs()] == [unsigned.id,
+                                                             signed.id]
