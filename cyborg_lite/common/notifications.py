@@ -52,6 +52,9 @@ QUEUE_LIMIT = 10000
 # of the GIL would cost a busy API more than sending it.
 SEND_INTERVAL = 0.2
 WAKE_AT = 256
+# A service stopping waits this long for its queued notifications (a
+# broker that does not answer must not hold the stop for ever).
+STOP_TIMEOUT = 10.0
 
 _NAME = OBJECT_KEY + '.name'
 _NAMESPACE = OBJECT_KEY + '.namespace'
@@ -319,10 +322,14 @@ class _Sender:
             with self._wake:
                 while not self.queue:
                     self._wake.wait(SEND_INTERVAL)
-                batch = list(self.queue)
-                self.queue.clear()
                 self._busy = True
-            for ctxt, event in batch:
+            # NOTE: one at a time off the queue (a deque's popleft is
+            # atomic), so what a stop gives up on is still counted there.
+            while True:
+                try:
+                    ctxt, event = self.queue.popleft()
+                except IndexError:
+                    break
                 self._send(ctxt, event)
             with self._wake:
                 self._busy = False
@@ -337,6 +344,14 @@ class _Sender:
         except Exception:
             self.failed += 1
             LOG.exception('Notification %s could not be sent', event.event)
+
+    def give_up(self):
+        """Drop (and count) what is still queued; how many."""
+        with self._wake:
+            left = len(self.queue)
+            self.queue.clear()
+            self.dropped += left
+        return left
 
     def flush(self, timeout=10):
         """Wait until everything queued so far was handed to the driver
@@ -424,6 +439,22 @@ def flush(timeout=10):
     """Wait for the queued notifications to be handed to the driver."""
     sender = _sender
     return True if sender is None else sender.flush(timeout)
+
+
+def flush_at_stop(timeout=STOP_TIMEOUT):
+    """Send what this process queued before it ends (the sending thread
+    is a daemon: what it still holds at exit is lost). Called by every
+    service as it stops; after ``timeout`` what is left is counted as
+    dropped and said in the log. Whether everything went."""
+    sender = _sender
+    if sender is None or sender.pid != os.getpid():
+        return True
+    if sender.flush(timeout):
+        return True
+    left = sender.give_up()
+    LOG.warning('%d notifications not sent after %s s at stop (is the '
+                'broker reachable?); dropped', left, timeout)
+    return False
 
 
 def stats():

@@ -3,6 +3,7 @@ notification and one row per transition, nothing for a transition rolled
 back, each payload valid against its committed schema."""
 import json
 import os
+import time
 import uuid
 
 import jsonschema
@@ -190,3 +191,84 @@ def test_a_removed_device_keeps_its_history_until_pruned(sqlite_db):
     from cyborg_lite.common import exception
     with pytest.raises(exception.DeviceNotFound):
         device_history.list_rows(str(uuid.uuid4()))
+
+
+# --- a service stopping sends what it queued --------------------------------
+
+@pytest.fixture
+def idle_sender(sent, monkeypatch):
+    """The sending thread does not look at its queue by itself during the
+    test: only a flush sends (as at a stop that comes before its next
+    look)."""
+    monkeypatch.setattr(notifications, 'SEND_INTERVAL', 3600)
+    return sent
+
+
+class _Stopped:
+    """StopSignals as if SIGTERM came at once."""
+
+    def wait(self, *_args, **_kwargs):
+        return True
+
+
+def _queued_transition():
+    dev = _device()
+    assert devices.set_status(dev.uuid, 'maintaining')[1]
+    assert notifications._sender.queue, 'sent already: the test proves nothing'
+
+
+def test_a_conductor_or_agent_stopped_sends_what_it_queued(idle_sender,
+                                                           monkeypatch):
+    from cyborg_lite.cmd import conductor as cmd
+    monkeypatch.setattr(cmd.stop_signals, 'StopSignals', _Stopped)
+
+    class Service:
+        def start(self):
+            _queued_transition()
+
+        def stop(self):
+            pass
+    assert cmd.serve(Service()) == 0
+    assert [n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.disable']
+
+
+def test_an_api_worker_exiting_sends_what_it_queued(idle_sender, conf):
+    from cyborg_lite.cmd import api as cmd
+    server = cmd._Server([])
+    _queued_transition()
+    # What gunicorn calls in the worker after its last request.
+    server.cfg.worker_exit(None, None)
+    assert [n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.disable']
+
+
+def test_the_all_in_one_stopped_sends_what_it_queued(idle_sender, tmp_path):
+    from cyborg_lite.cmd import all_in_one
+    aio = all_in_one.AllInOne(all_in_one._parse_cli(
+        ['--state-dir', str(tmp_path)]))
+    _queued_transition()
+    aio.stop()
+    assert [n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.disable']
+
+
+def test_a_stop_waits_for_a_silent_broker_only_so_long(sent, monkeypatch):
+    import threading
+    release = threading.Event()
+    sender = notifications._get_sender()
+    monkeypatch.setattr(sender.notifier, 'info',
+                        lambda *_a, **_k: release.wait(30))
+    try:
+        dev = _device()
+        devices.set_status(dev.uuid, 'maintaining')
+        devices.set_status(dev.uuid, 'enabled')
+        devices.set_status(dev.uuid, 'maintaining')
+        began = time.monotonic()
+        assert not notifications.flush_at_stop(timeout=0.5)
+        assert time.monotonic() - began < 5
+        # The one in the broker's hands is the driver's; the two behind
+        # it are dropped, and counted.
+        assert notifications.stats()[2] == 2
+    finally:
+        release.set()
