@@ -92,6 +92,14 @@ AGENT_REPORTS = Counter(
     'Reports an agent sent the conductor, by outcome: changed, '
     'unchanged, failed.', ['outcome'])
 
+NOTIFICATIONS = Counter(
+    'cyborg_lite_notifications_total',
+    "Notifications by outcome: sent (handed to the "
+    "broker's driver), failed (the driver raised), dropped (the broker "
+    'fell 10,000 behind, or the service stopped before it took them).',
+    ['outcome'])
+NOTIFICATION_OUTCOMES = ('sent', 'failed', 'dropped')
+
 
 def observe(histogram, seconds, *labels):
     """``histogram`` (with ``labels``) observes ``seconds``; never

@@ -293,12 +293,18 @@ class _Sender:
     """A Notifier and the one thread that calls it, in order."""
 
     def __init__(self, notifier):
+        # NOTE: imported here, in the process that sends (a gunicorn
+        # worker), not by the commands that import this module before
+        # they set up prometheus_client's multi-process mode.
+        from cyborg_lite.common import metrics
         self.notifier = notifier
         self.pid = os.getpid()
         self.queue = collections.deque()
         self.dropped = 0
         self.sent = 0
         self.failed = 0
+        self._counters = {outcome: metrics.NOTIFICATIONS.labels(outcome)
+                          for outcome in metrics.NOTIFICATION_OUTCOMES}
         self._busy = False
         self._wake = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -310,6 +316,7 @@ class _Sender:
             if len(self.queue) >= QUEUE_LIMIT:
                 self.queue.popleft()
                 self.dropped += 1
+                self._counters['dropped'].inc()
                 if self.dropped in (1, 10, 100) or not self.dropped % 1000:
                     LOG.error('Notifications could not be sent fast enough; '
                               '%d dropped so far', self.dropped)
@@ -341,8 +348,10 @@ class _Sender:
                       else self.notifier.info)
             method(ctxt, event_type(event.event), event.payload)
             self.sent += 1
+            self._counters['sent'].inc()
         except Exception:
             self.failed += 1
+            self._counters['failed'].inc()
             LOG.exception('Notification %s could not be sent', event.event)
 
     def give_up(self):
@@ -351,6 +360,7 @@ class _Sender:
             left = len(self.queue)
             self.queue.clear()
             self.dropped += left
+            self._counters['dropped'].inc(left)
         return left
 
     def flush(self, timeout=10):
@@ -458,7 +468,8 @@ def flush_at_stop(timeout=STOP_TIMEOUT):
 
 
 def stats():
-    """(sent, failed, dropped) in this process, for the metrics."""
+    """(sent, failed, dropped) in this process (the metrics' are
+    cyborg_lite_notifications_total)."""
     sender = _sender
     if sender is None:
         return 0, 0, 0

@@ -7,6 +7,7 @@ import time
 import uuid
 
 import jsonschema
+import prometheus_client
 import pytest
 import sqlalchemy as sa
 from oslo_messaging.notify import _impl_test
@@ -96,8 +97,15 @@ def test_off_by_default_nothing_is_sent_and_the_row_is_written(conf,
     assert history(dev.uuid) == ['device.disable']
 
 
+def counted(outcome):
+    """cyborg_lite_notifications_total{outcome} as a scrape reads it."""
+    return prometheus_client.REGISTRY.get_sample_value(
+        'cyborg_lite_notifications_total', {'outcome': outcome}) or 0
+
+
 def test_one_notification_and_one_row_per_transition(sent):
     dev = _device()
+    before = counted('sent')
     devices.set_status(dev.uuid, 'maintaining')
     devices.set_status(dev.uuid, 'maintaining')    # no change, no event
     devices.set_status(dev.uuid, 'enabled')
@@ -109,6 +117,7 @@ def test_one_notification_and_one_row_per_transition(sent):
         ('maintaining', 'enabled'), ('enabled', 'maintaining')]
     assert history(dev.uuid) == ['device.disable', 'device.enable']
     assert messages[0]['publisher_id'].endswith(':' + conf_host())
+    assert counted('sent') - before == 2
 
 
 def conf_host():
@@ -159,9 +168,12 @@ def test_a_broker_that_fails_never_fails_the_transition(sent, monkeypatch):
     def broken(*_args, **_kwargs):
         raise OSError('broker down')
     monkeypatch.setattr(sender.notifier, 'info', broken)
+    before = counted('failed'), counted('sent')
     assert devices.set_status(dev.uuid, 'maintaining')[1]
     assert notifications.flush()
     assert notifications.stats()[1] == 1
+    assert (counted('failed'), counted('sent')) == (before[0] + 1,
+                                                    before[1])
     assert history(dev.uuid) == ['device.disable']
 
 
@@ -264,11 +276,25 @@ def test_a_stop_waits_for_a_silent_broker_only_so_long(sent, monkeypatch):
         devices.set_status(dev.uuid, 'maintaining')
         devices.set_status(dev.uuid, 'enabled')
         devices.set_status(dev.uuid, 'maintaining')
-        began = time.monotonic()
+        began, dropped = time.monotonic(), counted('dropped')
         assert not notifications.flush_at_stop(timeout=0.5)
         assert time.monotonic() - began < 5
         # The one in the broker's hands is the driver's; the two behind
         # it are dropped, and counted.
         assert notifications.stats()[2] == 2
+        assert counted('dropped') - dropped == 2
     finally:
         release.set()
+
+
+def test_a_full_queue_drops_the_oldest_and_counts_it(idle_sender,
+                                                     monkeypatch):
+    monkeypatch.setattr(notifications, 'QUEUE_LIMIT', 2)
+    dropped = counted('dropped')
+    dev = _device()
+    for status in ('maintaining', 'enabled', 'maintaining'):
+        devices.set_status(dev.uuid, status)
+    assert received(idle_sender) and [
+        n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.enable', 'accelerator.device.disable']
+    assert counted('dropped') - dropped == 1
