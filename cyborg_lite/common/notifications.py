@@ -75,12 +75,13 @@ class Payload:
         self.version = version
         self.description = description
         self.fields = fields
+        self._keys = tuple(fields)
 
     def wrap(self, data):
         """The payload as sent: ``data`` limited to the fields."""
         return {_NAME: self.name, _NAMESPACE: NAMESPACE,
                 _VERSION: self.version,
-                _DATA: {k: data.get(k) for k in self.fields}}
+                _DATA: dict(zip(self._keys, map(data.get, self._keys)))}
 
     def json_schema(self):
         """The JSON Schema (draft 2020-12) of the payload as sent."""
@@ -332,12 +333,18 @@ class _Sender:
                 self._busy = True
             # NOTE: one at a time off the queue (a deque's popleft is
             # atomic), so what a stop gives up on is still counted there.
+            sent = failed = 0
             while True:
                 try:
                     ctxt, event = self.queue.popleft()
                 except IndexError:
                     break
-                self._send(ctxt, event)
+                if self._send(ctxt, event):
+                    sent += 1
+                else:
+                    failed += 1
+            # NOTE: counted once a batch, not once a notification.
+            self._count(sent, failed)
             with self._wake:
                 self._busy = False
                 self._wake.notify_all()
@@ -347,12 +354,18 @@ class _Sender:
             method = (self.notifier.error if event.priority == ERROR
                       else self.notifier.info)
             method(ctxt, event_type(event.event), event.payload)
-            self.sent += 1
-            self._counters['sent'].inc()
+            return True
         except Exception:
-            self.failed += 1
-            self._counters['failed'].inc()
             LOG.exception('Notification %s could not be sent', event.event)
+            return False
+
+    def _count(self, sent, failed):
+        self.sent += sent
+        self.failed += failed
+        if sent:
+            self._counters['sent'].inc(sent)
+        if failed:
+            self._counters['failed'].inc(failed)
 
     def give_up(self):
         """Drop (and count) what is still queued; how many."""
