@@ -64,7 +64,8 @@ CLEANING_DURATION = Histogram(
 PREPARE_DURATION = Histogram(
     'cyborg_lite_k8s_prepare_duration_seconds',
     "The conductor's part of a kubelet Prepare (holding the region, "
-    'programming it if asked), by outcome: prepared, refused, failed.',
+    'programming it if asked), by outcome: prepared, in_progress (its '
+    'programming still runs: the kubelet asks again), refused, failed.',
     ['outcome'], buckets=LATENCY_BUCKETS)
 UNPREPARE_DURATION = Histogram(
     'cyborg_lite_k8s_unprepare_duration_seconds',
