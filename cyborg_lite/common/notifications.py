@@ -26,7 +26,10 @@ after its commit) or, for transitions of no device, ``emit`` after the
 write. Sending happens on one thread per process, in order, off the
 request's and the transaction's path: a broker outage delays
 notifications (up to ``QUEUE_LIMIT`` of them are kept; older ones are
-dropped and counted), it never blocks or fails an API request.
+dropped and counted), it never blocks or fails an API request. A
+service that stops sends what it queued first (``flush_at_stop``, for
+at most ``STOP_TIMEOUT``); cyborg_lite_notifications_total counts what
+was sent, failed and dropped.
 """
 import collections
 import logging
