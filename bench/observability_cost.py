@@ -12,8 +12,9 @@ CPU-bound server's throughput is the inverse of, and it moves less.
 Each trial is a child process, ``off`` ([metrics]enabled = false,
 notifications off) or ``on`` (metrics on; [oslo_messaging_notifications]
 driver = messagingv2 over ``--notifications-url``, by default the
-process's ``inproc://``, so the Notifier's whole path runs but no
-broker's). A child seeds ``--devices`` cards into SQLite and runs what
+process's ``inproc://``: the Notifier's whole path runs, but no broker's,
+and with no listener in the process the in-process driver keeps nothing;
+``rabbit://...`` measures RabbitMQ's driver too). A child seeds ``--devices`` cards into SQLite and runs what
 bench/ours_server.py runs (the API's WSGI application, noauth, and the
 conductor over ``inproc://``), then calls the application in process:
 GET /v2/devices of every card, POST /v2/device_profiles, POST

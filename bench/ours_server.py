@@ -60,33 +60,14 @@ def main(argv=None):
     config.parse_args([], default_config_files=[])
     CONF.register_opts(ks_loading.get_auth_plugin_conf_options('none'),
                        group='nova')
-    overrides = {
-        None: {'host': 'bench-ours', 'transport_url': 'inproc://',
-               'default_log_levels': ['cyborg_lite=WARNING',
-                                      'keystoneauth=WARNING',
-                                      'oslo_messaging=WARNING',
-                                      'urllib3=WARNING']},
-        'database': {'connection': args.db},
-        'api': {'host': '127.0.0.1', 'port': args.port,
-                'auth_strategy': 'noauth', 'max_limit': 10000},
-        'arq': {'notifier': 'nova'},
-        'nova': {'auth_type': 'none', 'endpoint_override': args.nova_url},
-        'metrics': {'enabled': not args.no_metrics,
-                    'api_unauthenticated': True},
-    }
-    if args.notifications:
-        overrides['oslo_messaging_notifications'] = {
-            'driver': [args.notifications],
-            'transport_url': args.notifications_url}
+    if args.notifications and not _has_notifications():
+        parser.error('--notifications: the cyborg_lite tree under test '
+                     'sends no notifications')
     if args.placement_url:
-        from cyborg_lite.common import placement_server
         CONF.register_opts(
             ks_loading.get_auth_plugin_conf_options('admin_token'),
             group='placement')
-        overrides['placement'] = {
-            'auth_type': 'admin_token', 'token': placement_server.TOKEN,
-            'endpoint_override': args.placement_url,
-            'create_compute_node_rp': True}
+    overrides = configuration(args, CONF)
     for group, values in overrides.items():
         for name, value in values.items():
             CONF.set_override(name, value, group=group)
@@ -103,6 +84,48 @@ def main(argv=None):
     stop_serving()
     conductor.stop()
     return 0
+
+
+def configuration(args, conf):
+    """{group: {option: value}} this server sets on ``conf``, the
+    configuration of the tree under test."""
+    overrides = {
+        None: {'host': 'bench-ours', 'transport_url': 'inproc://',
+               'default_log_levels': ['cyborg_lite=WARNING',
+                                      'keystoneauth=WARNING',
+                                      'oslo_messaging=WARNING',
+                                      'urllib3=WARNING']},
+        'database': {'connection': args.db},
+        'api': {'host': '127.0.0.1', 'port': args.port,
+                'auth_strategy': 'noauth', 'max_limit': 10000},
+        'arq': {'notifier': 'nova'},
+        'nova': {'auth_type': 'none', 'endpoint_override': args.nova_url},
+    }
+    # NOTE: bench/api.py --baseline runs this file on an older tree,
+    # whose configuration may have no [metrics] (nothing to turn off
+    # there).
+    if 'metrics' in conf:
+        overrides['metrics'] = {'enabled': not args.no_metrics,
+                                'api_unauthenticated': True}
+    if args.notifications:
+        overrides['oslo_messaging_notifications'] = {
+            'driver': [args.notifications],
+            'transport_url': args.notifications_url}
+    if args.placement_url:
+        from cyborg_lite.common import placement_server
+        overrides['placement'] = {
+            'auth_type': 'admin_token', 'token': placement_server.TOKEN,
+            'endpoint_override': args.placement_url,
+            'create_compute_node_rp': True}
+    return overrides
+
+
+def _has_notifications():
+    try:
+        from cyborg_lite.common import notifications  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 if __name__ == '__main__':

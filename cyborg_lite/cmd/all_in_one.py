@@ -27,6 +27,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
+from cyborg_lite.common import notifications
 from cyborg_lite.common import placement_server
 from cyborg_lite.common import rpc
 from cyborg_lite.common import stop_signals
@@ -187,6 +188,7 @@ class AllInOne:
                 step()
             except Exception:  # keep stopping the rest
                 LOG.exception('error while stopping %s', step)
+        notifications.flush_at_stop()
         rpc.cleanup()
         session.dispose_all()
 

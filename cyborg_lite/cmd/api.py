@@ -15,6 +15,7 @@ from cyborg_lite.api import gunicorn_worker
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.common import metrics_dir
+from cyborg_lite.common import notifications
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import session
 
@@ -39,6 +40,8 @@ class _Server(gunicorn_base.BaseApplication):
         # use it, so it is off.
         if 'control_socket_disable' in self.cfg.settings:
             self.cfg.set('control_socket_disable', True)
+        # A worker's queued notifications go before it does.
+        self.cfg.set('worker_exit', _worker_exiting)
         if metrics_dir.active():
             # A worker's live values go with it.
             self.cfg.set('child_exit', _worker_exited)
@@ -48,6 +51,11 @@ class _Server(gunicorn_base.BaseApplication):
         # connection or RPC transport is shared between processes.
         from cyborg_lite.api import deploy
         return deploy.loadapp_serving(CONF)
+
+
+def _worker_exiting(_server, _worker):
+    # NOTE: gunicorn calls it in the worker, after its last request.
+    notifications.flush_at_stop()
 
 
 def _worker_exited(_server, worker):

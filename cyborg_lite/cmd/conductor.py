@@ -20,6 +20,7 @@ from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.common import inproc_messaging
 from cyborg_lite.common import metrics_dir
+from cyborg_lite.common import notifications
 from cyborg_lite.common import rpc
 from cyborg_lite.common import stop_signals
 from cyborg_lite.conf import CONF
@@ -53,6 +54,7 @@ def serve(service):
     stops.wait()
     LOG.info('Stop signal received; shutting down')
     service.stop()
+    notifications.flush_at_stop()
     rpc.cleanup()
     return 0
 

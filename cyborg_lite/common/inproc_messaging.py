@@ -8,8 +8,11 @@ before a server saw it (half of a bind's latency in bench/api.py).
 
 ``inproc://`` is that driver (its exchanges, queues, replies and
 semantics: built on ``impl_fake``, pinned by
-tests/unit/common/test_inproc_messaging.py) with one change: a listener
-waits on a condition each delivery notifies. Like ``fake://``, it never
+tests/unit/common/test_inproc_messaging.py) with two changes: a listener
+waits on a condition each delivery notifies, and a notification no
+listener in the process reads is neither kept nor wakes anyone (fake://
+keeps each one for ever: a leak in a long-running all-in-one, and each
+woke every RPC listener, which was most of a notification's cost). Like ``fake://``, it never
 crosses a process; RabbitMQ is the transport between processes.
 """
 import threading
@@ -22,6 +25,26 @@ from oslo_messaging._drivers import impl_fake
 # A listener still looks every so often (what fake:// does always), so a
 # wake-up lost to a bug would cost latency, never a message.
 _IDLE_LOOK_S = 1.0
+
+
+class _NotificationListeners:
+    """How many listeners read each (exchange, topic) of notifications."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._count = {}
+
+    def add(self, keys, step=1):
+        with self._lock:
+            for key in keys:
+                self._count[key] = self._count.get(key, 0) + step
+
+    def __contains__(self, key):
+        # NOTE: a dict read needs no lock.
+        return self._count.get(key, 0) > 0
+
+
+NOTIFICATION_LISTENERS = _NotificationListeners()
 
 
 class _Deliveries:
@@ -69,6 +92,13 @@ class _ExchangeManager(impl_fake.FakeExchangeManager):
 
 
 class _Listener(impl_fake.FakeListener):
+    _notification_keys = ()
+
+    def listen_for_notifications(self, keys):
+        self._notification_keys = tuple(keys)
+        NOTIFICATION_LISTENERS.add(self._notification_keys)
+        return self
+
     @base.batch_poll_helper
     def poll(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -98,6 +128,8 @@ class _Listener(impl_fake.FakeListener):
         return None
 
     def stop(self):
+        if not self._stopped.is_set() and self._notification_keys:
+            NOTIFICATION_LISTENERS.add(self._notification_keys, -1)
         super().stop()
         DELIVERIES.delivered()
 
@@ -127,9 +159,22 @@ class InprocDriver(impl_fake.FakeDriver):
                                                           priority),
                                          exchange=target.exchange)
                    for target, priority in targets_and_priorities]
-        return base.PollStyleListenerAdapter(
-            _Listener(self._exchange_manager, targets, pool), batch_size,
-            batch_timeout)
+        listener = _Listener(self._exchange_manager, targets, pool)
+        listener.listen_for_notifications(
+            self._notification_key(t) for t in targets)
+        return base.PollStyleListenerAdapter(listener, batch_size,
+                                             batch_timeout)
+
+    def send_notification(self, target, ctxt, message, version, retry=None):
+        # NOTE: only a listener in this process could read it: with none,
+        # nothing is kept (fake:// keeps every one for ever, which in a
+        # long-running all-in-one is a leak) and no listener is woken.
+        if self._notification_key(target) in NOTIFICATION_LISTENERS:
+            super().send_notification(target, ctxt, message, version,
+                                      retry)
+
+    def _notification_key(self, target):
+        return (target.exchange or self._default_exchange, target.topic)
 
 
 def is_in_process(transport_url):

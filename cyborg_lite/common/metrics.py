@@ -64,7 +64,8 @@ CLEANING_DURATION = Histogram(
 PREPARE_DURATION = Histogram(
     'cyborg_lite_k8s_prepare_duration_seconds',
     "The conductor's part of a kubelet Prepare (holding the region, "
-    'programming it if asked), by outcome: prepared, refused, failed.',
+    'programming it if asked), by outcome: prepared, in_progress (its '
+    'programming still runs: the kubelet asks again), refused, failed.',
     ['outcome'], buckets=LATENCY_BUCKETS)
 UNPREPARE_DURATION = Histogram(
     'cyborg_lite_k8s_unprepare_duration_seconds',
@@ -91,6 +92,14 @@ AGENT_REPORTS = Counter(
     'cyborg_lite_agent_reports_total',
     'Reports an agent sent the conductor, by outcome: changed, '
     'unchanged, failed.', ['outcome'])
+
+NOTIFICATIONS = Counter(
+    'cyborg_lite_notifications_total',
+    "Notifications by outcome: sent (handed to the "
+    "broker's driver), failed (the driver raised), dropped (the broker "
+    'fell 10,000 behind, or the service stopped before it took them).',
+    ['outcome'])
+NOTIFICATION_OUTCOMES = ('sent', 'failed', 'dropped')
 
 
 def observe(histogram, seconds, *labels):

@@ -26,7 +26,10 @@ after its commit) or, for transitions of no device, ``emit`` after the
 write. Sending happens on one thread per process, in order, off the
 request's and the transaction's path: a broker outage delays
 notifications (up to ``QUEUE_LIMIT`` of them are kept; older ones are
-dropped and counted), it never blocks or fails an API request.
+dropped and counted), it never blocks or fails an API request. A
+service that stops sends what it queued first (``flush_at_stop``, for
+at most ``STOP_TIMEOUT``); cyborg_lite_notifications_total counts what
+was sent, failed and dropped.
 """
 import collections
 import logging
@@ -52,6 +55,9 @@ QUEUE_LIMIT = 10000
 # of the GIL would cost a busy API more than sending it.
 SEND_INTERVAL = 0.2
 WAKE_AT = 256
+# A service stopping waits this long for its queued notifications (a
+# broker that does not answer must not hold the stop for ever).
+STOP_TIMEOUT = 10.0
 
 _NAME = OBJECT_KEY + '.name'
 _NAMESPACE = OBJECT_KEY + '.namespace'
@@ -72,12 +78,13 @@ class Payload:
         self.version = version
         self.description = description
         self.fields = fields
+        self._keys = tuple(fields)
 
     def wrap(self, data):
         """The payload as sent: ``data`` limited to the fields."""
         return {_NAME: self.name, _NAMESPACE: NAMESPACE,
                 _VERSION: self.version,
-                _DATA: {k: data.get(k) for k in self.fields}}
+                _DATA: dict(zip(self._keys, map(data.get, self._keys)))}
 
     def json_schema(self):
         """The JSON Schema (draft 2020-12) of the payload as sent."""
@@ -290,12 +297,18 @@ class _Sender:
     """A Notifier and the one thread that calls it, in order."""
 
     def __init__(self, notifier):
+        # NOTE: imported here, in the process that sends (a gunicorn
+        # worker), not by the commands that import this module before
+        # they set up prometheus_client's multi-process mode.
+        from cyborg_lite.common import metrics
         self.notifier = notifier
         self.pid = os.getpid()
         self.queue = collections.deque()
         self.dropped = 0
         self.sent = 0
         self.failed = 0
+        self._counters = {outcome: metrics.NOTIFICATIONS.labels(outcome)
+                          for outcome in metrics.NOTIFICATION_OUTCOMES}
         self._busy = False
         self._wake = threading.Condition()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -307,6 +320,7 @@ class _Sender:
             if len(self.queue) >= QUEUE_LIMIT:
                 self.queue.popleft()
                 self.dropped += 1
+                self._counters['dropped'].inc()
                 if self.dropped in (1, 10, 100) or not self.dropped % 1000:
                     LOG.error('Notifications could not be sent fast enough; '
                               '%d dropped so far', self.dropped)
@@ -319,11 +333,21 @@ class _Sender:
             with self._wake:
                 while not self.queue:
                     self._wake.wait(SEND_INTERVAL)
-                batch = list(self.queue)
-                self.queue.clear()
                 self._busy = True
-            for ctxt, event in batch:
-                self._send(ctxt, event)
+            # NOTE: one at a time off the queue (a deque's popleft is
+            # atomic), so what a stop gives up on is still counted there.
+            sent = failed = 0
+            while True:
+                try:
+                    ctxt, event = self.queue.popleft()
+                except IndexError:
+                    break
+                if self._send(ctxt, event):
+                    sent += 1
+                else:
+                    failed += 1
+            # NOTE: counted once a batch, not once a notification.
+            self._count(sent, failed)
             with self._wake:
                 self._busy = False
                 self._wake.notify_all()
@@ -333,10 +357,27 @@ class _Sender:
             method = (self.notifier.error if event.priority == ERROR
                       else self.notifier.info)
             method(ctxt, event_type(event.event), event.payload)
-            self.sent += 1
+            return True
         except Exception:
-            self.failed += 1
             LOG.exception('Notification %s could not be sent', event.event)
+            return False
+
+    def _count(self, sent, failed):
+        self.sent += sent
+        self.failed += failed
+        if sent:
+            self._counters['sent'].inc(sent)
+        if failed:
+            self._counters['failed'].inc(failed)
+
+    def give_up(self):
+        """Drop (and count) what is still queued; how many."""
+        with self._wake:
+            left = len(self.queue)
+            self.queue.clear()
+            self.dropped += left
+            self._counters['dropped'].inc(left)
+        return left
 
     def flush(self, timeout=10):
         """Wait until everything queued so far was handed to the driver
@@ -426,8 +467,25 @@ def flush(timeout=10):
     return True if sender is None else sender.flush(timeout)
 
 
+def flush_at_stop(timeout=STOP_TIMEOUT):
+    """Send what this process queued before it ends (the sending thread
+    is a daemon: what it still holds at exit is lost). Called by every
+    service as it stops; after ``timeout`` what is left is counted as
+    dropped and said in the log. Whether everything went."""
+    sender = _sender
+    if sender is None or sender.pid != os.getpid():
+        return True
+    if sender.flush(timeout):
+        return True
+    left = sender.give_up()
+    LOG.warning('%d notifications not sent after %s s at stop (is the '
+                'broker reachable?); dropped', left, timeout)
+    return False
+
+
 def stats():
-    """(sent, failed, dropped) in this process, for the metrics."""
+    """(sent, failed, dropped) in this process (the metrics' are
+    cyborg_lite_notifications_total)."""
     sender = _sender
     if sender is None:
         return 0, 0, 0

@@ -354,3 +354,34 @@ def test_observability_cost_bench_tiny(tmp_path):
     assert off['notifications_sent'] == 0
     assert on['notifications_sent'] > 0
     assert result['scrape_bytes'] > 0
+
+
+def test_ours_server_runs_on_a_tree_without_metrics(conf):
+    """bench/api.py --baseline runs bench/ours_server.py on an older
+    tree, whose configuration has no [metrics]: it sets only what that
+    tree has."""
+    import argparse
+
+    from keystoneauth1 import loading as ks_loading
+    from oslo_config import cfg
+
+    from bench import ours_server
+    from cyborg_lite.conf import opts
+    args = argparse.Namespace(
+        db='sqlite://', port=1, nova_url='http://127.0.0.1:1',
+        no_metrics=True, notifications=None, notifications_url=None,
+        placement_url=None)
+    assert ours_server.configuration(args, conf)['metrics'] == {
+        'enabled': False, 'api_unauthenticated': True}
+    # The configuration of a tree from before [metrics].
+    older = cfg.ConfigOpts()
+    for group, group_opts in opts.list_opts():
+        if getattr(group, 'name', group) != 'metrics':
+            older.register_opts(group_opts, group=group)
+    older.register_opts(ks_loading.get_auth_plugin_conf_options('none'),
+                        group='nova')
+    overrides = ours_server.configuration(args, older)
+    assert 'metrics' not in overrides
+    for group in ('database', 'api', 'arq', 'nova'):
+        for name, value in overrides[group].items():
+            older.set_override(name, value, group=group)

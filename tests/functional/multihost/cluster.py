@@ -168,8 +168,9 @@ class Cluster:
                                 for i in range(conductors)]
         self.api_port = servers.free_port()
         self.api = 'http://127.0.0.1:%d/v2' % self.api_port
-        # The first conductor serves /metrics on a port of its own.
-        self.conductor_metrics_port = servers.free_port()
+        # Each conductor serves /metrics on a port of its own.
+        self.conductor_metrics_ports = {name: servers.free_port()
+                                        for name in self.conductor_names}
         self.k8s_host = self.agent_hosts[-1]
         self.services = {}
         self.pg = self.rabbit = self.placement = None
@@ -263,10 +264,9 @@ class Cluster:
             sections['conductor'] = {'workers': 1, 'periodic_interval': 1,
                                      'agent_down_time': AGENT_DOWN_TIME}
             sections['kubernetes'] = {'hosts': self.k8s_host}
-            if name == self.conductor_names[0]:
-                sections['metrics'] = {
-                    'conductor_port': self.conductor_metrics_port,
-                    'listen_host': '127.0.0.1'}
+            sections['metrics'] = {
+                'conductor_port': self.conductor_metrics_ports[name],
+                'listen_host': '127.0.0.1'}
             sections['placement'] = {
                 'auth_type': 'admin_token', 'token': placement_server.TOKEN,
                 'endpoint_override': self.placement.endpoint,
@@ -557,6 +557,21 @@ class Cluster:
         if not value:
             raise AssertionError('%s not reached after %ss' % (what, timeout))
         return value
+
+    def conductor_samples(self):
+        """{(sample name, sorted labels): value} added up over every
+        conductor's /metrics port (a call goes to whichever conductor
+        takes it from the topic)."""
+        from prometheus_client import parser
+        total = collections.Counter()
+        for port in self.conductor_metrics_ports.values():
+            text = requests.get('http://127.0.0.1:%d/metrics' % port,
+                                timeout=10).text
+            for family in parser.text_string_to_metric_families(text):
+                for sample in family.samples:
+                    total[sample.name, tuple(sorted(
+                        sample.labels.items()))] += sample.value
+        return total
 
     # --- the simulated hardware -----------------------------------------
 

@@ -96,3 +96,41 @@ def test_a_server_stops_at_once_while_idle(inproc):
     ('', False), (None, False)])
 def test_in_process_transports_are_named(url, in_process):
     assert inproc_messaging.is_in_process(url) is in_process
+
+
+class Heard:
+    def __init__(self):
+        self.events = []
+        self.seen = threading.Event()
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        self.events.append(event_type)
+        self.seen.set()
+
+
+def test_a_notification_reaches_a_listener_and_is_kept_for_none(conf):
+    # NOTE: its own topic, apart from any other test's listeners.
+    topic = 'notifications-%s' % threading.get_ident()
+    transport = messaging.get_notification_transport(conf, url='inproc://')
+    notifier = messaging.Notifier(transport, publisher_id='test',
+                                  driver='messagingv2', topics=[topic])
+    woken = inproc_messaging.DELIVERIES.count
+    notifier.info({}, 'unheard', {})
+    # Nobody listens: nothing kept, no listener woken for it.
+    assert inproc_messaging.DELIVERIES.count == woken
+    heard = Heard()
+    listener = messaging.get_notification_listener(
+        transport, [messaging.Target(topic=topic)], [heard],
+        executor='threading')
+    listener.start()
+    try:
+        notifier.info({}, 'heard', {})
+        assert heard.seen.wait(30)
+    finally:
+        listener.stop()
+        listener.wait()
+    notifier.info({}, 'after', {})
+    assert heard.events == ['heard']
+    assert (transport._driver._notification_key(
+        messaging.Target(topic=topic + '.info'))
+        not in inproc_messaging.NOTIFICATION_LISTENERS)

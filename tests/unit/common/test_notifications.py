@@ -3,9 +3,11 @@ notification and one row per transition, nothing for a transition rolled
 back, each payload valid against its committed schema."""
 import json
 import os
+import time
 import uuid
 
 import jsonschema
+import prometheus_client
 import pytest
 import sqlalchemy as sa
 from oslo_messaging.notify import _impl_test
@@ -95,8 +97,15 @@ def test_off_by_default_nothing_is_sent_and_the_row_is_written(conf,
     assert history(dev.uuid) == ['device.disable']
 
 
+def counted(outcome):
+    """cyborg_lite_notifications_total{outcome} as a scrape reads it."""
+    return prometheus_client.REGISTRY.get_sample_value(
+        'cyborg_lite_notifications_total', {'outcome': outcome}) or 0
+
+
 def test_one_notification_and_one_row_per_transition(sent):
     dev = _device()
+    before = counted('sent')
     devices.set_status(dev.uuid, 'maintaining')
     devices.set_status(dev.uuid, 'maintaining')    # no change, no event
     devices.set_status(dev.uuid, 'enabled')
@@ -108,6 +117,7 @@ def test_one_notification_and_one_row_per_transition(sent):
         ('maintaining', 'enabled'), ('enabled', 'maintaining')]
     assert history(dev.uuid) == ['device.disable', 'device.enable']
     assert messages[0]['publisher_id'].endswith(':' + conf_host())
+    assert counted('sent') - before == 2
 
 
 def conf_host():
@@ -158,9 +168,12 @@ def test_a_broker_that_fails_never_fails_the_transition(sent, monkeypatch):
     def broken(*_args, **_kwargs):
         raise OSError('broker down')
     monkeypatch.setattr(sender.notifier, 'info', broken)
+    before = counted('failed'), counted('sent')
     assert devices.set_status(dev.uuid, 'maintaining')[1]
     assert notifications.flush()
     assert notifications.stats()[1] == 1
+    assert (counted('failed'), counted('sent')) == (before[0] + 1,
+                                                    before[1])
     assert history(dev.uuid) == ['device.disable']
 
 
@@ -190,3 +203,98 @@ def test_a_removed_device_keeps_its_history_until_pruned(sqlite_db):
     from cyborg_lite.common import exception
     with pytest.raises(exception.DeviceNotFound):
         device_history.list_rows(str(uuid.uuid4()))
+
+
+# --- a service stopping sends what it queued --------------------------------
+
+@pytest.fixture
+def idle_sender(sent, monkeypatch):
+    """The sending thread does not look at its queue by itself during the
+    test: only a flush sends (as at a stop that comes before its next
+    look)."""
+    monkeypatch.setattr(notifications, 'SEND_INTERVAL', 3600)
+    return sent
+
+
+class _Stopped:
+    """StopSignals as if SIGTERM came at once."""
+
+    def wait(self, *_args, **_kwargs):
+        return True
+
+
+def _queued_transition():
+    dev = _device()
+    assert devices.set_status(dev.uuid, 'maintaining')[1]
+    assert notifications._sender.queue, 'sent already: the test proves nothing'
+
+
+def test_a_conductor_or_agent_stopped_sends_what_it_queued(idle_sender,
+                                                           monkeypatch):
+    from cyborg_lite.cmd import conductor as cmd
+    monkeypatch.setattr(cmd.stop_signals, 'StopSignals', _Stopped)
+
+    class Service:
+        def start(self):
+            _queued_transition()
+
+        def stop(self):
+            pass
+    assert cmd.serve(Service()) == 0
+    assert [n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.disable']
+
+
+def test_an_api_worker_exiting_sends_what_it_queued(idle_sender, conf):
+    from cyborg_lite.cmd import api as cmd
+    server = cmd._Server([])
+    _queued_transition()
+    # What gunicorn calls in the worker after its last request.
+    server.cfg.worker_exit(None, None)
+    assert [n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.disable']
+
+
+def test_the_all_in_one_stopped_sends_what_it_queued(idle_sender, tmp_path):
+    from cyborg_lite.cmd import all_in_one
+    aio = all_in_one.AllInOne(all_in_one._parse_cli(
+        ['--state-dir', str(tmp_path)]))
+    _queued_transition()
+    aio.stop()
+    assert [n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.disable']
+
+
+def test_a_stop_waits_for_a_silent_broker_only_so_long(sent, monkeypatch):
+    import threading
+    release = threading.Event()
+    sender = notifications._get_sender()
+    monkeypatch.setattr(sender.notifier, 'info',
+                        lambda *_a, **_k: release.wait(30))
+    try:
+        dev = _device()
+        devices.set_status(dev.uuid, 'maintaining')
+        devices.set_status(dev.uuid, 'enabled')
+        devices.set_status(dev.uuid, 'maintaining')
+        began, dropped = time.monotonic(), counted('dropped')
+        assert not notifications.flush_at_stop(timeout=0.5)
+        assert time.monotonic() - began < 5
+        # The one in the broker's hands is the driver's; the two behind
+        # it are dropped, and counted.
+        assert notifications.stats()[2] == 2
+        assert counted('dropped') - dropped == 2
+    finally:
+        release.set()
+
+
+def test_a_full_queue_drops_the_oldest_and_counts_it(idle_sender,
+                                                     monkeypatch):
+    monkeypatch.setattr(notifications, 'QUEUE_LIMIT', 2)
+    dropped = counted('dropped')
+    dev = _device()
+    for status in ('maintaining', 'enabled', 'maintaining'):
+        devices.set_status(dev.uuid, status)
+    assert received(idle_sender) and [
+        n['event_type'] for _c, n, _p, _r in idle_sender] == [
+        'accelerator.device.enable', 'accelerator.device.disable']
+    assert counted('dropped') - dropped == 1
