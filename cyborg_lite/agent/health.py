@@ -56,8 +56,10 @@ class HealthMonitor:
         self.memory = {}          # key -> classify memory
         self.seen = {}            # driver -> {identity: DeviceRecord}
         self.vanished = {}        # driver -> {identity: [since, record]}
-        # driver -> {identity: {signal: value}} of the last scan, for
-        # metrics.
+        # driver -> {identity: (Gauge or Counter, ...)} of the last
+        # scan, for metrics (agent/health_metrics.py); each driver's
+        # dict is replaced whole, never changed, so a scrape from
+        # another thread reads one scan.
         self.values = {}
         self.failing = set()      # drivers whose last health read failed
         self._written = None
@@ -104,7 +106,7 @@ class HealthMonitor:
             own = signals.get(record.identity, health.Signals())
             touched |= self._observe_device(driver.name, record, own,
                                             own_signals)
-            values[record.identity] = health.values(own.device)
+            values[record.identity] = health.metric_readings(own.device)
         self.values[driver.name] = values
         return touched
 

@@ -69,12 +69,15 @@ class Counter:
     """A cumulative count; growth of at least ``step`` since the last
     reading is a finding of ``level`` (None: carried for metrics only),
     described by ``text`` when the count alone says little (the time of
-    the newest error)."""
+    the newest error). ``counts`` is False for a value that only grows
+    with each event without counting them (the time of the newest
+    error): metrics leave it out."""
     signal: str
     value: int
     level: str | None = None
     step: int = 1
     text: str | None = None
+    counts: bool = True
 
     def __post_init__(self):
         _check_signal(self.signal)
@@ -177,7 +180,8 @@ def classify(readings, memory, hold):
     return findings
 
 
-def values(readings):
-    """{signal: value} of the gauges and counters (what metrics show)."""
-    return {r.signal: r.value for r in readings
-            if isinstance(r, (Gauge, Counter))}
+def metric_readings(readings):
+    """The readings metrics show: the gauges, and the counters that
+    count."""
+    return tuple(r for r in readings if isinstance(r, Gauge) or (
+        isinstance(r, Counter) and r.counts))

@@ -111,7 +111,8 @@ def _async_errors(device):
         # NOTE: no error of a kind yet is the count 0, so the first one
         # seen after it is a growth.
         epoch, text = newest or (0, None)
-        readings.append(health.Counter(signal, epoch, level, text=text))
+        readings.append(health.Counter(signal, epoch, level, text=text,
+                                       counts=False))
     return readings
 
 

@@ -257,3 +257,15 @@ def test_signal_names_are_label_values():
         health.Condition('x', 'sick', 'x')
     with pytest.raises(ValueError):
         health.Counter('x', 1, 'recovering')
+
+
+def test_metrics_show_gauges_and_counts_never_a_time_or_a_condition():
+    readings = [
+        health.Gauge('temperature', 41.0, '°C'),
+        health.Counter('aer_dev_fatal', 2, 'unhealthy'),
+        # The time of the newest error (Xilinx's asynchronous errors)
+        # grows with each but counts nothing.
+        health.Counter('async_error', 1733371200, 'degraded', counts=False),
+        health.Condition('link_width', 'degraded', 'link_width x8 < x16'),
+        health.Unreadable('power', 'EIO')]
+    assert health.metric_readings(readings) == tuple(readings[:2])

@@ -122,3 +122,16 @@ def test_aer_counters_of_the_card_function(conf, cards):
         fake.AER_UNCORRECTABLE, 'TOTAL_ERR_FATAL', 4))
     assert hh.scan(monitor, driver)[U250][:2] == (
         'unhealthy', 'aer_dev_fatal grew from 0 to 4')
+
+
+def test_metrics_show_the_readings_not_the_time_of_an_error(conf, cards):
+    driver, use, _function = cards
+    use('unhealthy')
+    monitor = hh.monitor(conf)
+    hh.scan(monitor, driver)
+    shown = {r.signal: r.value for r in monitor.values[driver.name][U250]}
+    # async_error is the time of the newest error, not a count: no
+    # cyborg_lite_device_errors_total of it.
+    assert shown['temperature'] == 96
+    assert not {'async_error', 'async_error_critical'} & set(shown)
+    assert {'aer_dev_fatal', 'power'} <= set(shown)
