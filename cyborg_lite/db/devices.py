@@ -311,7 +311,7 @@ _METRIC_DEVICES = (
     .order_by(DEVICE.id))
 _METRIC_REGIONS = (
     sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid, _DEP.c.name,
-              DEVICE.hostname, _DEP.c.device_state,
+              DEVICE.hostname, _DEP.c.device_state, _DEP.c.health,
               sa.select(sa.func.count(_HANDLE.c.id))
               .where(_HANDLE.c.deployable_id == _DEP.c.id,
                      _HANDLE.c.in_use.is_(True))

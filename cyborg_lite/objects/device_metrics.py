@@ -15,29 +15,18 @@ piece of hardware), ``host`` the hostname; a holder is ``project`` and
 kubelet's Prepare names the claim, whose status.reservedFor names the
 pod). A state is a label of one series with value 1 (the current one).
 
-Signals a driver reports about a device (temperature, power, error
-counters: issue 31) are added with ``register_signal``; each becomes a
-gauge per device, from the device's row.
+A device's readings (temperature, power, error counters) are not here:
+they never reach the database (an unchanged report writes nothing), so
+the agent that reads them serves them (agent/health_metrics.py), labelled
+by ``host`` and ``identity``, which ``cyborg_lite_device_info`` carries
+to join them to a device.
 """
-import collections
-
 from prometheus_client.core import GaugeMetricFamily
 
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.objects import host_inventory
 
 PREFIX = 'cyborg_lite_'
-
-Signal = collections.namedtuple('Signal', ['name', 'documentation', 'value'])
-_signals = []
-
-
-def register_signal(name, documentation, value):
-    """A gauge ``cyborg_lite_device_<name>{device,host}`` per device,
-    ``value(device row)`` (a number, or None for no sample). ``name`` in
-    base units (``temperature_celsius``, ``power_watts``,
-    ``errors_total`` is a counter's name: use ``errors``)."""
-    _signals.append(Signal(name, documentation, value))
 
 
 class DeviceCollector:
@@ -68,7 +57,9 @@ def _device_families(devices):
     labels = ['device', 'host']
     info = GaugeMetricFamily(
         PREFIX + 'device_info', 'A device as its driver reported it '
-        '(value 1).', labels=labels + ['type', 'vendor', 'driver'])
+        "(value 1); identity is its PCI address (the agent's readings "
+        'join on host and identity).',
+        labels=labels + ['type', 'vendor', 'driver', 'identity'])
     health = GaugeMetricFamily(
         PREFIX + 'device_health', "The device's health as reported "
         '(value 1 for the current one: healthy, degraded, unhealthy).',
@@ -80,21 +71,15 @@ def _device_families(devices):
         PREFIX + 'device_available', '1 when nothing keeps the device '
         'from being offered (maintenance, health, its agent); its regions '
         'have their own reasons.', labels=labels)
-    signals = [GaugeMetricFamily(PREFIX + 'device_' + s.name,
-                                 s.documentation, labels=labels)
-               for s in _signals]
     for dev in devices:
         key = [dev.uuid, dev.hostname]
-        info.add_metric(key + [dev.type, dev.vendor, dev.driver_name], 1)
+        info.add_metric(key + [dev.type, dev.vendor, dev.driver_name,
+                               dev.identity], 1)
         health.add_metric(key + [dev.health], 1)
         maintenance.add_metric(key, 1 if dev.status == 'maintaining' else 0)
         available.add_metric(key, 0 if _reasons(
             dev.status, dev.health, dev.agent_state) else 1)
-        for signal, family in zip(_signals, signals):
-            value = signal.value(dev)
-            if value is not None:
-                family.add_metric(key, value)
-    return [info, health, maintenance, available] + signals
+    return [info, health, maintenance, available]
 
 
 _reason_cache = {}
@@ -120,6 +105,11 @@ def _region_families(regions):
         PREFIX + 'region_state', "The region's allocation and cleaning "
         'state (value 1 for the current one: available, allocated, '
         'pending_cleaning, cleaning, error).', labels=labels + ['state'])
+    health = GaugeMetricFamily(
+        PREFIX + 'region_health', "The region's own health as reported "
+        "(its port's or function's signals; value 1 for the current one: "
+        'healthy, degraded, unhealthy); its device has its own.',
+        labels=labels + ['health'])
     in_use = GaugeMetricFamily(
         PREFIX + 'region_in_use', '1 while an ARQ or a Kubernetes claim '
         'holds an attach handle of the region.', labels=labels)
@@ -127,8 +117,9 @@ def _region_families(regions):
         key = [region.device_uuid, region.uuid, region.hostname]
         info.add_metric(key + [region.name], 1)
         state.add_metric(key + [region.device_state], 1)
+        health.add_metric(key + [region.health], 1)
         in_use.add_metric(key, 1 if region.handles_in_use else 0)
-    return [info, state, in_use]
+    return [info, state, health, in_use]
 
 
 def _holders(holders):

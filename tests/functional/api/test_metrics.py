@@ -6,15 +6,16 @@ it, except under CI=true); every device and region has its series; a
 bind shows its holder in the next scrape and an unbind takes it away;
 requests are counted by their declared route template."""
 import collections
-import os
-import shutil
-import subprocess
 
-import pytest
 from prometheus_client import parser
+import sqlalchemy as sa
 
 from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import models
+from cyborg_lite.db import session
 from tests.functional.api import conftest as api
+from tests.prometheus_text import promtool_check
+from tests.prometheus_text import samples
 
 ADMIN = api.ADMIN
 UUID = '00000000-0000-4000-8000-000000000000'
@@ -24,31 +25,6 @@ def scrape(app, headers=ADMIN):
     resp = app.get('/metrics', headers=headers)
     assert resp.content_type == 'text/plain'
     return resp.text
-
-
-def samples(text, name):
-    """[(labels dict, value)] of every sample named ``name``."""
-    found = []
-    for family in parser.text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name:
-                found.append((sample.labels, sample.value))
-    return found
-
-
-def promtool_check(text):
-    promtool = shutil.which('promtool')
-    if promtool is None:
-        if os.environ.get('CI') == 'true':
-            pytest.fail('promtool is not installed (Debian: prometheus)')
-        pytest.skip('promtool is not installed (Debian: prometheus)')
-    done = subprocess.run([promtool, 'check', 'metrics'], input=text,
-                          capture_output=True, text=True, timeout=60)
-    # NOTE: promtool prints lint problems and exits 3 for them, 1 for a
-    # text it cannot parse; both are failures here.
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip() == '' and done.stderr.strip() == '', \
-        done.stdout + done.stderr
 
 
 def _bound_region(app):
@@ -95,6 +71,30 @@ def test_every_device_and_region_has_its_series(app):
     maintaining = {s['device']: v for s, v in samples(
         text, 'cyborg_lite_device_maintenance')}
     assert sorted(maintaining.values()) == [0, 0, 0, 1]
+
+
+def test_health_of_devices_and_regions_and_the_identity_to_join_on(app):
+    device = api.add_device(identity='0000:5e:00.0')
+    regions = [api.add_deployable(device) for _ in range(2)]
+    with session.writer() as s:
+        s.execute(sa.update(models.Deployable).where(
+            models.Deployable.id == regions[1].id).values(
+                health='unhealthy', health_reason='port_errors 0x8'))
+        s.execute(sa.update(models.Device).where(
+            models.Device.id == device.id).values(health='degraded'))
+    text = scrape(app)
+    assert samples(text, 'cyborg_lite_region_health') == [
+        ({'device': device.uuid, 'region': region.uuid, 'host': 'host1',
+          'health': health}, 1.0)
+        for region, health in zip(regions, ('healthy', 'unhealthy'))]
+    assert samples(text, 'cyborg_lite_device_health') == [
+        ({'device': device.uuid, 'host': 'host1', 'health': 'degraded'},
+         1.0)]
+    # The agent's readings (agent/health_metrics.py) join on host and
+    # identity.
+    [(info, _v)] = samples(text, 'cyborg_lite_device_info')
+    assert (info['host'], info['identity']) == ('host1', '0000:5e:00.0')
+    promtool_check(text)
 
 
 def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
