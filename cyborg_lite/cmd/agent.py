@@ -7,6 +7,7 @@ one line on stderr and exit status 1.
 """
 import sys
 
+from cyborg_lite.agent import health_metrics
 from cyborg_lite.agent import manager
 from cyborg_lite.cmd import conductor as service_cmd
 from cyborg_lite.common import exception
@@ -26,8 +27,16 @@ def main(argv=None):
                                       '(%s) could be loaded; see the log'
                                 % ', '.join(CONF.agent.enabled_drivers))
     if CONF.metrics.agent_port:
-        service_cmd.serve_metrics(CONF.metrics.agent_port)
+        serve_metrics(agent, CONF.metrics.agent_port)
     return service_cmd.serve(agent)
+
+
+def serve_metrics(agent, port):
+    """The agent's /metrics on ``port``: the process's series and its
+    devices' latest readings, served where they are read
+    (agent/health_metrics.py); the server."""
+    return service_cmd.serve_metrics(
+        port, [health_metrics.HealthCollector(agent.health, agent.host)])
 
 
 if __name__ == '__main__':

@@ -169,8 +169,17 @@ class AllInOne:
         self._stack.append(conductor.stop)
 
     def _start_agent(self):
+        import prometheus_client
+
+        from cyborg_lite.agent import health_metrics
         from cyborg_lite.agent import manager
         agent = manager.AgentManager(CONF)
+        # NOTE: one process: the API's /metrics shows the agent's
+        # readings too.
+        readings = health_metrics.HealthCollector(agent.health, agent.host)
+        prometheus_client.REGISTRY.register(readings)
+        self._stack.append(
+            lambda: prometheus_client.REGISTRY.unregister(readings))
         agent.start()
         self._stack.append(agent.stop)
 

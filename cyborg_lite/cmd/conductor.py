@@ -85,12 +85,14 @@ def _run_one(metrics_port=None):
     return serve(service.ConductorService(CONF))
 
 
-def serve_metrics(port):
-    """/metrics on ``port`` ([metrics]listen_host), from a thread; shared
-    by the agent."""
+def serve_metrics(port, collectors=()):
+    """/metrics on ``port`` ([metrics]listen_host), from a thread, with
+    ``collectors``' series too; shared by the agent. The server."""
     from cyborg_lite.common import metrics
-    metrics.serve(port, CONF.metrics.listen_host)
-    LOG.info('Serving /metrics on %s:%d', CONF.metrics.listen_host, port)
+    server = metrics.serve(port, CONF.metrics.listen_host, collectors)
+    LOG.info('Serving /metrics on %s:%d', CONF.metrics.listen_host,
+             server.server_port)
+    return server
 
 
 def _run_workers(count, then=None):

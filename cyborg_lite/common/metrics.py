@@ -112,16 +112,35 @@ def observe(histogram, seconds, *labels):
         pass
 
 
-def serve(port, host='0.0.0.0'):
+def serve(port, host='0.0.0.0', collectors=()):
     """Serve this process's metrics (every worker's, in multi-process
-    mode) on ``host``:``port`` from a thread; the server, to shut down."""
+    mode) and those of ``collectors`` (read at each scrape) on
+    ``host``:``port`` from a thread; the server, to shut down."""
     import prometheus_client
     from prometheus_client import multiprocess as mp
     if multiprocess():
-        registry = prometheus_client.CollectorRegistry()
-        mp.MultiProcessCollector(registry)
+        counted = prometheus_client.CollectorRegistry()
+        mp.MultiProcessCollector(counted)
     else:
-        registry = prometheus_client.REGISTRY
+        counted = prometheus_client.REGISTRY
+    registry = counted
+    if collectors:
+        # NOTE: auto_describe reads the names once, so that a scrape
+        # asking for some (?name[]=...) gets them.
+        registry = prometheus_client.CollectorRegistry(auto_describe=True)
+        registry.register(_Together([counted] + list(collectors)))
     server, _thread = prometheus_client.start_http_server(
         port, addr=host, registry=registry)
     return server
+
+
+class _Together:
+    """The families of several collectors (or registries), one
+    scrape."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def collect(self):
+        for part in self.parts:
+            yield from part.collect()

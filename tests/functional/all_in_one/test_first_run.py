@@ -9,6 +9,7 @@ import shutil
 import pytest
 import requests
 
+from tests import prometheus_text
 from tests import waiting
 from tests.functional.all_in_one import process
 from tests.unit.drivers import conftest as drivers
@@ -77,5 +78,13 @@ def test_the_drivers_of_a_config_file_are_run(tmp_path):
         # simulated PAC Arria 10s.
         assert sorted(d['model'] for d in found) == [
             'Intel PAC Arria 10 GX', 'Intel PAC D5005']
+        # One process: the API's /metrics has the agent's readings of
+        # the fixture's hwmon files (agent/health_metrics.py) too.
+        text = requests.get(aio.api + '/metrics', timeout=30).text
+        readings = prometheus_text.samples(
+            text, 'cyborg_lite_device_temperature_celsius')
+        assert sorted((labels['identity'], value)
+                      for labels, value in readings) == [
+            ('0000:5e:00.0', 40.0), ('0000:af:00.0', 40.0)]
     log = _run(aio, the_host_s_cards)
     assert COMPLAINT.findall(log) == [], log
