@@ -18,6 +18,7 @@ What must outlive the agent (each machine's state and reason, counters'
 last values, vanished devices) is kept in ``[health]state_dir``/<host>
 .json, rewritten whole (write and rename) only when it changed.
 """
+import collections
 import copy
 import json
 import logging
@@ -31,6 +32,11 @@ from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 FORMAT_VERSION = 1
+
+
+# What metrics show of a device's last reading: its own gauges and
+# counters, and {deployable name: gauges and counters} of its regions.
+Readings = collections.namedtuple('Readings', ['device', 'regions'])
 
 
 def _key(driver, identity, deployable=None):
@@ -56,8 +62,8 @@ class HealthMonitor:
         self.memory = {}          # key -> classify memory
         self.seen = {}            # driver -> {identity: DeviceRecord}
         self.vanished = {}        # driver -> {identity: [since, record]}
-        # driver -> {identity: (Gauge or Counter, ...)} of the last
-        # scan, for metrics (agent/health_metrics.py); each driver's
+        # driver -> {identity: Readings} of the last scan, for metrics
+        # (agent/health_metrics.py); each driver's
         # dict is replaced whole, never changed, so a scrape from
         # another thread reads one scan.
         self.values = {}
@@ -106,7 +112,11 @@ class HealthMonitor:
             own = signals.get(record.identity, health.Signals())
             touched |= self._observe_device(driver.name, record, own,
                                             own_signals)
-            values[record.identity] = health.metric_readings(own.device)
+            values[record.identity] = Readings(
+                health.metric_readings(own.device),
+                {dep.name: health.metric_readings(
+                    own.deployables.get(dep.name, ()))
+                 for dep in record.deployables})
         self.values[driver.name] = values
         return touched
 

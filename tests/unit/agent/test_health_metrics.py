@@ -59,18 +59,25 @@ def scrape(conf, agent):
 
 
 def series(text, name):
-    """{(identity, signal or None): value} of the samples ``name``; every
-    sample labelled by host, driver and identity."""
+    """{(identity, signal or None): value} of the samples ``name``
+    ({(identity, region name, signal): value} of a region's); every
+    sample labelled by host and driver."""
     found = {}
     for labels, value in prometheus_text.samples(text, name):
         assert (labels['host'], labels['driver']) == ('node1', 'fpga_sysfs')
-        found[labels['identity'], labels.get('signal')] = value
+        key = (labels['identity'],) + ((labels['name'],) if 'name' in
+                                       labels else ())
+        found[key + (labels.get('signal'),)] = value
     return found
 
 
 TEMPERATURE = 'cyborg_lite_device_temperature_celsius'
 POWER = 'cyborg_lite_device_power_watts'
 ERRORS = 'cyborg_lite_device_errors_total'
+REGION_ERRORS = 'cyborg_lite_region_errors_total'
+AER = ('aer_dev_fatal', 'aer_dev_nonfatal', 'aer_dev_correctable')
+# The PAC's region is behind a VF of its own, with its own AER files.
+PAC_VF = t.PAC_DIR.replace('0000:5e:00.0', '0000:5e:00.1')
 
 
 def test_the_readings_of_each_scan_and_a_vanished_card(agent, scrape,
@@ -81,15 +88,17 @@ def test_the_readings_of_each_scan_and_a_vanished_card(agent, scrape,
                                          (D5005, None): 40.0}
     assert series(text, POWER) == {(PAC, None): 24.0, (D5005, None): 24.0}
     assert series(text, ERRORS) == {
-        (card, signal): 0.0 for card in (PAC, D5005)
-        for signal in ('aer_dev_fatal', 'aer_dev_nonfatal',
-                       'aer_dev_correctable')}
+        (card, signal): 0.0 for card in (PAC, D5005) for signal in AER}
+    assert series(text, REGION_ERRORS) == {
+        (PAC, 'region0', signal): 0.0 for signal in AER}
     prometheus_text.promtool_check(text)
 
     (host_tree / PAC_HWMON / 'hwmon0/temp1_input').write_text('71500\n')
     (host_tree / PAC_HWMON / 'hwmon1/power1_input').write_text('35250000\n')
     (host_tree / t.PAC_DIR / 'aer_dev_nonfatal').write_text(fake.aer_text(
         fake.AER_UNCORRECTABLE, 'TOTAL_ERR_NONFATAL', 3))
+    (host_tree / PAC_VF / 'aer_dev_fatal').write_text(fake.aer_text(
+        fake.AER_UNCORRECTABLE, 'TOTAL_ERR_FATAL', 1))
     assert series(scrape(), TEMPERATURE)[PAC, None] == 40.0  # not scanned
     agent.report_once()
     text = scrape()
@@ -97,14 +106,16 @@ def test_the_readings_of_each_scan_and_a_vanished_card(agent, scrape,
                                          (D5005, None): 40.0}
     assert series(text, POWER)[PAC, None] == 35.25
     assert series(text, ERRORS)[PAC, 'aer_dev_nonfatal'] == 3.0
+    assert series(text, ERRORS)[PAC, 'aer_dev_fatal'] == 0.0
+    assert series(text, REGION_ERRORS)[PAC, 'region0', 'aer_dev_fatal'] == 1
 
     shutil.rmtree(host_tree / D5005_GONE)
     agent.report_once()
     text = scrape()
     # NOTE: still reported (unhealthy, gone from the bus), but nothing
     # read from it: no reading of it is shown.
-    for name in (TEMPERATURE, POWER, ERRORS):
-        assert {identity for identity, _s in series(text, name)} == {PAC}
+    for name in (TEMPERATURE, POWER, ERRORS, REGION_ERRORS):
+        assert {key[0] for key in series(text, name)} == {PAC}
     prometheus_text.promtool_check(text)
 
 
@@ -129,4 +140,4 @@ def test_a_card_no_longer_listed_loses_its_readings(agent, scrape,
     agent.report_once()
     text = scrape()
     for name in (TEMPERATURE, POWER, ERRORS):
-        assert {identity for identity, _s in series(text, name)} == {PAC}
+        assert {key[0] for key in series(text, name)} == {PAC}

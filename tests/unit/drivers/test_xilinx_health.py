@@ -129,7 +129,7 @@ def test_metrics_show_the_readings_not_the_time_of_an_error(conf, cards):
     use('unhealthy')
     monitor = hh.monitor(conf)
     hh.scan(monitor, driver)
-    shown = {r.signal: r.value for r in monitor.values[driver.name][U250]}
+    shown = {r.signal: r.value for r in monitor.values[driver.name][U250].device}
     # async_error is the time of the newest error, not a count: no
     # cyborg_lite_device_errors_total of it.
     assert shown['temperature'] == 96
