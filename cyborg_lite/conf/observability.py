@@ -32,8 +32,9 @@ METRICS_OPTS = [
                      'The all-in-one serves everything on the API.'),
     cfg.PortOpt('agent_port',
                 default=0,
-                help='Port on which cyborg-lite-agent serves /metrics; 0: '
-                     'off.'),
+                help='Port on which cyborg-lite-agent serves /metrics, '
+                     'its devices\' latest temperature, power and error '
+                     'counts among them; 0: off.'),
     cfg.StrOpt('multiprocess_dir',
                help='Directory for prometheus_client\'s multi-process '
                     'files, shared by the API\'s gunicorn workers (and the '
