@@ -45,6 +45,16 @@ def vanished(sysfs_root, address):
                             'pci %s is gone from the PCI bus' % address)
 
 
+def add_vanished(sysfs_root, missing, signals):
+    """``signals`` with those of each record of ``missing`` (a device the
+    scan did not find) whose function is gone from the bus."""
+    for record in missing:
+        gone = vanished(sysfs_root, record.pci_address)
+        if gone is not None:
+            signals[record.identity] = health.Signals([gone])
+    return signals
+
+
 def parse_aer(text, total_name, where):
     """The ``TOTAL_...`` count of an aer_dev_* file; HostDataError when a
     line is not ``<name> <count>`` or the total is missing."""

@@ -134,11 +134,7 @@ class SriovNicDriver(base.Driver, base.DiscoveryInterface,
                 readings.append(health.Condition(
                     'sriov_numvfs', record.health, record.health_reason))
             signals[record.identity] = health.Signals(readings)
-        for record in missing:
-            gone = pci_health.vanished(self.sysfs_root, record.pci_address)
-            if gone is not None:
-                signals[record.identity] = health.Signals([gone])
-        return signals
+        return pci_health.add_vanished(self.sysfs_root, missing, signals)
 
     def _record(self, path, places):
         function = pci.PciFunction(path)

@@ -182,11 +182,7 @@ class XilinxDriver(base.Driver, base.DiscoveryInterface,
                 self.sysfs_root, record.pci_address,
                 correctable_step=self.correctable_step)
             signals[record.identity] = health.Signals(readings)
-        for record in missing:
-            gone = pci_health.vanished(self.sysfs_root, record.pci_address)
-            if gone is not None:
-                signals[record.identity] = health.Signals([gone])
-        return signals
+        return pci_health.add_vanished(self.sysfs_root, missing, signals)
 
     def _card_readings(self, tool, address):
         if tool is None:

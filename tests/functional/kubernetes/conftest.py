@@ -4,6 +4,7 @@ import tempfile
 
 import pytest
 
+from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.unit.kubernetes import fake_apiserver
 
 
@@ -21,3 +22,12 @@ def apiserver():
     server = fake_apiserver.FakeKubeApiServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def kubelet(env, short_dir):
+    """A kubelet registered with the plugin of the module's ``env``."""
+    kubelet = kubelet_mod.TestKubelet(short_dir + '/reg')
+    kubelet.register()
+    yield kubelet
+    kubelet.close()

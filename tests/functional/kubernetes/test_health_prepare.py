@@ -9,7 +9,6 @@ import pytest
 
 from cyborg_lite.common import rpc
 from tests.functional import programming_env as pe
-from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.kubernetes import wired_env
 from tests.unit.kubernetes import resource_claims as rc
 
@@ -26,14 +25,6 @@ def env(conf, sqlite_db, tmp_path, short_dir, apiserver):
     yield env
     env.stop()
     rpc.cleanup()
-
-
-@pytest.fixture
-def kubelet(env, short_dir):
-    kubelet = kubelet_mod.TestKubelet(short_dir + '/reg')
-    kubelet.register()
-    yield kubelet
-    kubelet.close()
 
 
 def _claim(apiserver, name, device):

@@ -15,7 +15,6 @@ from cyborg_lite.db import session
 from cyborg_lite.objects import host_inventory
 from tests import waiting
 from tests.functional import programming_env as pe
-from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.kubernetes import wired_env
 from tests.unit.kubernetes import resource_claims as rc
 
@@ -39,14 +38,6 @@ def env(request, conf, sqlite_db, tmp_path, short_dir, apiserver):
     env.stop()
     from cyborg_lite.common import rpc
     rpc.cleanup()
-
-
-@pytest.fixture
-def kubelet(env, short_dir):
-    kubelet = kubelet_mod.TestKubelet(short_dir + '/reg')
-    kubelet.register()
-    yield kubelet
-    kubelet.close()
 
 
 def _claim(apiserver, name, device, namespace=NAMESPACE, **config):
