@@ -19,10 +19,19 @@ def adapter_opts(service_type):
     return opts
 
 
-def register(conf, group_name, service_type):
-    ks_loading.register_session_conf_options(conf, group_name)
-    ks_loading.register_auth_conf_options(conf, group_name)
-    conf.register_opts(adapter_opts(service_type), group=group_name)
+def register(conf, group, service_type):
+    """Register ``group`` (an OptGroup) and its options on ``conf``.
+
+    The group is registered as a new object: oslo.config keeps a group's
+    options on the OptGroup it is given (and its copy shares them), so the
+    options a keystoneauth plugin registers when it is loaded from one
+    ConfigOpts would otherwise be in every other one, required and unset.
+    """
+    conf.register_group(cfg.OptGroup(group.name, title=group.title,
+                                      help=group.help))
+    ks_loading.register_session_conf_options(conf, group.name)
+    ks_loading.register_auth_conf_options(conf, group.name)
+    conf.register_opts(adapter_opts(service_type), group=group.name)
 
 
 def sample_opts(service_type, plugins=('password', 'v3password')):

@@ -85,8 +85,7 @@ IMAGE_API_SERVICE_TYPE = 'accelerator'
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
-    conf.register_group(IMAGE_API)
-    _keystoneauth.register(conf, IMAGE_API.name, IMAGE_API_SERVICE_TYPE)
+    _keystoneauth.register(conf, IMAGE_API, IMAGE_API_SERVICE_TYPE)
 
 
 def list_opts():

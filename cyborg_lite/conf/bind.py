@@ -59,8 +59,7 @@ ARQ_OPTS = [
 def register_opts(conf):
     conf.register_group(ARQ)
     conf.register_opts(ARQ_OPTS, group=ARQ)
-    conf.register_group(NOVA)
-    _keystoneauth.register(conf, NOVA.name, NOVA_SERVICE_TYPE)
+    _keystoneauth.register(conf, NOVA, NOVA_SERVICE_TYPE)
 
 
 def list_opts():

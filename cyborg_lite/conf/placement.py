@@ -64,9 +64,8 @@ OPTS = [
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
-    _keystoneauth.register(conf, GROUP.name, SERVICE_TYPE)
+    _keystoneauth.register(conf, GROUP, SERVICE_TYPE)
+    conf.register_opts(OPTS, group=GROUP.name)
 
 
 def list_opts():

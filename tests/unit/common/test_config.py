@@ -3,6 +3,8 @@ import subprocess
 import sys
 
 import pytest
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from cyborg_lite.common import config
@@ -77,3 +79,19 @@ def test_dbsync_upgrade_twice_then_current(tmp_path):
     assert 'upgraded' in first.stdout
     assert second.returncode == 0 and 'nothing to do' in second.stdout
     assert current.stdout.strip() == migration.head()
+
+
+@pytest.mark.parametrize('group', ['image_api', 'nova', 'placement'])
+def test_a_plugin_loaded_from_one_conf_is_not_in_another(group):
+    """keystoneauth registers a plugin's options (auth_url, required) on
+    the conf it loads from: a conf made afterwards must not have them."""
+    loaded = _fresh_conf()
+    loaded([], project='cyborg_lite', default_config_files=[])
+    loaded.set_override('auth_type', 'password', group=group)
+    with pytest.raises(ks_exceptions.MissingRequiredOptions):
+        ks_loading.load_auth_from_conf_options(loaded, group)
+
+    fresh = _fresh_conf()
+    config.parse_args([], conf=fresh, default_config_files=[],
+                      setup_logging=False)
+    assert 'auth_url' not in fresh[group]

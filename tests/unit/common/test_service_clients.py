@@ -105,7 +105,7 @@ def test_trust_env_off_reads_nothing(monkeypatch):
 
 def _adapter(url):
     conf = cfg.ConfigOpts()
-    _keystoneauth.register(conf, 'placement', 'placement')
+    _keystoneauth.register(conf, cfg.OptGroup('placement'), 'placement')
     conf([], default_config_files=[])
     conf.register_opts(ks_loading.get_auth_plugin_conf_options('none'),
                        group='placement')
