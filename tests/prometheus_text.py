@@ -1,12 +1,11 @@
 """Reading Prometheus' text format in tests: prometheus_client's own
 parser, and ``promtool check metrics`` (Debian's prometheus package;
 skipped without it, except under CI=true)."""
-import os
-import shutil
 import subprocess
 
-import pytest
 from prometheus_client import parser
+
+from tests import servers
 
 
 def samples(text, name):
@@ -20,11 +19,7 @@ def samples(text, name):
 
 
 def promtool_check(text):
-    promtool = shutil.which('promtool')
-    if promtool is None:
-        if os.environ.get('CI') == 'true':
-            pytest.fail('promtool is not installed (Debian: prometheus)')
-        pytest.skip('promtool is not installed (Debian: prometheus)')
+    promtool = servers.require_binary('promtool', 'prometheus')
     done = subprocess.run([promtool, 'check', 'metrics'], input=text,
                           capture_output=True, text=True, timeout=60)
     # NOTE: promtool prints lint problems and exits 3 for them, 1 for a

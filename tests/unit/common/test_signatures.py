@@ -3,8 +3,6 @@ the status of a bitstream's signature and what a policy lets through."""
 import base64
 import datetime
 import hashlib
-import os
-import shutil
 import subprocess
 import types
 
@@ -12,6 +10,7 @@ import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import signatures as sig
+from tests import servers
 from tests import signing_keys as sk
 
 IMAGE = b'GBS image bytes ' * 64
@@ -136,19 +135,10 @@ def test_ecdsa_is_openssls_sha256_signature_of_the_image():
                             ec.ECDSA(hashes.SHA256()))
 
 
-def _openssl():
-    path = shutil.which('openssl')
-    if path is None:
-        if os.environ.get('CI') == 'true':
-            pytest.fail('openssl is not installed (CI=true)')
-        pytest.skip('openssl is not installed')
-    return path
-
-
 @pytest.mark.parametrize('kind', ['ed25519', 'ecdsa'])
 def test_signatures_made_by_openssl_verify(tmp_path, kind):
     """The documented recipes (docs/deployment.md) work as written."""
-    openssl = _openssl()
+    openssl = servers.require_binary('openssl', 'openssl')
     key = sk.new_key(kind)
     (tmp_path / 'key.pem').write_bytes(sk.private_pem(key))
     (tmp_path / 'image').write_bytes(IMAGE)
