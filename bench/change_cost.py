@@ -25,7 +25,6 @@ CPU milliseconds per changed host and per unchanged one, their medians
 and the ratios baseline / this tree.
 """
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -104,12 +103,8 @@ def run(args):
     for _ in range(args.trials):
         for name, root in trees.items():
             trials[name].append(_trial(root, args))
-    medians = {name: statistics.median(t['cpu_ms_per_changed_host']
-                                       for t in results)
-               for name, results in trials.items()}
-    unchanged = {name: statistics.median(t['cpu_ms_per_unchanged_host']
-                                         for t in results)
-                 for name, results in trials.items()}
+    medians = common.trial_medians(trials, 'cpu_ms_per_changed_host')
+    unchanged = common.trial_medians(trials, 'cpu_ms_per_unchanged_host')
     return {
         'bench': 'change_cost',
         'machine': common.machine(),

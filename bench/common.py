@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 
@@ -18,6 +19,13 @@ PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
                      'Content-Type': 'application/json',
                      'Accept': 'application/json',
                      'OpenStack-API-Version': 'placement 1.39'}
+
+
+def trial_medians(trials, key):
+    """{side: the median of ``key`` over its trials} of ``trials``
+    ({side: [trial result dict]}), as the A/B benches report them."""
+    return {side: statistics.median(t[key] for t in results)
+            for side, results in trials.items()}
 
 
 def percentile(values, pct):

@@ -21,7 +21,6 @@ made (1: the moving temperature changed none).
 """
 import glob
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -121,19 +120,14 @@ def _trial(root, args):
     return result
 
 
-def _median(results, key):
-    return statistics.median(r[key] for r in results)
-
-
 def run(args):
     trees = {'this': HERE, 'baseline': os.path.abspath(args.baseline)}
     trials = {name: [] for name in trees}
     for _ in range(args.trials):
         for name, root in trees.items():
             trials[name].append(_trial(root, args))
-    scan = {n: _median(t, 'cpu_ms_per_scan') for n, t in trials.items()}
-    unchanged = {n: _median(t, 'cpu_ms_per_unchanged_report')
-                 for n, t in trials.items()}
+    scan = common.trial_medians(trials, 'cpu_ms_per_scan')
+    unchanged = common.trial_medians(trials, 'cpu_ms_per_unchanged_report')
     return {
         'bench': 'health_cost',
         'machine': common.machine(),
