@@ -1,6 +1,6 @@
 """Bring one host's provider tree in Placement in line with a desired Tree.
 
-``Reporter(client, conflict_retries).sync(hostname, devices,
+``Reporter(client, conflict_retries).sync(hostname, read_devices,
 create_root=False)`` reads what Placement has, writes only what differs,
 and returns a ``SyncReport``. Rules:
 
@@ -316,19 +316,20 @@ class Reporter:
 
     # -- the loop --------------------------------------------------------
 
-    def sync(self, hostname, devices, create_root=False, known=False,
-             reread=None):
-        """Make Placement match ``devices``; a SyncReport of what changed.
+    def sync(self, hostname, read_devices, create_root=False, known=False):
+        """Make Placement match the host's devices; a SyncReport of what
+        changed.
 
-        ``reread``: a callable giving the host's devices as the database
-        has them now, called after each listing of the tree: what is
-        written is then never older than what another conductor wrote
-        before that listing (a write after the listing bumps the
-        generation and refuses ours). Without it, a publish whose read of
-        the database preceded another conductor's write, and whose own
-        write followed it (after a 409, say), would put the older state
-        back until its freshness check: a freed region reserved again,
-        and a claim Placement had just offered it refused.
+        ``read_devices``: a callable giving the host's devices as the
+        database has them now, called after each listing of the tree (and
+        once for the remembered tree of ``known``): what is written is
+        then never older than what another conductor wrote before that
+        listing (a write after the listing bumps the generation and
+        refuses ours). Read before the listing, a publish whose read
+        preceded another conductor's write, and whose own write followed
+        it (after a 409, say), would put the older state back until its
+        freshness check: a freed region reserved again, and a claim
+        Placement had just offered it refused.
 
         ``known``: the caller knows nobody else wrote the host's tree since
         this reporter's last sync of it (see PlacementSink.publish_known):
@@ -340,7 +341,7 @@ class Reporter:
         if not self.cache:
             self._ensured = set()
         if known and self.cache:
-            report = self._sync_known(hostname, devices)
+            report = self._sync_known(hostname, read_devices())
             if report is not None:
                 return report
         root, listing = self._root(hostname, create_root)
@@ -348,8 +349,7 @@ class Reporter:
             # NOTE: a retry lists the tree again.
             if listing is None:
                 listing = self.list_tree(root)
-            if reread is not None:
-                devices = reread()
+            devices = read_devices()
             desired = tree_mod.build_tree(hostname, root, devices,
                                           self.numa_layer)
             current = self.read_tree(root, set(desired.by_uuid()), listing)

@@ -134,9 +134,9 @@ class PlacementSink(inventory_sink.InventorySink):
         its tree changed meanwhile (rounds bounded: a host that never stops
         changing is retried later).
         """
-        read = [host_inventory.load(hostname, self.db_url)]
+        read = [None]
 
-        def reread():
+        def read_devices():
             read[0] = host_inventory.load(hostname, self.db_url,
                                           previous=read[0])
             return read[0].devices
@@ -146,9 +146,9 @@ class PlacementSink(inventory_sink.InventorySink):
             # host that changed meanwhile may have been published by
             # another conductor.
             report = self.reporter.sync(
-                hostname, read[0].devices,
+                hostname, read_devices,
                 create_root=self.conf.placement.create_compute_node_rp,
-                known=known and _round == 0, reread=reread)
+                known=known and _round == 0)
             inventory = read[0]
             now = host_inventory.load(hostname, self.db_url,
                                       previous=inventory)

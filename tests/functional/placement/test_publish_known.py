@@ -303,17 +303,25 @@ def test_a_publish_read_before_anothers_write_never_writes_it_back(
     never its older read (Placement would take the newer function away
     until the first conductor's freshness check put it back)."""
     _report(host.conductor, host, FUNCTIONS[0])
+    # The tree listed, then the rows read: the other conductor writes
+    # between that read and this one's write.
+    host.publisher.trust_own_publish = False
     reporter = host.publisher.sinks[0].reporter
     sync = reporter.sync
     written = []
 
-    def sync_after_the_others_write(*args, **kwargs):
-        if not written:
-            written.append('the other conductor')
-            _report(other_conductor, host, FUNCTIONS[1])
-        return sync(*args, **kwargs)
+    def sync_where_the_other_writes_after_the_first_read(
+            hostname, read_devices, **kwargs):
+        def read_then_the_other_writes():
+            devices = read_devices()
+            if not written:
+                written.append('the other conductor')
+                _report(other_conductor, host, FUNCTIONS[1])
+            return devices
+        return sync(hostname, read_then_the_other_writes, **kwargs)
 
-    monkeypatch.setattr(reporter, 'sync', sync_after_the_others_write)
+    monkeypatch.setattr(reporter, 'sync',
+                        sync_where_the_other_writes_after_the_first_read)
     accepted = []
     request = host.placement.request
 
