@@ -78,8 +78,9 @@ PUBLISH_DURATION = Histogram(
     ['sink', 'outcome'], buckets=LATENCY_BUCKETS)
 PUBLISH_LAG = Histogram(
     'cyborg_lite_publish_lag_seconds',
-    "From a change of a host's offer (its oldest publish request) to "
-    'every sink having it.', buckets=LATENCY_BUCKETS)
+    "From a change of a host's offer (its oldest publish request) to the "
+    'sink having it, by sink; observed once every sink has it.',
+    ['sink'], buckets=LATENCY_BUCKETS)
 SINK_SYNC_ERRORS = Counter(
     'cyborg_lite_sink_sync_errors_total',
     'Publishes of a host that did not converge in a sink (its consumer '

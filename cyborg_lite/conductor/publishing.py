@@ -79,13 +79,18 @@ class Publisher:
         for sink in self.sinks:
             sink.stop()
 
-    def publish(self, hostname, known=False):
+    def publish(self, hostname, known=False, finished=None):
         """Publish ``hostname`` to each sink (``known``: with
         ``publish_known``); their results, each counted in the sinks'
-        metrics."""
-        return [self._timed(sink, sink.publish_known if known
-                            else sink.publish, hostname)
-                for sink in self.sinks]
+        metrics. ``finished``: a list to which the time each sink was
+        done is appended."""
+        results = []
+        for sink in self.sinks:
+            results.append(self._timed(sink, sink.publish_known if known
+                                       else sink.publish, hostname))
+            if finished is not None:
+                finished.append(_utcnow())
+        return results
 
     def _timed(self, sink, method, hostname):
         began = time.monotonic()
@@ -119,17 +124,26 @@ class Publisher:
             known = publish_requests.state(hostname)
             mine = (self.trust_own_publish and known.pending <= 1 and
                     known.publisher == self.id)
-            results = self.publish(hostname, known=mine)
+            finished = []
+            results = self.publish(hostname, known=mine, finished=finished)
             if known.last_id is not None and converged(results):
                 publish_requests.served(hostname, known.last_id, self.id)
-                if known.oldest_at is not None:
-                    metrics.observe(metrics.PUBLISH_LAG, (
-                        _utcnow() - known.oldest_at).total_seconds())
+                self._observe_lag(known.oldest_at, finished)
         except exception.DatabaseUnavailable:
             # NOTE: said once by db/session.py; the requests stay for the
             # periodic task.
             return [None] * len(self.sinks)
         return results
+
+    def _observe_lag(self, changed_at, finished):
+        """Each sink's lag behind the change at ``changed_at`` (the
+        host's oldest publish request): once, when every sink has it."""
+        if changed_at is None:
+            return
+        for sink, done_at in zip(self.sinks, finished):
+            metrics.observe(metrics.PUBLISH_LAG,
+                            (done_at - changed_at).total_seconds(),
+                            sink_name(sink))
 
     def retry_pending(self):
         results = []

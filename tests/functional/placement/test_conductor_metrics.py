@@ -97,6 +97,12 @@ def test_binds_cleans_and_publishes_are_counted(
                  sink='placement', outcome='converged') >= 2
     assert delta(before, cleaned, 'cyborg_lite_sink_sync_errors_total',
                  sink='placement') == 0
+    # Each change reached Placement, and how long after it that was.
+    lags = delta(before, cleaned, 'cyborg_lite_publish_lag_seconds_count',
+                 sink='placement')
+    assert lags >= 2
+    assert 0 < delta(before, cleaned, 'cyborg_lite_publish_lag_seconds_sum',
+                     sink='placement') < 30 * lags
 
     # Placement now refuses inventory updates (403): the release's
     # publish (the region reserved for its clean) does not converge, and
