@@ -23,13 +23,17 @@ version; consumers read the version first.
 Who emits: the transition's own code, through db/device_history.record
 (a history row in the transition's transaction and this notification
 after its commit) or, for transitions of no device, ``emit`` after the
-write. Sending happens on one thread per process, in order, off the
-request's and the transaction's path: a broker outage delays
-notifications (up to ``QUEUE_LIMIT`` of them are kept; older ones are
-dropped and counted), it never blocks or fails an API request. A
-service that stops sends what it queued first (``flush_at_stop``, for
-at most ``STOP_TIMEOUT``); cyborg_lite_notifications_total counts what
-was sent, failed and dropped.
+write. Sending happens in order, off the request's and the
+transaction's path (common/notification_senders.py): from a child
+process of the service's own for a broker's transport, on a thread of
+the service's process for what oslo.messaging delivers inside it
+(``inproc://``, ``fake://``, the ``test`` driver). A broker outage
+delays notifications (up to ``notification_senders.QUEUE_LIMIT`` of
+them are kept; older ones are dropped and counted), it never blocks or
+fails an API request. A service that stops sends what it queued first
+(``flush_at_stop``, for at most ``STOP_TIMEOUT``);
+cyborg_lite_notifications_total counts what was sent, failed and
+dropped.
 """
 import collections
 import logging
@@ -37,6 +41,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
@@ -48,13 +53,10 @@ NAMESPACE = 'cyborg_lite'
 OBJECT_KEY = 'cyborg_lite_object'
 INFO = 'INFO'
 ERROR = 'ERROR'
-# Notifications waiting for the sending thread; past it the oldest go.
-QUEUE_LIMIT = 10000
-# The sending thread looks at its queue this often, or at once when
-# WAKE_AT are waiting: not woken for each notification, whose hand-over
-# of the GIL would cost a busy API more than sending it.
-SEND_INTERVAL = 0.2
-WAKE_AT = 256
+# Transports and drivers that deliver inside the process that sends:
+# their Notifier must run in the service's own process.
+IN_PROCESS_SCHEMES = ('inproc', 'fake')
+IN_PROCESS_DRIVERS = ('test',)
 # A service stopping waits this long for its queued notifications (a
 # broker that does not answer must not hold the stop for ever).
 STOP_TIMEOUT = 10.0
@@ -293,99 +295,48 @@ class Event(collections.namedtuple('Event', [
 
 # --- sending ----------------------------------------------------------------
 
-class _Sender:
-    """A Notifier and the one thread that calls it, in order."""
+# oslo.messaging's Notifier and its messaging drivers log a failure to
+# send (at ERROR) and return: their loggers are watched so that a
+# notification the broker never got is not counted as sent.
+SWALLOWING_LOGGERS = ('oslo_messaging.notify.notifier',
+                      'oslo_messaging.notify.messaging')
 
-    def __init__(self, notifier):
-        # NOTE: imported here, in the process that sends (a gunicorn
-        # worker), not by the commands that import this module before
-        # they set up prometheus_client's multi-process mode.
-        from cyborg_lite.common import metrics
-        self.notifier = notifier
-        self.pid = os.getpid()
-        self.queue = collections.deque()
-        self.dropped = 0
-        self.sent = 0
-        self.failed = 0
-        self._counters = {outcome: metrics.NOTIFICATIONS.labels(outcome)
-                          for outcome in metrics.NOTIFICATION_OUTCOMES}
-        self._busy = False
-        self._wake = threading.Condition()
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='cyborg-lite-notifications')
-        self._thread.start()
 
-    def put(self, item):
-        with self._wake:
-            if len(self.queue) >= QUEUE_LIMIT:
-                self.queue.popleft()
-                self.dropped += 1
-                self._counters['dropped'].inc()
-                if self.dropped in (1, 10, 100) or not self.dropped % 1000:
-                    LOG.error('Notifications could not be sent fast enough; '
-                              '%d dropped so far', self.dropped)
-            self.queue.append(item)
-            if len(self.queue) >= WAKE_AT:
-                self._wake.notify()
+def make_notifier(transport, publisher):
+    """oslo.messaging's Notifier on ``transport``, its failures watched."""
+    import oslo_messaging as messaging
+    for name in SWALLOWING_LOGGERS:
+        logger = logging.getLogger(name)
+        if _failures not in logger.filters:
+            logger.addFilter(_failures)
+    return messaging.Notifier(transport, publisher_id=publisher)
 
-    def _run(self):
-        while True:
-            with self._wake:
-                while not self.queue:
-                    self._wake.wait(SEND_INTERVAL)
-                self._busy = True
-            # NOTE: one at a time off the queue (a deque's popleft is
-            # atomic), so what a stop gives up on is still counted there.
-            sent = failed = 0
-            while True:
-                try:
-                    ctxt, event = self.queue.popleft()
-                except IndexError:
-                    break
-                if self._send(ctxt, event):
-                    sent += 1
-                else:
-                    failed += 1
-            # NOTE: counted once a batch, not once a notification.
-            self._count(sent, failed)
-            with self._wake:
-                self._busy = False
-                self._wake.notify_all()
 
-    def _send(self, ctxt, event):
-        try:
-            method = (self.notifier.error if event.priority == ERROR
-                      else self.notifier.info)
-            method(ctxt, event_type(event.event), event.payload)
-            return True
-        except Exception:
-            LOG.exception('Notification %s could not be sent', event.event)
-            return False
+class _Failures(threading.local, logging.Filter):
+    """Whether the calling thread's send was logged as failed."""
+    seen = False
 
-    def _count(self, sent, failed):
-        self.sent += sent
-        self.failed += failed
-        if sent:
-            self._counters['sent'].inc(sent)
-        if failed:
-            self._counters['failed'].inc(failed)
+    def filter(self, record):
+        if record.levelno >= logging.ERROR:
+            self.seen = True
+        return True
 
-    def give_up(self):
-        """Drop (and count) what is still queued; how many."""
-        with self._wake:
-            left = len(self.queue)
-            self.queue.clear()
-            self.dropped += left
-            self._counters['dropped'].inc(left)
-        return left
 
-    def flush(self, timeout=10):
-        """Wait until everything queued so far was handed to the driver
-        (tests, and a service stopping)."""
-        with self._wake:
-            self._wake.notify_all()
-            return self._wake.wait_for(
-                lambda: not self.queue and not self._busy, timeout)
+_failures = _Failures()
+
+
+def send(notifier, ctxt, event, data):
+    """Hand one notification to ``notifier`` (from ``make_notifier``);
+    whether every driver took it. Never raises."""
+    _failures.seen = False
+    try:
+        payload_name, priority, _what = EVENTS[event]
+        method = notifier.error if priority == ERROR else notifier.info
+        method(ctxt, event_type(event), PAYLOADS[payload_name].wrap(data))
+    except Exception:
+        LOG.exception('Notification %s could not be sent', event)
+        return False
+    return not _failures.seen
 
 
 _lock = threading.Lock()
@@ -400,6 +351,7 @@ def publisher_id(binary=None):
 
 
 def _make_sender():
+    from cyborg_lite.common import notification_senders as senders
     # NOTE: oslo.messaging's Notifier counts an empty driver list as on
     # (is_enabled is false only for 'noop'); OpenStack's convention, and
     # ours, is off.
@@ -407,33 +359,55 @@ def _make_sender():
                if d != 'noop']
     if not drivers:
         return None
+    if not sends_in_process(drivers):
+        return senders.ProcessSender({
+            'publisher_id': publisher_id(),
+            'log_level': logging.getLogger('cyborg_lite').getEffectiveLevel(),
+            'conf': senders.messaging_values(CONF)})
     import oslo_messaging as messaging
     transport = messaging.get_notification_transport(CONF)
-    notifier = messaging.Notifier(transport, publisher_id=publisher_id())
-    if not notifier.is_enabled():
-        return None
-    return _Sender(notifier)
+    return senders.ThreadSender(make_notifier(transport, publisher_id()),
+                                send)
+
+
+def sends_in_process(drivers):
+    """Whether the Notifier must run in this process: a transport or a
+    driver that delivers inside the process that sends."""
+    url = (CONF.oslo_messaging_notifications.transport_url or
+           CONF.transport_url or '')
+    scheme = url.partition(':')[0].partition('+')[0]
+    return (scheme in IN_PROCESS_SCHEMES or
+            any(d in IN_PROCESS_DRIVERS for d in drivers))
 
 
 def _get_sender():
     global _sender, _enabled
     with _lock:
-        if _sender is not None and _sender.pid != os.getpid():
-            # NOTE: a forked child (gunicorn's workers) builds its own
-            # transport and thread.
-            _sender = None
-            _enabled = None
         if _enabled is None:
             _sender = _make_sender()
             _enabled = _sender is not None
         return _sender
 
 
+def _after_fork():
+    """In a forked child (gunicorn's workers): its own transport and
+    thread, or sending process, made at its first notification."""
+    global _sender, _enabled, _lock
+    # NOTE: another thread of the parent may have held it at the fork.
+    _lock = threading.Lock()
+    if _sender is not None:
+        _sender.forget_after_fork()
+    _sender = None
+    _enabled = None
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def enabled():
     """Whether this process sends notifications ([oslo_messaging_
     notifications] driver set and not noop); looked at once."""
-    if _enabled is None or (_sender is not None
-                            and _sender.pid != os.getpid()):
+    if _enabled is None:
         _get_sender()
     return _enabled
 
@@ -441,8 +415,8 @@ def enabled():
 def emit(event, ctxt=None):
     """Queue ``event`` for sending; nothing when notifications are off.
     Never raises for a broker's sake."""
-    if not enabled():
-        return
+    if _enabled is None:
+        _get_sender()
     sender = _sender
     if sender is not None:
         sender.put((_context_dict(ctxt), event))
@@ -467,6 +441,14 @@ def flush(timeout=10):
     return True if sender is None else sender.flush(timeout)
 
 
+def wait_started():
+    """Block until this process's sender can send (a sending process has
+    built its Notifier); whether it can. True when notifications are
+    off."""
+    sender = _sender
+    return True if sender is None else sender.wait_started()
+
+
 def flush_at_stop(timeout=STOP_TIMEOUT):
     """Send what this process queued before it ends (the sending thread
     is a daemon: what it still holds at exit is lost). Called by every
@@ -475,9 +457,12 @@ def flush_at_stop(timeout=STOP_TIMEOUT):
     sender = _sender
     if sender is None or sender.pid != os.getpid():
         return True
+    began = time.monotonic()
     if sender.flush(timeout):
+        sender.close(max(0.0, began + timeout - time.monotonic()))
         return True
     left = sender.give_up()
+    sender.close(0)
     LOG.warning('%d notifications not sent after %s s at stop (is the '
                 'broker reachable?); dropped', left, timeout)
     return False
@@ -492,10 +477,13 @@ def stats():
     return sender.sent, sender.failed, sender.dropped
 
 
-def reset():
-    """Forget the sender (tests change the configuration)."""
+def reset(timeout=0):
+    """Forget the sender (tests change the configuration); a sending
+    process gets ``timeout`` seconds to exit."""
     global _sender, _enabled
     with _lock:
+        if _sender is not None and _sender.pid == os.getpid():
+            _sender.close(timeout)
         _sender = None
         _enabled = None
 

@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 from oslo_messaging.notify import _impl_test
 
+from cyborg_lite.common import notification_senders
 from cyborg_lite.common import notifications
 from cyborg_lite.db import device_history
 from cyborg_lite.db import devices
@@ -212,7 +213,7 @@ def idle_sender(sent, monkeypatch):
     """The sending thread does not look at its queue by itself during the
     test: only a flush sends (as at a stop that comes before its next
     look)."""
-    monkeypatch.setattr(notifications, 'SEND_INTERVAL', 3600)
+    monkeypatch.setattr(notification_senders, 'SEND_INTERVAL', 3600)
     return sent
 
 
@@ -289,7 +290,7 @@ def test_a_stop_waits_for_a_silent_broker_only_so_long(sent, monkeypatch):
 
 def test_a_full_queue_drops_the_oldest_and_counts_it(idle_sender,
                                                      monkeypatch):
-    monkeypatch.setattr(notifications, 'QUEUE_LIMIT', 2)
+    monkeypatch.setattr(notification_senders, 'QUEUE_LIMIT', 2)
     dropped = counted('dropped')
     dev = _device()
     for status in ('maintaining', 'enabled', 'maintaining'):
