@@ -13,6 +13,7 @@ DNS_SUBDOMAIN_MAX = 253
 LABEL_VALUE_MAX = 63
 C_IDENTIFIER_MAX = 32          # DRA attribute/capacity id (DeviceMaxIDLength)
 QUALIFIED_DOMAIN_MAX = 63      # its domain prefix (DeviceMaxDomainLength)
+RESERVED_FOR_MAX = 256         # a claim's status.reservedFor entries
 
 _LABEL = r'[a-z0-9]([-a-z0-9]*[a-z0-9])?'
 DNS_LABEL_RE = re.compile(_LABEL)
@@ -30,6 +31,21 @@ def is_dns_label(value):
 def is_dns_subdomain(value, max_len=DNS_SUBDOMAIN_MAX):
     return (isinstance(value, str) and len(value) <= max_len and
             DNS_SUBDOMAIN_RE.fullmatch(value) is not None)
+
+
+def pod_names(names):
+    """``names`` as a tuple of pod names (DNS subdomains), at most
+    RESERVED_FOR_MAX of them; ValueError saying which is not."""
+    if not isinstance(names, (list, tuple)):
+        raise ValueError('pods must be a list, not %s'
+                         % type(names).__name__)
+    if len(names) > RESERVED_FOR_MAX:
+        raise ValueError('%d pods: a claim is reserved for at most %d'
+                         % (len(names), RESERVED_FOR_MAX))
+    for name in names:
+        if not isinstance(name, str) or not is_dns_subdomain(name):
+            raise ValueError('pod name %r is not a DNS subdomain' % (name,))
+    return tuple(names)
 
 
 def is_qualified_name(value):

@@ -192,9 +192,10 @@ PAYLOADS = {p.name: p for p in (
                 cleaning_uuid=(_UUID, True),
                 attempts=(_INT, False),
                 error=(_STR, True))),
-    Payload('KubernetesClaimPayload', '1.0',
+    Payload('KubernetesClaimPayload', '1.1',
             'A region held for, or released by, a Kubernetes '
-            'ResourceClaim (the kubelet names the claim, not the pod).',
+            'ResourceClaim; pods: those it was reserved for when it was '
+            'prepared (its status.reservedFor; 1.1).',
             dict(claim_uid=(_STR, False),
                  namespace=(_STR, False),
                  claim_name=(_STR, False),
@@ -202,7 +203,8 @@ PAYLOADS = {p.name: p for p in (
                  deployable_uuid=(_UUID, False),
                  device_uuid=(_UUID, False),
                  hostname=(_STR, False),
-                 project_id=(_STR, True))),
+                 project_id=(_STR, True),
+                 pods=([_STR], False))),
 )}
 
 # event (type without the service) -> (payload, priority, what it means)

@@ -36,9 +36,9 @@ def _holder(holder):
     if holder.arq_uuid is not None:
         return 'ARQ %s of instance %s' % (holder.arq_uuid,
                                           holder.instance_uuid or '(none)')
-    return 'ResourceClaim %s/%s (uid %s; its pods are in the claim\'s ' \
-        'status.reservedFor)' % (holder.namespace, holder.claim_name,
-                                 holder.claim_uid)
+    return 'ResourceClaim %s/%s (uid %s) of pod(s) %s' % (
+        holder.namespace, holder.claim_name, holder.claim_uid,
+        holder.pods or '(not known)')
 
 
 def _moves_by_place(moves):

@@ -25,6 +25,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import k8s_names
 from cyborg_lite.common import k8s_slices as slices
 from cyborg_lite.common import metrics
 from cyborg_lite.common import states
@@ -103,7 +104,8 @@ class ClaimFlow:
         claimed = claims_db.claim(
             region.id, request['claim_uid'], request['namespace'],
             request['claim_name'], request['device'], project_id,
-            refusal=host_inventory.region_refusal)
+            refusal=host_inventory.region_refusal,
+            pods=request.get('pods') or ())
         if claimed.new:
             LOG.info('Region %s held for ResourceClaim %s/%s (%s)',
                      region.uuid, request['namespace'],
@@ -230,6 +232,11 @@ def _check_request(request):
     if missing:
         raise exception.Invalid(reason='a prepare request lacks %s'
                                 % ', '.join(missing))
+    try:
+        # NOTE: an older agent sends none.
+        k8s_names.pod_names(request.get('pods') or [])
+    except ValueError as e:
+        raise exception.Invalid(reason='a prepare request: %s' % e)
     config = request.get('config')
     if config is not None and (not isinstance(config, dict) or
                                bool(config.get('bitstream_id')) ==

@@ -159,7 +159,8 @@ def bound_arq_on(s, deployable_id, except_holder=None):
 Holder = collections.namedtuple(
     'Holder', ['device_id', 'deployable_id', 'device_uuid', 'identity',
                'hostname', 'deployable_uuid', 'deployable_name', 'arq_uuid',
-               'instance_uuid', 'claim_uid', 'namespace', 'claim_name'])
+               'instance_uuid', 'claim_uid', 'namespace', 'claim_name',
+               'pods'])
 
 
 def holders(device_ids=(), deployable_ids=()):
@@ -175,12 +176,12 @@ def holders(device_ids=(), deployable_ids=()):
     region = (dev.id, dep.id, dev.uuid, dev.identity, dev.hostname,
               dep.uuid, dep.name)
     arqs = (sa.select(*region, arq.uuid, arq.instance_uuid,
-                      sa.null(), sa.null(), sa.null())
+                      sa.null(), sa.null(), sa.null(), sa.null())
             .join(dep, dep.device_id == dev.id)
             .join(arq, sa.and_(arq.deployable_id == dep.id,
                                arq.state == 'Bound')).where(which))
     claims = (sa.select(*region, sa.null(), sa.null(), claim.claim_uid,
-                        claim.namespace, claim.claim_name)
+                        claim.namespace, claim.claim_name, claim.pods)
               .join(dep, dep.device_id == dev.id)
               .join(claim, claim.deployable_id == dep.id).where(which))
     with session.reader() as s:

@@ -327,7 +327,7 @@ _HOLDER_ARQS = (
 _HOLDER_CLAIMS = (
     sa.select(DEVICE.uuid.label('device_uuid'), _DEP.c.uuid,
               DEVICE.hostname, _CLAIM.c.project_id, _CLAIM.c.namespace,
-              _CLAIM.c.claim_name)
+              _CLAIM.c.claim_name, _CLAIM.c.pods)
     .join(_DEP, _DEP.c.id == _CLAIM.c.deployable_id)
     .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
     .order_by(_CLAIM.c.id))
@@ -338,8 +338,8 @@ def metric_rows():
     """Every device, region, holder and agent, as plain rows, read in one
     transaction (a scrape sees one moment): MetricRows. A holder row is
     (device_uuid, uuid (the region's), hostname, project_id, then
-    instance_uuid for an ARQ, or namespace and claim_name for a
-    Kubernetes claim)."""
+    instance_uuid for an ARQ, or namespace, claim_name and pods (comma-
+    separated, or None) for a Kubernetes claim)."""
     with session.core_reader(in_turn=True) as conn:
         holders = [('nova',) + tuple(r) for r in conn.execute(_HOLDER_ARQS)]
         holders += [('kubernetes',) + tuple(r)

@@ -74,12 +74,14 @@ def region_holder(s, deployable_id):
 
 
 def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
-          project_id=None, refusal=None):
+          project_id=None, refusal=None, pods=()):
     """Hold a handle of the region for the claim, in one transaction; a
     Claimed. The same claim asking again gets its row back (``new``
     False). ClaimRefused with the reason when the region is gone, held by
     another, being programmed for another, or ``refusal(rows)``
     (host_inventory.region_refusal, read under the locks) says why not.
+    ``pods``: the pod names the claim is reserved for, kept as they were
+    at its first Prepare.
     """
     def refused(reason):
         return exception.ClaimRefused(claim=claim_uid, device=device_name,
@@ -112,6 +114,7 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
             row = CLAIM(uuid=uuids.new(), claim_uid=claim_uid,
                         namespace=namespace, claim_name=claim_name,
                         device_name=device_name, project_id=project_id,
+                        pods=','.join(pods) or None,
                         deployable_id=deployable_id,
                         attach_handle_id=handle.id)
             s.add(row)
@@ -132,13 +135,18 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
         raise refused('the attach handle was taken by another holder')
 
 
+def pod_list(pods):
+    """The pod names of a row's ``pods`` column, as a list."""
+    return pods.split(',') if pods else []
+
+
 def _record(s, event, row, place):
     device_history.record(s, notifications.Event(event, {
         'claim_uid': row.claim_uid, 'namespace': row.namespace,
         'claim_name': row.claim_name, 'device_name': row.device_name,
         'deployable_uuid': place.deployable_uuid,
         'device_uuid': place.device_uuid, 'hostname': place.hostname,
-        'project_id': row.project_id},
+        'project_id': row.project_id, 'pods': pod_list(row.pods)},
         device_uuid=place.device_uuid,
         deployable_uuid=place.deployable_uuid,
         state='claimed' if event == 'k8s_claim.prepare' else 'released',

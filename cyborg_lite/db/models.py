@@ -262,6 +262,9 @@ class KubernetesClaimDevice(IdMixin, Base):
     # The device's name in the node's pool (a DNS label).
     device_name: orm.Mapped[str] = orm.mapped_column(sa.String(63))
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    # The pods the claim was reserved for at Prepare (its
+    # status.reservedFor), comma-separated; NULL when not known.
+    pods: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     deployable_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey('deployables.id', ondelete='CASCADE'), index=True)
     # UNIQUE, as accelerator_requests.attach_handle_id: one holder each.

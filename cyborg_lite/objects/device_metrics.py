@@ -11,9 +11,10 @@ region joins to its holder::
 
 Labels: ``device`` and ``region`` are uuids (long-lived: one series per
 piece of hardware), ``host`` the hostname; a holder is ``project`` and
-``instance`` (Nova) or ``namespace`` and ``claim`` (Kubernetes; the
-kubelet's Prepare names the claim, whose status.reservedFor names the
-pod). A state is a label of one series with value 1 (the current one).
+``instance`` (Nova) or ``namespace``, ``pod`` and ``claim`` (Kubernetes:
+a series per pod the claim was reserved for when it was prepared, read
+from its status.reservedFor; ``pod`` empty when not known). A state is a
+label of one series with value 1 (the current one).
 
 A device's readings (temperature, power, error counters) are not here:
 they never reach the database (an unchanged report writes nothing), so
@@ -125,15 +126,18 @@ def _region_families(regions):
 def _holders(holders):
     family = GaugeMetricFamily(
         PREFIX + 'device_holder_info', 'Who holds a region (value 1): a '
-        'project and instance (Nova), or a namespace and claim '
-        '(Kubernetes). Join any series on device or region to it.',
+        'project and instance (Nova), or a namespace, pod and claim '
+        '(Kubernetes; a series per pod). Join any series on device or '
+        'region to it.',
         labels=['device', 'region', 'host', 'project', 'instance',
-                'namespace', 'claim'])
+                'namespace', 'pod', 'claim'])
     for row in holders:
         kind, device, region, host, project = row[:5]
+        key = [device, region, host, project or '']
         if kind == 'nova':
-            labels = [project or '', row[5] or '', '', '']
-        else:
-            labels = [project or '', '', row[5], row[6]]
-        family.add_metric([device, region, host] + labels, 1)
+            family.add_metric(key + [row[5] or '', '', '', ''], 1)
+            continue
+        namespace, claim, pods = row[5:8]
+        for pod in (pods.split(',') if pods else ['']):
+            family.add_metric(key + ['', namespace, pod, claim], 1)
     return family

@@ -13,6 +13,7 @@ import kubernetes
 
 from cyborg_lite.agent.dra import claim_config
 from cyborg_lite.common import k8s_client
+from cyborg_lite.common import k8s_names
 
 
 class ClaimError(Exception):
@@ -62,6 +63,24 @@ class KubeClaimReader:
         except Exception as e:   # transport: the kubelet will retry
             raise ClaimError('reading ResourceClaim %s/%s: %s'
                              % (namespace, name, e)) from e
+
+
+def pods_of(claim, ref):
+    """The names of the pods ``claim`` is reserved for (its
+    status.reservedFor entries of core pods); ClaimError when one is not
+    a pod name."""
+    reserved = (claim.get('status') or {}).get('reservedFor') or []
+    if not isinstance(reserved, list):
+        raise ClaimError('ResourceClaim %s/%s: status.reservedFor is not a '
+                         'list' % (ref.namespace, ref.name))
+    names = [entry.get('name') for entry in reserved
+             if isinstance(entry, dict) and entry.get('resource') == 'pods'
+             and not entry.get('apiGroup')]
+    try:
+        return k8s_names.pod_names(names)
+    except ValueError as e:
+        raise ClaimError('ResourceClaim %s/%s: status.reservedFor: %s'
+                         % (ref.namespace, ref.name, e)) from e
 
 
 def allocated_devices(claim, ref, driver_name, pool_name):

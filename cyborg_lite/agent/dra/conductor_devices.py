@@ -44,7 +44,8 @@ class ConductorDevices:
             'claim_name': request.claim_name, 'pool': request.pool,
             'device': request.device,
             'admin_access': bool(request.admin_access),
-            'config': request.config.to_dict() if request.config else None}
+            'config': request.config.to_dict() if request.config else None,
+            'pods': list(request.pods)}
         deadline = time.monotonic() + self.total
         while True:
             try:

@@ -41,6 +41,7 @@ class DevicePrepareRequest:
     device: str                      # DNS-label name from the slice
     admin_access: bool = False       # monitoring access: never program
     config: claim_config.FpgaConfig | None = None
+    pods: tuple = ()                 # the claim's status.reservedFor pods
 
 
 @dataclasses.dataclass(frozen=True)

@@ -104,7 +104,8 @@ class DraPlugin:
             allocated = claims.allocated_devices(
                 claim, ref, self.driver_name, self.node_name)
             groups = self._group(allocated)
-            prepared = self._prepare_devices(ref, groups)
+            prepared = self._prepare_devices(ref, groups,
+                                             claims.pods_of(claim, ref))
             cdi.write_spec(self.cdi_dir, self.driver_name, ref.uid,
                            [(key[1], device) for key, device in prepared])
             record = state.PreparedClaim(
@@ -142,7 +143,7 @@ class DraPlugin:
                               []).append(item)
         return groups
 
-    def _prepare_devices(self, ref, groups):
+    def _prepare_devices(self, ref, groups, pods=()):
         done = []
         try:
             for key, items in groups.items():
@@ -158,7 +159,7 @@ class DraPlugin:
                     claim_name=ref.name, request=first.base_request,
                     pool=first.pool, device=first.device,
                     admin_access=all(i.admin_access for i in items),
-                    config=first.config))
+                    config=first.config, pods=pods))
                 if not isinstance(device, device_api.PreparedDevice):
                     raise device_api.DevicePrepareError(
                         'prepare_device returned %r' % (device,))

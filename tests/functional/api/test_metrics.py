@@ -104,7 +104,8 @@ def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
     holders = samples(scrape(app), 'cyborg_lite_device_holder_info')
     assert holders == [({'device': device.uuid, 'region': region.uuid,
                          'host': 'host1', 'project': 'admin-project',
-                         'instance': UUID, 'namespace': '', 'claim': ''},
+                         'instance': UUID, 'namespace': '', 'pod': '',
+                         'claim': ''},
                         1.0)]
     text = scrape(app)
     assert samples(text, 'cyborg_lite_region_in_use') == [

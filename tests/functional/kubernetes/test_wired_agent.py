@@ -40,10 +40,11 @@ def env(request, conf, sqlite_db, tmp_path, short_dir, apiserver):
     rpc.cleanup()
 
 
-def _claim(apiserver, name, device, namespace=NAMESPACE, **config):
+def _claim(apiserver, name, device, namespace=NAMESPACE, pods=(),
+           **config):
     claim = rc.allocated_claim(
         name, [('fpga', device)], namespace=namespace, pool=NODE,
-        config=[rc.fpga_config(**config)] if config else [])
+        config=[rc.fpga_config(**config)] if config else [], pods=pods)
     apiserver.put_claim(claim)
     return claim
 
@@ -391,3 +392,25 @@ def test_under_enforce_a_region_loaded_unsigned_is_loaded_again_or_refused(
     assert env.region().bitstream_id == signed.uuid
     assert [j.bitstream_id for j in jobs_db.list_jobs()] == [unsigned.id,
                                                              signed.id]
+
+
+def _holder_series():
+    from cyborg_lite.objects import device_metrics
+    (family,) = [f for f in device_metrics.DeviceCollector().collect()
+                 if f.name == 'cyborg_lite_device_holder_info']
+    return [{k: v for k, v in sample.labels.items()
+             if k in ('namespace', 'pod', 'claim')}
+            for sample in family.samples]
+
+
+def test_the_holder_series_names_the_pods_the_claim_is_reserved_for(
+        env, kubelet, apiserver):
+    claim = _claim(apiserver, 'train', REGION0,
+                   pods=('trainer-0', 'trainer-1'))
+    uid = claim['metadata']['uid']
+    assert _retried(kubelet, claim)[0] == ''
+    assert _holder_series() == [
+        {'namespace': NAMESPACE, 'pod': 'trainer-0', 'claim': 'train'},
+        {'namespace': NAMESPACE, 'pod': 'trainer-1', 'claim': 'train'}]
+    assert kubelet.unprepare('v1', [rc.ref(claim)]).claims[uid].error == ''
+    assert _holder_series() == []

@@ -56,3 +56,28 @@ def test_a_device_of_another_nodes_pool_is_refused(flow):
 
     assert _held() == {('node2', 'region0'): _request('')['claim_uid']}
     assert answer['attach_info'] is not None
+
+
+def _pods_held():
+    with session.reader() as s:
+        return s.scalars(sa.select(models.KubernetesClaimDevice.pods)).all()
+
+
+def test_the_pods_of_a_claim_are_kept_with_its_hold(flow):
+    flow.prepare('node1', dict(_request('node1'),
+                               pods=['trainer-0', 'trainer-1']), wait=1)
+    assert _pods_held() == ['trainer-0,trainer-1']
+
+
+def test_an_older_agents_request_without_pods_holds_all_the_same(flow):
+    flow.prepare('node1', _request('node1'), wait=1)
+    assert _pods_held() == [None]
+
+
+@pytest.mark.parametrize('pods', [
+    'trainer-0', ['trainer-0,trainer-1'], ['Trainer'], [None],
+    ['p%d' % i for i in range(257)]])
+def test_a_request_naming_no_pods_is_refused_and_holds_nothing(flow, pods):
+    with pytest.raises(exception.Invalid, match='pod'):
+        flow.prepare('node1', dict(_request('node1'), pods=pods), wait=1)
+    assert _held() == {}

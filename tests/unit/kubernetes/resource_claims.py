@@ -18,8 +18,9 @@ def fpga_config(requests=(), source='FromClaim', **parameters):
 
 
 def allocated_claim(name, devices, config=(), namespace='default',
-                    pool='node-1', driver=DRIVER, uid=None):
-    """``devices``: (request name, device name) pairs."""
+                    pool='node-1', driver=DRIVER, uid=None, pods=()):
+    """``devices``: (request name, device name) pairs; ``pods``: the pod
+    names the claim is reserved for (status.reservedFor)."""
     requests = sorted({r.split('/')[0] for r, _ in devices})
     claim = {
         'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaim',
@@ -36,6 +37,10 @@ def allocated_claim(name, devices, config=(), namespace='default',
                          'device': d} for r, d in devices],
             'config': list(config)}}},
     }
+    if pods:
+        claim['status']['reservedFor'] = [
+            {'resource': 'pods', 'name': pod, 'uid': str(uuid.uuid4())}
+            for pod in pods]
     errors = schemas.schema_errors(claim)
     assert errors == [], errors
     return claim

@@ -81,6 +81,34 @@ def test_allocated_devices_reads_our_results_only():
     assert devices[1].config.function_id == 'ff'
 
 
+def test_the_pods_a_claim_is_reserved_for_are_read_whole():
+    claim = rc.allocated_claim('c', [('a', 'dev-a')],
+                               pods=('trainer-0', 'trainer-1'))
+    # A consumer that is not a core pod is not a pod.
+    claim['status']['reservedFor'].append(
+        {'apiGroup': 'batch', 'resource': 'jobs', 'name': 'nightly',
+         'uid': '0b7a3c5e-1b2d-4e6f-8a9b-0c1d2e3f4a5b'})
+    ref = claims.ClaimRef('default', 'c', claim['metadata']['uid'])
+    assert claims.pods_of(claim, ref) == ('trainer-0', 'trainer-1')
+    assert claims.pods_of(rc.allocated_claim('d', [('a', 'x')]), ref) == ()
+
+
+@pytest.mark.parametrize('reserved_for', [
+    [{'resource': 'pods', 'name': 'Trainer_0', 'uid': 'u'}],
+    [{'resource': 'pods', 'name': 'trainer-0\n', 'uid': 'u'}],
+    [{'resource': 'pods', 'name': 7, 'uid': 'u'}],
+    [{'resource': 'pods', 'name': 'p%d' % i, 'uid': 'u'}
+     for i in range(257)],
+    {'resource': 'pods'},
+])
+def test_a_reserved_for_that_names_no_pod_refuses_the_claim(reserved_for):
+    claim = rc.allocated_claim('c', [('a', 'dev-a')])
+    claim['status']['reservedFor'] = reserved_for
+    ref = claims.ClaimRef('default', 'c', claim['metadata']['uid'])
+    with pytest.raises(claims.ClaimError, match='reservedFor'):
+        claims.pods_of(claim, ref)
+
+
 def test_claim_reader_uses_the_api(conf):
     apiserver = fake_apiserver.FakeKubeApiServer().start()
     client = apiserver.api_client()
