@@ -344,16 +344,27 @@ def test_api_bench_observability_tiny(tmp_path):
 
 def test_observability_cost_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'observability_cost', '--devices', '6',
-                    '--requests', '8', '--lists', '1', '--binds', '2',
-                    '--trials', '1')
-    assert set(result['trials']) == {'on', 'off'}
-    (on,) = result['trials']['on']
-    (off,) = result['trials']['off']
-    # Every ARQ the "on" child made was notified (a bind makes one and
-    # moves it twice); the "off" child sent nothing.
-    assert off['notifications_sent'] == 0
-    assert on['notifications_sent'] > 0
+                    '--requests', '8', '--lists', '2', '--binds', '2',
+                    '--blocks', '2', '--settle', '0', '--trials', '1')
+    (trial,) = result['trials']
+    assert set(trial['cpu_ms_per_request']) == {'on', 'off'}
+    # Every ARQ the two "on" blocks made was notified: 4 created, and a
+    # bind that makes one and moves it twice; the "off" blocks sent
+    # nothing.
+    assert trial['notifications_sent'] == 2 * (4 + 3)
+    assert set(result['throughput_on_over_off']) == {
+        'list_devices', 'create_profile', 'create_arq', 'bind'}
     assert result['scrape_bytes'] > 0
+
+
+def test_observability_cost_bench_tiny_over_http(tmp_path):
+    result = _bench(tmp_path, 'observability_cost', '--http', '--devices',
+                    '6', '--requests', '8', '--lists', '2', '--binds', '2',
+                    '--blocks', '2', '--settle', '0', '--trials', '1')
+    (trial,) = result['trials']
+    assert trial['notifications_sent'] == 2 * (4 + 3)
+    assert set(result['paired_on_over_off']) == {
+        'list_devices', 'create_profile', 'create_arq', 'bind'}
 
 
 def test_ours_server_runs_on_a_tree_without_metrics(conf):
