@@ -6,11 +6,11 @@ outage delays notifications but never blocks or fails a transition.
 
 - ``ProcessSender`` (a broker's transport): the Notifier runs in a child
   process of its own (common/notification_child.py). RabbitMQ's driver
-  spends about 260 µs of CPU on each notification (kombu's publish and
+  spends about 0.3 ms of CPU on each notification (kombu's publish and
   the publisher confirm oslo.messaging always asks for); in the service's
-  process that is a quarter of an API worker's throughput at one
-  notification a request, and another thread cannot give it back (one
-  GIL). This process only pickles each batch onto a pipe.
+  process that halved the throughput of ARQ creation (one notification a
+  request), and another thread cannot give it back (one GIL). This
+  process only pickles each batch onto a pipe.
 - ``ThreadSender``: the Notifier runs on a thread of this process. What
   oslo.messaging delivers inside a process needs it: the ``inproc://``
   transport (the all-in-one's; a listener must be in the same process)
