@@ -47,6 +47,7 @@ def parse_args(argv, conf=CONF, default_config_files=None,
     except (cfg.Error, ValueError) as exc:
         raise exception.ConfigError(reason=str(exc))
     check_values(conf)
+    check_transport_urls(conf)
     if setup_logging:
         log.setup(conf, 'cyborg_lite')
 
@@ -79,6 +80,40 @@ def check_values(conf=CONF):
         if isinstance(value, cfg.ConfigOpts.GroupAttr):
             for opt_name in sorted(value):
                 _read(value, name, opt_name)
+
+
+def check_transport_urls(conf=CONF):
+    """The RPC and the notifications' ``transport_url``, where set: a URL
+    oslo.messaging can parse, naming a driver it has (a notification
+    transport is otherwise first made by the process that sends, long
+    after the start). ConfigError without the URL, which may hold a
+    password."""
+    import oslo_messaging as messaging
+    from importlib import metadata
+    for group in (None, 'oslo_messaging_notifications'):
+        section = conf if group is None else conf[group]
+        url = section.transport_url
+        if not url:
+            continue
+        try:
+            driver = messaging.TransportURL.parse(conf, url).transport
+            why = None
+        except messaging.InvalidTransportURL:
+            driver, why = None, 'not a transport URL (driver://user:' \
+                'password@host:port/virtual_host)'
+        drivers = sorted(ep.name for ep in metadata.entry_points(
+            group='oslo.messaging.drivers'))
+        if why is None and (driver or '').split('+')[0] not in drivers:
+            why = 'no oslo.messaging driver %r (one of %s)' % (
+                driver, ', '.join(drivers))
+        if why:
+            where = conf.get_location('transport_url', group)
+            detail = getattr(where, 'detail', None)
+            raise exception.ConfigError(reason='[%s] transport_url%s is '
+                                        'not valid: %s' % (
+                                            group or 'DEFAULT',
+                                            ' in %s' % detail if detail
+                                            else '', why))
 
 
 def _named_config_files(argv):

@@ -22,6 +22,10 @@ MORE_BAD_VALUES = [
     ('conductor', 'workers', '0', 'greater than or equal to 1'),
     ('api', 'max_limit', '1000001', 'less than or equal to 100000'),
     ('database', 'max_retries', '-2', 'greater than or equal to -1'),
+    ('oslo_messaging_notifications', 'transport_url',
+     'rabbbit://user:secret@broker:5672/', "no oslo.messaging driver"),
+    ('oslo_messaging_notifications', 'transport_url', 'secret-broker',
+     'not a transport URL'),
 ]
 SERVICES = ['cyborg-lite-api', 'cyborg-lite-conductor', 'cyborg-lite-agent',
             'cyborg-lite-dbsync', 'cyborg-lite-all-in-one']
@@ -57,6 +61,8 @@ def test_a_bad_value_stops_the_service_with_one_line(tmp_path, name, group,
     assert lines[0].startswith('%s: error: ' % name)
     assert '[%s] %s in %s is not valid' % (group, option, conf) in lines[0]
     assert why in lines[0]
+    # A transport URL's password is not printed.
+    assert 'secret' not in lines[0]
     if name == 'cyborg-lite-all-in-one':
         assert process.placement_children(args[-1]) == []
         assert not (tmp_path / 'aio' / 'placement').exists()
