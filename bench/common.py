@@ -154,25 +154,37 @@ def tree_ab_main(parser, argv, counts, child, run):
     emit(run(args), args.output)
 
 
-def cpu_ms_per_call(func, count, threads, before_stop=None):
-    """The process's CPU milliseconds (every thread's) per ``func()``
-    call, ``count`` calls shared by ``threads`` threads; ``before_stop()``
-    runs before the clock stops (work the calls left to a thread)."""
+def in_threads(func, count, threads):
+    """Call ``func()`` ``count`` times shared by ``threads`` threads (at
+    least once each); (calls made, the errors a thread stopped on)."""
     import threading
     per_thread = max(1, count // threads)
+    errors = []
 
     def work():
-        for _ in range(per_thread):
-            func()
+        try:
+            for _ in range(per_thread):
+                func()
+        except Exception as exc:
+            errors.append(exc)
+            raise
     workers = [threading.Thread(target=work) for _ in range(threads)]
-    start = time.process_time()
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
+    return per_thread * threads, errors
+
+
+def cpu_ms_per_call(func, count, threads, before_stop=None):
+    """The process's CPU milliseconds (every thread's) per ``func()``
+    call, ``count`` calls shared by ``threads`` threads; ``before_stop()``
+    runs before the clock stops (work the calls left to a thread)."""
+    start = time.process_time()
+    calls, _errors = in_threads(func, count, threads)
     if before_stop is not None:
         before_stop()
-    return (time.process_time() - start) * 1000 / (per_thread * threads)
+    return (time.process_time() - start) * 1000 / calls
 
 
 def wsgi_caller(app, headers):

@@ -55,6 +55,7 @@ import time
 import uuid
 
 from bench import common
+from bench import cpu
 from bench import observability_load as load
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,7 +193,7 @@ def child(args):
     if args.cpus:
         api_cpus, _, others = args.cpus.partition(':')
         load.PINNED.update(api={int(c) for c in api_cpus.split(',')},
-                      others={int(c) for c in others.split(',')})
+                           others={int(c) for c in others.split(',')})
     if load.PINNED['api']:
         os.sched_setaffinity(0, load.PINNED['api'])
     state = tempfile.mkdtemp(prefix='bench-observability-')
@@ -239,6 +240,13 @@ def child(args):
         http = load.HttpRunner(wsgi_apps, args) if args.http else None
         sent_before = modes.sender().sent
         sender_before = _sender_cpu_s(modes.sender())
+
+        # The other threads' CPU while the last block waited for its
+        # sender, not the notifications' cost (_flush_idle_s).
+        idle = [0.0]
+
+        def flushed():
+            idle[0] = _flush_idle_s()
         for block in range(args.blocks):
             # NOTE: off-on, then on-off: a drift (the tables growing, the
             # machine's load) falls on both modes alike; blocks are short
@@ -248,22 +256,18 @@ def child(args):
                 current['app'] = modes.switch(on)
                 for name, (func, count, threads) in scenarios.items():
                     count = max(1, count // args.blocks)
-                    waited = []
                     ms = (http.cpu_ms_per_call(on, name, count, threads,
-                                               lambda: waited.append(
-                                                   _flush_idle_s()))
+                                               flushed)
                           if http else common.cpu_ms_per_call(
-                              func, count, threads, lambda: waited.append(
-                                  _flush_idle_s())))
+                              func, count, threads, flushed))
                     calls = max(1, count // threads) * threads
                     cpu['on' if on else 'off'][name].append(
-                        ms - waited[0] * 1000 / calls)
-        modes.switch(True)
+                        ms - idle[0] * 1000 / calls)
+        current['app'] = modes.switch(True)
         notifications.flush()
         sent = modes.sender().sent - sent_before
         sender_cpu_s = (_sender_cpu_s(modes.sender()) - sender_before
                         if sender_before is not None else 0)
-        current['app'] = modes.switch(True)
         start = time.process_time()
         body = _expect(call('GET', '/metrics'), 200, 'GET /metrics')
         result = {
@@ -322,12 +326,7 @@ def _sender_cpu_s(sender):
     """CPU seconds of the process sending the notifications, when it is
     one of its own (common/notification_senders.ProcessSender)."""
     pid = getattr(sender, 'child_pid', None)
-    if pid is None:
-        return None
-    with open('/proc/%d/stat' % pid) as f:
-        fields = f.read().rpartition(')')[2].split()
-    # utime and stime, fields 14 and 15 of proc(5), in clock ticks.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return None if pid is None else cpu.ticks([pid])
 
 
 def run(args):

@@ -75,24 +75,9 @@ def http_client(args, make_scenarios):
     for line in sys.stdin:
         ask = json.loads(line)
         target['port'] = ask['port']
-        func = scenarios[ask['scenario']][0]
-        per_thread = max(1, ask['count'] // ask['threads'])
-        errors = []
-
-        def work():
-            try:
-                for _ in range(per_thread):
-                    func()
-            except Exception as exc:
-                errors.append(repr(exc))
-        workers = [threading.Thread(target=work)
-                   for _ in range(ask['threads'])]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-        print(errors[0] if errors else per_thread * ask['threads'],
-              flush=True)
+        calls, errors = common.in_threads(scenarios[ask['scenario']][0],
+                                          ask['count'], ask['threads'])
+        print(repr(errors[0]) if errors else calls, flush=True)
 
 
 class HttpRunner:
@@ -102,10 +87,11 @@ class HttpRunner:
 
     def __init__(self, apps, args):
         from bench import serving
+        from cyborg_lite.common import placement_server
         self.ports = {}
         self.stops = []
         for on, app in apps.items():
-            port = free_port()
+            port = placement_server.free_port()
             self.stops.append(serving.serve('cheroot', app, port, 8))
             self.ports[on] = port
         argv = [sys.executable, SCRIPT, '--http-client',
@@ -135,13 +121,6 @@ class HttpRunner:
         self.client.wait(30)
         for stop in self.stops:
             stop()
-
-
-def free_port():
-    import socket
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 class Broker:

@@ -88,32 +88,33 @@ def check_transport_urls(conf=CONF):
     transport is otherwise first made by the process that sends, long
     after the start). ConfigError without the URL, which may hold a
     password."""
-    import oslo_messaging as messaging
     from importlib import metadata
+    drivers = sorted(ep.name for ep in metadata.entry_points(
+        group='oslo.messaging.drivers'))
     for group in (None, 'oslo_messaging_notifications'):
-        section = conf if group is None else conf[group]
-        url = section.transport_url
-        if not url:
-            continue
-        try:
-            driver = messaging.TransportURL.parse(conf, url).transport
-            why = None
-        except messaging.InvalidTransportURL:
-            driver, why = None, 'not a transport URL (driver://user:' \
-                'password@host:port/virtual_host)'
-        drivers = sorted(ep.name for ep in metadata.entry_points(
-            group='oslo.messaging.drivers'))
-        if why is None and (driver or '').split('+')[0] not in drivers:
-            why = 'no oslo.messaging driver %r (one of %s)' % (
-                driver, ', '.join(drivers))
+        url = (conf if group is None else conf[group]).transport_url
+        why = url and _transport_url_problem(conf, url, drivers)
         if why:
-            where = conf.get_location('transport_url', group)
-            detail = getattr(where, 'detail', None)
-            raise exception.ConfigError(reason='[%s] transport_url%s is '
-                                        'not valid: %s' % (
-                                            group or 'DEFAULT',
-                                            ' in %s' % detail if detail
-                                            else '', why))
+            where = getattr(conf.get_location('transport_url', group),
+                            'detail', None)
+            raise exception.ConfigError(
+                reason='[%s] transport_url%s is not valid: %s' % (
+                    group or 'DEFAULT', ' in %s' % where if where else '',
+                    why))
+
+
+def _transport_url_problem(conf, url, drivers):
+    """What is wrong with ``url`` (without saying it), or None."""
+    import oslo_messaging as messaging
+    try:
+        driver = messaging.TransportURL.parse(conf, url).transport
+    except messaging.InvalidTransportURL:
+        return ('not a transport URL (driver://user:password@host:port/'
+                'virtual_host)')
+    if driver.split('+')[0] not in drivers:
+        return 'no oslo.messaging driver %r (one of %s)' % (
+            driver, ', '.join(drivers))
+    return None
 
 
 def _named_config_files(argv):

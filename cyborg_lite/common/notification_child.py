@@ -39,14 +39,10 @@ def build_notifier(setup):
     conf = cfg.ConfigOpts()
     conf([], project='cyborg-lite', default_config_files=[],
          default_config_dirs=[])
-    from oslo_messaging import opts
-    for group, group_opts in opts.list_opts():
-        conf.register_opts(group_opts, group=None if group in (
-            None, 'DEFAULT') else group)
+    notification_senders.register_messaging_opts(conf)
     for group, values in setup['conf'].items():
         for name, value in values.items():
-            conf.set_override(name, value,
-                              group=None if group == 'DEFAULT' else group)
+            conf.set_override(name, value, group=group)
     transport = messaging.get_notification_transport(conf)
     return notifications.make_notifier(transport, setup['publisher_id'])
 

@@ -51,7 +51,6 @@ class QueuedSender:
         # worker), not by the commands that import this module before
         # they set up prometheus_client's multi-process mode.
         from cyborg_lite.common import metrics
-        self.pid = os.getpid()
         self.queue = collections.deque()
         self.dropped = 0
         self.sent = 0
@@ -277,14 +276,7 @@ class ProcessSender(QueuedSender):
 
     def _lost_child(self, count):
         proc, self._proc = self._proc, None
-        status = None
-        if proc is not None:
-            _close_pipes(proc)
-            try:
-                status = proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                status = proc.wait()
+        status = None if proc is None else _end(proc, 5)
         self.drop(count, 'were lost with their sending process (exit '
                   'status %s); it is started again' % (status,))
 
@@ -292,24 +284,8 @@ class ProcessSender(QueuedSender):
         """Close the child's stdin: it sends what it holds and exits; after
         ``timeout`` it is killed."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        # NOTE: stdout stays open until the child is gone: the sending
-        # thread may be reading it, and closing a file another thread
-        # reads waits for that read.
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            if timeout:
-                LOG.warning('The notification sender did not exit in %s '
-                            's; killed', timeout)
-            proc.kill()
-            proc.wait()
-        _close_pipes(proc)
+        if proc is not None:
+            _end(proc, timeout)
 
     def forget_after_fork(self):
         proc, self._proc = self._proc, None
@@ -323,6 +299,28 @@ class ProcessSender(QueuedSender):
                     os.close(pipe.raw.fileno())
                 except (OSError, ValueError):
                     pass
+
+
+def _end(proc, timeout):
+    """Close ``proc``'s stdin (it sends what it holds and exits), wait
+    ``timeout`` seconds, then kill it; its exit status."""
+    # NOTE: stdout stays open until the child is gone: the sending thread
+    # may be reading it, and closing a file another thread reads waits
+    # for that read.
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        if timeout:
+            LOG.warning('The notification sender did not exit in %s s; '
+                        'killed', timeout)
+        proc.kill()
+        proc.wait()
+    _close_pipes(proc)
+    return proc.returncode
 
 
 def _close_pipes(proc):
@@ -369,16 +367,22 @@ def read_frame(pipe):
     return pickle.loads(data)
 
 
+def register_messaging_opts(conf):
+    """Register every oslo.messaging option on ``conf`` (as oslo.messaging
+    would on making a transport); [(group, options)], group None for
+    DEFAULT."""
+    from oslo_messaging import opts
+    groups = [(None if group in (None, 'DEFAULT') else group, group_opts)
+              for group, group_opts in opts.list_opts()]
+    for group, group_opts in groups:
+        conf.register_opts(group_opts, group=group)
+    return groups
+
+
 def messaging_values(conf):
     """{group: {option: value}} of every oslo.messaging option in
-    ``conf`` (registered here if oslo.messaging has not yet), for a child
-    process to build the same transport."""
-    from oslo_messaging import opts
-    values = {}
-    for group, group_opts in opts.list_opts():
-        name = 'DEFAULT' if group in (None, 'DEFAULT') else group
-        conf.register_opts(group_opts,
-                           group=None if name == 'DEFAULT' else name)
-        section = conf if name == 'DEFAULT' else conf[name]
-        values[name] = {opt.dest: section[opt.dest] for opt in group_opts}
-    return values
+    ``conf`` (group None for DEFAULT), for a child process to build the
+    same transport."""
+    return {group: {opt.dest: (conf if group is None else conf[group])[
+                opt.dest] for opt in group_opts}
+            for group, group_opts in register_messaging_opts(conf)}

@@ -24,15 +24,10 @@ import pytest
 
 from cyborg_lite.common import notification_senders as senders
 from cyborg_lite.common import notifications
+from tests import servers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
-
-
-def _closed_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -50,7 +45,7 @@ def _setup(conf, driver='log', url=None, stop_timeout=None):
     conf.set_override('driver', [driver],
                       group='oslo_messaging_notifications')
     conf.set_override('transport_url', url or 'rabbit://guest:guest@'
-                      '127.0.0.1:%d/' % _closed_port(),
+                      '127.0.0.1:%d/' % servers.free_port(),
                       group='oslo_messaging_notifications')
     setup = {'publisher_id': 'cyborg-lite-test:host1',
              'log_level': logging.INFO,
