@@ -25,6 +25,7 @@ to join them to a device.
 from prometheus_client.core import GaugeMetricFamily
 
 from cyborg_lite.db import devices as devices_db
+from cyborg_lite.db import k8s_claims
 from cyborg_lite.objects import host_inventory
 
 PREFIX = 'cyborg_lite_'
@@ -138,6 +139,6 @@ def _holders(holders):
             family.add_metric(key + [row[5] or '', '', '', ''], 1)
             continue
         namespace, claim, pods = row[5:8]
-        for pod in (pods.split(',') if pods else ['']):
+        for pod in k8s_claims.pod_list(pods) or ['']:
             family.add_metric(key + ['', namespace, pod, claim], 1)
     return family
