@@ -299,3 +299,40 @@ def test_a_full_queue_drops_the_oldest_and_counts_it(idle_sender,
         n['event_type'] for _c, n, _p, _r in idle_sender] == [
         'accelerator.device.enable', 'accelerator.device.disable']
     assert counted('dropped') - dropped == 1
+
+
+# --- batches ----------------------------------------------------------------
+
+class _SlowDrain(notification_senders.QueuedSender):
+    """Takes what is queued and holds it a while, as the sending process's
+    round trip to a broker does; the size of each batch."""
+
+    def __init__(self):
+        self.batches = []
+        super().__init__()
+
+    def _drain(self):
+        with self._wake:
+            batch = list(self.queue)
+            self.queue.clear()
+        self.batches.append(len(batch))
+        time.sleep(0.02)
+        return len(batch), 0
+
+
+def test_a_busy_queue_is_sent_in_batches_not_as_soon_as_one_went(
+        monkeypatch):
+    # NOTE: each batch costs the service's process a fixed share (the
+    # GIL's hand-overs, a pipe's write and read): taken as soon as the
+    # last went, they were a few notifications each on a busy API.
+    monkeypatch.setattr(notification_senders, 'WAKE_AT', 20)
+    monkeypatch.setattr(notification_senders, 'SEND_INTERVAL', 3600)
+    sender = _SlowDrain()
+    for number in range(70):
+        sender.put(({}, number))
+        # A trickle: several arrive while a batch is out.
+        time.sleep(0.002)
+    assert sender.flush(10)
+    assert sum(sender.batches) == 70
+    assert sender.batches[:-1] and all(
+        size >= 20 for size in sender.batches[:-1]), sender.batches
