@@ -93,8 +93,12 @@ def create_arqs(visible_to, profile_name, project_id, group_id=None):
             raise exception.DeviceProfileNotFound(ident=profile_name)
     if notifications.enabled():
         # NOTE: no device yet, so no history row; sent after the INSERT
-        # (its own transaction on SQLite, see statement_writer).
-        notifications.emit_all([_event('arq.create', row) for row in rows])
+        # (its own transaction on SQLite, see statement_writer). The new
+        # row is the payload's data as it is (the payload takes its
+        # fields, None for those an Initial ARQ lacks): nothing more on
+        # the request's way than the event.
+        notifications.emit_all([notifications.Event('arq.create', row)
+                                for row in rows])
     return [ARQView(_NewARQ(**row), profile.name, None) for row in rows]
 
 
