@@ -5,8 +5,8 @@ From the outside in, each layer seeing the request before the next:
 1. RequestId: every request and response gets ``x-openstack-request-id``
    first, so that even a 500 can be traced in the log (oslo.middleware's
    keys and header, middleware.RequestId).
-   RequestMetrics (``[metrics]enabled``): every request counted and timed
-   by its route template and status (api/metrics.py).
+   With ``[metrics]enabled`` it also counts and times every request by
+   its route template and status (api/metrics.RequestMetrics).
 2. FaultWrapper: error responses of every layer below, in Cyborg's JSON
    form; an unexpected exception becomes a JSON 500 with no traceback.
 3. BodySizeLimit: 413 before anything reads or parses an oversized body.
@@ -68,18 +68,19 @@ def loadapp(conf=CONF, conductor_factory=None):
     """The complete WSGI application for ``conf``."""
     api = handler.ApiHandler(conductor_factory=conductor_factory)
     app = middleware.Microversion(api)
-    expose = conf.metrics.enabled
-    if expose and not conf.metrics.api_unauthenticated:
-        app = metrics.MetricsEndpoint(app, authorize=True)
+    requests = (metrics.RequestMetrics(api.router) if conf.metrics.enabled
+                else None)
+    if requests and not conf.metrics.api_unauthenticated:
+        app = metrics.MetricsEndpoint(app, authorize=True,
+                                      requests=requests)
     app = _audit(app, conf)
     app = _auth(app, conf)
-    if expose and conf.metrics.api_unauthenticated:
-        app = metrics.MetricsEndpoint(app, authorize=False)
+    if requests and conf.metrics.api_unauthenticated:
+        app = metrics.MetricsEndpoint(app, authorize=False,
+                                      requests=requests)
     app = middleware.BodySizeLimit(app, conf.api.max_request_body_size)
     app = fault.FaultWrapper(app)
-    if expose:
-        app = metrics.RequestMetrics(app, api.router)
-    return middleware.RequestId(app)
+    return middleware.RequestId(app, requests)
 
 
 def loadapp_serving(conf=CONF):

@@ -8,6 +8,7 @@ import threading
 import urllib.request
 
 from tests import servers
+from tests import waiting
 from tests.functional.api import test_http_server
 
 
@@ -84,15 +85,21 @@ def test_every_worker_counts_in_every_scrape(sqlite_db, tmp_path):
             for thread in burst:
                 thread.join()
             sent += len(burst)
-        for _ in range(6):
+        def counted():
             with urllib.request.urlopen(base + '/metrics', timeout=30) as r:
                 text = r.read().decode()
-            counts = [s.value for f in
-                      parser.text_string_to_metric_families(text)
-                      for s in f.samples
-                      if s.name == 'cyborg_lite_api_requests_total' and
-                      s.labels['route'] == '/v2/devices']
-            assert counts == [float(sent)]
+            return [s.value for f in
+                    parser.text_string_to_metric_families(text)
+                    for s in f.samples
+                    if s.name == 'cyborg_lite_api_requests_total' and
+                    s.labels['route'] == '/v2/devices']
+        # NOTE: a worker adds its requests up within FOLD_DELAY (a
+        # second); from then on every scrape, whichever worker answers
+        # it, has them all.
+        waiting.read_until(counted, lambda c: c == [float(sent)],
+                           what='both workers counted in one scrape')
+        for _ in range(6):
+            assert counted() == [float(sent)]
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
