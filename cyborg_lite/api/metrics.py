@@ -128,6 +128,13 @@ class RequestMetrics:
 _RECORDERS = weakref.WeakSet()
 os.register_at_fork(after_in_child=lambda: [
     recorder._after_fork() for recorder in list(_RECORDERS)])
+
+
+def fold_all():
+    """Add up every RequestMetrics' waiting requests: a worker about to
+    exit (its multi-process files outlive it, its queue does not)."""
+    for recorder in list(_RECORDERS):
+        recorder.fold()
 _METHODS = frozenset(('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE',
                       'OPTIONS'))
 

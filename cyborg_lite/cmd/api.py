@@ -55,6 +55,8 @@ class _Server(gunicorn_base.BaseApplication):
 
 def _worker_exiting(_server, _worker):
     # NOTE: gunicorn calls it in the worker, after its last request.
+    from cyborg_lite.api import metrics
+    metrics.fold_all()
     notifications.flush_at_stop()
 
 

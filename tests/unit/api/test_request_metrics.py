@@ -111,3 +111,15 @@ def test_a_forked_child_starts_with_nothing_of_its_parents(recorder,
     _pid, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert recorder._waiting, "the parent's own are still its to count"
+
+
+def test_a_worker_exiting_counts_what_waits(recorder, monkeypatch, conf):
+    monkeypatch.setattr(metrics, 'FOLD_DELAY', 3600)
+    from cyborg_lite.cmd import api as cmd
+    before = _count(status='204')
+    recorder(_environ(), '204', 0.001)
+    server = cmd._Server([])
+    # What gunicorn calls in the worker after its last request: the
+    # worker's multi-process files outlive it, its queue would not.
+    server.cfg.worker_exit(None, None)
+    assert _count(status='204') == before + 1
