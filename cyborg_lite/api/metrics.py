@@ -15,6 +15,7 @@ added up: common/metrics.py) and the device, region, agent and holder
 series read from the database (objects/device_metrics.py).
 """
 import collections
+import logging
 import os
 import threading
 import weakref
@@ -30,6 +31,7 @@ from cyborg_lite.common import metrics
 from cyborg_lite.common import policy
 from cyborg_lite.objects import device_metrics
 
+LOG = logging.getLogger(__name__)
 PATH = '/metrics'
 ROUTE_KEY = handler.ROUTE_KEY
 UNMATCHED = 'unmatched'
@@ -58,6 +60,7 @@ class RequestMetrics:
         self._children = {}
         self._timer = None
         self._timer_lock = threading.Lock()
+        self._timer_refused = False
         _RECORDERS.add(self)
 
     def __call__(self, environ, status, seconds):
@@ -96,9 +99,22 @@ class RequestMetrics:
     def _fold_later(self):
         with self._timer_lock:
             if self._timer is None:
+                # NOTE: set before it starts: it forgets itself when it
+                # fires.
                 self._timer = threading.Timer(FOLD_DELAY, self._timed_fold)
                 self._timer.daemon = True
-                self._timer.start()
+                try:
+                    self._timer.start()
+                except RuntimeError as exc:
+                    # NOTE: no thread to be had (a process at its limit):
+                    # the request is answered all the same, and counted
+                    # at the next FOLD_AT or scrape.
+                    self._timer = None
+                    if not self._timer_refused:
+                        self._timer_refused = True
+                        LOG.warning('Request metrics: no timer thread (%s): '
+                                    'requests are counted every %d or at a '
+                                    'scrape', exc, FOLD_AT)
 
     def _timed_fold(self):
         # NOTE: forgotten first: a request queued during this fold

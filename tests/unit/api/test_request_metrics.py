@@ -123,3 +123,18 @@ def test_a_worker_exiting_counts_what_waits(recorder, monkeypatch, conf):
     # worker's multi-process files outlive it, its queue would not.
     server.cfg.worker_exit(None, None)
     assert _count(status='204') == before + 1
+
+
+def test_no_thread_for_the_timer_fails_no_request(recorder, monkeypatch,
+                                                  caplog):
+    def refuse(_timer):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(metrics.threading.Timer, 'start', refuse)
+    before = _count(status='409')
+    recorder(_environ(), '409', 0.001)
+    recorder(_environ(), '409', 0.001)
+    assert recorder._timer is None
+    assert len([r for r in caplog.records
+                if 'no timer thread' in r.getMessage()]) == 1, 'said once'
+    recorder.fold()
+    assert _count(status='409') == before + 2
