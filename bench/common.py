@@ -179,12 +179,13 @@ def in_threads(func, count, threads):
 def cpu_ms_per_call(func, count, threads, before_stop=None):
     """The process's CPU milliseconds (every thread's) per ``func()``
     call, ``count`` calls shared by ``threads`` threads; ``before_stop()``
-    runs before the clock stops (work the calls left to a thread)."""
+    runs before the clock stops (work the calls left to a thread) and
+    returns the CPU seconds meanwhile that are not the calls' (or
+    None)."""
     start = time.process_time()
     calls, _errors = in_threads(func, count, threads)
-    if before_stop is not None:
-        before_stop()
-    return (time.process_time() - start) * 1000 / calls
+    excluded = (before_stop() if before_stop is not None else None) or 0.0
+    return (time.process_time() - start - excluded) * 1000 / calls
 
 
 def wsgi_caller(app, headers):

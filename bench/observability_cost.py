@@ -241,12 +241,6 @@ def child(args):
         sent_before = modes.sender().sent
         sender_before = _sender_cpu_s(modes.sender())
 
-        # The other threads' CPU while the last block waited for its
-        # sender, not the notifications' cost (_flush_idle_s).
-        idle = [0.0]
-
-        def flushed():
-            idle[0] = _flush_idle_s()
         for block in range(args.blocks):
             # NOTE: off-on, then on-off: a drift (the tables growing, the
             # machine's load) falls on both modes alike; blocks are short
@@ -256,13 +250,14 @@ def child(args):
                 current['app'] = modes.switch(on)
                 for name, (func, count, threads) in scenarios.items():
                     count = max(1, count // args.blocks)
+                    # NOTE: the other threads' CPU while a block waits
+                    # for its sender is not the notifications' cost
+                    # (_flush_idle_s).
                     ms = (http.cpu_ms_per_call(on, name, count, threads,
-                                               flushed)
+                                               _flush_idle_s)
                           if http else common.cpu_ms_per_call(
-                              func, count, threads, flushed))
-                    calls = max(1, count // threads) * threads
-                    cpu['on' if on else 'off'][name].append(
-                        ms - idle[0] * 1000 / calls)
+                              func, count, threads, _flush_idle_s))
+                    cpu['on' if on else 'off'][name].append(ms)
         current['app'] = modes.switch(True)
         notifications.flush()
         sent = modes.sender().sent - sent_before

@@ -113,8 +113,8 @@ class HttpRunner:
             raise RuntimeError('the HTTP client failed %s: %s'
                                % (name, answer))
         done = int(answer)
-        before_stop()
-        return (time.process_time() - start) * 1000 / done
+        excluded = before_stop() or 0.0
+        return (time.process_time() - start - excluded) * 1000 / done
 
     def stop(self):
         self.client.stdin.close()

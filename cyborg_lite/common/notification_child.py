@@ -13,9 +13,9 @@ It outlives its parent only to send what it was given: at the end of
 stdin (the parent stopping, or killed) it finishes the batch at hand and
 exits, and once the parent is gone a broker that does not answer holds it
 at most ``stop_timeout`` seconds (``notifications.STOP_TIMEOUT``). SIGINT
-ignored, so a Ctrl-C or a service manager's stop reaching the whole
-process group leaves the parent to close the pipe once it has queued
-its last notification.
+and SIGTERM are ignored, so a Ctrl-C or a service manager's stop
+reaching the whole process group leaves the parent to close the pipe
+once it has queued its last notification.
 """
 import logging
 import os
