@@ -366,11 +366,17 @@ def find_port(sysfs_root, identity, region_name):
 # --- health signals (drivers/base.HealthInterface) -------------------------
 
 def _error_mask(path, signal, level):
-    """A Condition when the error register has a bit set, else None."""
+    """A Condition when the error register has a bit set, None when it
+    is clear, Unreadable when it cannot be read or is not there (the
+    kernel makes a feature's registers all or none: one gone is not a
+    clear one, and where there never was one, nothing was found to
+    keep)."""
     try:
         value = sysfs.read_hex_int(path, 64)
     except exception.HostDataError as e:
         return health.Unreadable(signal, str(e))
+    if value is None:
+        return health.Unreadable(signal, '%s is not there' % path)
     if not value:
         return None
     return health.Condition(signal, level, '%s 0x%x' % (signal, value))
@@ -396,7 +402,10 @@ def _thermal(hwmon):
     temp1_crit (full throttling, unhealthy), millidegrees Celsius."""
     value = _hwmon_value(os.path.join(hwmon, 'temp1_input'), 1000)
     if value is None:
-        return []
+        # NOTE: a thermal hwmon without its input cannot be read: its
+        # last finding stands.
+        return [health.Unreadable('temperature', 'no temp1_input in %s'
+                                  % hwmon)]
     limits = [(_hwmon_value(os.path.join(hwmon, name), 1000), name[6:])
               for name in ('temp1_max', 'temp1_crit')]
     warn, fault = [(v, n) if v is not None else None for v, n in limits]
@@ -407,7 +416,8 @@ def _power(hwmon):
     """power1_input in microwatts; at power1_max the hardware throttles."""
     value = _hwmon_value(os.path.join(hwmon, 'power1_input'), 1e6)
     if value is None:
-        return []
+        return [health.Unreadable('power', 'no power1_input in %s'
+                                  % hwmon)]
     limit = _hwmon_value(os.path.join(hwmon, 'power1_max'), 1e6)
     return [health.Gauge('power', value, 'W',
                          (limit, 'max') if limit else None)]

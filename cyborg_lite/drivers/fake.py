@@ -22,6 +22,10 @@ data" there). ``clean`` takes ``clean_delay`` seconds, honours its own
 failure injection, empties that memory (the port reset) and, with
 ``scrub_function_id`` set, loads that function as a scrub image would.
 
+What the kernel does to a host (a VF handed to vfio-pci, a function
+reset, a sensor that stops reading, a card removed from the bus and added
+again) is done to the tree by drivers/fake_host.py.
+
 Function id of an image: the id its header declares (GBS
 accelerator-type-uuid, xclbin uuid, via cyborg_lite.common.
 bitstream_formats); for a headerless image, by convention, the first 32
@@ -50,6 +54,11 @@ VF_DEVICE_ID = '0x09c5'
 PCI_CLASS = '0x120000'
 FIRST_BUS = 0x5e
 LAYOUT_FILE = 'layout.json'
+# Under the state directory: what drivers/fake_host.py took out of the
+# tree (a region handed to vfio-pci, a card removed from the bus).
+HOST_DIR = 'host'
+# The kernel drivers a simulated function is bound to.
+HOST_DRIVER = 'dfl-pci'
 CPUS_PER_NODE = 4
 # SLIT distances: to itself, within a socket, across sockets.
 LOCAL, SAME_SOCKET, REMOTE = 10, 12, 21
@@ -68,11 +77,16 @@ def atomic_write(path, text):
     os.replace(tmp, path)
 
 
-def _write_absent(path, text):
-    """Write a file that is not there yet, keeping one a test or a person
-    changed (an injected fault survives a restart)."""
-    if not os.path.exists(path):
-        _write(path, text)
+def _write_group(directory, files):
+    """Write ``{name: text}`` into ``directory`` only when it holds none
+    of them yet (a tree built before they existed): one a test or a
+    person changed, made unreadable or removed (an injected fault,
+    drivers/fake_host.py) is kept across restarts."""
+    if any(os.path.lexists(os.path.join(directory, name))
+           for name in files):
+        return
+    for name, text in files.items():
+        _write(os.path.join(directory, name), text)
 
 
 def _link(path, target):
@@ -118,7 +132,7 @@ class SimulatedTree:
         except (OSError, ValueError):
             pass
         LOG.info('Building simulated FPGA host under %s', self.root)
-        for old in (self.sys, self.dev):
+        for old in (self.sys, self.dev, os.path.join(self.root, HOST_DIR)):
             shutil.rmtree(old, ignore_errors=True)
         self._write_nodes()
         for card in range(self.num_cards):
@@ -168,18 +182,25 @@ class SimulatedTree:
     def _write_card_health(self, card):
         """The files health is read from, as a real card has them, with
         healthy values: PCI AER counters and link of every function, the
-        FME's error registers and hwmon devices, each port's errors."""
+        FME's error registers and hwmon devices, each port's errors; and
+        each function's driver link (a tree of an older release lacks
+        them). Only into what is there: a region handed to vfio-pci or a
+        card removed from the bus (drivers/fake_host.py) is not."""
         parent = os.path.join(self.sys, 'devices/pci0000:%02x'
                               % (FIRST_BUS + card))
         functions = [0] + ([vf + 1 for vf in range(self.regions)]
                            if self.sriov else [])
         for devfn in functions:
-            write_pci_health(os.path.join(parent, _address(card, devfn)))
+            function = os.path.join(parent, _address(card, devfn))
+            if os.path.isdir(function):
+                write_pci_health(function)
+                self._write_driver(function)
         base_index = card * (self.regions + 1)
         pf = os.path.join(parent, _address(card, 0))
         fme = os.path.join(pf, 'fpga_region/region%d' % base_index,
                            'dfl-fme.%d' % card)
-        write_fme_health(fme, card)
+        if os.path.isdir(fme):
+            write_fme_health(fme, card)
         for port in range(self.regions):
             global_port = card * self.regions + port
             holder = os.path.join(
@@ -188,9 +209,19 @@ class SimulatedTree:
                               global_port)) if self.sriov else \
                 os.path.dirname(fme)
             port_dir = os.path.join(holder, 'dfl-port.%d' % global_port)
-            for name in ('errors', 'first_error', 'first_malformed_req'):
-                _write_absent(os.path.join(port_dir, 'errors', name),
-                              '0x0\n')
+            if os.path.isdir(port_dir):
+                _write_group(os.path.join(port_dir, 'errors'), dict.fromkeys(
+                    ('errors', 'first_error', 'first_malformed_req'),
+                    '0x0\n'))
+
+    def _write_driver(self, function):
+        """The function's ``driver`` link (to dfl-pci), its driver's link
+        back and ``driver_override`` ("(null)" when none is set), as
+        drivers/base/bus.c and pci-sysfs.c show them; kept as they are."""
+        if os.path.lexists(os.path.join(function, 'driver')):
+            return
+        bind_driver(self.sys, function, HOST_DRIVER)
+        _write_group(function, {'driver_override': '(null)\n'})
 
     def _write_card(self, card):
         address = _address(card, 0)
@@ -305,15 +336,36 @@ def aer_text(names, total_name, total=0):
         '%s %d\n' % (total_name, total)
 
 
+def aer_files():
+    """{aer_dev_* name: its text with every count 0}."""
+    return {name: aer_text(names, total) for name, names, total in (
+        ('aer_dev_correctable', AER_CORRECTABLE, 'TOTAL_ERR_COR'),
+        ('aer_dev_fatal', AER_UNCORRECTABLE, 'TOTAL_ERR_FATAL'),
+        ('aer_dev_nonfatal', AER_UNCORRECTABLE, 'TOTAL_ERR_NONFATAL'))}
+
+
 def write_pci_health(function_dir):
-    for name, text in PCI_HEALTH_FILES.items():
-        _write_absent(os.path.join(function_dir, name), text)
-    for name, names, total in (
-            ('aer_dev_correctable', AER_CORRECTABLE, 'TOTAL_ERR_COR'),
-            ('aer_dev_fatal', AER_UNCORRECTABLE, 'TOTAL_ERR_FATAL'),
-            ('aer_dev_nonfatal', AER_UNCORRECTABLE, 'TOTAL_ERR_NONFATAL')):
-        _write_absent(os.path.join(function_dir, name),
-                      aer_text(names, total))
+    """A PCI function's link and AER files, unless it has them."""
+    _write_group(function_dir, dict(PCI_HEALTH_FILES, **aer_files()))
+
+
+def bind_driver(sys_root, function, driver):
+    """Point the function's ``driver`` link at bus/pci/drivers/<driver>,
+    with that driver's link back, as binding does (replacing a link to
+    another driver and its link back)."""
+    address = os.path.basename(function)
+    link = os.path.join(function, 'driver')
+    drivers = os.path.join(sys_root, 'bus', 'pci', 'drivers')
+    if os.path.lexists(link):
+        old = os.path.join(drivers, os.path.basename(os.readlink(link)),
+                           address)
+        if os.path.lexists(old):
+            os.unlink(old)
+        os.unlink(link)
+    here = os.path.join(drivers, driver)
+    os.makedirs(here, exist_ok=True)
+    _link(link, os.path.relpath(here, function))
+    _link(os.path.join(here, address), os.path.relpath(function, here))
 
 
 # The FME's health files (sysfs-platform-dfl-fme): error registers clear,
@@ -331,13 +383,14 @@ POWER_FILES = {'name': 'dfl_fme_power', 'power1_input': '24000000',
 
 
 def write_fme_health(fme_dir, card):
-    for name in FME_ERROR_FILES:
-        _write_absent(os.path.join(fme_dir, 'errors', name), '0x0\n')
+    """An FME's error registers and hwmon devices, unless it has them."""
+    _write_group(os.path.join(fme_dir, 'errors'),
+                 dict.fromkeys(FME_ERROR_FILES, '0x0\n'))
     for index, files in ((2 * card, THERMAL_FILES),
                          (2 * card + 1, POWER_FILES)):
         hwmon = os.path.join(fme_dir, 'hwmon', 'hwmon%d' % index)
-        for name, value in files.items():
-            _write_absent(os.path.join(hwmon, name), value + '\n')
+        _write_group(hwmon, {name: value + '\n'
+                             for name, value in files.items()})
 
 
 def _address(card, devfn):

@@ -2,6 +2,7 @@
 so a fault is injected by writing one (docs/drivers.md)."""
 import json
 import os
+import shutil
 
 import pytest
 
@@ -83,13 +84,17 @@ def test_a_fault_survives_a_restart_and_old_trees_get_the_files(
     tf._driver(tf_conf).discover()
     register = _fme(tmp_path) / 'errors/catfatal_errors'
     register.write_text('0x4\n')
-    os.unlink(_fme(tmp_path, 1) / 'errors/catfatal_errors')
-    # The same layout: the tree is kept, a missing file written.
+    # A tree of a release before the health files: card 1 has none.
+    shutil.rmtree(_fme(tmp_path, 1) / 'errors')
+    # One made to vanish (drivers/fake_host.py) stays gone.
+    os.unlink(_fme(tmp_path) / 'errors/nonfatal_errors')
+    # The same layout: the tree is kept, the missing files written.
     driver = tf._driver(tf_conf)
     driver.discover()
     assert register.read_text() == '0x4\n'
     assert (_fme(tmp_path, 1) / 'errors/catfatal_errors').read_text() == \
         '0x0\n'
+    assert not (_fme(tmp_path) / 'errors/nonfatal_errors').exists()
     layout = json.loads((tmp_path / 'fake' / fake.LAYOUT_FILE).read_text())
     assert layout == {'num_cards': 2, 'regions': 2,
                       'region_types': [tf.TYPE_A]}
