@@ -1,6 +1,9 @@
 """The simulated GPU host (tests/fixtures/drivers/gpu_host.py) read by
 the real nvidia driver and the agent's health monitor: what a passthrough,
 a hot removal and a recorded fault look like to them."""
+import pytest
+
+from cyborg_lite.common import exception
 from cyborg_lite.drivers import nvidia
 from cyborg_lite.drivers import pci_health
 from tests.fixtures.drivers import gpu_host
@@ -62,3 +65,12 @@ def test_a_gpu_removed_from_the_bus_and_added_again(conf, tmp_path):
         'unhealthy', 'pci %s is gone from the PCI bus' % A)
     host.hot_add(A)
     assert _listed(driver) == [A, B]
+
+
+def test_a_reset_is_for_a_gpu_nvidia_holds(conf, tmp_path):
+    host, driver = _driver(conf, tmp_path)
+    driver.clean(B, 'pgpu')
+    host.bind_vfio(B)
+    with pytest.raises(exception.CleaningError, match='no NVIDIA GPU'):
+        driver.clean(B, 'pgpu')
+    assert host.reset_log() == [B]
