@@ -23,6 +23,7 @@ import uuid
 import pytest
 from oslo_messaging.notify import _impl_test
 
+from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
 from cyborg_lite.common import notifications
 from cyborg_lite.common import rpc
@@ -40,7 +41,6 @@ from tests.functional.placement.conftest import configure_placement
 from tests.unit.conductor import bind_helpers
 from tests.unit.kubernetes import fake_apiserver
 
-HOST = pe.HOST
 CARD = pe.CARD
 GPU_A, GPU_B = gpu_host.GPUS
 HEALTH_CHANGE = 'accelerator.device.health_change'
@@ -52,8 +52,10 @@ class HostEnv(pe.Env):
     """pe.Env over a simulated host, with Nova's and the schedulers'
     views."""
 
-    def __init__(self, conf, kind, apiserver, tmp_path):
+    def __init__(self, conf, kind, apiserver, tmp_path, hostname):
         self.kind = kind
+        # NOTE: a name of its own: Placement is the session's.
+        self.hostname = hostname
         self.apiserver = apiserver
         if kind == 'gpu':
             self.host = gpu_host.GpuHost(tmp_path / 'gpus')
@@ -63,6 +65,17 @@ class HostEnv(pe.Env):
         super().__init__(conf)
         self.placement = client_mod.PlacementClient(
             client_mod.adapter_from_conf(conf))
+
+    def start_agent(self):
+        self.agent = agent_manager.AgentManager(
+            self.conf, host=self.hostname, drivers=[self.new_driver()])
+        self.agent.start()
+        assert waiting.until(lambda: self.agent._announced)
+        return self.agent
+
+    def regions(self):
+        return [d for device in self.inventory().devices
+                for d in device.deployables]
 
     def new_driver(self):
         if self.kind == 'fpga':
@@ -87,7 +100,7 @@ class HostEnv(pe.Env):
     # --- the inventory as stored --------------------------------------------
 
     def inventory(self):
-        return host_inventory.load(HOST)
+        return host_inventory.load(self.hostname)
 
     def device(self, identity=None):
         identity = identity or (CARD if self.kind == 'fpga' else GPU_A)
@@ -109,7 +122,8 @@ class HostEnv(pe.Env):
     # --- Nova and Placement ---------------------------------------------
 
     def root(self):
-        return self.placement.get('/resource_providers?name=%s' % HOST)[
+        return self.placement.get('/resource_providers?name=%s'
+                                  % self.hostname)[
             'resource_providers'][0]['uuid']
 
     def candidates(self):
@@ -134,7 +148,7 @@ class HostEnv(pe.Env):
             [{'resources:%s' % RESOURCE[self.kind]: '1'}])
         arq_uuid = bind_helpers.make_arq(profile_id=profile)
         self.api.bind_arqs(context.get_admin_context(), {arq_uuid: {
-            'hostname': HOST, 'device_rp_uuid': rp,
+            'hostname': self.hostname, 'device_rp_uuid': rp,
             'instance_uuid': instance}})
         arq = waiting.read_until(
             lambda: bind_helpers.get_arq(arq_uuid),
@@ -175,7 +189,7 @@ class HostEnv(pe.Env):
         return {d['name']: sorted(t['key'].replace(TAINT_PREFIX, '')
                                   for t in d.get('taints', []))
                 for s in self.apiserver.slices.values()
-                if s['spec']['nodeName'] == HOST
+                if s['spec']['nodeName'] == self.hostname
                 for d in s['spec'].get('devices', [])}
 
     def notified(self, event_type=None):
@@ -192,16 +206,17 @@ def make_host_env(conf, sqlite_db, tmp_path, placement):
     envs, servers = [], []
 
     def make(kind='fpga'):
+        hostname = 'host-' + uuid.uuid4().hex[:8]
         apiserver = fake_apiserver.FakeKubeApiServer().start()
         servers.append(apiserver)
-        apiserver.add_node(HOST)
+        apiserver.add_node(hostname)
         pe.configure(conf, tmp_path)
         conf.set_override('sriov', True, group='fake_driver')
         conf.set_override('readings_to_fault', 2, group='health')
         conf.set_override('readings_to_clear', 2, group='health')
         conf.set_override('inventory_sinks', ['placement', 'kubernetes'],
                           group='conductor')
-        conf.set_override('hosts', [HOST], group='kubernetes')
+        conf.set_override('hosts', [hostname], group='kubernetes')
         conf.set_override('kubeconfig', apiserver.write_kubeconfig(
             tmp_path / 'kubeconfig'), group='kubernetes')
         conf.set_override('driver', ['test'],
@@ -209,7 +224,7 @@ def make_host_env(conf, sqlite_db, tmp_path, placement):
         configure_placement(conf, placement.endpoint)
         notifications.reset()
         _impl_test.reset()
-        env = HostEnv(conf, kind, apiserver, tmp_path)
+        env = HostEnv(conf, kind, apiserver, tmp_path, hostname)
         envs.append(env)
         env.start()
         waiting.read_until(env.slice_taints, lambda found: len(found) == 2,
