@@ -390,6 +390,36 @@ def test_an_unreadable_signal_keeps_its_finding_across_a_restart(conf2):
         'unhealthy', 'recovering', 'recovering', 'healthy']
 
 
+def test_a_restart_keeps_every_last_finding_not_only_the_state_s(conf2):
+    """A finding that explains no state yet (one degraded reading), or
+    one of another level than the state's, is kept across a restart as
+    without one: the restart changes nothing of what is decided."""
+    hot = _temp(93.0)                    # degraded: >= max 90
+    unreadable_temp = health.Unreadable('temperature', 'EIO')
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    monitor = _monitor(conf2)
+    driver.readings[CARD] = [_temp(40.0)]
+    _apply(monitor, driver)
+    driver.readings[CARD] = [hot]
+    assert _apply(monitor, driver)[CARD][0] == 'healthy'
+    driver.readings[CARD] = [unreadable_temp]
+    restarted = _monitor(conf2)
+    assert [_apply(restarted, driver)[CARD][0] for _ in range(3)] == [
+        'healthy', 'degraded', 'degraded']
+
+    # Unhealthy (catfatal) and hot (degraded); both unreadable over a
+    # restart; then catfatal reads clear, the temperature still not.
+    driver.readings[CARD] = [FATAL, hot]
+    _apply(restarted, driver)
+    assert _apply(restarted, driver)[CARD][0] == 'unhealthy'
+    driver.readings[CARD] = [UNREADABLE, unreadable_temp]
+    _apply(restarted, driver)
+    again = _monitor(conf2)
+    driver.readings[CARD] = [unreadable_temp]
+    assert [_apply(again, driver)[CARD][0] for _ in range(4)] == [
+        'unhealthy', 'recovering', 'recovering', 'degraded']
+
+
 def test_a_file_of_the_previous_release_keeps_the_fault_too(conf2):
     """Its file has no last findings: what explains each unhealthy or
     degraded machine stands in for them."""
