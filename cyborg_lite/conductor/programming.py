@@ -382,16 +382,16 @@ class BindProgrammer:
     def __call__(self, ctxt, arq_uuid, deployable_uuid, bitstream_id=None,
                  function_id=None):
         arq = arqs_db.get(arq_uuid)
-        is_admin = bool(getattr(ctxt, 'is_admin', False))
-        # NOTE: the ARQ's project decides which private bitstreams it may
-        # load, whoever sent the bind.
-        project_id = arq.project_id or getattr(ctxt, 'project_id', None)
+        # NOTE: the ARQ's project alone decides which private bitstreams
+        # it may load: not the role of whoever sent the bind, nor the
+        # admin context the bind reaper sends a bind again with.
+        project_id = arq.project_id
         if function_id is not None:
             deployable, _device = deployables_db.load_region(deployable_uuid)
             bitstream_id = checks.resolve_function(function_id, deployable,
-                                                   project_id, is_admin)
+                                                   project_id)
         job = self.flow.start_job(
-            bitstream_id, deployable_uuid, is_admin=is_admin,
+            bitstream_id, deployable_uuid,
             user_id=getattr(ctxt, 'user_id', None), project_id=project_id,
             arq_id=arq.id)
         LOG.info('Bind of ARQ %s waits for programming job %s', arq_uuid,
