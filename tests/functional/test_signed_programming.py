@@ -383,3 +383,32 @@ def test_a_key_revoked_during_the_download_stops_the_write(
         bitstream = env.sign(env.add_bitstream(), key)
         error = _failed_on_the_agent(env, bitstream)
     assert CONDUCTOR_CHECK in error and 'revoked_key' in error
+
+
+# --- whose keys vouch: the bitstream's own project's -------------------------
+
+@pytest.mark.parametrize('trusted_by,programs', [
+    ('project-a', True),      # its owner's key: verified for everyone
+    ('project-b', False)])    # the requester's key vouches for nothing here
+def test_the_bitstreams_own_projects_keys_decide_its_trust(
+        conf, make_env, key, trusted_by, programs):  # noqa: F811
+    """Project A's public bitstream, programmed on behalf of project B
+    under enforce: what A trusts vouches for it, what B trusts does
+    not."""
+    _policy(conf, 'enforce')
+    env = make_env()
+    env.trust(key, project_id=trusted_by)
+    bitstream = env.sign(env.add_bitstream(project_id='project-a'), key)
+    member_b = pe.context.RequestContext(project_id='project-b',
+                                         user_id='bob', roles=['member'])
+    if programs:
+        done = env.wait_job(env.program(bitstream.uuid,
+                                        ctxt=member_b)['uuid'])
+        assert done.state == 'succeeded', done.error
+        assert env.hardware() == pe.NEW_FUNCTION
+    else:
+        with pytest.raises(exception.SignatureRefused,
+                           match='untrusted_key'):
+            env.program(bitstream.uuid, ctxt=member_b)
+        assert env.hardware() == pe.OLD_FUNCTION and \
+            jobs_db.list_jobs() == []
