@@ -57,6 +57,7 @@ from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
+_JOB_DIR_PREFIX = 'job-'
 
 
 class _Stop(Exception):
@@ -78,7 +79,7 @@ def _private_image(tmp_dir):
     rewrite it between its checks and the write to the device. Yields
     (the open file, the path that names that open file: what the driver
     is given, through /proc, and opens again as the same file)."""
-    directory = tempfile.mkdtemp(dir=tmp_dir, prefix='job-')
+    directory = tempfile.mkdtemp(dir=tmp_dir, prefix=_JOB_DIR_PREFIX)
     try:
         fd, path = tempfile.mkstemp(dir=directory, prefix='bitstream-')
         os.unlink(path)
@@ -86,6 +87,20 @@ def _private_image(tmp_dir):
             yield image, '/proc/%d/fd/%d' % (os.getpid(), fd)
     finally:
         os.rmdir(directory)
+
+
+def _remove_left_job_dirs(tmp_dir):
+    """The job directories an agent killed outright left (empty: a job's
+    image has no name); run before any job of this agent starts."""
+    if tmp_dir is None or not os.path.isdir(tmp_dir):
+        return
+    for name in os.listdir(tmp_dir):
+        if name.startswith(_JOB_DIR_PREFIX):
+            try:
+                os.rmdir(os.path.join(tmp_dir, name))
+            except OSError as exc:
+                LOG.warning('Left job directory %s not removed: %s',
+                            name, exc)
 
 
 def _fetch_verified(job, fetch_image, image):
@@ -232,7 +247,9 @@ def run_job(job, driver, fetch_image, report_progress, heartbeat=None,
     iterable of bytes; ``report_progress(job_uuid, state, error=None,
     **extra)`` tells the conductor. Any error is reported as 'failed' with
     its text; a report the conductor refuses (job cancelled or reaped)
-    stops the job where it is ('stopped'). The temp file never survives.
+    stops the job where it is ('stopped'). The image never survives the
+    job: it has no name, and its directory is removed (one a killed agent
+    left, when the next JobRunner is made).
     ``heartbeat(job_uuid)``, if given, is called every
     ``heartbeat_interval`` s ([programming]heartbeat_interval by default).
     """
@@ -273,6 +290,7 @@ class JobRunner(gated_runner.GatedRunner):
         self.after_job = after_job
         # (identity, region name) -> uuid of the job working on it.
         self._regions = {}
+        _remove_left_job_dirs(tmp_dir)
 
     def submit(self, job):
         """Start ``job`` in the background; False if it is not started."""

@@ -306,3 +306,13 @@ def test_under_warn_a_bad_signature_is_logged_and_programmed(tmp_dir,
     result, _ = _run(job, RecordingDriver(), image=IMAGE[:-1] + b'\0',
                      tmp_dir=tmp_dir)
     assert result[0] == 'failed' and 'sha256 mismatch' in result[1]
+
+
+def test_a_restarted_agent_removes_the_job_directories_a_kill_left(
+        tmp_path):
+    tmp_dir = tmp_path / 'programming'
+    (tmp_dir / 'job-left1').mkdir(parents=True, mode=0o700)
+    (tmp_dir / 'not-ours').mkdir()
+    programming.JobRunner('node1', [], conductor=None, fetch_image=None,
+                          tmp_dir=str(tmp_dir))
+    assert os.listdir(str(tmp_dir)) == ['not-ours']
