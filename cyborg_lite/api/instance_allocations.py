@@ -15,14 +15,16 @@ from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import resources
 from cyborg_lite.common import service_clients
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
 MICROVERSION = '1.12'
 
-# The consumer's project (None when it holds nothing) and the uuids of
-# the providers it holds an allocation on.
+# The consumer's project (None when it holds nothing) and {provider
+# uuid: how many accelerators it holds there} (sizes such as
+# CUSTOM_FPGA_LOCAL_MEMORY_MB qualify an accelerator, they are not one).
 Held = collections.namedtuple('Held', ['project_id', 'providers'])
 
 
@@ -54,5 +56,8 @@ def held_by(instance_uuid, conf=CONF, adapter=None):
         raise exception.PlacementUnavailable(
             method='GET', url=url, reason='HTTP %s' % resp.status_code)
     body = resp.json()
-    return Held(body.get('project_id'),
-                frozenset(body.get('allocations') or ()))
+    return Held(body.get('project_id'), {
+        rp_uuid: sum(amount for rc, amount in
+                     (allocation.get('resources') or {}).items()
+                     if not resources.is_size_class(rc))
+        for rp_uuid, allocation in (body.get('allocations') or {}).items()})

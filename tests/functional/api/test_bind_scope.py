@@ -38,9 +38,13 @@ def configured(api_conf, placement):  # noqa: F811
     return placement
 
 
-def _provider(placement):  # noqa: F811
-    """A provider with one FPGA, as the conductor reports a region."""
+def _provider(placement, total=1):  # noqa: F811
+    """A provider of ``total`` FPGAs, as the conductor reports one."""
     rp_uuid = str(uuid.uuid4())
+    resp = requests.put(placement.endpoint +
+                        '/resource_classes/CUSTOM_FPGA_LOCAL_MEMORY_MB',
+                        headers=PLACEMENT, timeout=30)
+    assert resp.status_code in (201, 204), resp.text
     resp = requests.post(placement.endpoint + '/resource_providers',
                          headers=PLACEMENT, timeout=30, json={
                              'uuid': rp_uuid, 'name': 'region-' + rp_uuid})
@@ -50,7 +54,8 @@ def _provider(placement):  # noqa: F811
                                                    rp_uuid),
         headers=PLACEMENT, timeout=30, json={
             'resource_provider_generation': 0,
-            'inventories': {'FPGA': {'total': 1}}})
+            'inventories': {'FPGA': {'total': total},
+                            'CUSTOM_FPGA_LOCAL_MEMORY_MB': {'total': 4096}}})
     assert resp.status_code == 200, resp.text
     return rp_uuid
 
@@ -60,7 +65,8 @@ def _claim(placement, instance, rp_uuid, project_id):  # noqa: F811
     resp = requests.put(
         '%s/allocations/%s' % (placement.endpoint, instance),
         headers=PLACEMENT, timeout=30, json={
-            'allocations': {rp_uuid: {'resources': {'FPGA': 1}}},
+            'allocations': {rp_uuid: {'resources': {
+                'FPGA': 1, 'CUSTOM_FPGA_LOCAL_MEMORY_MB': 4096}}},
             'project_id': project_id, 'user_id': 'u1',
             'consumer_generation': None, 'consumer_type': 'INSTANCE'})
     assert resp.status_code == 204, resp.text
@@ -108,12 +114,32 @@ def test_a_member_cannot_take_capacity_placement_still_offers(
 
     resp = _bind(app, arq, instance, offered, MEMBER_A, 403)
 
-    assert ('Instance %s holds no allocation on resource provider %s'
+    assert ('Instance %s holds 0 accelerator(s) on resource provider %s'
             % (instance, offered)) in error_of(resp)
     _untouched(app, arq, conductor)
     # Nor with an instance Placement has never heard of.
     _bind(app, arq, str(uuid.uuid4()), held, MEMBER_A, 403)
     _untouched(app, arq, conductor)
+
+
+def test_a_member_binds_no_more_arqs_to_a_provider_than_it_holds(
+        app, conductor, configured):
+    """The instance holds one accelerator of a provider offering two:
+    one of its ARQs may be bound there, not two."""
+    rp_uuid, instance = _provider(configured, total=2), str(uuid.uuid4())
+    _claim(configured, instance, rp_uuid, 'project-a')
+    first, second = _arq(app, MEMBER_A), _arq(app, MEMBER_A)
+    ops = [{'op': 'add', 'path': '/hostname', 'value': 'compute1'},
+           {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
+           {'op': 'add', 'path': '/instance_uuid', 'value': instance}]
+
+    resp = app.patch_json(ARQS, {first: ops, second: ops}, headers=MEMBER_A,
+                          status=403)
+
+    assert 'holds 1 accelerator(s)' in error_of(resp)
+    assert 'and 2 ARQ(s) are bound to them' in error_of(resp)
+    _untouched(app, first, conductor)
+    _untouched(app, second, conductor)
 
 
 def test_a_member_cannot_bind_to_another_projects_instance(
