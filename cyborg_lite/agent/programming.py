@@ -5,10 +5,14 @@ dict from the conductor, the driver, a way to fetch the image, a way to
 report), so it knows nothing of RPC. The image is checked before the
 driver sees it - its signature (when the job carries one: the conductor's
 ``[bitstreams]signature_policy`` is not ``disabled``) and its sha256, both
-over the digest of the bytes fetched into the temp file the driver is
-given, then its header against the bitstream and the target region -
-because the hardware may not stop a bad image. The temp file is the
-agent's own (mode 0600), so what was hashed is what is written.
+over the digest of the bytes fetched, then its header against the
+bitstream and the target region - because the hardware may not stop a
+bad image. The image is fetched into a file of the agent's own, in a
+directory of its own (mode 0700), whose name is removed at once: the
+checks read that open file and the driver is given a path to the same
+open file (``/proc/<pid>/fd/<n>``), so what was hashed and checked is
+what is written. A region that reads back no function after the write
+fails the job: nothing vouches for what it holds.
 
 ``JobRunner`` runs the jobs the conductor sends, one thread per job, with
 the driver that reported the job's device, reporting and beating to the
@@ -53,6 +57,7 @@ from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 _CHUNK = 1024 * 1024
+_JOB_DIR_PREFIX = 'job-'
 
 
 class _Stop(Exception):
@@ -66,28 +71,54 @@ def _report(report_progress, job_uuid, state, error=None, **extra):
         raise _Stop(str(exc))
 
 
-def _fetch_verified(job, fetch_image, tmp_dir):
-    """Download into a temp file; return its path once its sha256 matches."""
-    bitstream = job['bitstream']
-    fd, path = tempfile.mkstemp(dir=tmp_dir, prefix='bitstream-')
+@contextlib.contextmanager
+def _private_image(tmp_dir):
+    """An empty file only this process can reach, open for reading and
+    writing: made in a directory of its own (mode 0700) under
+    ``tmp_dir`` and its name removed at once, so no one can replace or
+    rewrite it between its checks and the write to the device. Yields
+    (the open file, the path that names that open file: what the driver
+    is given, through /proc, and opens again as the same file)."""
+    directory = tempfile.mkdtemp(dir=tmp_dir, prefix=_JOB_DIR_PREFIX)
     try:
-        with os.fdopen(fd, 'wb') as out:
-            limit = bitstream.get('size') or float('inf')
-            try:
-                sha256, _size = image_store.copy_hashed(
-                    fetch_image(bitstream), out, limit, _CHUNK)
-            except exception.ImageTooLarge:
-                raise exception.ProgrammingError(
-                    reason='the image is larger than the %s bytes recorded'
-                    % limit)
-        check_signature(job, sha256)
-        if sha256 != bitstream['sha256']:
-            raise exception.ChecksumMismatch(declared=bitstream['sha256'],
-                                             actual=sha256)
-    except BaseException:
+        fd, path = tempfile.mkstemp(dir=directory, prefix='bitstream-')
         os.unlink(path)
-        raise
-    return path
+        with os.fdopen(fd, 'w+b') as image:
+            yield image, '/proc/%d/fd/%d' % (os.getpid(), fd)
+    finally:
+        os.rmdir(directory)
+
+
+def _remove_left_job_dirs(tmp_dir):
+    """The job directories an agent killed outright left (empty: a job's
+    image has no name); run before any job of this agent starts."""
+    if tmp_dir is None or not os.path.isdir(tmp_dir):
+        return
+    for name in os.listdir(tmp_dir):
+        if name.startswith(_JOB_DIR_PREFIX):
+            try:
+                os.rmdir(os.path.join(tmp_dir, name))
+            except OSError as exc:
+                LOG.warning('Left job directory %s not removed: %s',
+                            name, exc)
+
+
+def _fetch_verified(job, fetch_image, image):
+    """Download into the open file ``image``, hashing it; returns once
+    its signature and sha256 vouch for what it holds."""
+    bitstream = job['bitstream']
+    limit = bitstream.get('size') or float('inf')
+    try:
+        sha256, _size = image_store.copy_hashed(
+            fetch_image(bitstream), image, limit, _CHUNK)
+    except exception.ImageTooLarge:
+        raise exception.ProgrammingError(
+            reason='the image is larger than the %s bytes recorded' % limit)
+    image.flush()
+    check_signature(job, sha256)
+    if sha256 != bitstream['sha256']:
+        raise exception.ChecksumMismatch(declared=bitstream['sha256'],
+                                         actual=sha256)
 
 
 def _signature_problem(check, sha256):
@@ -134,10 +165,11 @@ def check_signature(job, sha256):
                 problem)
 
 
-def _check_header(job, path):
-    """The header must agree with the bitstream and fit the region."""
+def _check_header(job, image):
+    """The header of the open file ``image`` must agree with the
+    bitstream and fit the region."""
     bitstream = job['bitstream']
-    header = formats.parse(path)
+    header = formats.parse(image)
     filled = formats.cross_check(header, {
         'format': bitstream.get('format'),
         'region_type': bitstream.get('region_type'),
@@ -154,6 +186,13 @@ def _verify(job, driver, expected):
     loaded = formats.normalise_id(
         driver.loaded_function(job['identity'], job['region_name']),
         'loaded function id')
+    if loaded is None:
+        # NOTE: nothing vouches for the write then (a DFL port still in
+        # reset reads back none), whatever the image declared.
+        raise exception.ProgrammingError(
+            reason='region %s reports no function after programming%s'
+            % (job['region_name'], ', expected %s' % expected
+               if expected else ''))
     if expected is not None and loaded != expected:
         raise exception.ProgrammingError(
             reason='region %s reports function %s after programming, '
@@ -189,13 +228,11 @@ def _heartbeats(job_uuid, heartbeat, interval):
 
 def _steps(job, driver, fetch_image, report_progress, tmp_dir):
     _report(report_progress, job['uuid'], 'downloading')
-    path = _fetch_verified(job, fetch_image, tmp_dir)
-    try:
-        filled = _check_header(job, path)
+    with _private_image(tmp_dir) as (image, path):
+        _fetch_verified(job, fetch_image, image)
+        filled = _check_header(job, image)
         _report(report_progress, job['uuid'], 'programming')
         driver.program(job['identity'], job['region_name'], path)
-    finally:
-        os.unlink(path)
     _report(report_progress, job['uuid'], 'verifying')
     loaded = _verify(job, driver, filled['function_id'])
     _report(report_progress, job['uuid'], 'succeeded', function_id=loaded)
@@ -210,7 +247,9 @@ def run_job(job, driver, fetch_image, report_progress, heartbeat=None,
     iterable of bytes; ``report_progress(job_uuid, state, error=None,
     **extra)`` tells the conductor. Any error is reported as 'failed' with
     its text; a report the conductor refuses (job cancelled or reaped)
-    stops the job where it is ('stopped'). The temp file never survives.
+    stops the job where it is ('stopped'). The image never survives the
+    job: it has no name, and its directory is removed (one a killed agent
+    left, when the next JobRunner is made).
     ``heartbeat(job_uuid)``, if given, is called every
     ``heartbeat_interval`` s ([programming]heartbeat_interval by default).
     """
@@ -251,6 +290,7 @@ class JobRunner(gated_runner.GatedRunner):
         self.after_job = after_job
         # (identity, region name) -> uuid of the job working on it.
         self._regions = {}
+        _remove_left_job_dirs(tmp_dir)
 
     def submit(self, job):
         """Start ``job`` in the background; False if it is not started."""

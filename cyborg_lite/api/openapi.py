@@ -46,7 +46,7 @@ def _op(summary, ok=200, query=None, body=None, errors=(), media=JSON,
     return Op(summary, ok, query, body, tuple(errors), media, empty)
 
 
-_PATCH_ERR = (400, 403, 404, 406, 409)
+_PATCH_ERR = (400, 403, 404, 406, 409, 503)
 _SIGNED = signatures.MICROVERSION
 OPERATIONS = {
     ('/', 'GET'): _op('The API versions.'),

@@ -80,8 +80,10 @@ def error_response(exc):
     if isinstance(exc, exception.CyborgLiteException) and \
             400 <= exc.code < 500:
         return fault.error_response(exc.code, exc.format_message())
-    if isinstance(exc, exception.DatabaseUnavailable):
-        # NOTE: logged by db/session.py's outage log, once per outage.
+    if isinstance(exc, (exception.DatabaseUnavailable,
+                        exception.PlacementUnavailable)):
+        # NOTE: logged by db/session.py's outage log, once per outage, or
+        # by the caller of Placement (api/instance_allocations.py).
         return unavailable(exc.format_message())
     if isinstance(exc, webob.exc.HTTPException) and exc.code >= 400:
         allow = [('Allow', exc.headers['Allow'])] \

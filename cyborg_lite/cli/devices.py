@@ -109,7 +109,9 @@ class HistoryDevice(versioned.ListCommand):
         parser = super().get_parser(prog_name)
         parser.add_argument('device', metavar='<uuid>', help='Device UUID')
         parser.add_argument('--limit', type=int, metavar='<n>',
-                            help='Only the newest <n> transitions')
+                            help='Only the newest <n> transitions (at '
+                                 'most the API\'s [api]max_limit, its '
+                                 'default)')
         return parser
 
     def fetch(self, parsed_args):

@@ -97,8 +97,9 @@ _BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 def _bind_started(ctxt, started, program, publish):
     """BindStarted -> Bound or BindFailed; returns the state reached."""
     # NOTE: the ARQ's project decides which images it may be given, as
-    # it decides which it may load (programming.BindProgrammer).
-    project_id = started.project_id or getattr(ctxt, 'project_id', None)
+    # it decides which it may load (programming.BindProgrammer); never the
+    # context, which is the reaper's admin one when a bind is sent again.
+    project_id = started.project_id
     try:
         target = _ensure_programmed(ctxt, started,
                                     _resolve(started, project_id),

@@ -160,6 +160,8 @@ def record_progress(job_uuid, state, error=None, function_id=None,
     if state not in states.JOB_PROGRESS_FROM:
         raise exception.Invalid(reason='an agent cannot report state %r'
                                 % (state,))
+    if state == 'programming':
+        _trusted_before_writing(job_uuid, try_number)
     try:
         if state == 'succeeded':
             return observe_end(jobs_db.succeed(job_uuid, normalise_id(
@@ -176,6 +178,30 @@ def record_progress(job_uuid, state, error=None, function_id=None,
         job = jobs_db.get(job_uuid)
         if job.state == state and try_number in (None, job.attempts):
             return job
+        raise
+
+
+def _trusted_before_writing(job_uuid, try_number):
+    """The last word before an agent writes the image: its signature is
+    checked again as of now, so a key revoked (or a policy made
+    stricter) since the job was sent, while the agent fetched the image,
+    fails the job here with the check's reason; SignatureRefused (a
+    Conflict) stops the agent before the write."""
+    job, bitstream, _region, _device = jobs_db.load_refs(job_uuid)
+    if job.state != 'downloading':
+        return      # a report sent again, or a job moved on: the move decides
+    try:
+        checks.check_signature(bitstream, bitstream_trust.load(
+            bitstream, job.project_id))
+    except exception.SignatureRefused as exc:
+        try:
+            observe_end(jobs_db.transition(
+                job_uuid, ('downloading',), 'failed',
+                try_number=try_number, error=exception.error_text(exc)))
+        except exception.Conflict:
+            pass    # cancelled or reaped meanwhile: stopped all the same
+        LOG.warning('Programming job %s failed before the write: %s',
+                    job_uuid, exc)
         raise
 
 
@@ -382,16 +408,16 @@ class BindProgrammer:
     def __call__(self, ctxt, arq_uuid, deployable_uuid, bitstream_id=None,
                  function_id=None):
         arq = arqs_db.get(arq_uuid)
-        is_admin = bool(getattr(ctxt, 'is_admin', False))
-        # NOTE: the ARQ's project decides which private bitstreams it may
-        # load, whoever sent the bind.
-        project_id = arq.project_id or getattr(ctxt, 'project_id', None)
+        # NOTE: the ARQ's project alone decides which private bitstreams
+        # it may load: not the role of whoever sent the bind, nor the
+        # admin context the bind reaper sends a bind again with.
+        project_id = arq.project_id
         if function_id is not None:
             deployable, _device = deployables_db.load_region(deployable_uuid)
             bitstream_id = checks.resolve_function(function_id, deployable,
-                                                   project_id, is_admin)
+                                                   project_id)
         job = self.flow.start_job(
-            bitstream_id, deployable_uuid, is_admin=is_admin,
+            bitstream_id, deployable_uuid,
             user_id=getattr(ctxt, 'user_id', None), project_id=project_id,
             arq_id=arq.id)
         LOG.info('Bind of ARQ %s waits for programming job %s', arq_uuid,

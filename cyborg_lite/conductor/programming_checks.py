@@ -59,7 +59,8 @@ def check_region_type(bitstream, deployable):
 
 def check_region_free(deployable, bound_arq_uuid, is_admin=False,
                       force=False):
-    """Refuse to reprogram a region a Bound ARQ holds, unless forced."""
+    """Refuse to reprogram a region an ARQ (Bound, or BindStarted while
+    its claim is published) or a Kubernetes claim holds, unless forced."""
     if bound_arq_uuid is None:
         return
     holder = deployables_db.holder_label(bound_arq_uuid)

@@ -56,7 +56,9 @@ OPTS = [
                max=100000,
                help='Most items one list request returns. A request asking '
                     'for more (limit=N) or not saying gets at most this '
-                    'many; page on with marker=<last uuid>.'),
+                    'many; page on with marker=<last uuid>. A device\'s '
+                    'history is read at most this many rows at a time (the '
+                    'newest), and a larger limit there is a 400.'),
     cfg.FloatOpt('publish_timeout',
                  default=10.0,
                  min=0.1,

@@ -259,14 +259,20 @@ def get_arqs(visible_to, uuids):
 
 
 _INSTANCE_HAS_ARQS = sa.select(ARQ.id).where(
-    ARQ.instance_uuid == sa.bindparam('instance_uuid')).limit(1)
+    ARQ.instance_uuid == sa.bindparam('instance_uuid'),
+    ARQ.project_id.is_not_distinct_from(sa.bindparam('project_id'))
+).limit(1)
 
 
-def instance_has_arqs(instance_uuid):
+def instance_has_arqs(instance_uuid, project_id):
+    """Whether an ARQ of ``project_id`` (None: of no project) names the
+    instance: another project's ARQs are not the instance's, whatever
+    uuid they name."""
     with session.reader() as s:
         return s.connection().execute(
-            _INSTANCE_HAS_ARQS,
-            {'instance_uuid': instance_uuid}).first() is not None
+            _INSTANCE_HAS_ARQS, {'instance_uuid': instance_uuid,
+                                 'project_id': project_id}).first() \
+            is not None
 
 
 # What deleting or unbinding ARQs left for a conductor: hosts whose

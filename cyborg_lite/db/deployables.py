@@ -141,13 +141,19 @@ def active_job_on(s, deployable_id, except_arq_id=None):
 
 
 def bound_arq_on(s, deployable_id, except_holder=None):
-    """Who holds the region: the uuid of a Bound ARQ, ``k8s:<claim uid>``
+    """Who holds the region: the uuid of an ARQ holding one of its attach
+    handles (Bound, or still BindStarted while a Kubernetes host is
+    published with its claim: db/arqs.finish_bind), ``k8s:<claim uid>``
     of a Kubernetes claim (db/k8s_claims.py), or None; ``except_holder``
     is not counted (a claim programming the region it holds)."""
     arq = models.AcceleratorRequest
+    # NOTE: by the handle too, not the state alone: a claim held while
+    # it is published is the instance's region already, though not yet
+    # Bound.
     found = s.scalars(sa.select(arq.uuid).where(
         arq.deployable_id == deployable_id,
-        arq.state == 'Bound').limit(1)).first()
+        sa.or_(arq.state == 'Bound',
+               arq.attach_handle_id.is_not(None))).limit(1)).first()
     if found is None:
         claim = models.KubernetesClaimDevice
         uid = s.scalars(sa.select(claim.claim_uid).where(
@@ -210,7 +216,7 @@ def holder_label(holder):
     """A holder from bound_arq_on, for people."""
     if holder.startswith('k8s:'):
         return 'Kubernetes ResourceClaim %s' % holder[len('k8s:'):]
-    return 'Bound accelerator request %s' % holder
+    return 'accelerator request %s' % holder
 
 
 def region_bound_arq(deployable_id, except_holder=None):

@@ -105,7 +105,7 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
     """Insert a queued job; RegionBusy if the region has an active one.
 
     A region waiting for or under its clean between tenants is a Conflict;
-    unless ``force``, so is a Bound ARQ or a Kubernetes claim holding the
+    unless ``force``, so is an ARQ or a Kubernetes claim holding the
     region (other than ``except_holder``), checked under the region's row
     lock that binds take too, so a bind and a job cannot both slip past
     each other's check.

@@ -13,8 +13,10 @@ Labels: ``device`` and ``region`` are uuids (long-lived: one series per
 piece of hardware), ``host`` the hostname; a holder is ``project`` and
 ``instance`` (Nova) or ``namespace``, ``pod`` and ``claim`` (Kubernetes:
 a series per pod the claim was reserved for when it was prepared, read
-from its status.reservedFor; ``pod`` empty when not known). A state is a
-label of one series with value 1 (the current one).
+from its status.reservedFor, for its first HOLDER_PODS_SHOWN pods, and
+``cyborg_lite_device_holder_pods`` counting them all; ``pod`` empty when
+not known). A state is a label of one series with value 1 (the current
+one).
 
 A device's readings (temperature, power, error counters) are not here:
 they never reach the database (an unchanged report writes nothing), so
@@ -29,6 +31,11 @@ from cyborg_lite.db import k8s_claims
 from cyborg_lite.objects import host_inventory
 
 PREFIX = 'cyborg_lite_'
+# A claim may be reserved for up to 256 pods (k8s_names.RESERVED_FOR_MAX):
+# a series for each would make the size of a scrape follow a workload's.
+# The first this many, in the claim's order, have a holder series each;
+# cyborg_lite_device_holder_pods counts them all.
+HOLDER_PODS_SHOWN = 8
 
 
 class DeviceCollector:
@@ -46,7 +53,7 @@ class DeviceCollector:
         rows = self._read()
         yield from _device_families(rows.devices)
         yield from _region_families(rows.regions)
-        yield _holders(rows.holders)
+        yield from _holders(rows.holders)
         agents = GaugeMetricFamily(
             PREFIX + 'agent_up', "1 while the host's agent heartbeats, 0 "
             'once the conductors marked it down.', labels=['host'])
@@ -128,10 +135,15 @@ def _holders(holders):
     family = GaugeMetricFamily(
         PREFIX + 'device_holder_info', 'Who holds a region (value 1): a '
         'project and instance (Nova), or a namespace, pod and claim '
-        '(Kubernetes; a series per pod). Join any series on device or '
-        'region to it.',
+        '(Kubernetes; a series per pod, for the first %d pods of a '
+        'claim). Join any series on device or region to it.'
+        % HOLDER_PODS_SHOWN,
         labels=['device', 'region', 'host', 'project', 'instance',
                 'namespace', 'pod', 'claim'])
+    counts = GaugeMetricFamily(
+        PREFIX + 'device_holder_pods', 'How many pods the Kubernetes '
+        'claim holding a region was reserved for when it was prepared.',
+        labels=['device', 'region', 'host', 'namespace', 'claim'])
     for row in holders:
         kind, device, region, host, project = row[:5]
         key = [device, region, host, project or '']
@@ -139,6 +151,9 @@ def _holders(holders):
             family.add_metric(key + [row[5] or '', '', '', ''], 1)
             continue
         namespace, claim, pods = row[5:8]
-        for pod in k8s_claims.pod_list(pods) or ['']:
+        pods = k8s_claims.pod_list(pods)
+        for pod in pods[:HOLDER_PODS_SHOWN] or ['']:
             family.add_metric(key + ['', namespace, pod, claim], 1)
-    return family
+        counts.add_metric([device, region, host, namespace, claim],
+                          len(pods))
+    return [family, counts]

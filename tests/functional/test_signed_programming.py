@@ -12,6 +12,7 @@ import pytest
 
 from cyborg_lite.api import deploy
 from cyborg_lite.common import exception
+from cyborg_lite.common import signatures
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import signature_policies as policies_db
 from cyborg_lite.db import trusted_keys as keys_db
@@ -349,3 +350,65 @@ def test_byte_flipped_in_transit(conf, sqlite_db, make_env, key, policy,
         env = make_env()
         error = _failed_on_the_agent(env, _signed(env, key))
     assert check in error
+
+
+# --- a key revoked while the agent fetches the image ------------------------
+
+class RevokeOnDownload:
+    """The API serving image downloads; an admin revokes ``key_uuid``
+    while the agent's download is under way (the job was sent with the
+    key: its signature verifies on the agent)."""
+
+    def __init__(self, app, key_uuid):
+        self.app, self.key_uuid = app, key_uuid
+
+    def __call__(self, environ, start_response):
+        if environ['PATH_INFO'].endswith('/file'):
+            keys_db.revoke(self.key_uuid, 'leaked during the download')
+        return self.app(environ, start_response)
+
+
+@pytest.mark.parametrize('policy', ['enforce', 'warn'])
+def test_a_key_revoked_during_the_download_stops_the_write(
+        conf, sqlite_db, make_env, key, policy):  # noqa: F811
+    conf.set_override('auth_strategy', 'noauth', group='api')
+    _policy(conf, policy)
+    key_uuid = keys_db.create(signatures.load_key(sk.public_pem(key)),
+                              'lab').uuid
+    app = RevokeOnDownload(deploy.loadapp(conf), key_uuid)
+    with servers.serving(app) as url:
+        conf.set_override('image_source', 'http', group='agent')
+        conf.set_override('endpoint_override', url, group='image_api')
+        env = make_env()
+        bitstream = env.sign(env.add_bitstream(), key)
+        error = _failed_on_the_agent(env, bitstream)
+    assert CONDUCTOR_CHECK in error and 'revoked_key' in error
+
+
+# --- whose keys vouch: the bitstream's own project's -------------------------
+
+@pytest.mark.parametrize('trusted_by,programs', [
+    ('project-a', True),      # its owner's key: verified for everyone
+    ('project-b', False)])    # the requester's key vouches for nothing here
+def test_the_bitstreams_own_projects_keys_decide_its_trust(
+        conf, make_env, key, trusted_by, programs):  # noqa: F811
+    """Project A's public bitstream, programmed on behalf of project B
+    under enforce: what A trusts vouches for it, what B trusts does
+    not."""
+    _policy(conf, 'enforce')
+    env = make_env()
+    env.trust(key, project_id=trusted_by)
+    bitstream = env.sign(env.add_bitstream(project_id='project-a'), key)
+    member_b = pe.context.RequestContext(project_id='project-b',
+                                         user_id='bob', roles=['member'])
+    if programs:
+        done = env.wait_job(env.program(bitstream.uuid,
+                                        ctxt=member_b)['uuid'])
+        assert done.state == 'succeeded', done.error
+        assert env.hardware() == pe.NEW_FUNCTION
+    else:
+        with pytest.raises(exception.SignatureRefused,
+                           match='untrusted_key'):
+            env.program(bitstream.uuid, ctxt=member_b)
+        assert env.hardware() == pe.OLD_FUNCTION and \
+            jobs_db.list_jobs() == []

@@ -7,10 +7,12 @@ handle and may program a region): the PATCH handler validates the JSON
 patch and the ARQ states, records the bind and sends it over RPC, and
 answers 202; the ARQs move on asynchronously.
 """
+import collections
 import json
 
 from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles as profile_handlers
+from cyborg_lite.api import instance_allocations
 from cyborg_lite.api import microversion
 from cyborg_lite.api import numa_alignment
 from cyborg_lite.api.policies import accelerator_requests as policies
@@ -250,6 +252,59 @@ def _check_states(items, kind):
                 expected=', '.join(allowed))
 
 
+def _check_instances(bindings, projects):
+    """Cyborg's rule: no ARQs are added to an instance that already has
+    some (409). Those of the ARQ's own project only: another project's
+    ARQ naming the instance (any member may name any uuid) blocks
+    nothing."""
+    for instance, project_id in {(bindings[uuid]['instance_uuid'], project)
+                                 for uuid, project in projects.items()}:
+        if db.instance_has_arqs(instance, project_id):
+            raise exception.InstanceHasARQs(instance=instance)
+
+
+def _check_allocated(ctx, bindings, projects):
+    """Forbidden unless, for each binding, the caller may bind to any
+    provider (a service, an admin: policy BIND_UNALLOCATED) or Placement
+    has as many accelerators of the binding's provider allocated to its
+    instance, a consumer of the ARQ's project: a project member's bind
+    never takes what Placement still offers to others
+    (instance_allocations)."""
+    held, wanted = {}, collections.Counter()
+    for arq_uuid, values in sorted(bindings.items()):
+        project_id = projects[arq_uuid]
+        if policy.check(ctx, policies.BIND_UNALLOCATED,
+                        {'project_id': project_id}):
+            continue
+        instance, rp_uuid = values['instance_uuid'], values['device_rp_uuid']
+        if instance not in held:
+            held[instance] = _held_by(instance, rp_uuid)
+        found = held[instance]
+        wanted[instance, rp_uuid] += 1
+        allocated = found.providers.get(rp_uuid, 0) \
+            if found.project_id == project_id else 0
+        if wanted[instance, rp_uuid] > allocated:
+            raise exception.Forbidden(
+                'Instance %s holds %d accelerator(s) on resource provider '
+                '%s in Placement for project %s, and %d ARQ(s) are bound '
+                'to them: only a service (Nova, which claims them first) '
+                'or an admin may bind an ARQ to capacity Placement has not '
+                'allocated to its instance.'
+                % (instance, allocated, rp_uuid, project_id,
+                   wanted[instance, rp_uuid]))
+
+
+def _held_by(instance, rp_uuid):
+    try:
+        return instance_allocations.held_by(instance)
+    except instance_allocations.NotAsked:
+        raise exception.Forbidden(
+            'Only a service (Nova) or an admin may bind instance %s to '
+            'resource provider %s here: this API has no [placement] '
+            'credentials to check that Placement allocated it to the '
+            'instance.' % (instance, rp_uuid))
+
+
 def patch_arqs(req):
     """Bind or unbind: {"<arq uuid>": [JSON patch ops], ...} -> 202."""
     utils.authorize(req, policies.UPDATE)
@@ -289,12 +344,12 @@ def _apply_patch(req, body):
         _after_release(req, db.unbind_all(_scope(req, policies.UPDATE),
                                           list(parsed)))
         return utils.response(status=202)
-    for instance in {values['instance_uuid'] for _, values in
-                     parsed.values()}:
-        # Cyborg: no ARQs are added to an instance that already has some.
-        if db.instance_has_arqs(instance):
-            raise exception.InstanceHasARQs(instance=instance)
     bindings = {uuid: values for uuid, (_, values) in parsed.items()}
+    # The project each ARQ has once bound (an admin may set it).
+    projects = {item.arq.uuid: bindings[item.arq.uuid].get('project_id') or
+                item.arq.project_id for item in items}
+    _check_instances(bindings, projects)
+    _check_allocated(ctx, bindings, projects)
     # NOTE: recorded before the cast, so a cast lost with a dying conductor
     # leaves BindStarted ARQs that the reaper ends, never Initial ones.
     db.start_binds(bindings)

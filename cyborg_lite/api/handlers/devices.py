@@ -16,6 +16,7 @@ from cyborg_lite.api.policies import devices as policies
 from cyborg_lite.api.schemas import devices as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
+from cyborg_lite.conf import CONF
 from cyborg_lite.db import device_history as history_db
 from cyborg_lite.db import devices as db
 from cyborg_lite.objects import host_inventory
@@ -166,17 +167,32 @@ def _set_status(req, uuid, rule, status):
     return utils.response(status=200)
 
 
+def _history_limit(params):
+    """How many of the newest rows a history request gets: ``limit``,
+    from 1 to [api]max_limit (a larger one is a 400 that says so), else
+    [api]max_limit: one request never reads a device's whole past."""
+    most = CONF.api.max_limit
+    if 'limit' not in params:
+        return most
+    limit = int(params['limit'])
+    if limit > most:
+        raise exception.InvalidField(
+            field='query.limit', reason='%d rows of history asked, at most '
+            '%d a request ([api]max_limit); ask for the newest %d'
+            % (limit, most, most))
+    return limit
+
+
 def show_history(req, uuid):
     """The device's transitions, oldest first (microversion
     DEVICE_HISTORY): what, when, who held it, why. ``limit``: only the
-    newest that many."""
+    newest that many (_history_limit)."""
     microversion.require(req, microversion.DEVICE_HISTORY,
                          'A device\'s history')
     utils.authorize(req, policies.HISTORY)
     utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
     params = utils.query(req, schemas.HISTORY_QUERY)
-    rows = history_db.list_rows(
-        uuid, int(params['limit']) if 'limit' in params else None)
+    rows = history_db.list_rows(uuid, _history_limit(params))
     return utils.response({'device_uuid': uuid, 'history': [
         dict(zip(history_db.COLUMNS[:-1], row[1:-1]),
              created_at=utils.timestamp(row.created_at)) for row in rows]})

@@ -5,7 +5,11 @@ finds the ARQs of every project.
 
 Cyborg 17 also demands a service token for bind, unbind and delete by
 instance; here that is policy: set ``cyborg:arq:update`` to
-``rule:service_api or rule:admin_api`` to allow only Nova to bind.
+``rule:service_api or rule:service_token_api or rule:admin_api`` to
+allow only Nova to bind. Under the default a project member may bind,
+but only to capacity its instance holds in Placement
+(``cyborg_lite:arq:bind_unallocated``, api/instance_allocations.py):
+what Placement still offers to others stays the schedulers'.
 """
 from oslo_policy import policy
 
@@ -16,6 +20,7 @@ GET_ONE = 'cyborg:arq:get_one'
 CREATE = 'cyborg:arq:create'
 DELETE = 'cyborg:arq:delete'
 UPDATE = 'cyborg:arq:update'
+BIND_UNALLOCATED = 'cyborg_lite:arq:bind_unallocated'
 
 _PATH = '/v2/accelerator_requests'
 RULES = [
@@ -38,6 +43,13 @@ RULES = [
         scope_types=['project']),
     base.rule(UPDATE, base.PROJECT_MEMBER_OR_SERVICE_OR_ADMIN,
               'Bind or unbind ARQs (JSON patch).',
+              _PATH, 'PATCH'),
+    base.rule(BIND_UNALLOCATED, base.SERVICE_OR_ADMIN,
+              'Bind an ARQ to a resource provider whatever Placement '
+              'allocated to its instance (Nova claims it first). A caller '
+              'this refuses binds only to a provider on which its '
+              'instance, in the ARQ\'s project, holds an allocation in '
+              'Placement.',
               _PATH, 'PATCH'),
 ]
 

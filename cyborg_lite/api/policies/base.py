@@ -15,6 +15,8 @@ PROJECT_MEMBER_OR_ADMIN = 'rule:project_member_or_admin'
 PROJECT_MANAGER_OR_ADMIN = 'rule:project_manager_or_admin'
 PROJECT_MEMBER_OR_SERVICE_OR_ADMIN = 'rule:project_member_or_service_or_admin'
 PROJECT_READER_OR_SERVICE_OR_ADMIN = 'rule:project_reader_or_service_or_admin'
+SERVICE_OR_ADMIN = 'rule:service_api or rule:service_token_api or ' \
+    'rule:admin_api'
 
 
 def rule(name, check_str, description, path, method):
@@ -53,6 +55,13 @@ RULES = [
     policy.RuleDefault(
         'service_api', 'role:service',
         description='Another service (Nova) acting with a service role.'),
+    # NOTE: Nova sends its user's token with its own service token beside
+    # it ([service_user]); keystonemiddleware puts that token's roles in
+    # service_roles (oslo.context), which role: does not look at.
+    policy.RuleDefault(
+        'service_token_api', 'service_roles:service',
+        description='A request that carries a service\'s token (Nova\'s '
+                    '[service_user]) beside its user\'s.'),
     policy.RuleDefault(
         'project_reader_or_admin',
         'rule:project_reader_api or rule:admin_api',

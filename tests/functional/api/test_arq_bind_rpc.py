@@ -46,8 +46,9 @@ def test_bind_then_unbind_through_the_conductor(real_app):
            {'op': 'add', 'path': '/device_rp_uuid',
             'value': deployable.rp_uuid},
            {'op': 'add', 'path': '/instance_uuid', 'value': INSTANCE}]
-    real_app.patch_json(PATH, {arq['uuid']: ops}, headers=MEMBER_A,
-                        status=202)
+    # A member's request, as Nova sends it on with its service token.
+    real_app.patch_json(PATH, {arq['uuid']: ops}, headers=dict(
+        MEMBER_A, **{'X-Service-Roles': 'service'}), status=202)
     bound = _state_becomes(real_app, arq['uuid'], 'Bound')
     assert bound['instance_uuid'] == INSTANCE
     assert bound['attach_handle_type'] == 'PCI'

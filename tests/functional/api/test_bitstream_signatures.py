@@ -2,6 +2,7 @@
 images and their status, revocation, per-project signature policies,
 and the refusal of bad input with a 400 that changes nothing."""
 import base64
+import datetime
 
 import pytest
 
@@ -17,6 +18,7 @@ from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import MEMBER_B
 from tests.functional.api.conftest import error_of
 from tests import signing_keys as sk
+from tests import waiting
 from tests.unit.bitstreams import builders
 
 V = {'OpenStack-API-Version': 'accelerator ' + signatures.MICROVERSION}
@@ -56,6 +58,10 @@ def shown(app, uuid, caller=MEMBER_A):
     return app.get('/v2/bitstreams/' + uuid, headers=h(caller)).json
 
 
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
 @pytest.fixture(scope='module')
 def lab():
     return sk.new_key('ed25519')
@@ -91,10 +97,10 @@ def test_register_a_key_or_certificate(app, kind):
     ('rsa', 'the keys supported are Ed25519 and ECDSA P-256'),
     ('private', 'this is a private key'),
     ('expired', 'not now'),
+    ('not yet valid', 'not now'),
     ('server certificate', 'codeSigning'),
 ])
 def test_bad_keys_are_400_and_register_nothing(app, lab, pem, match):
-    import datetime
     if pem == 'rsa':
         pem = sk.public_pem(sk.new_key('rsa'))
     elif pem == 'private':
@@ -102,6 +108,9 @@ def test_bad_keys_are_400_and_register_nothing(app, lab, pem, match):
     elif pem == 'expired':
         pem = sk.certificate_pem(lab, days=1, not_before=datetime.datetime(
             2020, 1, 1, tzinfo=datetime.timezone.utc))
+    elif pem == 'not yet valid':
+        pem = sk.certificate_pem(lab, not_before=_utcnow() +
+                                 datetime.timedelta(hours=1))
     elif pem == 'server certificate':
         pem = sk.certificate_pem(lab, code_signing=False)
     resp = register(app, lab, pem=pem, status=400)
@@ -244,6 +253,29 @@ def test_keys_are_trusted_for_their_project_only(app, lab):
     # Trusting it for project A too is a new key registration: refused
     # (one registration per key); trusted globally it would do.
     register(app, lab, project_id='project-a', status=409)
+
+
+def test_a_certificate_vouches_for_no_signature_received_before_it(
+        app, lab):
+    """A certificate valid from a moment after the signature was
+    received: the signature is not verified by it, as one received
+    after it expired is not."""
+    uuid = active(app)
+    received = datetime.datetime.fromisoformat(put_signature(
+        app, uuid, sk.sign(lab, IMAGE)).json['signed_at'])
+    # X.509 counts whole seconds: the next one after the signature.
+    valid_from = received.replace(microsecond=0) + datetime.timedelta(
+        seconds=1)
+    assert waiting.until(lambda: _utcnow() >= valid_from, timeout=5)
+    register(app, lab, pem=sk.certificate_pem(lab, not_before=valid_from))
+
+    body = app.get('/v2/bitstreams/%s/signature' % uuid,
+                   headers=h(MEMBER_A)).json
+
+    assert body['signature_status'] == 'untrusted_key'
+    assert 'its certificate was valid from %s' % valid_from.replace(
+        tzinfo=None) in body['reason']
+    assert 'and the signature came at' in body['reason']
 
 
 def test_a_key_registered_later_verifies_an_earlier_signature(app, lab):

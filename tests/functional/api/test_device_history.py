@@ -49,10 +49,24 @@ def test_a_limit_keeps_the_newest(app, device):
     assert row['event'] == 'device.enable'
 
 
-@pytest.mark.parametrize('limit', ['x', '-1', '1.5', '1 ', ''])
+@pytest.mark.parametrize('limit', ['x', '-1', '0', '1.5', '1 ', ''])
 def test_a_limit_that_is_no_whole_number_is_400(app, device, limit):
     resp = _history(app, device, query='?limit=' + limit, status=400)
     assert 'limit' in error_of(resp)
+
+
+def test_a_history_is_read_at_most_max_limit_rows_at_a_time(
+        app, api_conf, device):
+    api_conf.set_override('max_limit', 1, group='api')
+    resp = _history(app, device, query='?limit=2', status=400)
+    assert error_of(resp) == (
+        'Invalid value for query.limit: 2 rows of history asked, at most 1 '
+        'a request ([api]max_limit); ask for the newest 1')
+    # Without a limit: the newest [api]max_limit.
+    [row] = _history(app, device).json['history']
+    assert row['event'] == 'device.enable'
+    [row] = _history(app, device, query='?limit=1').json['history']
+    assert row['event'] == 'device.enable'
 
 
 @pytest.mark.parametrize('headers', [MEMBER_A, MANAGER_A],

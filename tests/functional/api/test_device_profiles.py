@@ -185,3 +185,23 @@ def test_own_and_public_bitstreams_may_be_named(app):
     # Stored as the bind looks it up: lower case.
     assert own['device_profiles'][0]['groups'][0][
         'accel:bitstream_id'] == private_a
+
+
+# A member's token without a project (the noauth default has none).
+MEMBER_OF_NO_PROJECT = {'X-Roles': 'member,reader', 'X-User-Id': 'nobody'}
+
+
+@pytest.mark.parametrize('how', ['uuid', 'name'])
+def test_a_caller_of_no_project_deletes_no_public_profile(app, how):
+    """A public profile has no project and neither has the caller: that
+    is no match ('project_id:%(project_id)s' never compares None with
+    None), so only an admin may delete it."""
+    public = fx.create_profile(app, ADMIN).json
+    path = ('/v2/device_profiles/%s' % public['uuid'] if how == 'uuid'
+            else '/v2/device_profiles?value=%s' % public['name'])
+
+    resp = app.delete(path, headers=MEMBER_OF_NO_PROJECT, status=403)
+
+    assert 'cyborg:device_profile:delete' in error_of(resp)
+    assert app.get('/v2/device_profiles/%s' % public['uuid'],
+                   headers=ADMIN).json['device_profile'] == public

@@ -10,9 +10,12 @@ import collections
 from prometheus_client import parser
 import sqlalchemy as sa
 
+from cyborg_lite.common import k8s_names
 from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
 from cyborg_lite.db import session
+from cyborg_lite.objects import device_metrics
 from tests.functional.api import conftest as api
 from tests.prometheus_text import promtool_check
 from tests.prometheus_text import samples
@@ -125,6 +128,26 @@ def test_a_failed_bind_holds_nothing(app):
     # handle but keeps the ARQ's region.
     arqs_db.transition(arq, 'BindFailed', error='lost')
     assert samples(scrape(app), 'cyborg_lite_device_holder_info') == []
+
+
+def test_a_claim_reserved_for_many_pods_names_a_bounded_few(app):
+    """A claim reserved for Kubernetes' most pods has a holder series for
+    the first few of them, and one that counts them all."""
+    device = api.add_device()
+    region = api.add_deployable(device)
+    api.add_handle(region, in_use=False)
+    pods = ['trainer-%03d' % i for i in range(k8s_names.RESERVED_FOR_MAX)]
+    k8s_claims.claim(region.id, UUID, 'team-a', 'train', 'fpga-0', 'p1',
+                     pods=pods)
+    text = scrape(app)
+    shown = device_metrics.HOLDER_PODS_SHOWN
+    assert 0 < shown < len(pods)
+    assert [labels['pod'] for labels, _ in samples(
+        text, 'cyborg_lite_device_holder_info')] == pods[:shown]
+    assert samples(text, 'cyborg_lite_device_holder_pods') == [
+        ({'device': device.uuid, 'region': region.uuid, 'host': 'host1',
+          'namespace': 'team-a', 'claim': 'train'}, float(len(pods)))]
+    promtool_check(text)
 
 
 def _request_counts(app):

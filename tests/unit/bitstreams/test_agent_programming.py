@@ -126,11 +126,61 @@ def test_header_contradicts_bitstream_record(tmp_dir):
 
 def test_raw_image_uses_recorded_region_type(tmp_dir):
     raw = b'raw PR bits'
-    driver = RecordingDriver(loaded=None)
+    driver = RecordingDriver(loaded='ab' * 16)
     job = _job(image=raw, format='raw', function_id=None)
     result, _ = _run(job, driver, image=raw, tmp_dir=tmp_dir)
-    assert result == ('succeeded', None)
+    assert result == ('succeeded', 'ab' * 16)
     assert driver.programmed[0][2] == raw
+
+
+@pytest.mark.parametrize('raw', [False, True])
+def test_a_region_reading_back_no_function_is_no_success(tmp_dir, raw):
+    """A DFL port still in reset reads back no AFU: nothing vouches for
+    the write, with or without a function the image declared."""
+    image = b'raw PR bits' if raw else IMAGE
+    job = _job(image=image, format='raw', function_id=None) if raw \
+        else _job()
+    result, reports = _run(job, RecordingDriver(loaded=None), image=image,
+                           tmp_dir=tmp_dir)
+    assert result[0] == 'failed'
+    assert 'region region0 reports no function after programming' \
+        in result[1]
+    assert reports.states[-2:] == ['verifying', 'failed']
+
+
+class SwapOnProgramming(Reports):
+    """Someone with the agent's rights swaps every file they can reach
+    under ``tmp_dir`` for another image once the checks are done (the
+    'programming' report), and notes the modes of what is there."""
+
+    def __init__(self, tmp_dir, other):
+        super().__init__()
+        self.tmp_dir, self.other, self.seen = tmp_dir, other, []
+
+    def __call__(self, job_uuid, state, error=None, **extra):
+        super().__call__(job_uuid, state, error, **extra)
+        if state != 'programming':
+            return
+        for root, dirs, files in os.walk(self.tmp_dir):
+            self.seen += [(name, os.stat(os.path.join(root, name)).st_mode
+                           & 0o777) for name in dirs]
+            for name in files:
+                self.seen.append((name, 'file'))
+                with open(os.path.join(root, name), 'wb') as f:
+                    f.write(self.other)
+
+
+def test_what_is_checked_is_what_is_written(tmp_dir):
+    other = builders.build_gbs(builders.gbs_metadata(
+        afu_uuid='5f0e3c2a-1b2c-4d5e-8f90-a1b2c3d4e5f6'))
+    reports = SwapOnProgramming(tmp_dir, other)
+    driver = RecordingDriver()
+    result, _ = _run(_job(), driver, reports=reports, tmp_dir=tmp_dir)
+    assert result == ('succeeded', FUNCTION_ID)
+    assert driver.programmed == [('0000:5e:00.0', 'region0', IMAGE)]
+    # One directory of its own, 0700, and no file name in it to reach.
+    [(name, mode)] = reports.seen
+    assert name.startswith('job-') and mode == 0o700
 
 
 def test_driver_failure_reported(tmp_dir):
@@ -256,3 +306,13 @@ def test_under_warn_a_bad_signature_is_logged_and_programmed(tmp_dir,
     result, _ = _run(job, RecordingDriver(), image=IMAGE[:-1] + b'\0',
                      tmp_dir=tmp_dir)
     assert result[0] == 'failed' and 'sha256 mismatch' in result[1]
+
+
+def test_a_restarted_agent_removes_the_job_directories_a_kill_left(
+        tmp_path):
+    tmp_dir = tmp_path / 'programming'
+    (tmp_dir / 'job-left1').mkdir(parents=True, mode=0o700)
+    (tmp_dir / 'not-ours').mkdir()
+    programming.JobRunner('node1', [], conductor=None, fetch_image=None,
+                          tmp_dir=str(tmp_dir))
+    assert os.listdir(str(tmp_dir)) == ['not-ours']

@@ -56,7 +56,7 @@ def test_preflight_passes_and_ids_compare_normalised():
     (_bitstream(project_id='p2'), _region(), {}, exception.BitstreamNotFound,
      'bs1'),
     (_bitstream(), _region(), {'bound_arq_uuid': 'arq1'}, exception.Conflict,
-     'in use by Bound accelerator request arq1'),
+     'in use by accelerator request arq1'),
     (_bitstream(), _region(), {'bound_arq_uuid': 'arq1', 'force': True},
      exception.Forbidden, 'Only an admin may force'),
 ])

@@ -123,14 +123,15 @@ def make_profile(groups=None):
         return profile.id
 
 
-def make_arqs(count=1, profile_id=None, group_id=0, state='Initial'):
+def make_arqs(count=1, profile_id=None, group_id=0, state='Initial',
+              project_id=None):
     profile_id = profile_id or make_profile()
     uuids = [_uuid() for _ in range(count)]
     with session.writer() as s:
         for arq_uuid in uuids:
             s.add(models.AcceleratorRequest(
                 uuid=arq_uuid, state=state, device_profile_id=profile_id,
-                device_profile_group_id=group_id))
+                device_profile_group_id=group_id, project_id=project_id))
     return uuids
 
 
