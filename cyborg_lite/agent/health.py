@@ -14,9 +14,25 @@ its PCI function is gone from the bus, it is reported (its last known
 inventory) with that finding for ``[health]vanished_report_seconds``, so
 schedulers see it unhealthy instead of silently losing it.
 
+A device (or region) a scan no longer lists whose function stays on the
+bus is merely out of the host driver's view: handed to vfio-pci for a
+guest, or rebound. It is not reported, but its machines and readings'
+memory are kept (``absent``), for as long as its function is on the bus,
+so that it comes back in the state it left, a fault still a fault
+(unhealthy, then recovering), a counter compared with its last value. A
+region missing from a listed device keeps its machine while the device
+is there. What is kept is bounded by the host's hardware: the devices
+whose functions are on its bus, and the regions each of them has had
+(at most MAX_ABSENT absent devices per driver, the oldest forgotten
+first). A device that leaves the bus is forgotten once it is no longer
+reported as vanished: put back, it is a new PCI device.
+
 What must outlive the agent (each machine's state and reason, counters'
-last values, vanished devices) is kept in ``[health]state_dir``/<host>
-.json, rewritten whole (write and rename) only when it changed.
+last values, the last findings, vanished and absent devices) is kept in
+``[health]state_dir``/<host>.json, rewritten whole (write and rename)
+only when it changed. The file's ``version`` stays 1: later releases
+only add keys (``last``, ``absent``), which an earlier one ignores, and
+read a file without them as before.
 """
 import collections
 import copy
@@ -32,6 +48,11 @@ from cyborg_lite.drivers import base
 
 LOG = logging.getLogger(__name__)
 FORMAT_VERSION = 1
+# Absent devices kept per driver (a safety net: a host's bus holds far
+# fewer functions a driver serves).
+MAX_ABSENT = 256
+# A machine's state -> the level of the findings that explain it.
+_STATE_LEVEL = {'degraded': 'degraded', 'unhealthy': 'unhealthy'}
 
 
 # What metrics show of a device's last reading: its own gauges and
@@ -62,6 +83,11 @@ class HealthMonitor:
         self.memory = {}          # key -> classify memory
         self.seen = {}            # driver -> {identity: DeviceRecord}
         self.vanished = {}        # driver -> {identity: [since, record]}
+        # driver -> {identity: [since, record]}: left the scan, still on
+        # the bus (handed over); their machines and memory are kept.
+        self.absent = {}
+        # key -> the last findings as last written, see _last_to_save.
+        self._saved_last = {}
         # driver -> {identity: Readings} of the last scan, for metrics
         # (agent/health_metrics.py); each driver's
         # dict is replaced whole, never changed, so a scrape from
@@ -82,43 +108,47 @@ class HealthMonitor:
         current = {r.identity: r for r in records}
         missing = {i: r for i, r in self.seen.get(name, {}).items()
                    if i not in current}
-        for identity, (_since, record) in self.vanished.get(name,
-                                                             {}).items():
-            if identity not in current and identity not in missing:
-                missing[identity] = device_records.DeviceRecord.from_dict(
-                    record)
+        for table in (self.vanished, self.absent):
+            for identity, (_since, record) in table.get(name, {}).items():
+                if identity not in current and identity not in missing:
+                    missing[identity] = \
+                        device_records.DeviceRecord.from_dict(record)
         missing = list(missing.values())
         signals = self._read(driver, records, missing)
         if signals is None:
             # No observation: every machine keeps its state and reason.
             kept = self._still_vanished(name, current)
-            touched = set().union(*(self._recall(name, r)
-                                    for r in records + kept))
+            for record in records + kept:
+                self._recall(name, record)
+            # Nothing says a device that left is gone from the bus.
+            self._note_absent(name, [
+                r for r in missing
+                if r.identity not in self.vanished.get(name, {})], {},
+                current)
             self.values[name] = {}
         else:
             kept = self._vanished(name, missing, signals, current)
-            touched = self._observe_all(driver, records + kept, signals)
+            self._note_absent(name, missing, signals, current)
+            self._observe_all(driver, records + kept, signals)
         self.seen[name] = {r.identity: r for r in records}
-        self._forget(name, touched)
+        self._forget(name, {r.identity for r in records + kept} |
+                     set(self.absent.get(name, ())))
         self._save()
         return records + kept
 
     def _observe_all(self, driver, records, signals):
-        """Feed one reading to the machines of ``records``; the keys of
-        the machines fed."""
-        touched, values = set(), {}
+        """Feed one reading to the machines of ``records``."""
+        values = {}
         own_signals = isinstance(driver, base.HealthInterface)
         for record in records:
             own = signals.get(record.identity, health.Signals())
-            touched |= self._observe_device(driver.name, record, own,
-                                            own_signals)
+            self._observe_device(driver.name, record, own, own_signals)
             values[record.identity] = Readings(
                 health.metric_readings(own.device),
                 {dep.name: health.metric_readings(
                     own.deployables.get(dep.name, ()))
                  for dep in record.deployables})
         self.values[driver.name] = values
-        return touched
 
     def _read(self, driver, records, missing):
         """{identity: Signals}, or None when the driver failed to read."""
@@ -146,7 +176,6 @@ class HealthMonitor:
         """Give ``record`` and its regions their machines' states and
         reasons without a reading; a device with no machine yet keeps what
         its driver said until its first reading."""
-        touched = set()
         for target, key in [(record, _key(name, record.identity))] + [
                 (dep, _key(name, record.identity, dep.name))
                 for dep in record.deployables]:
@@ -154,8 +183,6 @@ class HealthMonitor:
             if machine is not None:
                 target.health, target.health_reason = (machine.state,
                                                        machine.reason)
-                touched.add(key)
-        return touched
 
     def _still_vanished(self, name, current):
         """The vanished devices to keep reporting when no reading says
@@ -198,18 +225,39 @@ class HealthMonitor:
                 del known[identity]
         return kept
 
+    def _note_absent(self, name, missing, signals, current):
+        """Keep, as absent, the missing devices no reading says are gone
+        from the bus (handed over); drop those back or gone."""
+        absent = self.absent.setdefault(name, {})
+        now = self.clock()
+        for record in missing:
+            own = signals.get(record.identity)
+            if own is not None and own.device:
+                absent.pop(record.identity, None)
+            elif record.identity not in absent:
+                LOG.info('Device %s of driver %s left the scan and is still '
+                         'on the bus (handed over); its health is kept until '
+                         'it is back', record.identity, name)
+                absent[record.identity] = [now, record.to_dict()]
+        for identity in [i for i in absent if i in current]:
+            del absent[identity]
+        for identity, _entry in sorted(
+                absent.items(), key=lambda item: item[1][0])[:max(
+                    0, len(absent) - MAX_ABSENT)]:
+            LOG.warning('Forgetting the health of device %s of driver %s: '
+                        'more than %d devices absent', identity, name,
+                        MAX_ABSENT)
+            del absent[identity]
+
     def _observe_device(self, name, record, signals, own_signals):
         extra = () if own_signals else _driver_findings(name, record)
         key = _key(name, record.identity)
         record.health, record.health_reason = self._observe(
             key, signals.device, extra)
-        touched = {key}
         for dep in record.deployables:
             key = _key(name, record.identity, dep.name)
             dep.health, dep.health_reason = self._observe(
                 key, signals.deployables.get(dep.name, []))
-            touched.add(key)
-        return touched
 
     def _observe(self, key, readings, extra=()):
         memory = self.memory.setdefault(key, {})
@@ -228,22 +276,25 @@ class HealthMonitor:
                      machine.reason or 'all signals clear')
         return machine.state, machine.reason
 
-    def _forget(self, name, touched):
-        for table in (self.machines, self.memory):
+    def _forget(self, name, identities):
+        """Drop the machines and memory of the driver's devices not in
+        ``identities`` (those reported, and those absent), with their
+        regions'. A region a kept device no longer lists keeps its own
+        (its VF handed to a guest comes back to it)."""
+        for table in (self.machines, self.memory, self._saved_last):
             for key in [k for k in table
-                        if k[0] == name and k not in touched]:
+                        if k[0] == name and k[1] not in identities]:
                 del table[key]
 
     # --- the state file ----------------------------------------------------
 
     def _snapshot(self):
+        last = {json.dumps(k): self._last_to_save(k, v.get('last'))
+                for k, v in sorted(self.memory.items())}
         return {
             'version': FORMAT_VERSION,
             'machines': {json.dumps(k): [m.state, m.reason, list(m.signals)]
                          for k, m in sorted(self.machines.items())},
-            # NOTE: the last findings ('last') are left out: a reading's
-            # text changes with its value, and it is only a stand-in for
-            # one unreadable scan.
             'memory': {json.dumps(k): {part: v[part]
                                        for part in ('counters', 'held')
                                        if v.get(part)}
@@ -251,7 +302,26 @@ class HealthMonitor:
                        if v.get('counters') or v.get('held')},
             'vanished': {d: v for d, v in sorted(self.vanished.items())
                          if v},
+            # Added keys (an earlier release ignores them): the last
+            # findings, which an unreadable signal keeps across a restart
+            # (common/health.classify), and the absent devices.
+            'last': {k: v for k, v in last.items() if v},
+            'absent': {d: v for d, v in sorted(self.absent.items()) if v},
         }
+
+    def _last_to_save(self, key, last):
+        """The last findings of ``key`` to write: as written before while
+        each signal keeps its level, so that a text that changes with its
+        value (a temperature) never rewrites the file; its level is what
+        an unreadable scan keeps."""
+        if not last:
+            self._saved_last.pop(key, None)
+            return None
+        before = self._saved_last.get(key)
+        if before is not None and _levels(before) == _levels(last):
+            return before
+        self._saved_last[key] = copy.deepcopy(last)
+        return self._saved_last[key]
 
     def _save(self):
         text = json.dumps(self._snapshot(), sort_keys=True)
@@ -290,9 +360,13 @@ class HealthMonitor:
                            for k, v in data['memory'].items()}
             self.vanished = {d: dict(v) for d, v in
                              data['vanished'].items()}
-            for entries in self.vanished.values():
-                for since, record in entries.values():
-                    device_records.DeviceRecord.from_dict(record)
+            self.absent = {d: dict(v) for d, v in
+                           data.get('absent', {}).items()}
+            for table in (self.vanished, self.absent):
+                for entries in table.values():
+                    for since, record in entries.values():
+                        device_records.DeviceRecord.from_dict(record)
+            self._load_last(data)
         except FileNotFoundError:
             return
         except Exception as e:
@@ -300,8 +374,26 @@ class HealthMonitor:
                         'device starts again from its next reading',
                         self.path, type(e).__name__, e)
             self.machines, self.memory, self.vanished = {}, {}, {}
+            self.absent, self._saved_last = {}, {}
             return
         self._written = json.dumps(self._snapshot(), sort_keys=True)
+
+    def _load_last(self, data):
+        """The last findings into each key's memory: as written, or, from
+        a file of an earlier release (no ``last``), what explains each
+        degraded or unhealthy machine's state."""
+        if 'last' in data:
+            stored = {_stored_key(k): _checked_last(v)
+                      for k, v in data['last'].items()}
+        else:
+            stored = {key: {signal: [signal, _STATE_LEVEL[m.state],
+                                     m.reason or signal]
+                            for signal in m.signals}
+                      for key, m in self.machines.items()
+                      if m.state in _STATE_LEVEL and m.signals}
+        for key, last in stored.items():
+            self.memory.setdefault(key, {})['last'] = last
+            self._saved_last[key] = copy.deepcopy(last)
 
 
 def _stored_key(text):
@@ -309,6 +401,19 @@ def _stored_key(text):
     if len(key) not in (2, 3) or not all(isinstance(p, str) for p in key):
         raise ValueError('bad key %r' % text)
     return key
+
+
+def _levels(last):
+    return {signal: finding[1] for signal, finding in last.items()}
+
+
+def _checked_last(last):
+    """{signal: [signal, level, text]} as written, or ValueError."""
+    for signal, finding in last.items():
+        health.Finding(*finding)
+        if finding[0] != signal or finding[1] not in health.LEVELS:
+            raise ValueError('bad last finding %r' % (finding,))
+    return {signal: list(finding) for signal, finding in last.items()}
 
 
 def _driver_findings(name, record):

@@ -33,9 +33,10 @@ HEALTH_OPTS = [
     cfg.StrOpt('state_dir',
                default='$state_path/health',
                help='Directory where the agent keeps, in <host>.json, each '
-                    'device\'s health state, counters and vanished '
-                    'devices, so a restart resumes where it stopped. '
-                    'Written only when one of them changes.'),
+                    'device\'s health state, counters and last findings, '
+                    'and the devices vanished from the bus or handed '
+                    'over (to vfio-pci), so a restart resumes where it '
+                    'stopped. Written only when one of them changes.'),
     cfg.IntOpt('vanished_report_seconds',
                default=86400,
                min=0,

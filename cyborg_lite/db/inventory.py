@@ -36,9 +36,15 @@ Rules:
   removes rows loads the host as ORM objects (``_apply``).
 - A report that writes rows requests a publish of the host in the same
   transaction (db/publish_requests.py).
-- A row missing from the scan is deleted, except an attach handle in use
-  (flag set or an ARQ pointing at it): it is kept with its deployable and
-  the device is marked unhealthy until a later scan no longer needs it.
+- A row missing from the scan is deleted, except what is held: an
+  attach handle in use (flag set or an ARQ pointing at it) is kept with
+  its deployable and device, and so is a deployable not wiped yet after
+  its last tenant (``device_state`` other than available), until a later
+  scan no longer needs them. A held region's VF handed to a guest
+  (vfio-pci) leaves the host driver's view; that is who holds it, not
+  what its hardware says, so nothing of the kept rows changes: their
+  health stays what the agent last reported, and their siblings are
+  offered as before (objects/host_inventory.py decides availability).
 - ``health_since`` is the database's time of the last change of health
   (or of the row's creation).
 
@@ -257,12 +263,6 @@ def _set(obj, field, value):
     return False
 
 
-# A device whose handle in use left the scan: kept, and not offered.
-_KEPT_IN_USE = {'health': 'unhealthy',
-                'health_reason': 'an attach handle in use is gone from the '
-                                 'scan; kept until it is released'}
-
-
 def _with_health(obj, values, want, changes):
     """``values`` with the health of ``want``; health_since when the
     health changes (a move recorded in ``changes``)."""
@@ -329,10 +329,9 @@ def _sync_device(s, hostname, driver, want, stored, changes):
         stored.devices.append(dev)
         changes.created += 1
     cpid = _sync_cpid(s, dev, want['cpid_info'], stored, changes)
-    kept = _sync_deployables(s, dev, want['deployables'],
-                             cpid.id if cpid else None, stored, changes)
-    values = _with_health(dev, want['values'],
-                          _KEPT_IN_USE if kept else want, changes)
+    _sync_deployables(s, dev, want['deployables'],
+                      cpid.id if cpid else None, stored, changes)
+    values = _with_health(dev, want['values'], want, changes)
     if dev.health != values['health']:
         devices.health_changed(s, dev.id, values['health'],
                                reason=values['health_reason'])
@@ -362,13 +361,12 @@ def _sync_cpid(s, dev, info, stored, changes):
 
 
 def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
-    """Make the device's deployables match; True if some were kept in use.
+    """Make the device's deployables match (keeping what is held).
 
     ``bitstream_id`` is left alone: the programming workflow owns it, and a
     scan taken before a job finished must not undo what the job recorded.
     """
     existing = stored.deployables.setdefault(dev.id, {})
-    kept = False
     for name, want in sorted(wanted.items()):
         dep = existing.get(name)
         if dep is None:
@@ -384,11 +382,9 @@ def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
             _set_all(dep, _with_health(dep, want['values'], want, changes),
                      changes)
         _sync_attributes(s, dep, want['attributes'], stored, changes)
-        kept |= _sync_handles(s, dep, want['handles'], cpid_id, stored,
-                              changes)
+        _sync_handles(s, dep, want['handles'], cpid_id, stored, changes)
     for name in sorted(set(existing) - set(wanted)):
-        kept |= _remove_deployable(s, existing[name], stored, changes)
-    return kept
+        _remove_deployable(s, existing[name], stored, changes)
 
 
 def _sync_attributes(s, dep, values, stored, changes):
@@ -427,10 +423,10 @@ def _sync_handles(s, dep, wanted, cpid_id, stored, changes):
         if existing[key].id in stored.busy:
             kept = True
             changes.kept_in_use += 1
-            LOG.warning('Attach handle %s (%s) of deployable %s is gone from '
-                        'the scan but still in use; keeping it and marking '
-                        'the device unhealthy', existing[key].uuid, key,
-                        dep.name)
+            LOG.info('Attach handle %s (%s) of deployable %s is gone from '
+                     'the scan while in use (handed to its holder, e.g. a '
+                     'VF bound to vfio-pci for a guest); kept while held',
+                     existing[key].uuid, key, dep.name)
             continue
         s.delete(existing.pop(key))
         changes.deleted += 1
@@ -439,7 +435,14 @@ def _sync_handles(s, dep, wanted, cpid_id, stored, changes):
 
 
 def _remove_deployable(s, dep, stored, changes):
-    """Delete a deployable no longer reported; True if kept for an ARQ."""
+    """Delete a deployable no longer reported; True if kept: a handle of
+    it in use, or not wiped yet after its last tenant (deleted, it would
+    come back as a new, available row with the tenant's data)."""
+    if dep.device_state != 'available':
+        changes.kept_in_use += 1
+        LOG.info('Deployable %s is gone from the scan while %s; kept until '
+                 'it is wiped', dep.name, dep.device_state)
+        return True
     if _sync_handles(s, dep, {}, None, stored, changes):
         return True
     for attr in stored.attributes.pop(dep.id, {}).values():
@@ -460,8 +463,8 @@ def _remove_device(s, dev, stored, changes):
     for dep in list(stored.deployables.get(dev.id, {}).values()):
         kept |= _remove_deployable(s, dep, stored, changes)
     if kept:
-        _set_all(dev, _with_health(dev, {}, _KEPT_IN_USE, changes),
-                 changes)
+        # NOTE: as it was: a device handed whole to a guest (a GPU or a
+        # PF bound to vfio-pci) is held, not faulty.
         return
     cpid = stored.cpids.pop(dev.id, None)
     if cpid is not None:

@@ -3,6 +3,9 @@ Placement, API, conductor and agent with the fake driver), publishing to
 the kube-apiserver stand-in (strict schemas) and serving the kubelet
 plugin, which this test plays over the real sockets.
 
+A VF handed to a guest by the simulated host's documented command
+(docs/drivers.md, "The simulated host") leaves the card in service.
+
 A fault written into the fake driver's tree, as docs/drivers.md tells a
 person to: within two agent scans (the agent logs the move "after 2
 readings") the device is unhealthy in the API, reserved in Placement (no
@@ -22,8 +25,10 @@ import pytest
 import requests
 
 from cyborg_lite.api import microversion
+from tests import prometheus_text
 from tests import servers
 from tests import waiting
+from tests.functional import nova_order
 from tests.functional import test_scheduler_flow as flow
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.unit.kubernetes import fake_apiserver
@@ -236,3 +241,73 @@ def test_a_fault_and_its_clearing_end_to_end(world):
     assert _prepare(apiserver, kubelet, 'after') == ''
     # The same process all along.
     assert aio.proc.pid == pid and aio.proc.poll() is None
+
+
+def _scans(aio):
+    """How many scans the all-in-one's agent has made (its metric)."""
+    text = requests.get('http://127.0.0.1:%d/metrics' % aio.api_port,
+                        timeout=30).text
+    return sum(value for labels, value in prometheus_text.samples(
+        text, 'cyborg_lite_agent_scan_duration_seconds_count'))
+
+
+def _fake_host(aio, *args):
+    """The documented command (docs/drivers.md) on the all-in-one's
+    simulated host."""
+    subprocess.run([sys.executable, '-m', 'cyborg_lite.drivers.fake_host',
+                    '--state-dir', os.path.join(aio.state_dir, 'fake_fpga')]
+                   + list(args), check=True, timeout=60)
+
+
+def test_a_vf_in_a_guest_keeps_the_card_in_service(world):
+    """Nova boots an instance on region0; libvirt hands its VF to
+    vfio-pci (fake_host bind-vfio); for ten agent scans the card stays
+    healthy, with no health move in its history, region1 offered in
+    Placement and untainted; deleted, the VF given back, region0 is wiped
+    and offered again."""
+    aio, apiserver, kubelet = world
+    flow._profile(aio, 'fpga-guest', 4096)
+    nova = nova_order.Nova(aio.api, aio.placement, lambda rp: HOST)
+    groups = nova.request_groups('fpga-guest')
+    # The claim the test before prepared lets go of region0.
+    claim = apiserver.claims.get(('team-a', 'after'))
+    if claim is not None:
+        assert kubelet.unprepare('v1', [rc.ref(claim)]).claims[
+            claim['metadata']['uid']].error == ''
+    waiting.read_until(lambda: nova.candidates(groups),
+                       lambda found: len(found) == 2, 30,
+                       what='both regions offered')
+    device = aio.device()
+    history = dict(HEALTH, **{'OpenStack-API-Version': 'accelerator 2.9'})
+    before = requests.get(aio.api + '/devices/%s/history' % device['uuid'],
+                          headers=history).json()['history']
+    instance, [arq] = nova.boot('fpga-guest')
+    held = arq['device_rp_uuid']
+    info = arq['attach_handle_info']
+    address = '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
+    _fake_host(aio, 'bind-vfio', address)
+
+    scans = _scans(aio)
+    waiting.read_until(lambda: _scans(aio), lambda n: n >= scans + 10, 60,
+                       what='ten agent scans')
+    device = aio.device()
+    assert (device['health'], device['unavailable_reasons']) == (
+        'healthy', [])
+    rows = requests.get(aio.api + '/devices/%s/history' % device['uuid'],
+                        headers=history).json()['history']
+    assert [r['event'] for r in rows[len(before):]
+            if r['event'] == 'device.health_change'] == []
+    offered = nova_order.offered_providers(nova.candidates(groups))
+    assert held not in offered and len(offered) == 1
+    taints = _devices(apiserver)
+    assert not any(t['key'].endswith('/unhealthy')
+                   for ts in taints.values() for t in ts)
+    assert [name for name, ts in taints.items() if not ts] != []
+
+    _fake_host(aio, 'unbind-vfio', address)
+    scans = _scans(aio)
+    waiting.read_until(lambda: _scans(aio), lambda n: n >= scans + 1, 30,
+                       what='a scan with the VF back')
+    nova.delete(instance)
+    flow._wait_cleaned(aio, held)
+    assert aio.device()['health'] == 'healthy'

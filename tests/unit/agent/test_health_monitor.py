@@ -105,12 +105,13 @@ def test_the_file_is_written_only_when_something_changes(conf2,
     assert len(writes) == 1          # the first state
     driver.readings[CARD] = [_temp(97.0)]
     _apply(monitor, driver)
+    assert len(writes) == 2          # a finding: what unreadable keeps
     _apply(monitor, driver)
-    assert len(writes) == 2          # the move to unhealthy
+    assert len(writes) == 3          # the move to unhealthy
     for value in range(97, 120):
         driver.readings[CARD] = [_temp(float(value))]
         _apply(monitor, driver)
-    assert len(writes) == 2
+    assert len(writes) == 3
 
 
 def test_readings_that_change_no_state_leave_the_report_unchanged(conf2):
@@ -254,3 +255,220 @@ def test_health_off_reports_what_drivers_say(conf2):
     monitor = _monitor(conf2)
     assert _apply(monitor, driver)[CARD] == ('healthy', None)
     assert not os.path.exists(conf2.health.state_dir)
+
+
+# --- a device or region out of the host driver's view (handed over) ------
+
+FATAL = health.Condition('catfatal_errors', 'unhealthy', 'catfatal_errors 0x4')
+
+
+def test_a_device_handed_over_comes_back_in_the_state_it_left(conf2):
+    """unhealthy -> unlisted while its function stays on the bus (bound to
+    vfio-pci) -> back at a normal reading: still unhealthy, then
+    recovering, never healthy at once."""
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [FATAL]
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    assert _apply(monitor, driver)[CARD][0] == 'unhealthy'
+    driver.devices = []
+    for _ in range(20):
+        assert _apply(monitor, driver) == {}
+    assert list(monitor.absent['sig']) == [CARD]
+    # An agent restart meanwhile keeps it too.
+    monitor = _monitor(conf2)
+    driver.devices, driver.readings[CARD] = [h.fpga(CARD)], []
+    assert [_apply(monitor, driver)[CARD][0] for _ in range(4)] == [
+        'unhealthy', 'recovering', 'recovering', 'healthy']
+    assert monitor.absent['sig'] == {}
+
+
+def test_a_device_that_leaves_in_a_scan_whose_read_fails_is_kept(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [FATAL]
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    driver.devices, driver.read_error = [], RuntimeError('bug')
+    _apply(monitor, driver)
+    driver.devices, driver.read_error = [h.fpga(CARD)], None
+    driver.readings[CARD] = []
+    assert _apply(monitor, driver)[CARD][0] == 'unhealthy'
+
+
+def test_a_region_in_a_guest_keeps_its_machine(conf2):
+    region1 = {'region1': [health.Condition('port_errors', 'degraded',
+                                            'port_errors 0x1')]}
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.region_readings[CARD] = region1
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    card = h.fpga(CARD)
+    # region1's VF handed to a guest: the card lists region0 only.
+    driver.devices = [h.changed(card, deployables=card['deployables'][:1])]
+    driver.region_readings[CARD] = {}
+    for _ in range(10):
+        monitor.apply(driver, driver.discover())
+    driver.devices = [card]
+    [record] = monitor.apply(driver, driver.discover())
+    assert record.deployables[1].health == 'degraded'
+
+
+def test_a_counter_that_grew_while_its_device_was_handed_over(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [health.Counter('aer_dev_fatal', 1,
+                                            'unhealthy')]
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    driver.devices = []
+    _apply(monitor, driver)
+    driver.devices = [h.fpga(CARD)]
+    driver.readings[CARD] = [health.Counter('aer_dev_fatal', 4,
+                                            'unhealthy')]
+    _apply(monitor, driver)
+    assert _apply(monitor, driver)[CARD] == (
+        'unhealthy', 'aer_dev_fatal grew from 1 to 4')
+
+
+def test_a_device_handed_over_then_gone_from_the_bus(conf2):
+    now = [1000.0]
+    conf2.set_override('vanished_report_seconds', 60, group='health')
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    monitor = _monitor(conf2, clock=lambda: now[0])
+    _apply(monitor, driver)
+    driver.devices = []
+    _apply(monitor, driver)
+    driver.vanished = {CARD}
+    _apply(monitor, driver)
+    assert _apply(monitor, driver)[CARD] == GONE
+    assert monitor.absent['sig'] == {}
+    now[0] += 61
+    assert _apply(monitor, driver) == {}
+    # Gone for good: nothing of it kept (a new device if it comes back).
+    assert [k for k in monitor.machines if k[1] == CARD] == []
+
+
+def test_absent_devices_are_bounded(conf2, monkeypatch):
+    monkeypatch.setattr(health_mod, 'MAX_ABSENT', 1)
+    now = [1000.0]
+    other = '0000:af:00.0'
+    driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga(other)])
+    monitor = _monitor(conf2, clock=lambda: now[0])
+    _apply(monitor, driver)
+    driver.devices = [h.fpga(other)]
+    _apply(monitor, driver)
+    now[0] += 1
+    driver.devices = []
+    _apply(monitor, driver)
+    # The one absent longest is forgotten first.
+    assert list(monitor.absent['sig']) == [other]
+    assert {k[1] for k in monitor.machines} == {other}
+
+
+# --- an unreadable signal across a restart --------------------------------
+
+UNREADABLE = health.Unreadable('catfatal_errors', 'EIO')
+
+
+def test_an_unreadable_signal_keeps_its_finding_across_a_restart(conf2):
+    """unhealthy -> its sensor unreadable -> restart: still unhealthy for
+    as long as it cannot be read, not recovering then healthy."""
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [FATAL]
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    driver.readings[CARD] = [UNREADABLE]
+    _apply(monitor, driver)
+    restarted = _monitor(conf2)
+    for _ in range(3 * conf2.health.readings_to_clear):
+        assert _apply(restarted, driver)[CARD] == (
+            'unhealthy', 'catfatal_errors 0x4')
+    driver.readings[CARD] = []
+    assert [_apply(restarted, driver)[CARD][0] for _ in range(4)] == [
+        'unhealthy', 'recovering', 'recovering', 'healthy']
+
+
+def test_a_restart_keeps_every_last_finding_not_only_the_state_s(conf2):
+    """A finding that explains no state yet (one degraded reading), or
+    one of another level than the state's, is kept across a restart as
+    without one: the restart changes nothing of what is decided."""
+    hot = _temp(93.0)                    # degraded: >= max 90
+    unreadable_temp = health.Unreadable('temperature', 'EIO')
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    monitor = _monitor(conf2)
+    driver.readings[CARD] = [_temp(40.0)]
+    _apply(monitor, driver)
+    driver.readings[CARD] = [hot]
+    assert _apply(monitor, driver)[CARD][0] == 'healthy'
+    driver.readings[CARD] = [unreadable_temp]
+    restarted = _monitor(conf2)
+    assert [_apply(restarted, driver)[CARD][0] for _ in range(3)] == [
+        'healthy', 'degraded', 'degraded']
+
+    # Unhealthy (catfatal) and hot (degraded); both unreadable over a
+    # restart; then catfatal reads clear, the temperature still not.
+    driver.readings[CARD] = [FATAL, hot]
+    _apply(restarted, driver)
+    assert _apply(restarted, driver)[CARD][0] == 'unhealthy'
+    driver.readings[CARD] = [UNREADABLE, unreadable_temp]
+    _apply(restarted, driver)
+    again = _monitor(conf2)
+    driver.readings[CARD] = [unreadable_temp]
+    assert [_apply(again, driver)[CARD][0] for _ in range(4)] == [
+        'unhealthy', 'recovering', 'recovering', 'degraded']
+
+
+def test_a_file_of_the_previous_release_keeps_the_fault_too(conf2):
+    """Its file has no last findings: what explains each unhealthy or
+    degraded machine stands in for them."""
+    path = os.path.join(conf2.health.state_dir, 'node1.json')
+    os.makedirs(os.path.dirname(path))
+    with open(path, 'w') as f:
+        json.dump({'version': 1, 'machines': {
+            json.dumps(['sig', CARD]): ['unhealthy', 'catfatal_errors 0x4',
+                                        ['catfatal_errors']]},
+            'memory': {}, 'vanished': {}}, f)
+    driver = SignalDriver(conf2, [h.fpga(CARD)])
+    driver.readings[CARD] = [UNREADABLE]
+    monitor = _monitor(conf2)
+    for _ in range(3 * conf2.health.readings_to_clear):
+        assert _apply(monitor, driver)[CARD][0] == 'unhealthy'
+
+
+def _previous_release_reads(path, to_fault=2, to_clear=2):
+    """What the previous release's HealthMonitor._load takes from the
+    file (its code, condensed): version 1, machines as [state, reason,
+    signals], memory as dicts, vanished as {driver: {identity: [since,
+    record]}}; anything else raises, and it starts afresh."""
+    from cyborg_lite.common import device_records
+    from cyborg_lite.common import states
+    with open(path) as f:
+        data = json.load(f)
+    assert data.get('version') == 1
+    machines = {tuple(json.loads(k)): states.HealthMachine(
+        to_fault, to_clear, state, reason, signals)
+        for k, (state, reason, signals) in data['machines'].items()}
+    memory = {tuple(json.loads(k)): dict(v)
+              for k, v in data['memory'].items()}
+    for entries in data['vanished'].values():
+        for _since, record in entries.values():
+            device_records.DeviceRecord.from_dict(record)
+    return machines, memory
+
+
+def test_the_previous_release_reads_the_new_file(conf2):
+    driver = SignalDriver(conf2, [h.fpga(CARD), h.fpga('0000:af:00.0')])
+    driver.readings[CARD] = [FATAL, health.Counter('aer_dev_fatal', 2)]
+    monitor = _monitor(conf2)
+    _apply(monitor, driver)
+    _apply(monitor, driver)
+    driver.devices = [h.fpga(CARD)]
+    _apply(monitor, driver)
+    with open(monitor.path) as f:
+        data = json.load(f)
+    assert data['last'] and data['absent']['sig']
+    machines, memory = _previous_release_reads(monitor.path)
+    assert machines[('sig', CARD)].state == 'unhealthy'
+    assert memory[('sig', CARD)]['counters'] == {'aer_dev_fatal': 2}

@@ -134,19 +134,66 @@ def test_handle_in_use_keeps_its_missing_device(db, caplog):
     report.handle_report(HOST, [h.ok('fpga', h.fpga(CARD0))])
     [busy, free] = h.rows(models.AttachHandle)
     _bind_arq(busy)
+    [before] = h.devices()
 
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         ack = report.handle_report(HOST, [h.ok('fpga')])
 
+    # Held (handed whole to a guest), not faulty: kept as it was.
     [dev] = h.devices()
-    assert dev.health == 'unhealthy' and ack['kept_in_use'] == 1
+    assert (dev.health, dev.health_reason, dev.health_since) == (
+        'healthy', None, before.health_since) and ack['kept_in_use'] == 1
+    assert h.rows(models.DeviceHistory) == []
     assert [a.id for a in h.rows(models.AttachHandle)] == [busy.id]
     assert len(h.rows(models.Deployable)) == 1
-    assert 'still in use' in caplog.text
+    assert 'kept while held' in caplog.text
     # Kept as it is: the next identical scan writes nothing.
     with h.count_writes() as writes:
         report.handle_report(HOST, [h.ok('fpga')])
     assert writes == []
+
+
+def test_a_region_in_a_guest_leaves_its_card_and_siblings_as_they_are(db):
+    """A VF handed to a guest: its region leaves the scan, the card
+    stays, healthy, and its other region is untouched."""
+    card = h.fpga(CARD0)
+    report.handle_report(HOST, [h.ok('fpga', card)])
+    [busy, _free] = h.rows(models.AttachHandle)
+    _bind_arq(busy)
+    [before] = h.devices()
+    siblings = h.snapshot()
+
+    ack = report.handle_report(HOST, [h.ok('fpga', h.changed(
+        card, deployables=card['deployables'][1:]))])
+
+    assert ack['kept_in_use'] == 1
+    [dev] = h.devices()
+    assert (dev.health, dev.health_since) == ('healthy',
+                                              before.health_since)
+    assert h.snapshot() == siblings
+    assert h.rows(models.DeviceHistory) == []
+
+
+def test_a_region_not_wiped_yet_is_kept_while_it_is_gone(db):
+    """Its ARQ released while its VF is still with vfio-pci: deleted, it
+    would come back as a new, available row with the tenant's data."""
+    card = h.fpga(CARD0)
+    report.handle_report(HOST, [h.ok('fpga', card)])
+    [dep0, _dep1] = h.rows(models.Deployable)
+    with session.writer() as s:
+        s.get(models.Deployable, dep0.id).device_state = 'pending_cleaning'
+
+    ack = report.handle_report(HOST, [h.ok('fpga', h.changed(
+        card, deployables=card['deployables'][1:]))])
+
+    assert ack['kept_in_use'] == 1
+    kept = [d for d in h.rows(models.Deployable) if d.id == dep0.id]
+    assert [d.device_state for d in kept] == ['pending_cleaning']
+    assert len(h.rows(models.AttachHandle, deployable_id=dep0.id)) == 1
+    # Back in the scan: the same row, still to be wiped.
+    report.handle_report(HOST, [h.ok('fpga', card)])
+    assert h.rows(models.Deployable, id=dep0.id)[0].device_state == \
+        'pending_cleaning'
 
 
 def test_kept_device_is_deleted_once_released(db):
