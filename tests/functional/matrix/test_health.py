@@ -194,10 +194,6 @@ def test_a_fault_and_a_maintenance_under_a_prepared_claim(make_host):
     assert {d['project_id'] for d in prepared} == {host.project}
 
 
-@pytest.mark.xfail(strict=True, reason='a bind its region\'s state '
-                   'refuses (a fault, a maintenance) runs its programming '
-                   'job first, writing to the card, and is refused only '
-                   'after, by finish_bind')
 def test_what_a_trusted_image_may_do_on_a_card_out_of_service(make_host):
     """Health x signatures, maintenance x signatures, programming x
     maintenance, under the project's enforce policy: a degraded card
