@@ -199,15 +199,8 @@ SIBLING_JOB_BUG = pytest.mark.xfail(
     'siblings sharing its function)')
 
 
-REFUSED_PREPARE_BUG = pytest.mark.xfail(
-    strict=True, reason='a Kubernetes prepare its job\'s checks refuse (an '
-    'unsigned image under enforce) holds the region first, records '
-    'k8s_claim.prepare and unprepare and sends it through a wipe')
-
-
-@pytest.mark.parametrize('kind', [
-    pytest.param(PCI, marks=SIBLING_JOB_BUG),
-    pytest.param(VF, marks=REFUSED_PREPARE_BUG)])
+@pytest.mark.parametrize('kind', [pytest.param(PCI, marks=SIBLING_JOB_BUG),
+                                  VF])
 def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
                                                                kind):
     """Passthrough x programming, passthrough x signatures, passthrough x
