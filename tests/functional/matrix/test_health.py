@@ -13,8 +13,8 @@ import pytest
 from tests import signing_keys
 from tests import waiting
 from tests.functional import nova_order
+from tests.functional.matrix import heard
 from tests.functional.matrix import world
-from tests.unit.kubernetes import resource_claims as rc
 
 CATFATAL = 'catfatal_errors 0x4'
 OFFERED = {'region0': 'offered', 'region1': 'offered'}
@@ -28,7 +28,7 @@ def _by_object(events, *uuids):
     found = collections.defaultdict(list)
     for event, data in events:
         for uuid in uuids:
-            if uuid in world.uuids_in(data):
+            if uuid in heard.uuids_in(data):
                 found[uuid].append(event)
     return dict(found)
 

@@ -16,24 +16,23 @@ slices), so tests never see each other's devices.
 
 The test drives it as its users do: Nova (tests/functional/nova_order.py,
 its scheduler kept to this host's tree: the session's Placement is
-shared), a kubelet, an operator over the API, the hardware through the
-fake driver's files. The agent scans when the test says (``scan``), so
-a health reading is never taken behind its back.
+shared), libvirt (the fake host's vfio-pci action on the bound
+function, drivers/fake_host.py), a kubelet, an operator over the API,
+the hardware through the fake driver's files; the driver's cleans and
+loads can be held half way (held.py). The agent scans when the test says
+(``scan``), so a health reading is never taken behind its back.
 
-What it shows are the views the issue asks every scenario to check:
+What it shows are the views every scenario checks:
 ``offers()`` (Placement: allocation candidates and reserved
 inventories), ``slices()`` (the ResourceSlices' devices and their
 taints), ``history(device)`` (GET /v2/devices/{uuid}/history) and
-``heard`` (the notifications, each checked against its schema).
+``heard_since(mark)`` (the notifications, each checked against its
+schema: heard.py).
 """
 import collections
-import functools
-import json
 import os
-import threading
 import uuid
 
-import jsonschema
 import oslo_messaging as messaging
 import requests
 from oslo_config import cfg
@@ -56,12 +55,12 @@ from tests import waiting
 from tests.fixtures.drivers import gpu_host
 from tests.functional import nova_order
 from tests.functional.kubernetes import kubelet as kubelet_mod
+from tests.functional.matrix import heard as heard_mod
+from tests.functional.matrix import held
 from tests.functional.placement import conftest as placement_fx
 from tests.unit.bitstreams import builders
 from tests.unit.kubernetes import resource_claims as rc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
 LATEST = {'OpenStack-API-Version': 'accelerator ' +
           microversion.VERSIONS[-1]}
 # The cloud's operator (an admin of no project: what it creates is
@@ -75,50 +74,6 @@ FIRST_FUNCTION = builders.hex32(builders.AFU_UUID)
 WIPE = {'pending-cleaning': 'cleaning'}
 
 
-class Heard:
-    """The notifications a listener got, in order (thread-safe)."""
-
-    def __init__(self):
-        self.messages = []
-        self.lock = threading.Lock()
-
-    def info(self, ctxt, publisher_id, event_type, payload, metadata):
-        self._got('INFO', event_type, payload)
-
-    def error(self, ctxt, publisher_id, event_type, payload, metadata):
-        self._got('ERROR', event_type, payload)
-
-    def _got(self, priority, event_type, payload):
-        with self.lock:
-            self.messages.append((priority, event_type, payload))
-
-
-@functools.lru_cache(maxsize=None)
-def _validator(name):
-    """The committed schema of payload ``name``, compiled once."""
-    with open(os.path.join(ROOT, 'docs', 'notifications',
-                           name + '.json')) as f:
-        schema = json.load(f)
-    return jsonschema.validators.validator_for(schema)(
-        schema, format_checker=jsonschema.FormatChecker())
-
-
-def checked(message):
-    """(event, data) of a notification, once its priority and payload
-    are checked against the catalogue and the committed schema."""
-    priority, event_type, payload = message
-    event = event_type[len('accelerator.'):]
-    name, wanted_priority = notifications.EVENTS[event][:2]
-    assert payload['cyborg_lite_object.name'] == name, message
-    assert priority == wanted_priority, message
-    _validator(name).validate(payload)
-    return event, payload['cyborg_lite_object.data']
-
-
-class Mark(collections.namedtuple('Mark', ['heard', 'history'])):
-    """Where the notifications and each device's history stood."""
-
-
 class NovaOnThisHost(nova_order.Nova):
     """Nova, asked to boot on this host: of Placement's candidates, those
     in its tree (the session's Placement serves other tests' hosts)."""
@@ -128,6 +83,7 @@ class NovaOnThisHost(nova_order.Nova):
                          host.services.placement.endpoint,
                          lambda rp: host.host, caller=host.member)
         self.host = host
+        self.claimed = []
 
     def candidates(self, groups):
         root = self.host.root()
@@ -135,49 +91,14 @@ class NovaOnThisHost(nova_order.Nova):
                 if all(self.host.root_of(rp) == root
                        for rp in c['allocations'])]
 
+    def claim(self, instance, candidate):
+        self.claimed.append(instance)
+        super().claim(instance, candidate)
 
-class Gate:
-    """Work the test holds half way: ``hold()``, then ``waiting`` is set
-    once the work reached it, ``release()`` lets it go on."""
-
-    def __init__(self):
-        self.released = threading.Event()
-        self.released.set()
-        self.waiting = threading.Event()
-
-    def hold(self):
-        self.waiting.clear()
-        self.released.clear()
-
-    def release(self):
-        self.released.set()
-
-    def wait_reached(self):
-        assert self.waiting.wait(30), 'the held work never started'
-
-    def __call__(self):
-        self.waiting.set()
-        assert self.released.wait(60), 'work held for a minute'
-
-
-class HeldFake(fake.FakeDriver):
-    """The fake driver, whose cleans and programmings the test may hold
-    half way, as a long scrub or load would be: the views are read while
-    they run."""
-
-    def __init__(self, conf):
-        super().__init__(conf)
-        self.name = 'fake'
-        self.cleans = Gate()
-        self.programs = Gate()
-
-    def clean(self, identity, deployable_name):
-        self.cleans()
-        super().clean(identity, deployable_name)
-
-    def program(self, identity, region_name, image_path):
-        self.programs()
-        super().program(identity, region_name, image_path)
+    def free_all(self):
+        """What Nova held in the session's Placement, given back."""
+        for instance in self.claimed:
+            self._free(instance)
 
 
 class Services:
@@ -197,7 +118,7 @@ class Services:
         # Each host's Kubernetes namespace acts for a project of its own.
         self.namespaces = {'ns-' + h: 'project-' + h
                            for h in self.host_names}
-        self.heard = Heard()
+        self.heard = heard_mod.Heard()
         self._stack = []
         self._configure()
 
@@ -369,7 +290,7 @@ class Host:
         return driver
 
     def _drivers(self):
-        self.fake = HeldFake(self.conf)
+        self.fake = held.HeldFake(self.conf)
         if self.gpu_host is None:
             return [self.fake]
         gpus = nvidia.NvidiaDriver(self.conf)
@@ -408,6 +329,7 @@ class Host:
             self.fake.programs.release()
         while self._stack:
             self._stack.pop()()
+        self.nova.free_all()
 
     # --- the API --------------------------------------------------------
 
@@ -449,7 +371,7 @@ class Host:
         return self.call('GET', '/devices/%s/history' % device_uuid,
                          200).json()['history']
 
-    # --- what the schedulers see ------------------------------------------
+    # --- what the schedulers see ---------------------------------------
 
     def root(self):
         if 'root' not in self._roots:
@@ -562,14 +484,15 @@ class Host:
         return (self.offers(deployables=deployables, **query),
                 self.slices(deployables))
 
-    # --- history and notifications ------------------------------------------
+    # --- history and notifications -------------------------------------
 
     def mark(self, *device_uuids):
         """Where the notifications and these devices' histories stand."""
         assert notifications.flush()
         with self.heard.lock:
             heard = len(self.heard.messages)
-        return Mark(heard, {u: len(self.history(u)) for u in device_uuids})
+        return heard_mod.Mark(heard, {u: len(self.history(u))
+                                      for u in device_uuids})
 
     def heard_since(self, mark, *uuids):
         """[(event, data)] of notifications since ``mark`` naming one of
@@ -578,12 +501,12 @@ class Host:
         assert notifications.flush()
         with self.heard.lock:
             messages = list(self.heard.messages[mark.heard:])
-        events = [checked(m) for m in messages]
+        events = [heard_mod.checked(m) for m in messages]
         if not uuids:
             return [(e, d) for e, d in events
                     if d.get('hostname') in (None, self.host)]
         wanted = set(uuids)
-        return [(e, d) for e, d in events if wanted & uuids_in(d)]
+        return [(e, d) for e, d in events if wanted & heard_mod.uuids_in(d)]
 
     def wait_heard(self, mark, expected, *uuids, timeout=15):
         """The events heard since ``mark`` about ``uuids`` (of the kinds
@@ -605,7 +528,7 @@ class Host:
         rows = self.history(device_uuid)[mark.history[device_uuid]:]
         return [(r['event'], r['state']) for r in rows]
 
-    # --- the hardware and the agent ----------------------------------------
+    # --- the hardware and the agent ------------------------------------
 
     def scan(self, times=1):
         """``times`` agent scans, each reported; the last answer."""
@@ -670,7 +593,7 @@ class Host:
             return self.gpu_host
         return self.kernel
 
-    # --- Nova, jobs, cleaning ----------------------------------------------
+    # --- Nova, jobs, cleaning ------------------------------------------
 
     def profile(self, extra=None, traits=(), more_groups=()):
         """A device profile (an admin's, public) for one region of the
@@ -775,7 +698,7 @@ class Host:
             lambda j: j['state'] in ('succeeded', 'failed', 'cancelled'),
             timeout, what='job %s ended' % job_uuid)
 
-    # --- Kubernetes -----------------------------------------------------------
+    # --- Kubernetes ---------------------------------------------------
 
     def claim(self, name, regions=('region0',), card=0, config=()):
         """An allocated ResourceClaim of this host's namespace for the
@@ -820,9 +743,3 @@ def new_image(afu_uuid=None):
     return builders.build_gbs(builders.gbs_metadata(
         interface_uuid=builders.INTERFACE_UUID,
         afu_uuid=afu_uuid or str(uuid.uuid4())))
-
-
-def uuids_in(data):
-    return {v for k, v in data.items() if isinstance(v, str) and (
-        k in ('uuid', 'claim_uid') or k.endswith('_uuid'))} | set(
-        data.get('device_uuids') or ())
