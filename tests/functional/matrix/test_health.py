@@ -255,18 +255,20 @@ def test_what_a_trusted_image_may_do_on_a_card_out_of_service(make_host):
     host.nova.delete(refused)
     assert host.loaded(other) == loaded
 
+    # Nova claims the free region just before a fault; its bind comes
+    # after: refused naming the fault, and nothing loaded first.
+    late = host.profile(extra={'accel:bitstream_id': signed['uuid']})
+    instance = host.nova_claim(late, other)
     host.fme_error('0x0\n', name='nonfatal_errors')
     host.fme_error('0x4\n')
     host.scan()
     assert host.offers() == RESERVED
     with pytest.raises(nova_order.NoValidHost):
-        host.boot(host.profile(extra={'accel:bitstream_id':
-                                      signed['uuid']}))
-    # A scheduler that still had the region: the bind names the fault.
-    stale = host.bind_to(host.profile(extra={'accel:bitstream_id':
-                                             signed['uuid']}), other)
-    assert stale['state'] == 'BindFailed'
-    assert CATFATAL in stale['error'], stale['error']
+        host.boot(late)
+    late_arq = host.bind_claimed(late, instance, other)
+    assert late_arq['state'] == 'BindFailed'
+    assert CATFATAL in late_arq['error'], late_arq['error']
+    assert host.loaded(other) == loaded
 
     rows = host.history_since(mark, device)
     assert [r for r in rows if r[0].startswith('device.')] == [

@@ -614,12 +614,23 @@ class Host:
         """Nova's boot on this host: (instance, [Bound ARQ])."""
         return self.nova.boot(profile)
 
-    def bind_to(self, profile, name='region0', card=0):
-        """A bind on a region as a scheduler whose view is stale asks
-        it (no claim in Placement): the ARQ once resolved."""
+    def nova_claim(self, profile, name='region0', card=0):
+        """Nova's scheduler claims in Placement the candidate on the
+        provider of deployable ``name``; the instance."""
+        rp = self.region(name, card)['rp_uuid']
+        [candidate] = [c for c in self.nova.candidates(
+            self.nova.request_groups(profile)) if rp in c['allocations']]
+        instance = str(uuid.uuid4())
+        self.nova.claim(instance, candidate)
+        return instance
+
+    def bind_claimed(self, profile, instance, name='region0', card=0):
+        """Nova's bind, after its claim (nova_claim), of an ARQ of
+        ``profile`` for ``instance`` on deployable ``name``'s provider;
+        the ARQ once resolved."""
         [arq] = self.nova._create_arqs(profile)
         self.nova._bind({arq['uuid']: {
-            'hostname': self.host, 'instance_uuid': str(uuid.uuid4()),
+            'hostname': self.host, 'instance_uuid': instance,
             'device_rp_uuid': self.region(name, card)['rp_uuid']}})
         return self.wait_arq(arq['uuid'])
 
