@@ -54,6 +54,8 @@ class Nova:
         self.placement = placement
         self.host_of = host_of
         self.accel = dict(ACCEL, **(caller or {}))
+        # Nova claims in Placement for the instance's project.
+        self.project_id = (caller or {}).get('X-Project-Id', 'p1')
 
     # --- scheduler ----------------------------------------------------
 
@@ -85,7 +87,7 @@ class Nova:
 
     def claim(self, instance, candidate):
         body = {'allocations': candidate['allocations'],
-                'project_id': 'p1', 'user_id': 'u1',
+                'project_id': self.project_id, 'user_id': 'u1',
                 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
         resp = requests.put(self.placement + '/allocations/' + instance,
                             headers=PLACEMENT, json=body, timeout=30)
