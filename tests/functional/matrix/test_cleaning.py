@@ -12,6 +12,9 @@ from tests import waiting
 from tests.functional import nova_order
 from tests.functional.matrix import world
 
+# One worker runs them all: they share the package's services.
+pytestmark = pytest.mark.xdist_group('matrix')
+
 OFFERED = {'region0': 'offered', 'region1': 'offered'}
 RESERVED = {'region0': 'reserved', 'region1': 'reserved'}
 UNTAINTED = {'region0': [], 'region1': []}

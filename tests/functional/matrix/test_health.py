@@ -16,6 +16,9 @@ from tests.functional import nova_order
 from tests.functional.matrix import heard
 from tests.functional.matrix import world
 
+# One worker runs them all: they share the package's services.
+pytestmark = pytest.mark.xdist_group('matrix')
+
 CATFATAL = 'catfatal_errors 0x4'
 OFFERED = {'region0': 'offered', 'region1': 'offered'}
 RESERVED = {'region0': 'reserved', 'region1': 'reserved'}

@@ -19,6 +19,9 @@ from tests.functional import nova_order
 from tests.functional.matrix import world
 from tests.unit.kubernetes import resource_claims as rc
 
+# One worker runs them all: they share the package's services.
+pytestmark = pytest.mark.xdist_group('matrix')
+
 PCI, VF = 'pci', 'vf'
 KINDS = [PCI, VF]
 CATFATAL = 'catfatal_errors 0x4'

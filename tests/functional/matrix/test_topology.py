@@ -4,9 +4,14 @@ cards on two NUMA nodes, card c on node c, so Placement has a provider
 per node between the compute node and the cards ([placement]
 numa_providers) and the slices a ``numaNode`` per device. Topology with
 passthrough and maintenance is tested in test_passthrough.py."""
+import pytest
+
 from tests import signing_keys
 from tests import waiting
 from tests.functional.matrix import world
+
+# One worker runs them all: they share the package's services.
+pytestmark = pytest.mark.xdist_group('matrix')
 
 NUMA = 'resource.kubernetes.io/numaNode'
 NODE0 = {'c0/region0': 'offered', 'c0/region1': 'offered'}
