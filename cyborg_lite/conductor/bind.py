@@ -238,6 +238,13 @@ def _ensure_programmed(ctxt, started, target, program, project_id):
         raise _failed(started, 'region %s must be programmed with %s first '
                       'and no programmer is configured'
                       % (target.deployable_uuid, what))
+    # NOTE: a bind the region's state refuses (a fault, a maintenance)
+    # must not write to it first: finish_bind would refuse it after the
+    # job, which had overwritten what the card held.
+    why = host_inventory.deployable_refusal(started.hostname,
+                                            target.deployable_uuid)
+    if why is not None:
+        raise _failed(started, why)
     try:
         program(ctxt, arq_uuid=started.uuid,
                 deployable_uuid=target.deployable_uuid, **need)

@@ -10,7 +10,9 @@ for a bitstream or a function the region lacks, runs the program-on-bind
 path: the same checks (programming_checks: visibility to the project the
 namespace maps to, region type, checksum, signature) and a job linked to
 the claim. A region that holds what the config asks for in an image the
-signature policy refuses now counts as not loaded, as for a bind.
+signature policy refuses now counts as not loaded, as for a bind. A
+claim's first prepare runs those checks before it holds the region, so
+one they refuse holds, wipes and records nothing.
 It waits at most the ``wait`` the caller gives; a job still running then
 answers ClaimInProgress, and the next call (a kubelet retry, or the agent
 after a restart) waits on the same job. A refusal or a failed job frees
@@ -33,9 +35,11 @@ from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import programming_checks as checks
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import k8s_claims as claims_db
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.objects import bitstream_trust
 from cyborg_lite.objects import host_inventory
 from cyborg_lite.objects import k8s_view
 
@@ -101,6 +105,11 @@ class ClaimFlow:
             return _answer(region, device_row, None)
         project_id = self.conf.kubernetes.namespace_projects.get(
             request['namespace'])
+        config = request.get('config')
+        if config and not claims_db.holds(request['claim_uid'], region.id):
+            # A prepare the job's checks refuse holds, writes and
+            # records nothing: refused before the region is held.
+            self._check_config(region, config, project_id)
         claimed = claims_db.claim(
             region.id, request['claim_uid'], request['namespace'],
             request['claim_name'], request['device'], project_id,
@@ -111,7 +120,6 @@ class ClaimFlow:
                      region.uuid, request['namespace'],
                      request['claim_name'], request['claim_uid'])
         try:
-            config = request.get('config')
             if config:
                 self._ensure_programmed(claimed, region.uuid, config,
                                         project_id, wait)
@@ -144,8 +152,11 @@ class ClaimFlow:
                 reason='job %s %s: %s' % (done.uuid, done.state,
                                           done.error or 'no reason given'))
 
-    def _start(self, claimed, deployable_uuid, config, project_id, holder):
-        region, _device = deployables_db.load_region(deployable_uuid)
+    @staticmethod
+    def _to_load(region, config, project_id):
+        """The uuid of the bitstream the config makes the region load, or
+        None when it holds what the config asks for in an image the
+        project may be given as it is."""
         wanted = _wanted(config)
         if not config.get('force') and bind.programming_needed(
                 wanted, region.bitstream_id, region.function_id) is None \
@@ -156,6 +167,23 @@ class ClaimFlow:
         if bitstream_uuid is None:
             bitstream_uuid = checks.resolve_function(
                 config['function_id'], region, project_id)
+        return bitstream_uuid
+
+    def _check_config(self, region, config, project_id):
+        """The checks the config's job gets (programming_checks.preflight)
+        but who holds the region, which the hold decides."""
+        bitstream_uuid = self._to_load(region, config, project_id)
+        if bitstream_uuid is None:
+            return
+        bitstream = bitstreams_db.get(bitstream_uuid)
+        checks.preflight(bitstream, region, None, project_id=project_id,
+                         trust=bitstream_trust.load(bitstream, project_id))
+
+    def _start(self, claimed, deployable_uuid, config, project_id, holder):
+        region, _device = deployables_db.load_region(deployable_uuid)
+        bitstream_uuid = self._to_load(region, config, project_id)
+        if bitstream_uuid is None:
+            return None
         job = self.programming.start_job(bitstream_uuid, deployable_uuid,
                                          project_id=project_id,
                                          holder=holder)

@@ -56,6 +56,12 @@ def _find(s, claim_uid, deployable_id):
         CLAIM.deployable_id == deployable_id)).first()
 
 
+def holds(claim_uid, deployable_id):
+    """Whether the claim holds the region now."""
+    with session.reader() as s:
+        return _find(s, claim_uid, deployable_id) is not None
+
+
 def region_holder(s, deployable_id):
     """Who holds a handle of the region: an ARQ's uuid, ``k8s:<uid>``, or
     None when every handle is free."""

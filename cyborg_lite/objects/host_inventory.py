@@ -311,9 +311,26 @@ def region_refusal(rows):
     [device] = _views(rows)
     [deployable] = [d for d in device.deployables
                     if d.uuid == rows.deployables[0].uuid]
+    return refusal(device, deployable)
+
+
+def refusal(device, deployable):
+    """Why ``deployable`` of ``device`` (views) may not be bound now, as
+    a sentence; None when it may."""
     reasons = unavailable_reasons(device, deployable)
     if not reasons:
         return None
     return 'deployable %s (%s) is unavailable [%s]: %s' % (
         deployable.uuid, deployable.name, ', '.join(reasons),
         describe(reasons, device, deployable))
+
+
+def deployable_refusal(hostname, deployable_uuid):
+    """``refusal`` of a deployable of ``hostname``, read now (a caller
+    about to act on it: the bind decides again under its locks); None
+    when it may be bound, or is not there."""
+    for device in load(hostname).devices:
+        for deployable in device.deployables:
+            if deployable.uuid == deployable_uuid:
+                return refusal(device, deployable)
+    return None

@@ -45,17 +45,22 @@ def suffix(group_id):
 
 class Nova:
     """``host_of(rp_uuid)``: the compute host of a provider, as Nova's
-    scheduler knows the host it picked."""
+    scheduler knows the host it picked; ``caller``: headers naming who
+    Nova acts for (the instance's user, behind an API without Keystone),
+    the API's default caller when None."""
 
-    def __init__(self, api, placement, host_of):
+    def __init__(self, api, placement, host_of, caller=None):
         self.api = api            # http://.../v2
         self.placement = placement
         self.host_of = host_of
+        self.accel = dict(ACCEL, **(caller or {}))
+        # Nova claims in Placement for the instance's project.
+        self.project_id = (caller or {}).get('X-Project-Id', 'p1')
 
     # --- scheduler ----------------------------------------------------
 
     def request_groups(self, profile_name):
-        resp = requests.get(self.api + '/device_profiles', headers=ACCEL,
+        resp = requests.get(self.api + '/device_profiles', headers=self.accel,
                             params={'name': profile_name}, timeout=30)
         assert resp.status_code == 200, resp.text
         [profile] = resp.json()['device_profiles']
@@ -82,7 +87,7 @@ class Nova:
 
     def claim(self, instance, candidate):
         body = {'allocations': candidate['allocations'],
-                'project_id': 'p1', 'user_id': 'u1',
+                'project_id': self.project_id, 'user_id': 'u1',
                 'consumer_generation': None, 'consumer_type': 'INSTANCE'}
         resp = requests.put(self.placement + '/allocations/' + instance,
                             headers=PLACEMENT, json=body, timeout=30)
@@ -121,7 +126,7 @@ class Nova:
 
     def _create_arqs(self, profile_name):
         resp = requests.post(self.api + '/accelerator_requests',
-                             headers=ACCEL, timeout=30,
+                             headers=self.accel, timeout=30,
                              json={'device_profile_name': profile_name})
         assert resp.status_code == 201, resp.text
         return resp.json()['arqs']
@@ -131,7 +136,7 @@ class Nova:
                        for k, v in binding.items()]
                  for arq, binding in bindings.items()}
         resp = requests.patch(self.api + '/accelerator_requests',
-                              headers=ACCEL, json=patch, timeout=30)
+                              headers=self.accel, json=patch, timeout=30)
         assert resp.status_code == 202, resp.text
 
     def _wait_resolved(self, instance, timeout):
@@ -140,7 +145,7 @@ class Nova:
         deadline = time.monotonic() + timeout
         while True:
             resp = requests.get(self.api + '/accelerator_requests',
-                                headers=ACCEL, timeout=30, params={
+                                headers=self.accel, timeout=30, params={
                                     'instance': instance,
                                     'bind_state': 'resolved'})
             if resp.status_code == 200:
@@ -152,7 +157,7 @@ class Nova:
     def delete(self, instance):
         """ComputeManager._delete_instance, then _complete_deletion."""
         resp = requests.delete(self.api + '/accelerator_requests',
-                               headers=ACCEL, timeout=30,
+                               headers=self.accel, timeout=30,
                                params={'instance': instance})
         assert resp.status_code == 204, resp.text
         self._free(instance)
@@ -160,7 +165,7 @@ class Nova:
     def shelve_offload(self, instance, arqs):
         """The ARQs by uuid, then the allocations."""
         resp = requests.delete(self.api + '/accelerator_requests',
-                               headers=ACCEL, timeout=30, params={
+                               headers=self.accel, timeout=30, params={
                                    'arqs': ','.join(a['uuid']
                                                     for a in arqs)})
         assert resp.status_code == 204, resp.text

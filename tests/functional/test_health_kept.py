@@ -16,7 +16,6 @@ import pytest
 
 from cyborg_lite.objects import host_inventory
 from tests.functional.host_env import make_host_env  # noqa: F401
-from tests.functional.placement.conftest import placement  # noqa: F401
 
 SCANS = 12
 

@@ -14,7 +14,6 @@ import os
 from tests import waiting
 from tests.functional import host_env as he
 from tests.functional.host_env import make_host_env  # noqa: F401
-from tests.functional.placement.conftest import placement  # noqa: F401
 
 # Scans a guest keeps its device for: many hysteresis windows.
 GUEST_SCANS = 12

@@ -12,7 +12,6 @@ from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401
 from tests.functional.placement.conftest import configure_placement
-from tests.functional.placement.conftest import placement  # noqa: F401
 from tests.unit.bitstreams import builders
 from tests.unit.conductor import bind_helpers
 

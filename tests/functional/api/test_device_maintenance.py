@@ -23,7 +23,6 @@ from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import error_of
 from tests.functional.placement import fake_host
 from tests.functional.placement.conftest import configure_placement
-from tests.functional.placement.conftest import placement  # noqa: F401
 from tests import servers
 from tests import waiting
 

@@ -10,7 +10,6 @@ from tests.functional.api.conftest import MANAGER_A
 from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import error_of
 from tests.functional.placement.conftest import configure_placement
-from tests.functional.placement.conftest import placement  # noqa: F401
 from tests import servers
 
 V24 = {'OpenStack-API-Version': 'accelerator 2.4'}

@@ -7,7 +7,6 @@ import requests
 from tests.functional.cli import bitstream_cli as b
 from tests.functional.cli import conftest as c
 from tests.functional.placement.conftest import configure_placement
-from tests.functional.placement.conftest import placement  # noqa: F401
 
 CARD = 'host1_0000:5e:00.0'
 GPU = 'host1_0000:3b:00.0'

@@ -1,4 +1,6 @@
-"""A real openstack-placement server, and a PlacementSink configured for it."""
+"""Placement servers of the placement tests' own, and a PlacementSink
+configured for one (the session's ``placement`` is tests/functional/
+conftest.py's)."""
 import uuid
 
 import pytest
@@ -7,14 +9,6 @@ from keystoneauth1 import loading as ks_loading
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
 from cyborg_lite.common import placement_server
-
-
-@pytest.fixture(scope='session')
-def placement():
-    """One Placement for the session; tests keep apart by hostname."""
-    server = placement_server.PlacementServer().start()
-    yield server
-    server.cleanup()
 
 
 @pytest.fixture(scope='session')

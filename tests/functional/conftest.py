@@ -1,0 +1,12 @@
+"""Fixtures every functional test may share."""
+import pytest
+
+from cyborg_lite.common import placement_server
+
+
+@pytest.fixture(scope='session')
+def placement():
+    """One Placement for the session; tests keep apart by hostname."""
+    server = placement_server.PlacementServer().start()
+    yield server
+    server.cleanup()
