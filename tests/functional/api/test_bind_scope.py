@@ -20,7 +20,6 @@ from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import MEMBER_B
 from tests.functional.api.conftest import error_of
 from tests.functional.placement.conftest import configure_placement
-from tests.functional.placement.conftest import placement  # noqa: F401
 
 ARQS = '/v2/accelerator_requests'
 PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
