@@ -59,19 +59,21 @@ class Held:
         assert env.candidates() == self.others | {self.row.rp_uuid}
         self.arq = env.bind(name, identity)
         if env.kind == 'fpga':
-            with open(self.memory_path(), 'w') as f:
+            os.makedirs(os.path.dirname(self.memory_file()), exist_ok=True)
+            with open(self.memory_file(), 'w') as f:
                 f.write(TENANT_DATA)
         self.address = env.attach(self.arq)
         # The region's history once it waits.
         self.waited = None
 
-    def memory_path(self):
-        return self.env.new_driver().local_memory_path(he.CARD, self.name)
+    def memory_file(self):
+        """The simulated local memory of the FPGA region (its port N is
+        region N's of the one card), there while the port is not."""
+        return os.path.join(self.env.conf.fake_driver.state_dir,
+                            'local_memory', 'dfl-port.%s' % self.name[-1])
 
     def memory(self):
-        with open(os.path.join(self.env.conf.fake_driver.state_dir,
-                               'local_memory', 'dfl-port.%s'
-                               % self.name[-1])) as f:
+        with open(self.memory_file()) as f:
             return f.read()
 
     def shown(self):
@@ -108,6 +110,7 @@ class Held:
         shown = self.shown()
         assert shown['device_state'] == 'pending_cleaning'
         assert 'vfio-pci' in shown['cleaning_error']
+        assert 'unreported_since' in shown['attributes_list']
         history = self.history()
         if self.waited is None:
             self.waited = history
@@ -115,6 +118,7 @@ class Held:
                 'deployable.clean.wait', history
             assert 'deployable.clean.error' not in [e for e, _s, _r in
                                                     history]
+            assert 'accelerator.deployable.clean.wait' in env.notified()
         # No try begun since, nothing written: it just waits.
         assert history == self.waited
         assert 'accelerator.deployable.clean.error' not in env.notified()
@@ -205,7 +209,9 @@ def test_a_region_released_in_vfio_waits_for_its_function(
     assert events[-2:] == ['deployable.clean.start', 'deployable.clean.end']
     assert 'deployable.clean.error' not in events
     assert env.deployable(held.name, held.identity).uuid == held.row.uuid
-    assert held.shown()['cleaning_error'] is None
+    shown = held.shown()
+    assert shown['cleaning_error'] is None
+    assert 'unreported_since' not in shown['attributes_list']
 
 
 def test_a_conductor_killed_before_a_returned_region_is_cleaned(
