@@ -14,7 +14,11 @@ agent/programming.JobRunner runs jobs:
 3. the driver's ``clean`` runs, blocking, with heartbeats every
    [cleaning]heartbeat_interval seconds; its end is reported as
    'available' or 'error' with the driver's reason. A driver without
-   CleaningInterface has nothing to clean with: 'available'.
+   CleaningInterface has nothing to clean with: 'available'. A region
+   its driver's scan does not list (its function handed to vfio-pci, or
+   any other holder) is never touched: the agent reports its scan, then
+   'error' with why; the conductor, which knows from that scan the
+   region is out of view, has it wait for its function (db/cleaning.py).
 
 A region runs one try at a time. A request for a region that is busy
 waits as its next one (a newer request replaces an older waiting one), so
@@ -39,6 +43,23 @@ LOG = logging.getLogger(__name__)
 
 class _Stop(Exception):
     """The conductor refused a report: the try is no longer current."""
+
+
+def _in_view(driver, request):
+    """Whether the driver's scan lists the request's region now (True
+    when it cannot tell: its own clean then decides)."""
+    if not isinstance(driver, base.DiscoveryInterface):
+        return True
+    try:
+        records = driver.discover()
+    except Exception as exc:
+        LOG.warning('Driver %s could not scan before cleaning (%s)',
+                    driver.name, exception.error_text(exc))
+        return True
+    return any(record.identity == request['identity'] and
+               any(dep.name == request['deployable_name']
+                   for dep in record.deployables)
+               for record in records)
 
 
 class CleaningRunner(gated_runner.GatedRunner):
@@ -142,6 +163,9 @@ class CleaningRunner(gated_runner.GatedRunner):
                      where)
             self._end(request)
             return
+        if not _in_view(driver, request):
+            self._out_of_view(driver, request)
+            return
         LOG.info('Cleaning %s (try %s)', where, try_uuid)
         try:
             with self._heartbeats(request):
@@ -154,6 +178,20 @@ class CleaningRunner(gated_runner.GatedRunner):
             self._end(request)
         if self.after_clean is not None and not self._cut.is_set():
             self.after_clean(driver)
+
+    def _out_of_view(self, driver, request):
+        """The region is not in its driver's scan: its function is with
+        another holder (vfio-pci for a guest). Nothing is touched; the
+        scan is reported first, so that the conductor knows it is out of
+        view when the try's end says it did not run (it then waits)."""
+        why = ('%s %s is not in the scan of driver %s on %s: its function '
+               'is with another driver (e.g. vfio-pci); not touched'
+               % (request['identity'], request['deployable_name'],
+                  driver.name, self.host))
+        LOG.warning('Cleaning try %s: %s', request['cleaning_uuid'], why)
+        if self.after_clean is not None and not self._cut.is_set():
+            self.after_clean(driver)
+        self._end(request, why)
 
     def _wait_beating(self, request):
         deadline = time.monotonic() + self.heartbeat_interval

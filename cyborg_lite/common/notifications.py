@@ -259,6 +259,11 @@ EVENTS = {
                                "the clean's agent went silent or "
                                'restarted: to be cleaned again '
                                '(pending_cleaning)'),
+    'deployable.clean.wait': ('CleaningPayload', INFO,
+                              "the region's function is out of its host "
+                              "driver's view (e.g. still bound to "
+                              'vfio-pci): its clean waits until the host '
+                              'reports it again (pending_cleaning)'),
     'k8s_claim.prepare': ('KubernetesClaimPayload', INFO,
                           'the region is held for a claim (kubelet '
                           'Prepare)'),

@@ -8,6 +8,10 @@ its driver cleans nothing (no CleaningInterface). The agent runs the
 driver's ``clean`` in a thread, beats while it runs and reports the end
 (``progress``): cleaning -> available, or error (reserved until an
 operator asks for a clean again). The machine is common/states.DEVICE.
+A region out of its host driver's view (its function with vfio-pci, or
+another holder) is not sent: it waits, pending_cleaning, until a report
+lists it again, and a try that found it gone waits again instead of
+failing (db/cleaning.py; ConductorManager.report starts what returned).
 
 While a region is not available, Placement has its providers reserved
 and binds are refused (objects/host_inventory.py, db/cleaning.py); after
@@ -193,6 +197,10 @@ class CleaningFlow:
             LOG.info('Deployable %s cleaned (try %s): available',
                      deployable_uuid, cleaning_uuid)
             self._publish({region.hostname})
+        elif region.device_state == 'pending_cleaning':
+            LOG.warning('Cleaning deployable %s did not run (try %s): %s; '
+                        'it waits: %s', deployable_uuid, cleaning_uuid,
+                        error, region.cleaning_error)
         else:
             LOG.error('Cleaning deployable %s failed (try %s): %s; it stays '
                       'reserved until an operator asks for a clean again',

@@ -64,6 +64,14 @@ class ConductorManager:
             except Exception:
                 LOG.exception('After-report hook failed for host %s',
                               hostname)
+        if ack.get('returned'):
+            # Back in its driver's view: a clean it waited for starts (a
+            # conductor killed before this leaves it to the periodic one).
+            try:
+                self.cleaning.start([hostname])
+            except Exception:
+                LOG.exception('Starting the cleans of host %s after its '
+                              'report failed', hostname)
         return ack
 
     @messaging.expected_exceptions(*_OUTAGE)

@@ -16,7 +16,12 @@ no longer lists them. The answer is the acknowledgement::
 
     {'hostname': 'node1', 'changed': True,
      'drivers': {'fake': 'applied', 'nvidia': 'scan failed'},
-     'created': 7, 'updated': 0, 'deleted': 0, 'kept_in_use': 0}
+     'created': 7, 'updated': 0, 'deleted': 0, 'kept_in_use': 0,
+     'returned': 0}
+
+``returned``: kept regions the host reports again (out of its driver's
+view until now); the conductor then starts the clean any of them waits
+for (db/cleaning.py). An agent reads ``changed`` only.
 
 Any bad part (malformed record, unknown type, duplicate identity, absurd
 value) rejects the whole report with InvalidReport before a row changes.
@@ -46,6 +51,7 @@ from cyborg_lite.common import shared_functions
 from cyborg_lite.common import topology
 from cyborg_lite.conductor import health
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import inventory
 
@@ -54,8 +60,10 @@ LOG = logging.getLogger(__name__)
 # Standard names (FPGA, PGPU, VGPU, ...) and CUSTOM_* ones, as Placement
 # spells them; anything else Placement would refuse later, less clearly.
 _PLACEMENT_NAME_RE = re.compile(r'^[A-Z][A-Z0-9_]{0,254}$')
-# Attribute keys the conductor itself writes from resource_class / traits.
-_RESERVED_ATTRIBUTE_RE = re.compile(r'^(rc|trait[0-9]+)$')
+# Attribute keys the conductor itself writes: from resource_class /
+# traits, and the note of a kept region its host no longer reports.
+_RESERVED_ATTRIBUTE_RE = re.compile(r'^(rc|trait[0-9]+|%s)$'
+                                    % re.escape(cleaning_db.UNREPORTED))
 MAX_DRIVERS = 64
 MAX_DEVICES_PER_DRIVER = 4096
 MAX_COLUMN = 255
@@ -189,6 +197,7 @@ def handle_report(hostname, driver_reports, numa_nodes=None):
                     for driver, ok, _error in drivers},
         'created': changes.created, 'updated': changes.updated,
         'deleted': changes.deleted, 'kept_in_use': changes.kept_in_use,
+        'returned': changes.returned,
     }
 
 

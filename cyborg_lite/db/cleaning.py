@@ -17,6 +17,15 @@ Who moves a region, and with what:
   agent's try, -> pending_cleaning, or error once no tries are left);
 - an operator: ``reclean`` (available | error -> pending_cleaning).
 
+A region kept while its host's report no longer lists it (db/inventory.py
+notes it with the attribute UNREPORTED: its function is out of the host
+driver's view, e.g. a VF still bound to vfio-pci after its guest) is held
+by whoever has that function: it waits, pending_cleaning, and no try is
+begun (``ready``, ``begin``); its history and ``cleaning_error`` say why
+(``note_wait``). A report that lists it again drops the attribute and
+the conductor starts its clean. A try that failed while the region was
+out of view goes back to waiting, not to error (``finish``).
+
 Each move is one conditional UPDATE (db/conditional.py) on the state it
 was decided on and, for a try, on its ``cleaning_uuid``: of two
 conductors, or of an agent's late report and a reaper, exactly one wins,
@@ -50,6 +59,17 @@ DEP = models.Deployable
 DEVICE = models.Device
 HANDLE = models.AttachHandle
 JOB = models.ProgrammingJob
+ATTR = models.Attribute
+
+# The attribute db/inventory.py writes on a kept region its host's report
+# no longer lists (value: since when, by the database's clock); reported
+# again, the report drops it. An attribute rather than a column: a
+# conductor of the previous release drops it too (it deletes whatever
+# attribute a report leaves out), so none is ever left behind.
+UNREPORTED = 'unreported_since'
+WAIT_REASON = ("its function is out of its host driver's view (bound to "
+               "another driver, e.g. vfio-pci after a guest); wiped once "
+               "the host reports it again")
 
 # A region as the cleaning flow needs it: the deployable, its device's
 # host, identity and driver, and its cleaning columns.
@@ -109,13 +129,23 @@ def _offers_again(from_states, to_state):
         state not in states.DEVICE_SCHEDULABLE for state in from_states)
 
 
+def _unreported(deployable_id=DEP.id):
+    """SQL: the region's host no longer reports it (UNREPORTED)."""
+    return (sa.select(ATTR.id)
+            .where(ATTR.deployable_id == deployable_id,
+                   ATTR.key == UNREPORTED)
+            .exists())
+
+
 def _holder_exists():
-    """SQL: a handle of the region is in use, or a job is active on it."""
+    """SQL: a handle of the region is in use, a job is active on it, or
+    its function is out of its host driver's view (another driver has
+    it: never wiped under its holder, at most one holder)."""
     handle = (sa.select(HANDLE.id)
               .where(HANDLE.deployable_id == DEP.id, HANDLE.in_use.is_(True))
               .exists())
     job = sa.select(JOB.id).where(JOB.active_deployable_id == DEP.id).exists()
-    return sa.or_(handle, job)
+    return sa.or_(handle, job, _unreported())
 
 
 # The notification of a region's move to each state, by what moved it.
@@ -143,6 +173,24 @@ def _record(s, deployable_id, event=None, reason=None):
 
 
 # --- binds, releases, programming jobs (their transactions) -----------------
+
+def note_wait(s, deployable_id):
+    """The pending_cleaning region's function is out of its host
+    driver's view: say why it waits (``cleaning_error``, its history).
+    Called with the move or note that made it wait."""
+    conditional.update(s, DEP, DEP.id == deployable_id,
+                       {'cleaning_error': WAIT_REASON},
+                       DEP.device_state == 'pending_cleaning',
+                       bump_version=False)
+    LOG.info('Deployable id=%s waits for its clean: %s', deployable_id,
+             WAIT_REASON)
+    _record(s, deployable_id, 'deployable.clean.wait', reason=WAIT_REASON)
+
+
+def _waits(s, deployable_id):
+    """Whether the region now pending_cleaning is out of view."""
+    return s.scalar(sa.select(_unreported(deployable_id)))
+
 
 def _move_statement(from_state, to_state):
     """``_move``'s UPDATE from one state, built once (``deployable_id`` is
@@ -187,6 +235,8 @@ def release(s, handle_id):
         # release's caller answers (it publishes this request at once).
         publish_requests.add(s, region.hostname,
                              'released: waits for its wipe')
+        if _waits(s, deployable_id):
+            note_wait(s, deployable_id)
     if region.device_state != 'pending_cleaning':
         return None
     return region.hostname
@@ -290,7 +340,9 @@ def beat(deployable_uuid, try_uuid):
 
 
 def finish(deployable_uuid, try_uuid, error=None):
-    """The try ended: cleaning -> available, or error with ``error``.
+    """The try ended: cleaning -> available, or error with ``error``
+    (pending_cleaning, waiting, when the region is out of its host
+    driver's view: ``_wait_again``).
 
     Returns the Region after the move, with the try's
     ``cleaning_started_at`` (its first heartbeat, None without one). The
@@ -305,6 +357,8 @@ def finish(deployable_uuid, try_uuid, error=None):
         if region.device_state == target and \
                 region.cleaning_uuid == try_uuid:
             return region
+        if error is not None and _waits(s, region.id):
+            return _wait_again(s, region, try_uuid)
         # NOTE: cleaning_attempts stays: how many tries this clean took.
         if not _move(s, region.id, ('cleaning',), target,
                      DEP.cleaning_uuid == try_uuid, cleaning_error=error,
@@ -313,6 +367,20 @@ def finish(deployable_uuid, try_uuid, error=None):
                                'ending it as %s' % target)
         return _record(s, region.id)._replace(
             cleaning_started_at=region.cleaning_started_at)
+
+
+def _wait_again(s, region, try_uuid):
+    """A try failed while the region is out of its host driver's view
+    (its agent found it gone, and said so in a report first): nothing
+    was wiped and nothing is broken; it waits again, the try not
+    counted."""
+    if not _move(s, region.id, ('cleaning',), 'pending_cleaning',
+                 DEP.cleaning_uuid == try_uuid, cleaning_uuid=None,
+                 cleaning_started_at=None):
+        raise _not_current(s, region.uuid, try_uuid,
+                           'ending it as pending_cleaning')
+    note_wait(s, region.id)
+    return _region(s, id=region.id)
 
 
 def _silent_tries(s, hostname, silent_for):
@@ -397,5 +465,9 @@ def reclean(deployable_uuid):
         # An idle region taken away until wiped: published before the
         # request answers.
         publish_requests.add(s, region.hostname, 'a clean asked for')
-        return _record(s, region.id, 'deployable.clean.request',
-                       reason='asked for by an operator')
+        asked = _record(s, region.id, 'deployable.clean.request',
+                        reason='asked for by an operator')
+        if _waits(s, region.id):
+            note_wait(s, region.id)
+            return _region(s, id=region.id)
+        return asked

@@ -45,6 +45,12 @@ Rules:
   what its hardware says, so nothing of the kept rows changes: their
   health stays what the agent last reported, and their siblings are
   offered as before (objects/host_inventory.py decides availability).
+  The one row written is a note, the attribute db/cleaning.UNREPORTED on
+  the kept deployable, added when it leaves the scan and dropped when a
+  report lists it again (as any attribute a report leaves out): a region
+  not wiped yet is not cleaned while another driver has its function,
+  and its clean starts once it is back (``Changes.returned``). The note
+  changes no offer: it is not counted in Changes and requests no publish.
 - ``health_since`` is the database's time of the last change of health
   (or of the row's creation).
 
@@ -62,6 +68,7 @@ from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
+from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
 from cyborg_lite.db import conditional
 from cyborg_lite.db import devices
@@ -90,6 +97,9 @@ class Changes:
     updated: int = 0
     deleted: int = 0
     kept_in_use: int = 0
+    # Kept deployables a report lists again (their UNREPORTED note
+    # dropped, counted in ``deleted``): a clean they wait for may start.
+    returned: int = 0
     # The stored health of a device (deployable_id None) or region moved.
     health_moves: list = dataclasses.field(default_factory=list)
 
@@ -381,6 +391,8 @@ def _sync_deployables(s, dev, wanted, cpid_id, stored, changes):
         else:
             _set_all(dep, _with_health(dep, want['values'], want, changes),
                      changes)
+        if cleaning.UNREPORTED in stored.attributes.get(dep.id, {}):
+            changes.returned += 1
         _sync_attributes(s, dep, want['attributes'], stored, changes)
         _sync_handles(s, dep, want['handles'], cpid_id, stored, changes)
     for name in sorted(set(existing) - set(wanted)):
@@ -442,8 +454,10 @@ def _remove_deployable(s, dep, stored, changes):
         changes.kept_in_use += 1
         LOG.info('Deployable %s is gone from the scan while %s; kept until '
                  'it is wiped', dep.name, dep.device_state)
+        _note_unreported(s, dep, stored)
         return True
     if _sync_handles(s, dep, {}, None, stored, changes):
+        _note_unreported(s, dep, stored)
         return True
     for attr in stored.attributes.pop(dep.id, {}).values():
         s.delete(attr)
@@ -456,6 +470,21 @@ def _remove_deployable(s, dep, stored, changes):
     s.flush()
     changes.deleted += 1
     return False
+
+
+def _note_unreported(s, dep, stored):
+    """Note, once, that the kept ``dep`` is out of its host driver's view
+    (db/cleaning.py waits for it before a clean)."""
+    attrs = stored.attributes.setdefault(dep.id, {})
+    if cleaning.UNREPORTED in attrs:
+        return
+    attrs[cleaning.UNREPORTED] = models.Attribute(
+        uuid=_new_uuid(), deployable_id=dep.id, key=cleaning.UNREPORTED,
+        value=clock.now(s).isoformat(sep=' ', timespec='seconds'))
+    s.add(attrs[cleaning.UNREPORTED])
+    s.flush()
+    if dep.device_state == 'pending_cleaning':
+        cleaning.note_wait(s, dep.id)
 
 
 def _remove_device(s, dev, stored, changes):

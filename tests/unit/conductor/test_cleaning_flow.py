@@ -3,6 +3,7 @@ which host) and the publishing hook recorded (which host, when)."""
 import pytest
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import uuids
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.db import arqs as arqs_db
@@ -144,3 +145,54 @@ def test_a_region_an_agent_cannot_name_fails_with_the_reason(flow):
     [failed] = cleaning_db.in_state('error')
     assert failed.uuid == region['deployable_uuid']
     assert 'not named <host>_<identity>_<region>' in failed.cleaning_error
+
+
+def _unreported(region, note=True):
+    """What db/inventory.py does as the region leaves (or rejoins) its
+    host's scan: its function handed to vfio-pci (or given back)."""
+    with session.writer() as s:
+        if note:
+            s.add(models.Attribute(
+                uuid=uuids.new(), key=cleaning_db.UNREPORTED,
+                deployable_id=region['deployable_id'], value='now'))
+        else:
+            s.query(models.Attribute).filter_by(
+                key=cleaning_db.UNREPORTED).delete()
+
+
+def _waits(region):
+    with session.reader() as s:
+        dep = s.get(models.Deployable, region['deployable_id'])
+        return dep.device_state, dep.cleaning_error
+
+
+def test_a_try_that_found_its_region_out_of_view_waits_again(flow):
+    region = _released()
+    flow.start(['host1'])
+    [(_host, request)] = flow.agent_api.sent
+    # The agent found it gone and reported its scan before the end.
+    _unreported(region)
+
+    result = flow.progress(region['deployable_uuid'],
+                           request['cleaning_uuid'], 'error',
+                           error='0000:5e:00.0 region0 is not in the scan')
+
+    assert result['device_state'] == 'pending_cleaning'
+    assert _waits(region) == ('pending_cleaning', cleaning_db.WAIT_REASON)
+    # Neither the periodic task nor a start sends it while out of view.
+    assert flow.reap_and_redispatch()['dispatched'] == []
+    assert flow.start(['host1']) == []
+    assert len(flow.agent_api.sent) == 1
+    _unreported(region, note=False)
+    assert flow.start(['host1']) == [region['deployable_uuid']]
+
+
+def test_a_clean_asked_for_while_out_of_view_waits(flow):
+    region = h.make_region()
+    _unreported(region)
+
+    cleaning_db.reclean(region['deployable_uuid'])
+
+    assert _waits(region) == ('pending_cleaning', cleaning_db.WAIT_REASON)
+    assert flow.start(['host1']) == []
+    assert flow.agent_api.sent == []

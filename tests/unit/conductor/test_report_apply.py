@@ -5,6 +5,7 @@ import uuid
 
 from cyborg_lite.common import naming
 from cyborg_lite.conductor import report
+from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.unit.conductor import report_helpers as h
@@ -166,11 +167,18 @@ def test_a_region_in_a_guest_leaves_its_card_and_siblings_as_they_are(db):
     ack = report.handle_report(HOST, [h.ok('fpga', h.changed(
         card, deployables=card['deployables'][1:]))])
 
-    assert ack['kept_in_use'] == 1
+    assert ack['kept_in_use'] == 1 and ack['changed'] is False
     [dev] = h.devices()
     assert (dev.health, dev.health_since) == ('healthy',
                                               before.health_since)
-    assert h.snapshot() == siblings
+    # Nothing changed but the one note that the region is unreported.
+    [note] = h.rows(models.Attribute, key=cleaning_db.UNREPORTED)
+    assert note.deployable_id == busy.deployable_id
+    after = h.snapshot()
+    at = models.Attribute.__table__.c.keys().index('id')
+    after['attributes'] = [a for a in after['attributes']
+                           if a[at] != note.id]
+    assert after == siblings
     assert h.rows(models.DeviceHistory) == []
 
 
@@ -190,10 +198,27 @@ def test_a_region_not_wiped_yet_is_kept_while_it_is_gone(db):
     kept = [d for d in h.rows(models.Deployable) if d.id == dep0.id]
     assert [d.device_state for d in kept] == ['pending_cleaning']
     assert len(h.rows(models.AttachHandle, deployable_id=dep0.id)) == 1
-    # Back in the scan: the same row, still to be wiped.
-    report.handle_report(HOST, [h.ok('fpga', card)])
+    # Noted unreported, and why its clean waits.
+    assert _unreported() == [dep0.id]
+    assert kept[0].cleaning_error == cleaning_db.WAIT_REASON
+    assert [(r.event, r.reason) for r in h.rows(models.DeviceHistory)] == [
+        ('deployable.clean.wait', cleaning_db.WAIT_REASON)]
+    # The same scan again: nothing written.
+    with h.count_writes() as writes:
+        ack = report.handle_report(HOST, [h.ok('fpga', h.changed(
+            card, deployables=card['deployables'][1:]))])
+    assert writes == [] and ack['returned'] == 0
+    # Back in the scan: the same row, still to be wiped, the note gone.
+    ack = report.handle_report(HOST, [h.ok('fpga', card)])
+    assert ack['returned'] == 1 and ack['changed'] is True
     assert h.rows(models.Deployable, id=dep0.id)[0].device_state == \
         'pending_cleaning'
+    assert _unreported() == []
+
+
+def _unreported():
+    return [a.deployable_id for a in h.rows(models.Attribute,
+                                            key=cleaning_db.UNREPORTED)]
 
 
 def test_kept_device_is_deleted_once_released(db):

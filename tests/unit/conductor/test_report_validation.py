@@ -52,6 +52,8 @@ BAD_REPORTS = {
                   'not a valid resource class or trait'),
     'reserved attribute': (lambda: _with_dep(attributes={'trait0': 'x'}),
                            'reserved'),
+    'unreported note': (lambda: _with_dep(attributes={
+        'unreported_since': 'x'}), 'reserved'),
     'duplicate attach handles': (_dup_handles, 'duplicate attach handles'),
     'driver twice': (lambda: [h.ok('fpga')], 'appears twice'),
     'identity in two drivers': (lambda: [h.ok(BAD, h.fpga(CARD1)),
