@@ -25,12 +25,6 @@ pytestmark = pytest.mark.xdist_group('matrix')
 PCI, VF = 'pci', 'vf'
 KINDS = [PCI, VF]
 CATFATAL = 'catfatal_errors 0x4'
-PF_GUEST_BUG = pytest.mark.xfail(
-    strict=True, reason='i46-host: a PF in a guest takes its card out of the '
-    'host driver\'s scan, and the report deletes the regions the guest does '
-    'not hold through its ARQ, though they sit behind the same PF: the '
-    'sibling leaves Placement and the slices until the PF is given back')
-KINDS_IN_GUEST = [pytest.param(PCI, marks=PF_GUEST_BUG), VF]
 FREE = ({'region0': 'offered', 'region1': 'offered'},
         {'region0': [], 'region1': []})
 
@@ -69,7 +63,7 @@ def _boot_into_guest(host, profile=None):
     return instance, arq, host.bound_region(arq)
 
 
-@pytest.mark.parametrize('kind', KINDS_IN_GUEST)
+@pytest.mark.parametrize('kind', KINDS)
 def test_a_guest_holds_its_region_through_a_fault_and_its_wipe(make_host,
                                                                kind):
     """Passthrough x health, passthrough x cleaning: a function in a guest
@@ -80,17 +74,24 @@ def test_a_guest_holds_its_region_through_a_fault_and_its_wipe(make_host,
     device = host.device()['uuid']
     mark = host.mark(device)
     instance, arq, bound = _boot_into_guest(host)
+    regions = host.deployables()
     for _ in range(3):     # the guest runs: scans find the region gone
         host.scan()
         assert host.views() == _held(kind, bound)
         assert host.device()['health'] == 'healthy'
+        # Every region kept as it was (the PF's sibling too), unwritten.
+        assert host.deployables() == regions
     assert host.history_since(mark, device) == [
         ('arq.bind.start', 'BindStarted'), ('arq.bind.end', 'Bound')]
 
     if kind == PCI:
         # The FME went with the PF: the host reads the fault once the
-        # guest gave the card back, the ARQ still Bound.
+        # guest gave the card back, the ARQ still Bound. The card comes
+        # back as it left.
         host.give_back(arq)
+        host.scan()
+        assert host.deployables() == regions
+        assert host.views() == _held(kind, bound)
     host.fme_error('0x4\n')
     host.scan()
     assert host.views() == _both(kind, bound, 'unhealthy')
@@ -135,7 +136,7 @@ def test_a_guest_holds_its_region_through_a_fault_and_its_wipe(make_host,
     assert health[0]['reason'] == CATFATAL
 
 
-@pytest.mark.parametrize('kind', KINDS_IN_GUEST)
+@pytest.mark.parametrize('kind', KINDS)
 def test_a_guest_on_node_1_while_its_card_is_maintained(make_host, kind):
     """Passthrough x topology, passthrough x maintenance, maintenance x
     topology: two cards on two NUMA nodes; a profile naming node 1 lands
