@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
+from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
@@ -140,12 +141,21 @@ def active_job_on(s, deployable_id, except_arq_id=None):
                                  'arq_id': except_arq_id}).scalar()
 
 
+RegionHolder = collections.namedtuple('RegionHolder', ['name', 'through'])
+RegionHolder.__doc__ = """Who holds a region (bound_arq_on): ``name``, an
+ARQ's uuid or ``k8s:<claim uid>``; ``through``, the name of the sibling
+region it holds behind one of the region's functions, or None when it
+holds the region itself."""
+
+
 def bound_arq_on(s, deployable_id, except_holder=None):
-    """Who holds the region: the uuid of an ARQ holding one of its attach
-    handles (Bound, or still BindStarted while a Kubernetes host is
-    published with its claim: db/arqs.finish_bind), ``k8s:<claim uid>``
-    of a Kubernetes claim (db/k8s_claims.py), or None; ``except_holder``
-    is not counted (a claim programming the region it holds)."""
+    """Who holds the region, a RegionHolder, or None: an ARQ holding one
+    of its attach handles (Bound, or still BindStarted while a Kubernetes
+    host is published with its claim: db/arqs.finish_bind), a Kubernetes
+    claim (db/k8s_claims.py), or either holding a sibling behind one of
+    its functions (a card without SR-IOV: attaching its PF hands over
+    every region, common/shared_functions.py). ``except_holder`` (a
+    name) is not counted: a claim programming the region it holds."""
     arq = models.AcceleratorRequest
     # NOTE: by the handle too, not the state alone: a claim held while
     # it is published is the instance's region already, though not yet
@@ -159,7 +169,35 @@ def bound_arq_on(s, deployable_id, except_holder=None):
         uid = s.scalars(sa.select(claim.claim_uid).where(
             claim.deployable_id == deployable_id).limit(1)).first()
         found = 'k8s:' + uid if uid is not None else None
-    return None if found == except_holder else found
+    if found is not None and found != except_holder:
+        return RegionHolder(found, None)
+    return _holder_through_sibling(s, deployable_id, except_holder)
+
+
+_FUNCTIONS_OF = (sa.select(models.AttachHandle.attach_info,
+                           _DEVICE_TABLE.c.hostname)
+                 .join(_REGION_TABLE, _REGION_TABLE.c.id ==
+                       models.AttachHandle.deployable_id)
+                 .join(_DEVICE_TABLE, _DEVICE_TABLE.c.id ==
+                       _REGION_TABLE.c.device_id)
+                 .where(models.AttachHandle.deployable_id ==
+                        sa.bindparam('deployable_id')))
+
+
+def _holder_through_sibling(s, deployable_id, except_holder):
+    """Who holds a function the region's handles name, through another
+    region's handle (one holding the region's own was found already):
+    asked as a bind and a Kubernetes prepare ask it
+    (db/attach_handles.holders, by the functions' keys)."""
+    held = attach_handles.holders(s, {
+        attach_handles.function_key(row.hostname, row.attach_info)
+        for row in s.connection().execute(
+            _FUNCTIONS_OF, {'deployable_id': deployable_id})})
+    # NOTE: a flag with no holder (an older release's interrupted unbind)
+    # holds nothing here, as on the region itself.
+    others = sorted((h.deployable_name, h.arq_uuid) for h in held.values()
+                    if h.arq_uuid not in (None, except_holder))
+    return RegionHolder(others[0][1], others[0][0]) if others else None
 
 
 Holder = collections.namedtuple(
@@ -213,10 +251,16 @@ def load_region(deployable_uuid):
 
 
 def holder_label(holder):
-    """A holder from bound_arq_on, for people."""
-    if holder.startswith('k8s:'):
-        return 'Kubernetes ResourceClaim %s' % holder[len('k8s:'):]
-    return 'accelerator request %s' % holder
+    """A RegionHolder from bound_arq_on, for people."""
+    name = holder.name
+    if name.startswith('k8s:'):
+        label = 'Kubernetes ResourceClaim %s' % name[len('k8s:'):]
+    else:
+        label = 'accelerator request %s' % name
+    if holder.through is None:
+        return label
+    return '%s, which holds region %s behind the same PCI function' % (
+        label, holder.through)
 
 
 def region_bound_arq(deployable_id, except_holder=None):

@@ -106,9 +106,10 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
 
     A region waiting for or under its clean between tenants is a Conflict;
     unless ``force``, so is an ARQ or a Kubernetes claim holding the
-    region (other than ``except_holder``), checked under the region's row
-    lock that binds take too, so a bind and a job cannot both slip past
-    each other's check.
+    region, or a sibling behind its PCI function (db/deployables.
+    bound_arq_on; other than ``except_holder``), checked under the
+    region's row lock that binds take too, so a bind and a job cannot
+    both slip past each other's check.
     """
     row = Job(uuid=uuids.new(), deployable_id=deployable_id,
               bitstream_id=bitstream_id, active_deployable_id=deployable_id,

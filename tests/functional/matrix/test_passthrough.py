@@ -196,15 +196,7 @@ def test_a_guest_on_node_1_while_its_card_is_maintained(make_host, kind):
         ('enabled', 'maintaining'), ('maintaining', 'enabled')]
 
 
-SIBLING_JOB_BUG = pytest.mark.xfail(
-    strict=True, reason='a programming job is accepted on a region whose '
-    'PF a guest holds through its sibling (db/programming_jobs.create_job '
-    'asks db/deployables.bound_arq_on about the region only, not about the '
-    'siblings sharing its function)')
-
-
-@pytest.mark.parametrize('kind', [pytest.param(PCI, marks=SIBLING_JOB_BUG),
-                                  VF])
+@pytest.mark.parametrize('kind', KINDS)
 def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
                                                                kind):
     """Passthrough x programming, passthrough x signatures, passthrough x
@@ -214,10 +206,11 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
     offered; one naming a signed image loads it (its function in
     Placement's traits and the slices) before the ARQ is Bound (and its
     function handed over). A pod of the same project then claims the other
-    region: refused where the PF is the guest's; with its own VF,
-    refused for an unsigned image, prepared with the signed one (a job
-    of the claim's project), and no job of anyone may load that region
-    while the claim holds it."""
+    region: refused for an unsigned image; with the signed one, refused
+    where the PF is the guest's, and with its own VF prepared (a job of
+    the claim's project), and no job of anyone may load that region
+    while the claim holds it, nor while the guest holds the PF it sits
+    behind."""
     host = make_host(sriov=kind == VF)
     device = host.device()['uuid']
     key = signing_keys.new_key()
@@ -259,8 +252,10 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
 
     first = host.claim('unsigned', [other],
                        config=[rc.fpga_config(bitstreamID=unsigned['uuid'])])
+    # The config's checks come before the hold: refused for its image
+    # wherever the region is.
     error = host.prepare(first)
-    assert ('held by ARQ' if kind == PCI else 'signature') in error, error
+    assert 'signature' in error, error
     claim = host.claim('signed', [other],
                        config=[rc.fpga_config(bitstreamID=signed['uuid'])])
     error = host.prepare(claim)
@@ -272,6 +267,7 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
         assert host.views() == ({bound: 'allocated', other: 'reserved'},
                                 {bound: ['in-use=nova'], other: []})
     assert host.arq(arq['uuid'])['state'] == 'Bound'
+    views = host.views()
 
     jobs = host.call('GET', '/programs', 200, headers=world.OPERATOR,
                      params={'bitstream_uuid': signed['uuid']}
@@ -303,9 +299,18 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
             mark, claim_job['uuid'])] == [host.project] * 5
 
     # No job loads the other region while the pod holds it, nor while
-    # the guest holds the PF it sits behind.
+    # the guest holds the PF it sits behind: the same refusal, naming
+    # the holder and the region it holds.
     resp = host.program(signed['uuid'], other, status=409)
-    assert 'in use' in resp.json()['error_message'], resp.text
+    error = resp.json()['error_message']
+    if kind == PCI:
+        assert 'in use by accelerator request %s, which holds region %s ' \
+            'behind the same PCI function' % (
+                arq['uuid'], host.region(bound)['name']) in error, error
+    else:
+        assert 'in use by Kubernetes ResourceClaim %s' % (
+            claim['metadata']['uid']) in error, error
+    assert host.views() == views
 
 
 def test_a_vf_and_a_whole_gpu_in_one_guest(make_host):
