@@ -73,10 +73,14 @@ def get_deployable(uuid):
 # A region (a deployable) is held by at most one of: a Bound ARQ, an active
 # programming job. A bind and a job creation both lock the region's row
 # first (lock_region), then look for the other kind of holder, so neither
-# can slip past the other's check. Locks are taken ARQ, then device, then
-# region, then attach handle, by every writer (a report locks devices
-# before it writes their regions and handles), so PostgreSQL never
-# deadlocks on them.
+# can slip past the other's check. Regions behind one PCI function (a card
+# without SR-IOV) are one accelerator: a job locks every one of them
+# (lock_function) and asks about their holders, a bind or a Kubernetes
+# claim locks its region and asks about their jobs (sibling_programming).
+# Locks are taken ARQ, then device, then region (several in id order),
+# then attach handle, by every writer (a report locks devices before it
+# writes their regions and handles), so PostgreSQL never deadlocks on
+# them.
 
 def lock_region(s, deployable_id):
     """Lock the region's row until the transaction ends (SQLite: the
@@ -128,6 +132,68 @@ def lock_for_bind(s, deployable_id, device_id=None):
     region = conn.execute(_REGION_LOCKED, {'deployable_id': deployable_id,
                                            'device_id': device_id}).first()
     return (device, region) if region is not None else None
+
+
+_HANDLE_TABLE = models.AttachHandle.__table__
+_OWN_HANDLE = _HANDLE_TABLE.alias('own_handle')
+# The regions of a device whose handles name a function of the region's
+# (canonical attach_info: common/shared_functions.py).
+_BEHIND_ITS_FUNCTIONS = (
+    sa.select(_HANDLE_TABLE.c.deployable_id).distinct()
+    .join(_REGION_TABLE, _REGION_TABLE.c.id == _HANDLE_TABLE.c.deployable_id)
+    .where(_REGION_TABLE.c.device_id == sa.bindparam('device_id'),
+           _HANDLE_TABLE.c.attach_info.in_(
+               sa.select(_OWN_HANDLE.c.attach_info).where(
+                   _OWN_HANDLE.c.deployable_id ==
+                   sa.bindparam('deployable_id')))))
+_REGIONS_LOCKED = (sa.select(_REGION_TABLE.c.id)
+                   .where(_REGION_TABLE.c.id.in_(
+                       sa.bindparam('ids', expanding=True)))
+                   .order_by(_REGION_TABLE.c.id).with_for_update())
+
+
+def lock_function(s, deployable_id):
+    """Lock a region for a programming job with every region behind one
+    of its functions: the device row shared (a report, which changes who
+    is behind them, waits), then the regions in id order. A bind or a
+    Kubernetes claim of any of them, which locks its region, then waits
+    for the job's creation and sees its job, or is seen by it."""
+    conn = s.connection()
+    params = {'deployable_id': deployable_id}
+    device_id = conn.execute(_DEVICE_OF, params).scalar()
+    if device_id is None:
+        return
+    conn.execute(_DEVICE_SHARED, {'device_id': device_id})
+    behind = conn.execute(_BEHIND_ITS_FUNCTIONS,
+                          dict(params, device_id=device_id)).scalars()
+    conn.execute(_REGIONS_LOCKED,
+                 {'ids': sorted({deployable_id, *behind})})
+
+
+_ACTIVE_JOB_ON_ANY = (sa.select(_JOB.uuid, _REGION_TABLE.c.name)
+                      .join(_REGION_TABLE,
+                            _REGION_TABLE.c.id == _JOB.active_deployable_id)
+                      .where(_JOB.active_deployable_id.in_(
+                          sa.bindparam('ids', expanding=True)))
+                      .order_by(_JOB.id).limit(1))
+
+
+def sibling_programming(s, rows):
+    """Why the region of ``rows`` (db/devices.region_rows: the region,
+    then the siblings behind its functions) may not be handed out while a
+    job programs a sibling (attaching the function would hand that
+    sibling over mid-write), as a sentence; None when none does, with no
+    query for a region that shares no function. (A bind's own job loads
+    the region it binds: active_job_on.)"""
+    region, siblings = rows.deployables[0], rows.deployables[1:]
+    if not siblings:
+        return None
+    found = s.connection().execute(
+        _ACTIVE_JOB_ON_ANY, {'ids': [d.id for d in siblings]}).first()
+    if found is None:
+        return None
+    return ('region %s shares its PCI function with region %s, which job '
+            '%s is programming' % (region.uuid, found.name, found.uuid))
 
 
 def active_job_on(s, deployable_id, except_arq_id=None):

@@ -241,3 +241,28 @@ def test_what_a_claim_holds_through_a_sibling_is_held_for_all(pf_env):
     assert _held_by_claims() == [uid]
     assert not any(handle.in_use for handle in h.handles_of(
         {'deployable_id': region1.id}))
+
+
+def test_no_guest_or_pod_gets_a_function_a_job_programs_a_region_behind(
+        pf_env):
+    """A job loads region1 of a card without SR-IOV: attaching the PF
+    would hand region1 over mid-write, so a bind (Nova would take
+    region0) and a Prepare of region0 are refused, naming the job."""
+    env = pf_env
+    # NOTE: no agent takes the job, so it stays queued: active, as a job
+    # writing the region is, for as long as the test needs.
+    env.kill_agent()
+    job = env.program(env.add_bitstream().uuid, 'region1')
+    region1 = env.region('region1')
+    busy = 'shares its PCI function with region %s, which job %s is ' \
+        'programming' % (region1.name, job['uuid'])
+
+    failed = _bind(env, h.make_arq(project_id='team-a'))
+    assert failed.state == 'BindFailed'
+    assert busy in failed.error
+    with pytest.raises(exception.ClaimRefused, match=busy):
+        _prepare(env, 'c1a1a000-0000-4000-8000-0000000000b3')
+
+    assert _held_by_claims() == []
+    assert not any(handle.in_use for region in env.regions()
+                   for handle in h.handles_of({'deployable_id': region.id}))
