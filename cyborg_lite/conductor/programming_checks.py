@@ -4,8 +4,9 @@ The checks take plain rows and flags and raise before any byte reaches
 hardware (the hardware may not stop a bad image, so software must):
 the bitstream is active with a known sha256, it may be used by the
 requesting project, its region type is the region's, the region is not
-held by a Bound ARQ unless an admin forces it, and the signature policy of
-the requesting project lets its signature status through (no force
+held by a Bound ARQ (itself, or through a sibling behind its PCI
+function) unless an admin forces it, and the signature policy of the
+requesting project lets its signature status through (no force
 overrides that). ``resolve_function`` picks the bitstream a bind's
 ``accel:function_id`` stands for.
 
@@ -57,13 +58,14 @@ def check_region_type(bitstream, deployable):
                    '%s' % (bitstream.uuid, wanted, deployable.name, region))
 
 
-def check_region_free(deployable, bound_arq_uuid, is_admin=False,
-                      force=False):
+def check_region_free(deployable, holder, is_admin=False, force=False):
     """Refuse to reprogram a region an ARQ (Bound, or BindStarted while
-    its claim is published) or a Kubernetes claim holds, unless forced."""
-    if bound_arq_uuid is None:
+    its claim is published) or a Kubernetes claim holds, itself or
+    through a sibling behind its function (``holder``: db/deployables.
+    bound_arq_on's), unless forced."""
+    if holder is None:
         return
-    holder = deployables_db.holder_label(bound_arq_uuid)
+    holder = deployables_db.holder_label(holder)
     if not force:
         raise exception.Conflict(
             reason='region %s is in use by %s; an admin may force '
@@ -146,13 +148,14 @@ def _loaded_bitstream(bitstream_id, function_id):
     return bitstream
 
 
-def preflight(bitstream, deployable, bound_arq_uuid=None, is_admin=False,
+def preflight(bitstream, deployable, holder=None, is_admin=False,
               force=False, project_id=None, *, trust):
-    """Every check, cheapest first; raises with the reason. ``trust``:
+    """Every check, cheapest first; raises with the reason. ``holder``:
+    who holds the region (db/deployables.bound_arq_on); ``trust``:
     objects/bitstream_trust.load's for this bitstream and project."""
     check_bitstream_usable(bitstream, project_id, is_admin)
     check_region_type(bitstream, deployable)
-    check_region_free(deployable, bound_arq_uuid, is_admin, force)
+    check_region_free(deployable, holder, is_admin, force)
     check_signature(bitstream, trust)
 
 

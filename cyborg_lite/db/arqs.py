@@ -688,10 +688,11 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
     when the region is gone (or is no longer on ``device_id``, its device
-    when the caller read it), when an active programming job holds it,
-    when ``refusal(rows)`` (rows: db/devices.region_rows, read under the
-    device and region locks) says why the region may not be bound now (its
-    cleaning among the reasons), or when no handle is free.
+    when the caller read it), when an active programming job holds it or
+    a sibling behind its PCI function, when ``refusal(rows)`` (rows:
+    db/devices.region_rows, read under the device and region locks) says
+    why the region may not be bound now (its cleaning among the reasons),
+    or when no handle is free.
     """
     try:
         with session.writer() as s:
@@ -708,7 +709,8 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
             rows = devices.region_rows(s, device, region)
-            why = refusal(rows) if refusal is not None else None
+            why = deployables.sibling_programming(s, rows) or (
+                refusal(rows) if refusal is not None else None)
             if why:
                 raise _bind_failed(started.uuid, why)
             claimed = attach_handles.claim_in_region(

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import naming
+from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
 from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
@@ -72,10 +73,14 @@ def get_deployable(uuid):
 # A region (a deployable) is held by at most one of: a Bound ARQ, an active
 # programming job. A bind and a job creation both lock the region's row
 # first (lock_region), then look for the other kind of holder, so neither
-# can slip past the other's check. Locks are taken ARQ, then device, then
-# region, then attach handle, by every writer (a report locks devices
-# before it writes their regions and handles), so PostgreSQL never
-# deadlocks on them.
+# can slip past the other's check. Regions behind one PCI function (a card
+# without SR-IOV) are one accelerator: a job locks every one of them
+# (lock_function) and asks about their holders, a bind or a Kubernetes
+# claim locks its region and asks about their jobs (sibling_programming).
+# Locks are taken ARQ, then device, then region (several in id order),
+# then attach handle, by every writer (a report locks devices before it
+# writes their regions and handles), so PostgreSQL never deadlocks on
+# them.
 
 def lock_region(s, deployable_id):
     """Lock the region's row until the transaction ends (SQLite: the
@@ -129,6 +134,68 @@ def lock_for_bind(s, deployable_id, device_id=None):
     return (device, region) if region is not None else None
 
 
+_HANDLE_TABLE = models.AttachHandle.__table__
+_OWN_HANDLE = _HANDLE_TABLE.alias('own_handle')
+# The regions of a device whose handles name a function of the region's
+# (canonical attach_info: common/shared_functions.py).
+_BEHIND_ITS_FUNCTIONS = (
+    sa.select(_HANDLE_TABLE.c.deployable_id).distinct()
+    .join(_REGION_TABLE, _REGION_TABLE.c.id == _HANDLE_TABLE.c.deployable_id)
+    .where(_REGION_TABLE.c.device_id == sa.bindparam('device_id'),
+           _HANDLE_TABLE.c.attach_info.in_(
+               sa.select(_OWN_HANDLE.c.attach_info).where(
+                   _OWN_HANDLE.c.deployable_id ==
+                   sa.bindparam('deployable_id')))))
+_REGIONS_LOCKED = (sa.select(_REGION_TABLE.c.id)
+                   .where(_REGION_TABLE.c.id.in_(
+                       sa.bindparam('ids', expanding=True)))
+                   .order_by(_REGION_TABLE.c.id).with_for_update())
+
+
+def lock_function(s, deployable_id):
+    """Lock a region for a programming job with every region behind one
+    of its functions: the device row shared (a report, which changes who
+    is behind them, waits), then the regions in id order. A bind or a
+    Kubernetes claim of any of them, which locks its region, then waits
+    for the job's creation and sees its job, or is seen by it."""
+    conn = s.connection()
+    params = {'deployable_id': deployable_id}
+    device_id = conn.execute(_DEVICE_OF, params).scalar()
+    if device_id is None:
+        return
+    conn.execute(_DEVICE_SHARED, {'device_id': device_id})
+    behind = conn.execute(_BEHIND_ITS_FUNCTIONS,
+                          dict(params, device_id=device_id)).scalars()
+    conn.execute(_REGIONS_LOCKED,
+                 {'ids': sorted({deployable_id, *behind})})
+
+
+_ACTIVE_JOB_ON_ANY = (sa.select(_JOB.uuid, _REGION_TABLE.c.name)
+                      .join(_REGION_TABLE,
+                            _REGION_TABLE.c.id == _JOB.active_deployable_id)
+                      .where(_JOB.active_deployable_id.in_(
+                          sa.bindparam('ids', expanding=True)))
+                      .order_by(_JOB.id).limit(1))
+
+
+def sibling_programming(s, rows):
+    """Why the region of ``rows`` (db/devices.region_rows: the region,
+    then the siblings behind its functions) may not be handed out while a
+    job programs a sibling (attaching the function would hand that
+    sibling over mid-write), as a sentence; None when none does, with no
+    query for a region that shares no function. (A bind's own job loads
+    the region it binds: active_job_on.)"""
+    region, siblings = rows.deployables[0], rows.deployables[1:]
+    if not siblings:
+        return None
+    found = s.connection().execute(
+        _ACTIVE_JOB_ON_ANY, {'ids': [d.id for d in siblings]}).first()
+    if found is None:
+        return None
+    return ('region %s shares its PCI function with region %s, which job '
+            '%s is programming' % (region.uuid, found.name, found.uuid))
+
+
 def active_job_on(s, deployable_id, except_arq_id=None):
     """The uuid of the active programming job on the region, or None;
     ``except_arq_id``: not counting the job loading it for that ARQ."""
@@ -140,12 +207,21 @@ def active_job_on(s, deployable_id, except_arq_id=None):
                                  'arq_id': except_arq_id}).scalar()
 
 
+RegionHolder = collections.namedtuple('RegionHolder', ['name', 'through'])
+RegionHolder.__doc__ = """Who holds a region (bound_arq_on): ``name``, an
+ARQ's uuid or ``k8s:<claim uid>``; ``through``, the name of the sibling
+region it holds behind one of the region's functions, or None when it
+holds the region itself."""
+
+
 def bound_arq_on(s, deployable_id, except_holder=None):
-    """Who holds the region: the uuid of an ARQ holding one of its attach
-    handles (Bound, or still BindStarted while a Kubernetes host is
-    published with its claim: db/arqs.finish_bind), ``k8s:<claim uid>``
-    of a Kubernetes claim (db/k8s_claims.py), or None; ``except_holder``
-    is not counted (a claim programming the region it holds)."""
+    """Who holds the region, a RegionHolder, or None: an ARQ holding one
+    of its attach handles (Bound, or still BindStarted while a Kubernetes
+    host is published with its claim: db/arqs.finish_bind), a Kubernetes
+    claim (db/k8s_claims.py), or either holding a sibling behind one of
+    its functions (a card without SR-IOV: attaching its PF hands over
+    every region, common/shared_functions.py). ``except_holder`` (a
+    name) is not counted: a claim programming the region it holds."""
     arq = models.AcceleratorRequest
     # NOTE: by the handle too, not the state alone: a claim held while
     # it is published is the instance's region already, though not yet
@@ -159,7 +235,35 @@ def bound_arq_on(s, deployable_id, except_holder=None):
         uid = s.scalars(sa.select(claim.claim_uid).where(
             claim.deployable_id == deployable_id).limit(1)).first()
         found = 'k8s:' + uid if uid is not None else None
-    return None if found == except_holder else found
+    if found is not None and found != except_holder:
+        return RegionHolder(found, None)
+    return _holder_through_sibling(s, deployable_id, except_holder)
+
+
+_FUNCTIONS_OF = (sa.select(models.AttachHandle.attach_info,
+                           _DEVICE_TABLE.c.hostname)
+                 .join(_REGION_TABLE, _REGION_TABLE.c.id ==
+                       models.AttachHandle.deployable_id)
+                 .join(_DEVICE_TABLE, _DEVICE_TABLE.c.id ==
+                       _REGION_TABLE.c.device_id)
+                 .where(models.AttachHandle.deployable_id ==
+                        sa.bindparam('deployable_id')))
+
+
+def _holder_through_sibling(s, deployable_id, except_holder):
+    """Who holds a function the region's handles name, through another
+    region's handle (one holding the region's own was found already):
+    asked as a bind and a Kubernetes prepare ask it
+    (db/attach_handles.holders, by the functions' keys)."""
+    held = attach_handles.holders(s, {
+        attach_handles.function_key(row.hostname, row.attach_info)
+        for row in s.connection().execute(
+            _FUNCTIONS_OF, {'deployable_id': deployable_id})})
+    # NOTE: a flag with no holder (an older release's interrupted unbind)
+    # holds nothing here, as on the region itself.
+    others = sorted((h.deployable_name, h.arq_uuid) for h in held.values()
+                    if h.arq_uuid not in (None, except_holder))
+    return RegionHolder(others[0][1], others[0][0]) if others else None
 
 
 Holder = collections.namedtuple(
@@ -213,10 +317,16 @@ def load_region(deployable_uuid):
 
 
 def holder_label(holder):
-    """A holder from bound_arq_on, for people."""
-    if holder.startswith('k8s:'):
-        return 'Kubernetes ResourceClaim %s' % holder[len('k8s:'):]
-    return 'accelerator request %s' % holder
+    """A RegionHolder from bound_arq_on, for people."""
+    name = holder.name
+    if name.startswith('k8s:'):
+        label = 'Kubernetes ResourceClaim %s' % name[len('k8s:'):]
+    else:
+        label = 'accelerator request %s' % name
+    if holder.through is None:
+        return label
+    return '%s, which holds region %s behind the same PCI function' % (
+        label, holder.through)
 
 
 def region_bound_arq(deployable_id, except_holder=None):

@@ -37,14 +37,19 @@ Rules:
 - A report that writes rows requests a publish of the host in the same
   transaction (db/publish_requests.py).
 - A row missing from the scan is deleted, except what is held: an
-  attach handle in use (flag set or an ARQ pointing at it) is kept with
-  its deployable and device, and so is a deployable not wiped yet after
-  its last tenant (``device_state`` other than available), until a later
-  scan no longer needs them. A held region's VF handed to a guest
-  (vfio-pci) leaves the host driver's view; that is who holds it, not
-  what its hardware says, so nothing of the kept rows changes: their
-  health stays what the agent last reported, and their siblings are
-  offered as before (objects/host_inventory.py decides availability).
+  attach handle whose function is in use (its flag or an ARQ, or those
+  of a sibling's handle naming the same function) is kept with its
+  deployable and device, and so is a deployable not wiped yet after its
+  last tenant (``device_state`` other than available), with every
+  deployable behind one of its functions, until a later scan no longer
+  needs them. A held function handed to a guest (vfio-pci) leaves the
+  host driver's view with everything behind it: a VF its region, a PF of
+  a card without SR-IOV every region of the card (common/
+  shared_functions.py: one accelerator). That is who holds them, not
+  what their hardware says, so a kept deployable is kept whole and as it
+  was: its health stays what the agent last reported, and what does not
+  share its function is offered as before (objects/host_inventory.py
+  decides availability).
   The one row written is a note, the attribute db/cleaning.UNREPORTED on
   the kept deployable, added when it leaves the scan and dropped when a
   report lists it again (as any attribute a report leaves out): a region
@@ -224,13 +229,15 @@ class _Stored:
         self._session = s
         self._stored_handles = handles
         self._busy = None
+        self._kept_functions = None
 
     @property
     def busy(self):
         """Ids of the stored attach handles in use (flag or an ARQ).
 
-        Asked only when a handle is about to be removed, so a report that
-        removes none (nearly all of them) skips the ARQ query.
+        Asked only when a handle or deployable is about to be removed,
+        so a report that removes none (nearly all of them) skips the ARQ
+        query.
         """
         if self._busy is None:
             handles = self._stored_handles
@@ -243,6 +250,45 @@ class _Stored:
                     .where(arq.attach_handle_id.in_(ids))))
             self._busy = busy
         return self._busy
+
+    def kept_functions(self):
+        """(the functions a handle in use names, {function: ids of the
+        deployables behind it not wiped yet}), a function being a
+        handle's stored attach_info (canonical JSON: equal text, same
+        function; the host's PCI addresses and mdev uuids are its own).
+
+        Read from the rows as loaded: the report deletes only what no
+        holder keeps, so removals never change the answer.
+        """
+        if self._kept_functions is None:
+            unwiped = {dep.id for deps in self.deployables.values()
+                       for dep in deps.values()
+                       if dep.device_state != 'available'}
+            in_use, not_wiped = set(), collections.defaultdict(set)
+            for handle in self._stored_handles:
+                if handle.id in self.busy:
+                    in_use.add(handle.attach_info)
+                if handle.deployable_id in unwiped:
+                    not_wiped[handle.attach_info].add(handle.deployable_id)
+            self._kept_functions = in_use, not_wiped
+        return self._kept_functions
+
+    def function_in_use(self, attach_info):
+        """Whether a handle naming this function is in use (the one
+        asked about, or a sibling's behind the same function)."""
+        return attach_info in self.kept_functions()[0]
+
+    def why_kept(self, dep):
+        """Why a deployable missing from the scan is kept, or None."""
+        if dep.device_state != 'available':
+            return 'it is %s (not wiped yet)' % dep.device_state
+        in_use, not_wiped = self.kept_functions()
+        infos = {h.attach_info for h in self.handles.get(dep.id, {}).values()}
+        if infos & in_use:
+            return 'its PCI function is in use'
+        if any(not_wiped[info] - {dep.id} for info in infos):
+            return 'its PCI function reaches a sibling not wiped yet'
+        return None
 
     def device(self, driver, identity):
         for dev in self.devices:
@@ -417,7 +463,8 @@ def _sync_attributes(s, dep, values, stored, changes):
 
 
 def _sync_handles(s, dep, wanted, cpid_id, stored, changes):
-    """Make the deployable's attach handles match; True if one was kept."""
+    """Make the deployable's attach handles match; a handle missing from
+    the scan whose function is in use is kept."""
     existing = stored.handles.setdefault(dep.id, {})
     for key, attach_type in sorted(wanted.items()):
         handle = existing.get(key)
@@ -430,35 +477,36 @@ def _sync_handles(s, dep, wanted, cpid_id, stored, changes):
             changes.created += 1
         else:
             _set_all(handle, values, changes)
-    kept = False
     for key in sorted(set(existing) - set(wanted)):
-        if existing[key].id in stored.busy:
-            kept = True
+        if stored.function_in_use(key):
             changes.kept_in_use += 1
             LOG.info('Attach handle %s (%s) of deployable %s is gone from '
-                     'the scan while in use (handed to its holder, e.g. a '
-                     'VF bound to vfio-pci for a guest); kept while held',
-                     existing[key].uuid, key, dep.name)
+                     'the scan while its function is in use (handed to its '
+                     'holder, e.g. a VF bound to vfio-pci for a guest); kept '
+                     'while held', existing[key].uuid, key, dep.name)
             continue
         s.delete(existing.pop(key))
         changes.deleted += 1
     s.flush()
-    return kept
 
 
 def _remove_deployable(s, dep, stored, changes):
-    """Delete a deployable no longer reported; True if kept: a handle of
-    it in use, or not wiped yet after its last tenant (deleted, it would
-    come back as a new, available row with the tenant's data)."""
-    if dep.device_state != 'available':
+    """Delete a deployable no longer reported; True if kept, whole and as
+    it was: a function of it in use (through it or a sibling: a PF in a
+    guest takes every region behind it out of the scan), or it, or a
+    sibling behind one of its functions, not wiped yet after its last
+    tenant (deleted, it would come back as a new, available row with the
+    tenant's data)."""
+    why = stored.why_kept(dep)
+    if why is not None:
         changes.kept_in_use += 1
-        LOG.info('Deployable %s is gone from the scan while %s; kept until '
-                 'it is wiped', dep.name, dep.device_state)
+        LOG.info('Deployable %s is gone from the scan; kept while held, '
+                 'as it is: %s', dep.name, why)
         _note_unreported(s, dep, stored)
         return True
-    if _sync_handles(s, dep, {}, None, stored, changes):
-        _note_unreported(s, dep, stored)
-        return True
+    for handle in stored.handles.pop(dep.id, {}).values():
+        s.delete(handle)
+        changes.deleted += 1
     for attr in stored.attributes.pop(dep.id, {}).values():
         s.delete(attr)
         changes.deleted += 1

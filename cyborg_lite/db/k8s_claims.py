@@ -84,7 +84,8 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
     """Hold a handle of the region for the claim, in one transaction; a
     Claimed. The same claim asking again gets its row back (``new``
     False). ClaimRefused with the reason when the region is gone, held by
-    another, being programmed for another, or ``refusal(rows)``
+    another, being programmed for another (or a sibling behind its PCI
+    function is: deployables.sibling_programming), or ``refusal(rows)``
     (host_inventory.region_refusal, read under the locks) says why not.
     ``pods``: the pod names the claim is reserved for, kept as they were
     at its first Prepare.
@@ -109,8 +110,9 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
             if holder is not None:
                 raise refused('region %s is in use by %s'
                               % (region.uuid, holder))
-            why = refusal(devices.region_rows(s, device, region)) \
-                if refusal is not None else None
+            rows = devices.region_rows(s, device, region)
+            why = deployables.sibling_programming(s, rows) or (
+                refusal(rows) if refusal is not None else None)
             if why:
                 raise refused(why)
             handle = attach_handles.claim_free(s, deployable_id)

@@ -106,9 +106,11 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
 
     A region waiting for or under its clean between tenants is a Conflict;
     unless ``force``, so is an ARQ or a Kubernetes claim holding the
-    region (other than ``except_holder``), checked under the region's row
-    lock that binds take too, so a bind and a job cannot both slip past
-    each other's check.
+    region, or a sibling behind its PCI function (db/deployables.
+    bound_arq_on; other than ``except_holder``), checked under the locks
+    of the region and those siblings that binds take too
+    (deployables.lock_function), so a bind and a job cannot both slip
+    past each other's check.
     """
     row = Job(uuid=uuids.new(), deployable_id=deployable_id,
               bitstream_id=bitstream_id, active_deployable_id=deployable_id,
@@ -121,7 +123,7 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
     try:
         with session.writer() as s:
             _check_refs(s, deployable_id, bitstream_id, arq_id)
-            deployables.lock_region(s, deployable_id)
+            deployables.lock_function(s, deployable_id)
             refusal = cleaning.programming_refusal(
                 s, deployable_id, deployables.region_label(s, deployable_id))
             if refusal is not None:

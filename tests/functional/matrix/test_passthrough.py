@@ -25,12 +25,6 @@ pytestmark = pytest.mark.xdist_group('matrix')
 PCI, VF = 'pci', 'vf'
 KINDS = [PCI, VF]
 CATFATAL = 'catfatal_errors 0x4'
-PF_GUEST_BUG = pytest.mark.xfail(
-    strict=True, reason='i46-host: a PF in a guest takes its card out of the '
-    'host driver\'s scan, and the report deletes the regions the guest does '
-    'not hold through its ARQ, though they sit behind the same PF: the '
-    'sibling leaves Placement and the slices until the PF is given back')
-KINDS_IN_GUEST = [pytest.param(PCI, marks=PF_GUEST_BUG), VF]
 FREE = ({'region0': 'offered', 'region1': 'offered'},
         {'region0': [], 'region1': []})
 
@@ -69,7 +63,7 @@ def _boot_into_guest(host, profile=None):
     return instance, arq, host.bound_region(arq)
 
 
-@pytest.mark.parametrize('kind', KINDS_IN_GUEST)
+@pytest.mark.parametrize('kind', KINDS)
 def test_a_guest_holds_its_region_through_a_fault_and_its_wipe(make_host,
                                                                kind):
     """Passthrough x health, passthrough x cleaning: a function in a guest
@@ -80,17 +74,24 @@ def test_a_guest_holds_its_region_through_a_fault_and_its_wipe(make_host,
     device = host.device()['uuid']
     mark = host.mark(device)
     instance, arq, bound = _boot_into_guest(host)
+    regions = host.deployables()
     for _ in range(3):     # the guest runs: scans find the region gone
         host.scan()
         assert host.views() == _held(kind, bound)
         assert host.device()['health'] == 'healthy'
+        # Every region kept as it was (the PF's sibling too), unwritten.
+        assert host.deployables() == regions
     assert host.history_since(mark, device) == [
         ('arq.bind.start', 'BindStarted'), ('arq.bind.end', 'Bound')]
 
     if kind == PCI:
         # The FME went with the PF: the host reads the fault once the
-        # guest gave the card back, the ARQ still Bound.
+        # guest gave the card back, the ARQ still Bound. The card comes
+        # back as it left.
         host.give_back(arq)
+        host.scan()
+        assert host.deployables() == regions
+        assert host.views() == _held(kind, bound)
     host.fme_error('0x4\n')
     host.scan()
     assert host.views() == _both(kind, bound, 'unhealthy')
@@ -135,7 +136,7 @@ def test_a_guest_holds_its_region_through_a_fault_and_its_wipe(make_host,
     assert health[0]['reason'] == CATFATAL
 
 
-@pytest.mark.parametrize('kind', KINDS_IN_GUEST)
+@pytest.mark.parametrize('kind', KINDS)
 def test_a_guest_on_node_1_while_its_card_is_maintained(make_host, kind):
     """Passthrough x topology, passthrough x maintenance, maintenance x
     topology: two cards on two NUMA nodes; a profile naming node 1 lands
@@ -195,15 +196,7 @@ def test_a_guest_on_node_1_while_its_card_is_maintained(make_host, kind):
         ('enabled', 'maintaining'), ('maintaining', 'enabled')]
 
 
-SIBLING_JOB_BUG = pytest.mark.xfail(
-    strict=True, reason='a programming job is accepted on a region whose '
-    'PF a guest holds through its sibling (db/programming_jobs.create_job '
-    'asks db/deployables.bound_arq_on about the region only, not about the '
-    'siblings sharing its function)')
-
-
-@pytest.mark.parametrize('kind', [pytest.param(PCI, marks=SIBLING_JOB_BUG),
-                                  VF])
+@pytest.mark.parametrize('kind', KINDS)
 def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
                                                                kind):
     """Passthrough x programming, passthrough x signatures, passthrough x
@@ -213,10 +206,11 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
     offered; one naming a signed image loads it (its function in
     Placement's traits and the slices) before the ARQ is Bound (and its
     function handed over). A pod of the same project then claims the other
-    region: refused where the PF is the guest's; with its own VF,
-    refused for an unsigned image, prepared with the signed one (a job
-    of the claim's project), and no job of anyone may load that region
-    while the claim holds it."""
+    region: refused for an unsigned image; with the signed one, refused
+    where the PF is the guest's, and with its own VF prepared (a job of
+    the claim's project), and no job of anyone may load that region
+    while the claim holds it, nor while the guest holds the PF it sits
+    behind."""
     host = make_host(sriov=kind == VF)
     device = host.device()['uuid']
     key = signing_keys.new_key()
@@ -258,8 +252,10 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
 
     first = host.claim('unsigned', [other],
                        config=[rc.fpga_config(bitstreamID=unsigned['uuid'])])
+    # The config's checks come before the hold: refused for its image
+    # wherever the region is.
     error = host.prepare(first)
-    assert ('held by ARQ' if kind == PCI else 'signature') in error, error
+    assert 'signature' in error, error
     claim = host.claim('signed', [other],
                        config=[rc.fpga_config(bitstreamID=signed['uuid'])])
     error = host.prepare(claim)
@@ -271,6 +267,7 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
         assert host.views() == ({bound: 'allocated', other: 'reserved'},
                                 {bound: ['in-use=nova'], other: []})
     assert host.arq(arq['uuid'])['state'] == 'Bound'
+    views = host.views()
 
     jobs = host.call('GET', '/programs', 200, headers=world.OPERATOR,
                      params={'bitstream_uuid': signed['uuid']}
@@ -302,9 +299,18 @@ def test_a_vm_and_a_pod_of_a_project_under_enforce_on_one_card(make_host,
             mark, claim_job['uuid'])] == [host.project] * 5
 
     # No job loads the other region while the pod holds it, nor while
-    # the guest holds the PF it sits behind.
+    # the guest holds the PF it sits behind: the same refusal, naming
+    # the holder and the region it holds.
     resp = host.program(signed['uuid'], other, status=409)
-    assert 'in use' in resp.json()['error_message'], resp.text
+    error = resp.json()['error_message']
+    if kind == PCI:
+        assert 'in use by accelerator request %s, which holds region %s ' \
+            'behind the same PCI function' % (
+                arq['uuid'], host.region(bound)['name']) in error, error
+    else:
+        assert 'in use by Kubernetes ResourceClaim %s' % (
+            claim['metadata']['uid']) in error, error
+    assert host.views() == views
 
 
 def test_a_vf_and_a_whole_gpu_in_one_guest(make_host):

@@ -21,6 +21,8 @@ from tests.unit.bitstreams.conftest import REGION_TYPE
 DASHED = '9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e'
 # Signatures not looked at: what the checks before them see.
 OPEN = bitstream_trust.Trust('disabled', 'test', None, None)
+ARQ1 = deployables_db.RegionHolder('arq1', None)
+ARQ1_ON_SIBLING = deployables_db.RegionHolder('arq1', 'region1')
 
 
 def _bitstream(**kw):
@@ -55,9 +57,12 @@ def test_preflight_passes_and_ids_compare_normalised():
      'region0 has no region type'),
     (_bitstream(project_id='p2'), _region(), {}, exception.BitstreamNotFound,
      'bs1'),
-    (_bitstream(), _region(), {'bound_arq_uuid': 'arq1'}, exception.Conflict,
-     'in use by accelerator request arq1'),
-    (_bitstream(), _region(), {'bound_arq_uuid': 'arq1', 'force': True},
+    (_bitstream(), _region(), {'holder': ARQ1}, exception.Conflict,
+     'in use by accelerator request arq1;'),
+    (_bitstream(), _region(), {'holder': ARQ1_ON_SIBLING},
+     exception.Conflict, 'region region0 is in use by accelerator request '
+     'arq1, which holds region region1 behind the same PCI function'),
+    (_bitstream(), _region(), {'holder': ARQ1, 'force': True},
      exception.Forbidden, 'Only an admin may force'),
 ])
 def test_preflight_refusals(bitstream, region, kwargs, error, match):
@@ -69,7 +74,7 @@ def test_preflight_refusals(bitstream, region, kwargs, error, match):
 
 def test_preflight_admin_force_and_public():
     programming_checks.preflight(_bitstream(project_id='p2'), _region(),
-                                 bound_arq_uuid='arq1', is_admin=True,
+                                 holder=ARQ1, is_admin=True,
                                  force=True, trust=OPEN)
     programming_checks.preflight(
         _bitstream(project_id='p2', visibility='public'), _region(),

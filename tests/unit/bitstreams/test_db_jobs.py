@@ -1,16 +1,20 @@
 """db/programming_jobs on SQLite and PostgreSQL: the state machine."""
 import datetime
 import threading
+import uuid
 
 import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
+from cyborg_lite.db import attach_handles
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import session
 from tests.unit.bitstreams.conftest import add_bound_arq
 from tests.unit.bitstreams.conftest import add_region
+from tests.unit.bitstreams.conftest import REGION_TYPE
 
 HOUR = datetime.timedelta(hours=1)
 
@@ -55,6 +59,79 @@ def test_bound_region_refused_in_the_same_transaction(db, region,
     assert jobs_db.list_jobs() == []
     assert jobs_db.create_job(region.id, bitstream.id,
                               force=True).state == 'queued'
+
+
+PF = '{"bus":"5e","device":"00","domain":"0000","function":"0"}'
+
+
+def _card_without_sriov():
+    """(region0, region1) of a card whose regions are both behind its PF
+    (one accelerator: common/shared_functions.py), each with a handle."""
+    with session.writer() as s:
+        device = models.Device(uuid=str(uuid.uuid4()), type='FPGA',
+                               vendor='8086', model='pac', hostname='host1',
+                               driver_name='dfl', identity='0000:5e:00.0')
+        s.add(device)
+        s.flush()
+        regions = [models.Deployable(
+            uuid=str(uuid.uuid4()), device_id=device.id, driver_name='dfl',
+            name='host1_0000:5e:00.0_region%d' % i,
+            region_type=REGION_TYPE) for i in (0, 1)]
+        s.add_all(regions)
+        s.flush()
+        s.add_all([models.AttachHandle(
+            uuid=str(uuid.uuid4()), deployable_id=r.id, attach_type='PCI',
+            attach_info=PF, in_use=False) for r in regions])
+    return regions
+
+
+def _hold(region, kind):
+    """``region``'s PF held as ``kind`` holds it; the holder's name."""
+    with session.writer() as s:
+        handle = attach_handles.claim_free(s, region.id)
+        if kind == 'k8s':
+            s.add(models.KubernetesClaimDevice(
+                uuid=str(uuid.uuid4()), claim_uid='c1', namespace='ns',
+                claim_name='fpga', device_name='d', deployable_id=region.id,
+                attach_handle_id=handle.id))
+            return 'Kubernetes ResourceClaim c1'
+    arq = add_bound_arq(region.id)
+    with session.writer() as s:
+        s.get(models.AcceleratorRequest, arq.id).state = kind
+        s.get(models.AcceleratorRequest, arq.id).attach_handle_id = \
+            handle.id
+    return 'accelerator request %s' % arq.uuid
+
+
+@pytest.mark.parametrize('kind', ['Bound', 'BindStarted', 'k8s'])
+def test_a_region_whose_sibling_behind_its_pf_is_held_is_refused(
+        db, bitstream, kind):
+    """Checked under the region's lock as for the region itself: the
+    holder of region0's PF holds region1 as much."""
+    region0, region1 = _card_without_sriov()
+    holder = _hold(region0, kind)
+
+    with pytest.raises(exception.Conflict) as info:
+        jobs_db.create_job(region1.id, bitstream.id)
+
+    assert 'region %s is in use by %s, which holds region %s behind the ' \
+        'same PCI function' % (region1.name, holder, region0.name) in \
+        str(info.value)
+    assert jobs_db.list_jobs() == []
+    assert jobs_db.create_job(region1.id, bitstream.id,
+                              force=True).state == 'queued'
+
+
+def test_a_flag_with_no_holder_holds_no_sibling(db, bitstream):
+    """A handle in use that no ARQ or claim points at (an older
+    release's interrupted unbind) holds nothing, as on the region
+    itself."""
+    region0, region1 = _card_without_sriov()
+    with session.writer() as s:
+        attach_handles.claim_free(s, region0.id)
+
+    assert jobs_db.create_job(region1.id, bitstream.id).state == 'queued'
+    assert jobs_db.create_job(region0.id, bitstream.id).state == 'queued'
 
 
 def test_other_regions_are_independent(db, region, bitstream):

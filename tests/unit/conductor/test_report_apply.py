@@ -3,6 +3,8 @@ import json
 import logging
 import uuid
 
+import pytest
+
 from cyborg_lite.common import naming
 from cyborg_lite.conductor import report
 from cyborg_lite.db import cleaning as cleaning_db
@@ -219,6 +221,80 @@ def test_a_region_not_wiped_yet_is_kept_while_it_is_gone(db):
 def _unreported():
     return [a.deployable_id for a in h.rows(models.Attribute,
                                             key=cleaning_db.UNREPORTED)]
+
+
+def _card_without_sriov():
+    """Both regions behind the card's PF: one accelerator
+    (common/shared_functions.py)."""
+    card = h.fpga(CARD0)
+    for dep in card['deployables']:
+        dep['attach_handles'][0]['attach_info']['function'] = '0'
+    return card
+
+
+def _hold(handle, holder):
+    if holder == 'arq':
+        _bind_arq(handle)
+    else:   # a Kubernetes claim's, or an older release's in-use flag
+        with session.writer() as s:
+            s.get(models.AttachHandle, handle.id).in_use = True
+
+
+@pytest.mark.parametrize('holder', ['arq', 'flag'])
+def test_a_pf_in_a_guest_keeps_every_region_behind_it(db, holder):
+    """vfio-pci takes a card's PF: the whole card leaves the host
+    driver's view. Region1 sits behind the PF region0's holder has: it is
+    held too, kept as it was, nothing written; the PF given back, the
+    card is the same rows again."""
+    card = _card_without_sriov()
+    report.handle_report(HOST, [h.ok('fpga', card)])
+    [held, sibling] = h.rows(models.AttachHandle)
+    assert held.attach_info == sibling.attach_info
+    _hold(held, holder)
+    before = h.snapshot()
+    requests = len(h.rows(models.PublishRequest))
+
+    for scan in ([], [card]):   # in the guest, then given back
+        with h.count_writes() as writes:
+            ack = report.handle_report(HOST, [h.ok('fpga', *scan)])
+        assert writes == [] and ack['changed'] is False
+        assert h.snapshot() == before
+    assert h.rows(models.DeviceHistory) == []
+    assert len(h.rows(models.PublishRequest)) == requests
+
+
+def test_a_region_listed_without_a_function_its_sibling_holds_keeps_it(db):
+    card = _card_without_sriov()
+    report.handle_report(HOST, [h.ok('fpga', card)])
+    [held, sibling] = h.rows(models.AttachHandle)
+    _bind_arq(held)
+    before = h.snapshot()
+    card['deployables'][1]['attach_handles'] = []
+
+    ack = report.handle_report(HOST, [h.ok('fpga', card)])
+
+    assert ack['kept_in_use'] == 1
+    assert h.snapshot()['attach_handles'] == before['attach_handles']
+
+
+def test_the_regions_behind_a_function_not_wiped_yet_are_kept(db):
+    """Region0 released while the PF is still with vfio-pci: its sibling
+    behind the same PF is kept too (deleted, it would come back as a new
+    region, offered), until region0 is wiped."""
+    card = _card_without_sriov()
+    report.handle_report(HOST, [h.ok('fpga', card)])
+    [dep0, _dep1] = h.rows(models.Deployable)
+    with session.writer() as s:
+        s.get(models.Deployable, dep0.id).device_state = 'pending_cleaning'
+    before = h.snapshot()
+
+    ack = report.handle_report(HOST, [h.ok('fpga')])
+
+    assert ack['kept_in_use'] == 2 and h.snapshot() == before
+    with session.writer() as s:
+        s.get(models.Deployable, dep0.id).device_state = 'available'
+    report.handle_report(HOST, [h.ok('fpga')])
+    assert h.devices() == [] and h.rows(models.Deployable) == []
 
 
 def test_kept_device_is_deleted_once_released(db):

@@ -245,6 +245,58 @@ def test_binds_of_two_regions_sharing_one_function(pg_db, monkeypatch):
             models.AttachHandle.in_use_function.is_not(None))) == 1
 
 
+def _job_on(region, bitstream):
+    return lambda: jobs_db.create_job(region['deployable_id'], bitstream.id)
+
+
+def test_a_bind_first_then_a_job_on_the_region_behind_its_pf(pg_db,
+                                                             monkeypatch):
+    # A card without SR-IOV: the bind of region0 has claimed the PF (its
+    # transaction open) when a job for region1 is created. The job waits
+    # for region0's lock (lock_function), then sees the PF held.
+    region0, region1 = h.make_card(sriov=False)
+    started, finish = _bind_sibling(region0)
+    held, claimed = Held(), attach_handles.request_publish_if_offer_changed
+
+    def held_after_the_claim(*args, **kwargs):
+        held.hold()
+        return claimed(*args, **kwargs)
+    monkeypatch.setattr(attach_handles, 'request_publish_if_offer_changed',
+                        held_after_the_claim)
+
+    results = blocked_behind(held, finish,
+                             _job_on(region1, add_bitstream()))
+    assert not _failed(results['first']), results
+    assert isinstance(results['second'], exception.Conflict), results
+    assert 'in use by accelerator request %s' % started.uuid in str(
+        results['second'])
+    assert jobs_db.list_jobs() == []
+
+
+def test_a_job_first_then_a_bind_of_the_region_behind_its_pf(pg_db,
+                                                             monkeypatch):
+    # The job for region1 holds its locks (region0's too) and is about
+    # to insert; the bind of region0 waits for region0, then sees the
+    # job and fails: the PF is not handed over mid-write.
+    from cyborg_lite.db import cleaning
+    region0, region1 = h.make_card(sriov=False)
+    _started, finish = _bind_sibling(region0)
+    held, refusal = Held(), cleaning.programming_refusal
+
+    def held_refusal(s, deployable_id, label):
+        held.hold()
+        return refusal(s, deployable_id, label)
+    monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
+
+    results = blocked_behind(held, _job_on(region1, add_bitstream()),
+                             finish)
+    assert _state(results['first']) == 'queued', results
+    assert isinstance(results['second'], exception.ArqBindFailed), results
+    assert 'which job %s is programming' % results['first'].uuid in str(
+        results['second'])
+    assert h.check_no_handle_double_use() == set()
+
+
 def _age_heartbeat(hostname, seconds):
     with session.writer() as s:
         s.execute(sa.update(models.Agent.__table__)
