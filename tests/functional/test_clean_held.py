@@ -26,7 +26,6 @@ from cyborg_lite.conductor import service as conductor_service
 from tests import waiting
 from tests.functional import host_env as he
 from tests.functional.host_env import make_host_env  # noqa: F401
-from tests.functional.placement.conftest import placement  # noqa: F401
 
 ADMIN = {'X-Roles': 'admin', 'X-Project-Id': 'admin-project',
          'X-User-Id': 'admin', 'OpenStack-API-Version': 'accelerator 2.9'}
