@@ -83,6 +83,8 @@ def test_a_fault_on_a_card_whose_regions_are_wiped_and_programmed(
     host.wait_views(RESERVED, {tenant: ['unhealthy'], other: ['unhealthy']})
     assert 'CUSTOM_FUNCTION_ID_' + function.upper() in host.traits(other)
 
+    # The scans the job and the clean end with read the fault still.
+    host.settle()
     host.fme_error('0x0\n')
     host.scan()
     assert host.views() == (RESERVED, {tenant: ['recovering'],

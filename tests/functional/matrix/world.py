@@ -20,7 +20,9 @@ shared), libvirt (the fake host's vfio-pci action on the bound
 function, drivers/fake_host.py), a kubelet, an operator over the API,
 the hardware through the fake driver's files; the driver's cleans and
 loads can be held half way (held.py). The agent scans when the test says
-(``scan``), so a health reading is never taken behind its back.
+(``scan``), and once after each job or clean it ran (its report of what
+the work left): ``settle()`` waits for those, so that a fault written
+after it is read only by the scans the test asks for.
 
 What it shows are the views every scenario checks:
 ``offers()`` (Placement: allocation candidates and reserved
@@ -536,6 +538,14 @@ class Host:
         for _ in range(times):
             ack = self.agent.report_once()
         return ack
+
+    def settle(self):
+        """Wait until the agent ran no job or clean any more: the scan
+        each ends with (agent/manager.py ``_after_job``) is reported."""
+        agent = self.agent
+        assert waiting.until(
+            lambda: agent.jobs.idle() and agent.cleaner.idle()), \
+            'the agent still runs a job or a clean'
 
     def fme_error(self, text, card=0, name='catfatal_errors'):
         """Write one of the card's FME error registers, as docs/drivers.md
