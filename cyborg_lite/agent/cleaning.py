@@ -16,9 +16,11 @@ agent/programming.JobRunner runs jobs:
    'available' or 'error' with the driver's reason. A driver without
    CleaningInterface has nothing to clean with: 'available'. A region
    its driver's scan does not list (its function handed to vfio-pci, or
-   any other holder) is never touched: the agent reports its scan, then
-   'error' with why; the conductor, which knows from that scan the
-   region is out of view, has it wait for its function (db/cleaning.py).
+   any other holder) is never touched: the agent reports its full scan,
+   then 'error' with why; the conductor, which knows from that scan the
+   region is out of view (it notes it: db/inventory.py), has it wait for
+   its function (db/cleaning.py). A scan the conductor did not take
+   sends no end: its reaper sends the try again.
 
 A region runs one try at a time. A request for a region that is busy
 waits as its next one (a newer request replaces an older waiting one), so
@@ -73,8 +75,10 @@ class CleaningRunner(gated_runner.GatedRunner):
         self.heartbeat_interval = heartbeat_interval
         # region_busy((identity, name)): a programming job works on it.
         self.region_busy = region_busy or (lambda key: False)
-        # after_clean(driver): the agent reports the driver's fresh scan
-        # (a scrub image changes what the region runs).
+        # after_clean(driver, full=False): the agent reports the
+        # driver's fresh scan (a scrub image changes what the region
+        # runs); ``full``: every driver's, changed or not; the ack, or
+        # None when the conductor did not take it.
         self.after_clean = after_clean
         self.busy_poll = busy_poll
         # (identity, deployable name) -> uuid of the try running on it,
@@ -182,15 +186,22 @@ class CleaningRunner(gated_runner.GatedRunner):
     def _out_of_view(self, driver, request):
         """The region is not in its driver's scan: its function is with
         another holder (vfio-pci for a guest). Nothing is touched; the
-        scan is reported first, so that the conductor knows it is out of
-        view when the try's end says it did not run (it then waits)."""
+        full scan is reported first (unchanged since the conductor took
+        the last, a diff would send nothing), so that the conductor
+        knows it is out of view when the try's end says it did not run
+        (it then waits)."""
         why = ('%s %s is not in the scan of driver %s on %s: its function '
                'is with another driver (e.g. vfio-pci); not touched'
                % (request['identity'], request['deployable_name'],
                   driver.name, self.host))
         LOG.warning('Cleaning try %s: %s', request['cleaning_uuid'], why)
-        if self.after_clean is not None and not self._cut.is_set():
-            self.after_clean(driver)
+        if self.after_clean is not None and not self._cut.is_set() and \
+                not self.after_clean(driver, full=True):
+            # Ended now, the conductor would take it for a failed wipe.
+            LOG.warning('Cleaning try %s: the conductor did not take the '
+                        'scan; the try is left to its reaper',
+                        request['cleaning_uuid'])
+            return
         self._end(request, why)
 
     def _wait_beating(self, request):

@@ -169,10 +169,12 @@ class AgentManager(rpc_loop.RpcLoop):
                  request['deployable_name'])
         self.cleaner.submit(request)
 
-    def _after_job(self, driver):
+    def _after_job(self, driver, full=False):
         # NOTE: a full scan's diff: only the drivers whose hardware
-        # changed are sent, the programmed one among them.
-        self.report_once()
+        # changed are sent, the programmed one among them; ``full``:
+        # every driver's (a clean found its region out of view, which
+        # the conductor may have been told already).
+        return self.report_once(full=full)
 
     def announce_start(self):
         """Tell the conductor we (re)started, once; True when done."""

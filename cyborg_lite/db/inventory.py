@@ -50,12 +50,17 @@ Rules:
   was: its health stays what the agent last reported, and what does not
   share its function is offered as before (objects/host_inventory.py
   decides availability).
-  The one row written is a note, the attribute db/cleaning.UNREPORTED on
-  the kept deployable, added when it leaves the scan and dropped when a
-  report lists it again (as any attribute a report leaves out): a region
-  not wiped yet is not cleaned while another driver has its function,
-  and its clean starts once it is back (``Changes.returned``). The note
-  changes no offer: it is not counted in Changes and requests no publish.
+  Nothing of a held one is written: a function handed to a guest and
+  given back leaves no trace. A kept deployable to be wiped
+  (pending_cleaning, cleaning or error: its last tenant is gone) gets
+  one row, a note, the attribute db/cleaning.UNREPORTED, added by a
+  report that leaves it out and dropped by one that lists it again (as
+  any attribute a report leaves out): it is not cleaned while another
+  driver has its function, and its clean starts once it is back
+  (``Changes.returned``). A region released while out of view is noted
+  by the report its agent sends when a clean finds it so
+  (agent/cleaning.py). The note changes no offer: it is not counted in
+  Changes and requests no publish.
 - ``health_since`` is the database's time of the last change of health
   (or of the row's creation).
 
@@ -72,6 +77,7 @@ from oslo_log import log as logging
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import clock
@@ -521,8 +527,13 @@ def _remove_deployable(s, dep, stored, changes):
 
 
 def _note_unreported(s, dep, stored):
-    """Note, once, that the kept ``dep`` is out of its host driver's view
-    (db/cleaning.py waits for it before a clean)."""
+    """Note, once, that the kept ``dep``, to be wiped, is out of its host
+    driver's view (db/cleaning.py waits for it before a clean). A held
+    one is left as it is: nothing waits on the note while its holder has
+    it, and its release sends a clean whose agent tells (agent/
+    cleaning.py)."""
+    if dep.device_state in states.DEVICE_SCHEDULABLE:
+        return
     attrs = stored.attributes.setdefault(dep.id, {})
     if cleaning.UNREPORTED in attrs:
         return

@@ -6,9 +6,11 @@ import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.agent import cleaning as agent_cleaning
+from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import manager as conductor_manager
+from cyborg_lite.conductor import report
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
@@ -273,3 +275,63 @@ def test_an_end_refused_past_the_heartbeat_timeout_is_left_to_the_reaper(
     assert waiting.until(worker.idle)
     assert 2 <= len(worker.conductor.refused) <= 3
     assert _state(region).device_state == 'cleaning'
+
+
+class OutOfView(CleaningDriver, base.DiscoveryInterface):
+    """Its scan lists no region: each one's function is with another
+    driver (vfio-pci, for a guest)."""
+
+    def discover(self):
+        return []
+
+
+def _reporting(acknowledged=True):
+    """after_clean as the agent's: its scan (every driver's when
+    ``full``) applied by the conductor; the ack, or None when the
+    conductor did not take it. The calls' ``full`` in ``.fulls``."""
+    def after_clean(driver, full=False):
+        after_clean.fulls.append(full)
+        if not acknowledged:
+            return None
+        return report.handle_report('host1', [
+            agent_manager.driver_entry(driver.name, [])])
+    after_clean.fulls = []
+    return after_clean
+
+
+def test_a_region_out_of_view_is_left_alone_and_waits(setup):
+    """Released while its function is still with vfio-pci, its host's
+    scans having said so before (then a scan's diff sends nothing): the
+    try reports the full scan first, so the conductor notes the region
+    out of view, then its end; the driver never runs, the region waits
+    and no try is sent again."""
+    runner, release, flow = setup
+    driver = OutOfView()
+    after_clean = _reporting()
+    worker = runner(driver, after_clean=after_clean)
+    worker.open()
+    region, request = release()
+
+    worker.submit(request)
+
+    row = _wait(region, 'pending_cleaning')
+    assert row.cleaning_error == cleaning_db.WAIT_REASON
+    assert after_clean.fulls == [True] and driver.cleaned == []
+    assert flow.start(['host1']) == []
+
+
+def test_an_out_of_view_scan_the_conductor_did_not_take_ends_nothing(
+        setup):
+    """Its end alone would read as a failed wipe (error): the try is
+    left to the conductor's reaper, which sends it again."""
+    runner, release, _flow = setup
+    driver = OutOfView()
+    worker = runner(driver, after_clean=_reporting(acknowledged=False))
+    worker.open()
+    region, request = release()
+
+    worker.submit(request)
+
+    assert waiting.until(worker.idle)
+    assert _state(region).device_state == 'cleaning'
+    assert driver.cleaned == []

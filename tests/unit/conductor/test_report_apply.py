@@ -158,7 +158,9 @@ def test_handle_in_use_keeps_its_missing_device(db, caplog):
 
 def test_a_region_in_a_guest_leaves_its_card_and_siblings_as_they_are(db):
     """A VF handed to a guest: its region leaves the scan, the card
-    stays, healthy, and its other region is untouched."""
+    stays, healthy, and its other region is untouched: nothing is
+    written (a held region is not noted unreported: nothing waits on
+    it while its holder has it)."""
     card = h.fpga(CARD0)
     report.handle_report(HOST, [h.ok('fpga', card)])
     [busy, _free] = h.rows(models.AttachHandle)
@@ -166,21 +168,15 @@ def test_a_region_in_a_guest_leaves_its_card_and_siblings_as_they_are(db):
     [before] = h.devices()
     siblings = h.snapshot()
 
-    ack = report.handle_report(HOST, [h.ok('fpga', h.changed(
-        card, deployables=card['deployables'][1:]))])
+    with h.count_writes() as writes:
+        ack = report.handle_report(HOST, [h.ok('fpga', h.changed(
+            card, deployables=card['deployables'][1:]))])
 
     assert ack['kept_in_use'] == 1 and ack['changed'] is False
     [dev] = h.devices()
     assert (dev.health, dev.health_since) == ('healthy',
                                               before.health_since)
-    # Nothing changed but the one note that the region is unreported.
-    [note] = h.rows(models.Attribute, key=cleaning_db.UNREPORTED)
-    assert note.deployable_id == busy.deployable_id
-    after = h.snapshot()
-    at = models.Attribute.__table__.c.keys().index('id')
-    after['attributes'] = [a for a in after['attributes']
-                           if a[at] != note.id]
-    assert after == siblings
+    assert writes == [] and h.snapshot() == siblings
     assert h.rows(models.DeviceHistory) == []
 
 
@@ -279,8 +275,10 @@ def test_a_region_listed_without_a_function_its_sibling_holds_keeps_it(db):
 
 def test_the_regions_behind_a_function_not_wiped_yet_are_kept(db):
     """Region0 released while the PF is still with vfio-pci: its sibling
-    behind the same PF is kept too (deleted, it would come back as a new
-    region, offered), until region0 is wiped."""
+    behind the same PF is kept too, as it was (deleted, it would come
+    back as a new region, offered), until region0 is wiped. Region0,
+    whose clean must wait for the PF, is noted unreported and says why
+    (test_a_region_not_wiped_yet_is_kept_while_it_is_gone)."""
     card = _card_without_sriov()
     report.handle_report(HOST, [h.ok('fpga', card)])
     [dep0, _dep1] = h.rows(models.Deployable)
@@ -290,7 +288,16 @@ def test_the_regions_behind_a_function_not_wiped_yet_are_kept(db):
 
     ack = report.handle_report(HOST, [h.ok('fpga')])
 
-    assert ack['kept_in_use'] == 2 and h.snapshot() == before
+    assert ack['kept_in_use'] == 2 and _unreported() == [dep0.id]
+    after = h.snapshot()
+    [note] = h.rows(models.Attribute, key=cleaning_db.UNREPORTED)
+    at = models.Attribute.__table__.c.keys().index('id')
+    after['attributes'] = [a for a in after['attributes'] if a[at] != note.id]
+    [waits, kept] = after.pop('deployables')
+    assert kept == before.pop('deployables')[1]
+    error_at = models.Deployable.__table__.c.keys().index('cleaning_error')
+    assert waits[error_at] == cleaning_db.WAIT_REASON
+    assert after == before
     with session.writer() as s:
         s.get(models.Deployable, dep0.id).device_state = 'available'
     report.handle_report(HOST, [h.ok('fpga')])
