@@ -259,6 +259,11 @@ EVENTS = {
                                "the clean's agent went silent or "
                                'restarted: to be cleaned again '
                                '(pending_cleaning)'),
+    'deployable.clean.shared': ('CleaningPayload', INFO,
+                                "a region behind the PCI function (or "
+                                'mdev) a tenant had through a sibling '
+                                'region: wiped too before it is offered '
+                                'again (pending_cleaning)'),
     'deployable.clean.wait': ('CleaningPayload', INFO,
                               "the region's function is out of its host "
                               "driver's view (e.g. still bound to "

@@ -117,7 +117,9 @@ JOB_PROGRESS_FROM = {
 DEVICE = StateMachine('device', (
     'available', 'allocated', 'pending_cleaning', 'cleaning', 'error'), {
     'available': ('allocated',
-                  # An operator asks for a clean, e.g. after maintenance.
+                  # An operator asks for a clean, e.g. after maintenance;
+                  # or the PCI function behind it, which a sibling's
+                  # tenant had (a card's PF), is released.
                   'pending_cleaning'),
     # Unbind or delete: the next tenant must not see the last one's data.
     'allocated': ('pending_cleaning',),

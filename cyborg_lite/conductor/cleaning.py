@@ -1,17 +1,21 @@
 """Secure cleanup between tenants, conductor side.
 
-A release (unbind, delete) leaves its region pending_cleaning, in the
-transaction that frees the attach handle (db/cleaning.py). ``start`` then
+A release (unbind, delete) leaves its region pending_cleaning, with every
+idle region behind the same PCI function (whoever had a card's PF could
+write them all), in the transaction that frees the attach handle
+(db/cleaning.py); each is cleaned on its own, and none is offered before
+all are (shared_function_unclean). ``start`` then
 sends each pending region that nothing holds any more to the agent of
 its host as a new try (-> cleaning), or makes it available at once when
 its driver cleans nothing (no CleaningInterface). The agent runs the
 driver's ``clean`` in a thread, beats while it runs and reports the end
 (``progress``): cleaning -> available, or error (reserved until an
 operator asks for a clean again). The machine is common/states.DEVICE.
-A region out of its host driver's view (its function with vfio-pci, or
-another holder) is not sent: it waits, pending_cleaning, until a report
-lists it again, and a try that found it gone waits again instead of
-failing (db/cleaning.py; ConductorManager.report starts what returned).
+A region known out of its host driver's view (its function with
+vfio-pci, or another holder: noted by a report) is not sent: it waits,
+pending_cleaning, until a report lists it again, and a try that found it
+gone (the agent reports its scan first) waits instead of failing
+(db/cleaning.py; ConductorManager.report starts what returned).
 
 While a region is not available, Placement has its providers reserved
 and binds are refused (objects/host_inventory.py, db/cleaning.py); after

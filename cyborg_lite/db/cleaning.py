@@ -8,7 +8,9 @@ Who moves a region, and with what:
   (objects/host_inventory.unavailable_reasons, whose reasons include the
   cleaning states) found the region bindable;
 - a release, in the transaction that frees the attach handle (db/arqs:
-  unbind, BindFailed after Bound, delete): ``release`` -> pending_cleaning;
+  unbind, BindFailed after Bound, delete; db/k8s_claims): ``release`` ->
+  pending_cleaning, the region and every idle region behind the
+  handle's function (whoever had a card's PF could reach them all);
 - a programming job's creation, under the region lock
   (db/programming_jobs.create_job): ``programming_refusal``;
 - the conductor's flow (conductor/cleaning.py): ``ready``, ``begin`` (a new
@@ -219,27 +221,58 @@ def mark_allocated(s, deployable_id, current_state=None):
 
 def release(s, handle_id):
     """A handle of a region was freed: the region must be wiped before the
-    next tenant. The region's hostname while it waits for its clean (to
-    dispatch it), else None."""
+    next tenant, and so must every idle region behind the handle's
+    function (``_wipe_with``). The region's hostname while any of them
+    waits for its clean (to dispatch it), else None."""
     deployable_id = s.scalar(sa.select(HANDLE.deployable_id)
                              .where(HANDLE.id == handle_id))
     if deployable_id is None:
         return None
-    moved = _move(s, deployable_id, states.DEVICE_RELEASABLE,
-                  'pending_cleaning', **_NEW_CLEAN)
+    moved, with_it = False, False
+    # NOTE: in id order, as every writer of several regions locks them.
+    for region_id in sorted({deployable_id, *deployables.behind_function(
+            s, handle_id)}):
+        if region_id == deployable_id:
+            moved = _move(s, region_id, states.DEVICE_RELEASABLE,
+                          'pending_cleaning', **_NEW_CLEAN)
+        else:
+            with_it |= _wipe_with(s, region_id, deployable_id)
     region = _region(s, id=deployable_id)
-    if moved:
-        LOG.info('Deployable id=%s released: pending_cleaning',
-                 deployable_id)
+    if moved or with_it:
         # Capacity taken away: the schedulers must see it before the
         # release's caller answers (it publishes this request at once).
         publish_requests.add(s, region.hostname,
                              'released: waits for its wipe')
+    if moved:
+        LOG.info('Deployable id=%s released: pending_cleaning',
+                 deployable_id)
         if _waits(s, deployable_id):
             note_wait(s, deployable_id)
-    if region.device_state != 'pending_cleaning':
+    if region.device_state != 'pending_cleaning' and not with_it:
         return None
     return region.hostname
+
+
+def _wipe_with(s, region_id, released_id):
+    """A region behind the function of a released one's handle (a card
+    without SR-IOV: its PF reaches every region, common/
+    shared_functions.py): whoever had the function could write it too,
+    so an idle one (available) waits for its own wipe as well; True if
+    it moved. The released region's siblings are then offered again
+    only once every one of them is wiped (objects/host_inventory's
+    shared_function_unclean keeps each back while another is not)."""
+    if not _move(s, region_id, ('available',), 'pending_cleaning',
+                 **_NEW_CLEAN):
+        return False
+    released = _region(s, id=released_id)
+    LOG.info('Deployable id=%s behind the function released with %s: '
+             'pending_cleaning', region_id, released.name)
+    _record(s, region_id, 'deployable.clean.shared',
+            reason='its PCI function was handed over with region %s'
+            % released.name)
+    if _waits(s, region_id):
+        note_wait(s, region_id)
+    return True
 
 
 def programming_refusal(s, deployable_id, label):

@@ -146,6 +146,21 @@ _BEHIND_ITS_FUNCTIONS = (
                sa.select(_OWN_HANDLE.c.attach_info).where(
                    _OWN_HANDLE.c.deployable_id ==
                    sa.bindparam('deployable_id')))))
+_HANDLE_OF = _HANDLE_TABLE.alias('handle_of')
+_REGION_OF = _REGION_TABLE.alias('region_of')
+# The regions of the device of a handle's region whose handles name the
+# handle's function (the handle's own region among them).
+_BEHIND_HANDLE = (
+    sa.select(_HANDLE_TABLE.c.deployable_id).distinct()
+    .select_from(_HANDLE_OF)
+    .join(_REGION_OF, _REGION_OF.c.id == _HANDLE_OF.c.deployable_id)
+    .join(_REGION_TABLE,
+          _REGION_TABLE.c.device_id == _REGION_OF.c.device_id)
+    .join(_HANDLE_TABLE, sa.and_(
+        _HANDLE_TABLE.c.deployable_id == _REGION_TABLE.c.id,
+        _HANDLE_TABLE.c.attach_info == _HANDLE_OF.c.attach_info))
+    .where(_HANDLE_OF.c.id == sa.bindparam('handle_id'))
+    .order_by(_HANDLE_TABLE.c.deployable_id))
 _REGIONS_LOCKED = (sa.select(_REGION_TABLE.c.id)
                    .where(_REGION_TABLE.c.id.in_(
                        sa.bindparam('ids', expanding=True)))
@@ -168,6 +183,15 @@ def lock_function(s, deployable_id):
                           dict(params, device_id=device_id)).scalars()
     conn.execute(_REGIONS_LOCKED,
                  {'ids': sorted({deployable_id, *behind})})
+
+
+def behind_function(s, handle_id):
+    """The ids of the regions behind the function handle ``handle_id``
+    names, its own region among them, in id order: what a holder of the
+    function reached (a card without SR-IOV: every region behind its
+    PF, common/shared_functions.py)."""
+    return list(s.connection().execute(
+        _BEHIND_HANDLE, {'handle_id': handle_id}).scalars())
 
 
 _ACTIVE_JOB_ON_ANY = (sa.select(_JOB.uuid, _REGION_TABLE.c.name)

@@ -7,7 +7,8 @@ its Kubernetes sink, to the kube-apiserver stand-in) and agent
 host the test acts on as the kernel would (``env.host``):
 
 * ``fpga``: the fake driver's DFL card with [fake_driver]sriov, one VF per
-  region (drivers/fake_host.FakeHost);
+  region (drivers/fake_host.FakeHost), or without, every region behind
+  its PF;
 * ``gpu``: two whole NVIDIA GPUs (tests/fixtures/drivers/gpu_host.GpuHost).
 
 Notifications go to oslo.messaging's test driver. The test drives the
@@ -201,17 +202,18 @@ class HostEnv(pe.Env):
 
 @pytest.fixture
 def make_host_env(conf, sqlite_db, tmp_path, placement):
-    """make_host_env(kind) -> a started HostEnv (stopped after the
-    test), its health hysteresis 2 readings each way."""
+    """make_host_env(kind, sriov=True) -> a started HostEnv (stopped after
+    the test), its health hysteresis 2 readings each way; ``sriov``
+    False: the fake card's regions all behind its PF."""
     envs, servers = [], []
 
-    def make(kind='fpga'):
+    def make(kind='fpga', sriov=True):
         hostname = 'host-' + uuid.uuid4().hex[:8]
         apiserver = fake_apiserver.FakeKubeApiServer().start()
         servers.append(apiserver)
         apiserver.add_node(hostname)
         pe.configure(conf, tmp_path)
-        conf.set_override('sriov', True, group='fake_driver')
+        conf.set_override('sriov', sriov, group='fake_driver')
         conf.set_override('readings_to_fault', 2, group='health')
         conf.set_override('readings_to_clear', 2, group='health')
         conf.set_override('inventory_sinks', ['placement', 'kubernetes'],

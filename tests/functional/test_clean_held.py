@@ -238,3 +238,85 @@ def test_a_conductor_killed_before_a_returned_region_is_cleaned(
     waiting.read_until(env.candidates, lambda found: found ==
                        held.others | {held.row.rp_uuid},
                        what='the region offered again')
+
+
+def _region_events(app, env, deployable_uuid):
+    """The events of a region's rows in its device's history."""
+    rows = app.get('/v2/devices/%s/history' % env.device().uuid,
+                   headers=ADMIN).json['history']
+    return [r['event'] for r in rows if r['deployable_uuid'] ==
+            deployable_uuid]
+
+
+def test_a_pf_released_in_vfio_has_every_region_behind_it_wiped(
+        make_host_env, api):
+    """A card without SR-IOV: the guest had its PF, so every region of
+    the card, and wrote into both. Its ARQ is deleted while libvirt leaves
+    the PF with vfio-pci: both regions wait (the one never bound too,
+    its history says why), nothing touched, the card offered to no one,
+    across scans and the periodic task; once the PF is back both are
+    wiped, and only then is the card offered again."""
+    env = make_host_env('fpga', sriov=False)
+    app = api(env)
+    [card] = env.candidates()          # one provider: one accelerator
+    names = ('region0', 'region1')
+    regions = [env.deployable(name).uuid for name in names]
+    memories = [os.path.join(env.conf.fake_driver.state_dir, 'local_memory',
+                             'dfl-port.%s' % name[-1]) for name in names]
+    arq = env.bind('region0')
+    for path in memories:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(TENANT_DATA)
+    address = env.attach(arq)          # the PF: the whole card
+    env.scan(2)
+    app.delete('/v2/accelerator_requests?instance=%s' % arq.instance_uuid,
+               headers=ADMIN, status=204)
+    env.placement.delete('/allocations/%s' % arq.instance_uuid)
+
+    # Each region's try finds it out of view (the agent's full scan
+    # notes it), or the report of its sibling's did first: it waits.
+    waited = [waiting.read_until(
+        lambda: _region_events(app, env, uuid),
+        lambda events: [e for e in events if e in CLEAN_ENDS][-1:] ==
+        ['deployable.clean.wait'], what='%s waiting' % uuid)
+        for uuid in regions]
+    assert 'deployable.clean.shared' not in waited[0]
+    assert 'deployable.clean.shared' in waited[1]
+    for _ in range(3):
+        for uuid, events in zip(regions, waited):
+            # No try begun since, nothing written: it just waits.
+            assert _region_events(app, env, uuid) == events
+            shown = app.get('/v2/deployables/%s' % uuid, headers=ADMIN).json
+            assert shown['device_state'] == 'pending_cleaning'
+            assert 'vfio-pci' in shown['cleaning_error']
+            assert 'unreported_since' in shown['attributes_list']
+        assert 'deployable.clean.error' not in sum(waited, [])
+        assert env.candidates() == set()
+        assert all(taints != [] for taints in env.slice_taints().values())
+        assert [_read(path) for path in memories] == [TENANT_DATA] * 2
+        env.scan()
+        env.conductor.manager.cleaning.reap_and_redispatch()
+
+    env.host.unbind_vfio(address)
+    env.scan()
+
+    def offered():
+        """The card's offer; never made while a region holds the
+        tenant's data."""
+        found = env.candidates()
+        data = [_read(path) for path in memories]
+        assert not found or data == ['', ''], (found, data)
+        return found
+    waiting.read_until(offered, lambda found: found == {card},
+                       what='the card offered again')
+    for uuid in regions:
+        tail = _region_events(app, env, uuid)[-2:]
+        assert tail == ['deployable.clean.start', 'deployable.clean.end']
+        assert 'deployable.clean.error' not in _region_events(app, env,
+                                                               uuid)
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()

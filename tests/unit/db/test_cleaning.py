@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import report
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
@@ -17,6 +18,7 @@ from cyborg_lite.db import publish_requests
 from cyborg_lite.db import session
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.conductor import bind_helpers as h
+from tests.unit.conductor import report_helpers as rh
 
 
 def _bind(region, hostname='host1'):
@@ -365,3 +367,62 @@ def test_every_move_leaves_the_regions_version(db):
         move()
         row = _region(region)
         assert (row.device_state, row.version) == (state, version)
+
+
+def _reported_card(hostname, sriov):
+    """{region name: (deployable id, its handle's id)} of a card the
+    report stores for ``hostname`` (the same PCI address on every host):
+    a VF each with ``sriov``, else every region behind its PF."""
+    card = rh.fpga(regions=3)
+    for dep in card['deployables']:
+        if not sriov:
+            dep['attach_handles'][0]['attach_info']['function'] = '0'
+    report.handle_report(hostname, [rh.ok('fpga', card)])
+    with session.reader() as s:
+        rows = s.execute(
+            sa.select(models.Deployable.name, models.Deployable.id,
+                      models.AttachHandle.id)
+            .join(models.AttachHandle,
+                  models.AttachHandle.deployable_id == models.Deployable.id)
+            .join(models.Device,
+                  models.Device.id == models.Deployable.device_id)
+            .where(models.Device.hostname == hostname)).all()
+    return {name.rsplit('_', 1)[1]: (dep_id, handle_id)
+            for name, dep_id, handle_id in rows}
+
+
+def _states(card):
+    with session.reader() as s:
+        return {name: s.get(models.Deployable, dep_id).device_state
+                for name, (dep_id, _handle) in card.items()}
+
+
+@pytest.mark.parametrize('sriov', [False, True], ids=['pf', 'vf'])
+def test_a_released_function_has_every_region_behind_it_wiped(db, sriov):
+    """Region0's tenant had its handle's function: a card's PF reaches
+    every region (each then waits for its own wipe, why in its history;
+    one failed already stays failed), a VF its region only. The same
+    address on another host is another function."""
+    card = _reported_card('host1', sriov)
+    other_host = _reported_card('host2', sriov)
+    with session.writer() as s:
+        s.get(models.Deployable, card['region2'][0]).device_state = 'error'
+    _clear_requests()
+
+    with session.writer() as s:
+        assert cleaning_db.release(s, card['region0'][1]) == 'host1'
+
+    behind = 'available' if sriov else 'pending_cleaning'
+    assert _states(card) == {'region0': 'pending_cleaning',
+                             'region1': behind, 'region2': 'error'}
+    assert set(_states(other_host).values()) == {'available'}
+    with session.reader() as s:
+        shared = [(r.deployable_uuid, r.state, r.reason) for r in s.scalars(
+            sa.select(models.DeviceHistory).where(
+                models.DeviceHistory.event == 'deployable.clean.shared'))]
+        region1 = s.get(models.Deployable, card['region1'][0])
+    assert shared == ([] if sriov else [(
+        region1.uuid, 'pending_cleaning',
+        'its PCI function was handed over with region '
+        'host1_0000:5e:00.0_region0')])
+    assert _requests() == [('host1', 'released: waits for its wipe')]
