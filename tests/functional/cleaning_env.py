@@ -36,13 +36,15 @@ class GatedFake(fake.FakeDriver):
 
 @pytest.fixture
 def make_gated_env(conf, sqlite_db, tmp_path):
-    """make_gated_env() -> a started Env whose first agent cleans through
-    a GatedFake (``env.gated``); configure [placement] first to publish.
-    Stopped after the test."""
+    """make_gated_env(**[fake_driver] overrides) -> a started Env whose
+    first agent cleans through a GatedFake (``env.gated``); configure
+    [placement] first to publish. Stopped after the test."""
     envs = []
 
-    def make():
+    def make(**fake_driver):
         pe.configure(conf, tmp_path)
+        for name, value in fake_driver.items():
+            conf.set_override(name, value, group='fake_driver')
         env = pe.Env(conf)
         env.gated = GatedFake(conf)
         first, plain = iter([env.gated]), env.new_driver

@@ -2,6 +2,8 @@
 conductor -> agent -> FAKE driver, whose simulated local memory is the
 hardware the test looks at (tenant data written there must be gone
 before the region is available again)."""
+import pytest
+
 from cyborg_lite.common import context
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
@@ -11,8 +13,12 @@ from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401
 
 
-def test_unbind_wipes_the_region_before_the_next_tenant(make_env):
-    env = make_env()
+@pytest.mark.parametrize('sriov', [True, False], ids=['vf', 'pf'])
+def test_unbind_wipes_the_region_before_the_next_tenant(make_env, sriov):
+    """The tenant had region0's function: with SR-IOV its own VF, so
+    region0 only is wiped; without, the card's PF, through which it could
+    write region1 too: both are wiped before either is bound again."""
+    env = make_env(sriov=sriov)
     arq_uuid = ce.bind(env)
     ce.give_tenant_data(env, 'region1')
 
@@ -21,9 +27,13 @@ def test_unbind_wipes_the_region_before_the_next_tenant(make_env):
     region = ce.wait_state(env, 'available')
     assert ce.memory(env) == ''
     assert (region.cleaning_error, region.cleaning_attempts) == (None, 0)
-    # Only the released region was wiped.
-    assert ce.memory(env, 'region1') == ce.TENANT_DATA
-    assert env.region('region1').device_state == 'available'
+    if sriov:
+        # Only the released region was wiped.
+        assert ce.memory(env, 'region1') == ce.TENANT_DATA
+        assert env.region('region1').device_state == 'available'
+    else:
+        ce.wait_state(env, 'available', 'region1')
+        assert ce.memory(env, 'region1') == ''
     # And the next tenant binds it.
     ce.bind(env)
 
@@ -85,7 +95,8 @@ def test_a_long_clean_is_kept_alive_by_heartbeats(conf, make_env):
 
 def test_agent_killed_mid_clean_resumes_after_restart(
         make_gated_env):  # noqa: F811
-    env = make_gated_env()
+    # A VF each: the one region released is the one try abandoned.
+    env = make_gated_env(sriov=True)
     arq_uuid = ce.bind(env)
     ce.unbind(env, arq_uuid)
     assert env.gated.started.wait(20)

@@ -69,12 +69,19 @@ def test_the_sibling_binds_once_the_function_is_freed_and_wiped(db):
     assert bind.unbind_arqs(None, [first]) == {first: 'Unbound'}
     assert _publish_requests() == [RELEASED]
 
-    # The PF reaches region0 too, whose last tenant's data is not wiped.
+    # The PF reaches region0 too, whose last tenant's data is not wiped;
+    # and region1 itself, which that tenant could write through the PF.
     second, state = _bind(region1)
     assert state == 'BindFailed'
     assert 'shared_function_unclean' in h.get_arq(second).error
+    assert 'pending_cleaning' in h.get_arq(second).error
 
     h.clean(region0)
+    third, state = _bind(region1)
+    assert state == 'BindFailed'
+    assert 'shared_function_unclean' not in h.get_arq(third).error
+    assert 'pending_cleaning' in h.get_arq(third).error
+    h.clean(region1)
     assert _bind(region1)[1] == 'Bound'
     h.check_no_handle_double_use()
 
@@ -88,6 +95,7 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
         arqs_db.ALL, instance).publish_hosts == {'host1'}
     assert _publish_requests() == [RELEASED]
     h.clean(region0)
+    h.clean(region1)     # behind the PF its tenant had, wiped too
     assert _bind(region1)[1] == 'Bound'
 
 
