@@ -542,10 +542,12 @@ class RabbitMQServer:
             processes.stop(self._proc, 30, signal.SIGKILL, group=True)
         self._proc = None
 
-    def restart(self, down_for=0.0):
+    def restart(self, while_down=None):
+        """Stop, call ``while_down()`` (a test waits there until its
+        clients saw the broker gone), start again."""
         self.stop()
-        if down_for:
-            time.sleep(down_for)
+        if while_down is not None:
+            while_down()
         return self.start()
 
     def cleanup(self):
