@@ -1,7 +1,6 @@
 """Shared fixtures: configuration reset, databases on SQLite, PostgreSQL
 and MariaDB."""
 import os
-import uuid
 
 import pytest
 
@@ -9,8 +8,8 @@ from cyborg_lite.common import k8s_client
 from cyborg_lite.common import outage
 from cyborg_lite.conductor import report
 from cyborg_lite.conf import CONF
-from cyborg_lite.db import migration
 from cyborg_lite.db import session
+from tests import migrated_databases
 from tests import servers
 
 CONF([], project='cyborg_lite', default_config_files=[])
@@ -66,39 +65,59 @@ def mariadb_server():
 
 
 _SERVER_FIXTURES = {'postgresql': 'pg_server', 'mysql': 'mariadb_server'}
-
-
-def _make_db_url(kind, request, tmp_path):
-    if kind == 'sqlite':
-        return 'sqlite:///%s' % os.path.join(str(tmp_path), 'test.sqlite')
-    server = request.getfixturevalue(_SERVER_FIXTURES[kind])
-    return server.create_database('t_' + uuid.uuid4().hex[:16])
-
-
-@pytest.fixture(params=[
+_BACKENDS = [
     'sqlite',
     pytest.param('postgresql', marks=pytest.mark.postgresql),
-    pytest.param('mysql', marks=pytest.mark.mariadb)])
+    pytest.param('mysql', marks=pytest.mark.mariadb)]
+
+
+@pytest.fixture(scope='session')
+def sqlite_template(tmp_path_factory):
+    return migrated_databases.SQLiteTemplate(tmp_path_factory.mktemp('db'))
+
+
+@pytest.fixture(scope='session')
+def pg_template(pg_server):
+    return migrated_databases.PostgresTemplate(pg_server)
+
+
+@pytest.fixture(scope='session')
+def mariadb_template(mariadb_server):
+    return migrated_databases.MariaDBTemplate(mariadb_server)
+
+
+def _sqlite_path(tmp_path):
+    return os.path.join(str(tmp_path), 'test.sqlite')
+
+
+@pytest.fixture(params=_BACKENDS)
 def db_url(request, tmp_path):
-    """An empty database on each backend, disposed after the test."""
-    url = _make_db_url(request.param, request, tmp_path)
+    """An empty database on each backend, disposed after the test: for
+    the tests of the migrations."""
+    if request.param == 'sqlite':
+        yield 'sqlite:///' + _sqlite_path(tmp_path)
+    else:
+        server = request.getfixturevalue(_SERVER_FIXTURES[request.param])
+        yield server.create_database(migrated_databases.new_name())
+    session.dispose_all()
+
+
+@pytest.fixture(params=_BACKENDS)
+def db(request, conf, tmp_path):
+    """A new migrated database on each backend, set as
+    [database]connection; disposed after the test."""
+    url = migrated_databases.new_database(request.param, request,
+                                           _sqlite_path(tmp_path))
+    conf.set_override('connection', url, group='database')
     yield url
     session.dispose_all()
 
 
 @pytest.fixture
-def db(db_url, conf):
-    """A migrated database on each backend, set as [database]connection."""
-    conf.set_override('connection', db_url, group='database')
-    migration.upgrade(url=db_url)
-    yield db_url
-
-
-@pytest.fixture
-def sqlite_db(conf, tmp_path):
+def sqlite_db(request, conf, tmp_path):
     """A migrated SQLite database only, for tests that need no backend matrix."""
-    url = 'sqlite:///%s' % os.path.join(str(tmp_path), 'test.sqlite')
+    url = migrated_databases.new_database('sqlite', request,
+                                           _sqlite_path(tmp_path))
     conf.set_override('connection', url, group='database')
-    migration.upgrade(url=url)
     yield url
     session.dispose_all()

@@ -63,6 +63,15 @@ class Script:
     def wait_for(self, pattern, timeout=120):
         """Block until an output line matches ``pattern``; AssertionError
         with the output if the process ends or the time runs out first."""
+        if not self._wrote(pattern, timeout):
+            raise AssertionError('%r never wrote %r; output:\n%s'
+                                 % (self.argv, pattern,
+                                    ''.join(self._output())))
+        return self
+
+    def _wrote(self, pattern, timeout):
+        """Whether an output line matches ``pattern`` within ``timeout``
+        seconds (False at once if the process closed its output)."""
         regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
         with self._cond:
@@ -70,11 +79,9 @@ class Script:
                 left = deadline - time.monotonic()
                 ended = not any(r.is_alive() for r in self._readers)
                 if left <= 0 or ended:
-                    raise AssertionError('%r never wrote %r; output:\n%s'
-                                         % (self.argv, pattern,
-                                            ''.join(self._output())))
+                    return False
                 self._cond.wait(min(left, 0.2))
-        return self
+        return True
 
     def finish(self, sig=None, timeout=120):
         """Signal (if given) and wait; the exit status."""
@@ -86,7 +93,11 @@ class Script:
             # Where it is stuck: every thread's stack, on stderr
             # (common/stop_signals.py), then the output with it.
             self.proc.send_signal(signal.SIGUSR2)
-            time.sleep(2)
+            # The dump of the main thread ends with the script's own
+            # frame: the last one written (faulthandler puts the current
+            # thread last).
+            self._wrote(r'File ".*/bin/%s", line \d+ in <module>'
+                        % re.escape(os.path.basename(self.argv[0])), 10)
             self.proc.kill()
             self.proc.wait()
             for reader in self._readers:

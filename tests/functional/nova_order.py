@@ -16,6 +16,7 @@ A boot that Placement had no candidate for is ``NoValidHost``; one whose
 claim or bind failed on the candidate it was offered is a failure the
 schedulers must never see (``Failed``).
 """
+import os
 import time
 import uuid
 
@@ -28,6 +29,14 @@ ACCEL = {'OpenStack-API-Version': 'accelerator 2.5',
 PLACEMENT = {'X-Auth-Token': 'admin',
              'OpenStack-API-Version': 'placement 1.39',
              'Content-Type': 'application/json'}
+
+
+# Boot/delete rounds of the back-to-back tests. Their bug (capacity a
+# delete took away still offered when it answers) fails a round in two
+# with the all-in-one and on the multi-host setup alike (publish_now made
+# a cast: rounds 1 and 3, and 2, 4, 6, ... of 100), so 25 miss it with a
+# chance under 1e-4. CYBORG_LITE_SOAK_ROUNDS=100 runs the long form.
+ROUNDS = int(os.environ.get('CYBORG_LITE_SOAK_ROUNDS') or 25)
 
 
 class NoValidHost(Exception):

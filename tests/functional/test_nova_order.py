@@ -78,10 +78,10 @@ def test_a_bound_cards_regions_are_offered_to_nobody_else(nova, clean):
 
 
 def test_a_two_group_profile_boots_every_time(nova, clean):
-    """100 boots in Nova's order of a profile with two regions, each
-    deleted before the next: never two regions behind one PF."""
+    """Boots in Nova's order of a profile with two regions (ROUNDS),
+    each deleted before the next: never two regions behind one PF."""
     failures = []
-    for _ in range(100):
+    for _ in range(nova_order.ROUNDS):
         nova_order.wait_offered(nova, TWO)
         try:
             instance, arqs = nova.boot('two-regions')

@@ -344,8 +344,14 @@ class Cluster:
     def start_placement(self):
         self.placement.start()
 
-    def restart_rabbitmq(self, down_for=0.0):
-        self.rabbit.restart(down_for=down_for)
+    def restart_rabbitmq(self, while_down=None):
+        self.rabbit.restart(while_down=while_down)
+
+    def stop_rabbitmq(self):
+        self.rabbit.stop()
+
+    def start_rabbitmq(self):
+        self.rabbit.start()
 
     def stop_database(self):
         """Stop PostgreSQL (fast shutdown: clients are disconnected), keep

@@ -9,7 +9,6 @@ cast is published mandatory and retried, and a bind no conductor took is
 cast again by the reaper: every ARQ ends Bound.
 """
 import threading
-import time
 
 import pytest
 import requests
@@ -26,7 +25,7 @@ def test_services_reconnect_after_broker_restart(cluster, arq_cleanup):
     region = [r for r in cluster.region_rps() if r.host == 'host-1'][0]
     pids = {n: s.pid for n, s in cluster.services.items()}
 
-    cluster.restart_rabbitmq(down_for=2)
+    cluster.restart_rabbitmq(while_down=lambda: _seen_gone(cluster))
 
     # Every service rode it out in the same process.
     assert {n: s.pid for n, s in cluster.services.items()
@@ -46,6 +45,19 @@ def test_services_reconnect_after_broker_restart(cluster, arq_cleanup):
     cluster.bind(arq['uuid'], free)
     assert cluster.wait_resolved([arq['uuid']], 30)[arq['uuid']][
         'state'] == 'Bound'
+
+
+def _seen_gone(cluster):
+    """Until every conductor and agent logged its broker connection lost
+    (oslo.messaging: "AMQP server on ... is unreachable" or "... closed
+    the connection"): they reconnect from there, not from a broker that
+    came back before they noticed."""
+    names = cluster.conductor_names + cluster.agent_hosts
+    offsets = cluster.log_offsets(*names)
+    cluster.wait_for(
+        lambda: all('AMQP server' in log
+                    for log in cluster.logs_since(offsets).values()),
+        60, 'every service seeing the broker gone', interval=0.1)
 
 
 def _aimed(cluster, profile, count):
@@ -131,10 +143,17 @@ def test_binds_cast_while_no_conductor_listens_are_sent_again(
                logged[n] for n in cluster.conductor_names)
 
 
+def _wait_recorded(cluster, aimed, count, what):
+    cluster.wait_for(
+        lambda: len([u for u in aimed if cluster.arq(u)['state'] in
+                     ('BindStarted', 'Bound')]) >= count, 30, what)
+
+
 def test_bind_burst_across_a_broker_restart_ends_all_bound(cluster,
                                                            arq_cleanup):
-    """Binds keep coming while RabbitMQ stops and starts again: none is
-    lost, none is failed, each region is bound once."""
+    """Binds keep coming while RabbitMQ stops and starts again (half
+    before, one while it is down, the rest after): none is lost, none is
+    failed, each region is bound once."""
     aimed = _aimed(cluster, 'mh-rabbit-burst', 6)
     arq_cleanup.extend(aimed)
     gate = threading.Semaphore(0)
@@ -143,17 +162,14 @@ def test_bind_burst_across_a_broker_restart_ends_all_bound(cluster,
         # Half before the restart, the rest while it is down and after.
         for _ in range(len(aimed) // 2):
             gate.release()
-        cluster.wait_for(
-            lambda: len([u for u in aimed if cluster.arq(u)['state'] in
-                         ('BindStarted', 'Bound')]) >= len(aimed) // 2,
-            30, 'the first half recorded')
-        restart = threading.Thread(target=cluster.restart_rabbitmq,
-                                   kwargs={'down_for': 1})
-        restart.start()
-        for _ in range(len(aimed) - len(aimed) // 2):
-            time.sleep(0.3)
+        _wait_recorded(cluster, aimed, len(aimed) // 2, 'the first half')
+        cluster.stop_rabbitmq()
+        gate.release()
+        _wait_recorded(cluster, aimed, len(aimed) // 2 + 1,
+                       'a bind while the broker is down')
+        cluster.start_rabbitmq()
+        for _ in range(len(aimed) - len(aimed) // 2 - 1):
             gate.release()
-        restart.join(180)
     finally:
         for _ in range(len(aimed)):
             gate.release()

@@ -48,11 +48,11 @@ def test_a_deleted_instances_card_is_not_offered_until_wiped(
 
 
 def test_two_group_boots_and_deletes_back_to_back(cluster, nova, settled):
-    """100 boots of a two-region profile, each deleted at once: no claim
-    or bind fails on a candidate Placement offered."""
+    """Boots of a two-region profile (ROUNDS), each deleted at once: no
+    claim or bind fails on a candidate Placement offered."""
     groups = nova.request_groups(TWO)
     failures = []
-    for _ in range(100):
+    for _ in range(nova_order.ROUNDS):
         nova_order.wait_offered(nova, groups)
         try:
             instance, arqs = nova.boot(TWO)

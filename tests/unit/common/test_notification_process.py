@@ -299,19 +299,26 @@ def test_a_forked_worker_sends_from_its_own_process_and_lets_the_parents_go(
     try:
         assert notifications.enabled() and notifications.wait_started()
         parents_child = notifications._sender.child_pid
+        held, release = os.pipe()
         worker = os.fork()
         if worker == 0:
+            os.close(release)
             ok = (notifications.enabled() and
                   notifications._sender.child_pid not in (None,
                                                           parents_child))
-            # Alive while the parent stops its sender: its copy of the
-            # pipe must not keep the parent's child waiting for more.
-            time.sleep(4)
+            # Alive until the parent has stopped its sender: its copy of
+            # the pipe must not keep the parent's child waiting for more.
+            os.read(held, 1)
             notifications.reset()
             os._exit(0 if ok else 1)
-        began = time.monotonic()
-        notifications._sender.close(3)
-        assert time.monotonic() - began < 3, 'the worker kept its pipe open'
+        os.close(held)
+        try:
+            child = notifications._sender._proc
+            notifications._sender.close(3)
+            # It ended on its stdin's end (0), not killed after the 3 s.
+            assert child.returncode == 0, 'the worker kept its pipe open'
+        finally:
+            os.close(release)
         assert _gone(parents_child, 1)
         assert os.waitpid(worker, 0)[1] == 0
     finally:

@@ -7,11 +7,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from cyborg_lite.common import stop_signals
+from tests import waiting
 
 
 @pytest.fixture
@@ -63,19 +63,36 @@ def test_sigusr2_dumps_every_thread(tmp_path):
     proc = subprocess.Popen([sys.executable, '-c', script],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
+    lines = []
+    reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines),
+                              daemon=True)
+    reader.start()
     try:
         assert proc.stdout.readline() == 'ready\n'
         proc.send_signal(stop_signals.DUMP)
-        time.sleep(0.5)
+        # The stop only once both threads' stacks are out.
+        assert waiting.until(lambda: _has_lines(lines, 'in wait', 'in run'))
         proc.send_signal(signal.SIGTERM)
-        _out, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
+        reader.join(30)
     finally:
         proc.kill()
+        proc.wait()
+    err = ''.join(lines)
     assert proc.returncode == 0
     # Both threads: the main one waiting, the sleeper in its run().
     assert 'Current thread 0x' in err and 'Thread 0x' in err, err
     assert 'stop_signals.py' in err and 'in wait' in err, err
     assert 'in run' in err, err
+
+
+def _read_lines(stream, lines):
+    for line in stream:
+        lines.append(line)
+
+
+def _has_lines(lines, *parts):
+    return all(any(part in line for line in list(lines)) for part in parts)
 
 
 @pytest.mark.parametrize('stderr', [None, 'no-fileno'])

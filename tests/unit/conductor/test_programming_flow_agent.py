@@ -66,11 +66,13 @@ def setup(db, conf, tmp_path):
     flow = programming.ProgrammingFlow(agent_api=_Cast())
     conductor = DirectConductor(conductor_manager.ConductorManager(
         'cond', programming=flow))
+    runners = []
 
     def runner(fetch_image, drivers=(driver,)):
         flow.agent_api.runner = agent_programming.JobRunner(
             h.HOST, drivers, conductor, fetch_image,
             tmp_dir=str(tmp_path / 'agent-tmp'))
+        runners.append(flow.agent_api.runner)
         flow.agent_api.runner.open()
         return flow.agent_api.runner
 
@@ -79,7 +81,13 @@ def setup(db, conf, tmp_path):
                            region.uuid)
         return waiting.until(lambda: jobs_db.get(job['uuid']).state in
                            states.JOB_TERMINAL and jobs_db.get(job['uuid']))
-    return runner, program, driver, bitstream
+    yield runner, program, driver, bitstream
+    # A job's thread outlives the job's end (its last report, after_job):
+    # it must be gone before the database is disposed of under it (a
+    # closed SQLite connection used by a thread crashes the process).
+    for each in runners:
+        each.stop(drain=False)
+        assert waiting.until(each.idle)
 
 
 class _Cast:

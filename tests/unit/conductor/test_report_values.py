@@ -11,7 +11,6 @@ from sqlalchemy.orm import exc as orm_exc
 from cyborg_lite.conductor import report
 from cyborg_lite.db import conditional
 from cyborg_lite.db import inventory
-from cyborg_lite.db import migration
 from cyborg_lite.db import models
 from cyborg_lite.db import session
 from tests.unit.conductor import report_helpers as h
@@ -119,18 +118,13 @@ def _content():
     return rows
 
 
-def _fresh_sqlite(conf, path):
-    url = 'sqlite:///%s' % path
-    conf.set_override('connection', url, group='database')
-    migration.upgrade(url=url)
-
-
 @pytest.mark.parametrize('edit', VALUE_EDITS)
-def test_the_update_path_stores_what_the_orm_path_stores(conf, tmp_path,
-                                                         monkeypatch, edit):
+def test_the_update_path_stores_what_the_orm_path_stores(
+        conf, tmp_path, monkeypatch, sqlite_template, edit):
     results = []
     for path in ('updates', 'orm'):
-        _fresh_sqlite(conf, tmp_path / (path + '.sqlite'))
+        conf.set_override('connection', sqlite_template.copy(
+            tmp_path / (path + '.sqlite')), group='database')
         if path == 'orm':
             monkeypatch.setattr(inventory, '_apply_values',
                                 lambda *args: None)

@@ -1,26 +1,23 @@
 """Fixtures of the database tests."""
-import uuid
-
 import pytest
 
-from cyborg_lite.db import migration
 from cyborg_lite.db import session
+from tests import migrated_databases
 
 
-def _migrated(server, conf):
-    """A fresh, migrated database on ``server``, configured as the
-    service's; disposed of after the test."""
-    url = server.create_database('t_' + uuid.uuid4().hex[:16])
+def _migrated(kind, request, conf):
+    """A new migrated database on ``kind``, configured as the service's;
+    disposed of after the test."""
+    url = migrated_databases.new_database(kind, request)
     conf.set_override('connection', url, group='database')
-    migration.upgrade(url=url)
     yield url
     session.dispose_all()
 
 
 @pytest.fixture
-def pg_db(pg_server, conf):
+def pg_db(request, conf):
     """A fresh, migrated PostgreSQL database configured as the service's."""
-    yield from _migrated(pg_server, conf)
+    yield from _migrated('postgresql', request, conf)
 
 
 @pytest.fixture(params=[
@@ -29,6 +26,4 @@ def pg_db(pg_server, conf):
 def server_db(request, conf):
     """The same on each server backend, where a writer does not hold the
     whole database from its first read to its commit as on SQLite."""
-    server = request.getfixturevalue(
-        {'postgresql': 'pg_server', 'mysql': 'mariadb_server'}[request.param])
-    yield from _migrated(server, conf)
+    yield from _migrated(request.param, request, conf)

@@ -290,7 +290,7 @@ def _deadlock(url):
 
 
 # SQLite has one writer at a time: it cannot deadlock.
-@pytest.mark.parametrize('db_url', [
+@pytest.mark.parametrize('db', [
     pytest.param('postgresql', marks=pytest.mark.postgresql),
     pytest.param('mysql', marks=pytest.mark.mariadb)], indirect=True)
 def test_a_deadlock_is_a_conflict_the_report_retry_handles(db):
