@@ -58,8 +58,9 @@ BIND_RESEND = 2
 REAP_INTERVAL = 1
 REPORT_INTERVAL = 1
 HEARTBEAT_INTERVAL = 1
-# Above a broker restart's gap (test_fault_rabbitmq_restart).
-AGENT_DOWN_TIME = 6
+# Above a broker restart's gap, RabbitMQ boot and the services' reconnect
+# backoff included (test_fault_rabbitmq_restart), on a loaded 2-core CI.
+AGENT_DOWN_TIME = 15
 # Notifications go to RabbitMQ on this topic (test_notifications.py
 # listens); the last agent's host is a Kubernetes node for the
 # conductors (the claims of test_notifications.py).

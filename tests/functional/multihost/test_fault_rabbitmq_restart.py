@@ -144,22 +144,38 @@ def test_binds_cast_while_no_conductor_listens_are_sent_again(
 
 
 def _wait_recorded(cluster, aimed, count, what):
-    cluster.wait_for(
-        lambda: len([u for u in aimed if cluster.arq(u)['state'] in
-                     ('BindStarted', 'Bound')]) >= count, 30, what)
+    """Until ``count`` of the binds are recorded; read from the database,
+    often: the broker may be down meanwhile, and an outage past
+    [conductor]agent_down_time (cl.AGENT_DOWN_TIME) marks the agents down."""
+    cluster.wait_for(lambda: cluster.query(
+        "SELECT count(*) FROM accelerator_requests WHERE state IN "
+        "('BindStarted', 'Bound') AND uuid IN "
+        "(SELECT unnest(CAST(:u AS text[])))", u=list(aimed))[0][0] >= count,
+        30, what, interval=0.02)
+
+
+def _wait_agents_back(cluster):
+    """Until every agent heartbeated after now: a restart here takes about
+    as long as [conductor]agent_down_time, and a bind sent before the
+    hosts are heard again may find them marked down (then it fails, as
+    it should)."""
+    [(now,)] = cluster.query("SELECT now() AT TIME ZONE 'UTC'")
+    cluster.wait_for(lambda: cluster.query(
+        "SELECT count(*) FROM agents WHERE state = 'up' AND "
+        "heartbeat_at > :now", now=now)[0][0] == len(cluster.agent_hosts),
+        60, 'every agent heartbeating again', interval=0.1)
 
 
 def test_bind_burst_across_a_broker_restart_ends_all_bound(cluster,
                                                            arq_cleanup):
     """Binds keep coming while RabbitMQ stops and starts again (half
-    before, one while it is down, the rest after): none is lost, none is
-    failed, each region is bound once."""
+    before, one while it is down, the rest once the hosts are heard
+    again): none is lost, none is failed, each region is bound once."""
     aimed = _aimed(cluster, 'mh-rabbit-burst', 6)
     arq_cleanup.extend(aimed)
     gate = threading.Semaphore(0)
     threads, errors = _bind_all(cluster, aimed, before_each=gate.acquire)
     try:
-        # Half before the restart, the rest while it is down and after.
         for _ in range(len(aimed) // 2):
             gate.release()
         _wait_recorded(cluster, aimed, len(aimed) // 2, 'the first half')
@@ -168,6 +184,7 @@ def test_bind_burst_across_a_broker_restart_ends_all_bound(cluster,
         _wait_recorded(cluster, aimed, len(aimed) // 2 + 1,
                        'a bind while the broker is down')
         cluster.start_rabbitmq()
+        _wait_agents_back(cluster)
         for _ in range(len(aimed) - len(aimed) // 2 - 1):
             gate.release()
     finally:
