@@ -83,8 +83,8 @@ from bench import common
 from bench import fake_nova
 from bench import seed
 from bench import serving
-from cyborg_lite.common import placement_server
-from cyborg_lite.common import processes
+from cyborg_lite.cmd import placement_server
+from cyborg_lite.cmd import processes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -208,7 +208,7 @@ def prepare_db(args):
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
     from cyborg_lite.db import publish_requests
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     config.parse_args([], default_config_files=[])
     common.quiet()
     CONF.set_override('connection', args.db, group='database')

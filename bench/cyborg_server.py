@@ -54,7 +54,7 @@ def offer_inproc_driver(directory):
     oslo.messaging finds drivers by entry point; Cyborg's venv does not
     have cyborg_lite installed, so a one-entry-point distribution is
     written into ``directory`` and it and this repository go on sys.path.
-    Only ``cyborg_lite.common.inproc_messaging`` is imported, and only
+    Only ``cyborg_lite.rpc.inproc`` is imported, and only
     after Cyborg's own imports. Returns a config file selecting it.
     """
     info = os.path.join(directory, 'cyborg_bench_inproc-0.dist-info')
@@ -64,7 +64,7 @@ def offer_inproc_driver(directory):
                 'Version: 0\n')
     with open(os.path.join(info, 'entry_points.txt'), 'w') as f:
         f.write('[oslo.messaging.drivers]\n'
-                'inproc = cyborg_lite.common.inproc_messaging:InprocDriver\n')
+                'inproc = cyborg_lite.rpc.inproc:InprocDriver\n')
     sys.path[:0] = [directory, REPO]
     # NOTE: a later config file wins; Cyborg's parse_args builds the
     # transport at once, so the URL cannot be overridden afterwards.

@@ -146,7 +146,7 @@ class Fleet:
 
 
 def region_rp_uuid(host, card, region):
-    from cyborg_lite.common import naming
+    from cyborg_lite.placement import naming
     return naming.rp_uuid(naming.deployable_rp_name(
         hostname(host), '0000:%02x:00.0' % (0x5e + card),
         'region%d' % region, 'FPGA'))
@@ -274,7 +274,7 @@ class Conductor:
         from cyborg_lite.conductor import manager
         from cyborg_lite.conductor import publishing
         from cyborg_lite.placement import sink as sink_mod
-        from cyborg_lite.db import session
+        from cyborg_lite.db.sql import session
         self.sync = sink_mod.PlacementSink.from_conf(conf)
         # As the conductor service: the publish serves the report's
         # publish request.
@@ -414,7 +414,7 @@ def count_providers(placement_url):
 
 def start_placement(args, state_dir):
     """Placement as ``args`` asks: (server, PostgresServer or None)."""
-    from cyborg_lite.common import placement_server
+    from cyborg_lite.cmd import placement_server
     pg, db_url = None, None
     if args.placement_db == 'postgresql':
         sys.path.insert(0, ROOT)
@@ -459,7 +459,7 @@ def start_conductor_db():
 
 def run(args):
     from cyborg_lite.db import migration
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
 
     state_dir = args.state_dir or tempfile.mkdtemp(prefix='bench-fleet-')
     os.makedirs(state_dir, exist_ok=True)

@@ -75,7 +75,7 @@ def child(args):
     from cyborg_lite.agent import manager
     from cyborg_lite.conductor import report
     from cyborg_lite.db import migration
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     from cyborg_lite.drivers import fake
     migration.upgrade()
     driver = fake.FakeDriver(CONF)

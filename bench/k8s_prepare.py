@@ -70,11 +70,11 @@ def _summary(pairs, wall):
 
 
 def run(args, workdir, short_dir):
-    from cyborg_lite.common import rpc
+    from cyborg_lite.rpc import transport as rpc
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
     from cyborg_lite.db import programming_jobs as jobs_db
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
 
     common.quiet('cyborg_lite', 'oslo_messaging', 'kubernetes')
     CONF([], project='cyborg_lite', default_config_files=[])

@@ -185,7 +185,7 @@ def prepare(workdir, devices):
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     path = os.path.join(workdir, 'ours.sqlite')
     url = 'sqlite:///' + path
     config.parse_args([], default_config_files=[])
@@ -211,7 +211,7 @@ def main(argv=None):
     server = None
     try:
         path, url = prepare(workdir, args.devices)
-        from cyborg_lite.common import placement_server
+        from cyborg_lite.cmd import placement_server
         port = placement_server.free_port()
         server = api.Server('ours', [
             sys.executable, '-m', 'bench.ours_server', '--db', url,

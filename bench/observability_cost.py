@@ -159,7 +159,7 @@ class _Modes:
     set (an idle sender costs nothing: --driver log's runs)."""
 
     def __init__(self, conf, apps, driver, settle):
-        from cyborg_lite.common import notifications
+        from cyborg_lite.notifications import events as notifications
         self.notifications = notifications
         self.apps = apps
         notifications.reset(timeout=10)
@@ -205,7 +205,7 @@ def child(args):
     from bench import seed
     seed.seed_ours(db, args.devices)
     from cyborg_lite.api import deploy
-    from cyborg_lite.common import notifications
+    from cyborg_lite.notifications import events as notifications
     from cyborg_lite.conductor import service
     conductor = service.ConductorService(conf)
     conductor.start()
@@ -299,7 +299,7 @@ def _flush_idle_s():
     """Flush the notifications; the CPU seconds the process spent
     meanwhile on anything but the sending thread (the conductor's and the
     servers' own threads, which only an "on" block waits for)."""
-    from cyborg_lite.common import notifications
+    from cyborg_lite.notifications import events as notifications
     sender = notifications._sender
     thread = getattr(sender, '_thread', None)
     if thread is None:
@@ -319,7 +319,7 @@ def _quartiles(values):
 
 def _sender_cpu_s(sender):
     """CPU seconds of the process sending the notifications, when it is
-    one of its own (common/notification_senders.ProcessSender)."""
+    one of its own (notifications/senders.ProcessSender)."""
     pid = getattr(sender, 'child_pid', None)
     return None if pid is None else cpu.ticks([pid])
 

@@ -87,7 +87,7 @@ class HttpRunner:
 
     def __init__(self, apps, args):
         from bench import serving
-        from cyborg_lite.common import placement_server
+        from cyborg_lite.cmd import placement_server
         self.ports = {}
         self.stops = []
         for on, app in apps.items():

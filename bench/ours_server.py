@@ -53,7 +53,7 @@ def main(argv=None):
 
     from cyborg_lite.api import deploy
     from cyborg_lite.common import config
-    from cyborg_lite.common import stop_signals
+    from cyborg_lite.cmd import stop_signals
     from cyborg_lite.conductor import service
     from cyborg_lite.conf import CONF
 
@@ -112,7 +112,7 @@ def configuration(args, conf):
             'driver': [args.notifications],
             'transport_url': args.notifications_url}
     if args.placement_url:
-        from cyborg_lite.common import placement_server
+        from cyborg_lite.cmd import placement_server
         overrides['placement'] = {
             'auth_type': 'admin_token', 'token': placement_server.TOKEN,
             'endpoint_override': args.placement_url,
@@ -122,7 +122,8 @@ def configuration(args, conf):
 
 def _has_notifications():
     try:
-        from cyborg_lite.common import notifications  # noqa: F401
+        from cyborg_lite.notifications import (  # noqa: F401
+            events as notifications)
     except ImportError:
         return False
     return True

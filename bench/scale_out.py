@@ -43,7 +43,7 @@ max_limit = 10000
 
 
 def start_gunicorn(workdir, conf_path, workers):
-    from cyborg_lite.common import placement_server
+    from cyborg_lite.cmd import placement_server
     port = placement_server.free_port()
     env = dict(os.environ, CYBORG_LITE_CONFIG_FILE=conf_path)
     server = api.Server('gunicorn-%d' % workers, [
@@ -115,7 +115,7 @@ def main(argv=None):
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
 
     workdir = tempfile.mkdtemp(prefix='bench-scale-')
     pg = servers.PostgresServer().start()

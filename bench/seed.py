@@ -70,7 +70,7 @@ def seed_ours(url, n):
     import sqlalchemy as sa
 
     from cyborg_lite.db import models
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     now = models.utcnow()
     data = list(rows(n))
     ids = range(1, n + 1)
@@ -115,7 +115,7 @@ def seed_ours_arqs(url, n, project_id):
     import sqlalchemy as sa
 
     from cyborg_lite.db import models
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     now = models.utcnow()
     with session.writer(url) as s:
         profile = s.execute(sa.insert(models.DeviceProfile).values(

@@ -71,9 +71,9 @@ def main(argv=None):
     cluster.start()
     try:
         # This process is an RPC client on the cluster's broker.
-        from cyborg_lite.agent import rpcapi as agent_rpcapi
+        from cyborg_lite.rpc import agent_client as agent_rpcapi
         from cyborg_lite.common import context
-        from cyborg_lite.common import rpc
+        from cyborg_lite.rpc import transport as rpc
         from cyborg_lite.conf import CONF
         CONF([], project='cyborg_lite', default_config_files=[])
         CONF.set_override('transport_url', cluster.rabbit.url)

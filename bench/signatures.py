@@ -16,7 +16,7 @@ with ``[bitstreams] signature_policy = enforce``:
   with or without signatures);
 - **signature at upload**: ``PUT .../signature``, timed whole (HTTP, form
   check, the verification, the row written), and the verification alone
-  (``common/signatures.verify``, timed where the API calls it);
+  (``bitstreams/signatures.verify``, timed where the API calls it);
 - **program**: ``POST /v2/programs`` until the job ``succeeded``; the
   agent's check (``agent/programming.check_signature``, over the digest of
   the bytes it fetched) is timed where the agent calls it.
@@ -61,7 +61,7 @@ class _Timed:
 
     def __call__(self, *args, **kwargs):
         if self.uncached:
-            from cyborg_lite.common import signatures
+            from cyborg_lite.bitstreams import signatures
             signatures._public_key.cache_clear()
         start = time.perf_counter()
         try:
@@ -191,11 +191,11 @@ def run(args, workdir):
     from cyborg_lite.agent import programming as agent_programming
     from cyborg_lite.api import deploy
     from cyborg_lite.api import server as api_server
-    from cyborg_lite.common import rpc
-    from cyborg_lite.common import signatures
+    from cyborg_lite.rpc import transport as rpc
+    from cyborg_lite.bitstreams import signatures
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     from tests import signing_keys
     from tests.functional import programming_env as pe
 

@@ -5,7 +5,7 @@
 
 Serves cyborg_lite's API in this process (waitress, 8 threads, noauth,
 SQLite seeded with bench/seed.py) and times POST /v2/accelerator_requests
-and POST /v2/device_profiles under three settings of db/session.py,
+and POST /v2/device_profiles under three settings of db/sql/session.py,
 patched here in memory only (the repository is not changed):
 
 - ``as-is``: what session.py does now (since the change this bench
@@ -17,7 +17,7 @@ patched here in memory only (the repository is not changed):
 - ``lock+wal``: the same plus ``journal_mode=WAL`` and
   ``synchronous=NORMAL`` (one fsync per checkpoint, not per commit).
 
-It measured the change now in db/session.py (docs/benchmarks-history.md 5,
+It measured the change now in db/sql/session.py (docs/benchmarks-history.md 5,
 "Hot spots elsewhere"); every mode runs in a fresh database.
 """
 import argparse
@@ -71,10 +71,10 @@ def run_mode(mode, args):
 
     from cyborg_lite.api import deploy
     from cyborg_lite.common import config
-    from cyborg_lite.common import placement_server
+    from cyborg_lite.cmd import placement_server
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
 
     workdir = tempfile.mkdtemp(prefix='bench-sqlite-')
     try:

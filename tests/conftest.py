@@ -4,11 +4,11 @@ import os
 
 import pytest
 
-from cyborg_lite.common import k8s_client
 from cyborg_lite.common import outage
 from cyborg_lite.conductor import report
 from cyborg_lite.conf import CONF
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.kubernetes import client as k8s_client
 from tests import migrated_databases
 from tests import servers
 

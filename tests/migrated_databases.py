@@ -15,7 +15,7 @@ import sqlite3
 import uuid
 
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 TEMPLATE_NAME = 'migrated_template'
 

@@ -23,7 +23,7 @@ import openstack
 from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 
-from cyborg_lite.common import processes
+from cyborg_lite.cmd import processes
 from tests import servers
 
 ENV = 'CYBORG_LITE_KEYSTONE_PYTHON'

@@ -21,8 +21,8 @@ from wsgiref import simple_server
 import pytest
 
 # One free_port for the product and the tests (servers.free_port).
-from cyborg_lite.common.placement_server import free_port
-from cyborg_lite.common import processes
+from cyborg_lite.cmd.placement_server import free_port
+from cyborg_lite.cmd import processes
 
 
 def under_ci():

@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509 import oid
 
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 
 
 def new_key(kind='ed25519'):

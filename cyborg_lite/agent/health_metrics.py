@@ -5,7 +5,7 @@ the readings live: the agent reads them on every scan and keeps them
 out of its reports (agent/health.py), so that a temperature that moves
 every scan writes nothing to the database, Placement or Kubernetes. The
 API's scrape, read from the database, has each device's health state
-(objects/device_metrics.py), never its readings.
+(api/device_metrics.py), never its readings.
 
 A collector: each scrape reads the monitor's last scan of every driver,
 so a device the scan no longer finds (or that vanished from the bus) has

@@ -8,8 +8,8 @@ fail it with their text.
 """
 from keystoneauth1 import exceptions as ks_exc
 
+from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import exception
-from cyborg_lite.common import image_store
 from cyborg_lite.common import service_clients
 
 FILE_PATH = '/v2/bitstreams/%s/file'

@@ -50,13 +50,13 @@ from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.common import metrics
-from cyborg_lite.common import rpc
-from cyborg_lite.common import rpc_loop
-from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
+from cyborg_lite.metrics import counted as metrics
+from cyborg_lite.rpc import conductor_client as conductor_rpcapi
+from cyborg_lite.rpc import server_loop as rpc_loop
+from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
 # Where the hash of the NUMA nodes the conductor acknowledged is kept
@@ -148,7 +148,7 @@ class AgentManager(rpc_loop.RpcLoop):
                                                               self.host),
             release_claim=devices.release_claim)
 
-    # --- RPC endpoint (conductor -> agent), see agent/rpcapi.py ---------
+    # --- RPC endpoint (conductor -> agent), see rpc/agent_client.py ---------
 
     def request_report(self, ctxt):
         """Scan and send a full report now instead of at the next tick."""

@@ -46,11 +46,11 @@ import threading
 import oslo_messaging as messaging
 
 from cyborg_lite.agent import gated_runner
-from cyborg_lite.common import bitstream_formats as formats
+from cyborg_lite.bitstreams import formats
+from cyborg_lite.bitstreams import signatures
+from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.common import image_store
-from cyborg_lite.common import signatures
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import base

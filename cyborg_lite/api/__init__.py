@@ -21,7 +21,7 @@ Layout (the arrangement of openstack-placement's API, no framework):
   the all-in-one's HTTP server (cheroot).
 - SQL lives in cyborg_lite/db/<resource>.py, never in a handler. Anything
   that changes device state or needs a host goes to the conductor over RPC
-  (``utils.conductor(req)``, a cyborg_lite.conductor.rpcapi.ConductorAPI).
+  (``utils.conductor(req)``, a cyborg_lite.rpc.conductor_client.ConductorAPI).
 
 Adding a resource (e.g. /v2/bitstreams):
 

@@ -76,7 +76,7 @@ ROUTE_DECLARATIONS = {
         'GET': provider_trees.show_tree},
     # From microversion 2.5.
     '/v2/resource_slices/{hostname}': {'GET': resource_slices.show_slices},
-    # From the signed bitstreams microversion (common/signatures).
+    # From the signed bitstreams microversion (bitstreams/signatures).
     '/v2/bitstreams/{uuid}/signature': {
         'GET': bitstream_signature.show_signature,
         'PUT': bitstream_signature.put_signature,

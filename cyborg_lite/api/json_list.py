@@ -1,5 +1,5 @@
 """Long list bodies, one text per row from the database layer
-(db/json_text.py).
+(db/sql/json_text.py).
 
 An item of a list is the JSON object ``view`` makes of one row: its keys
 in order, json.dumps's default separators and escapes. A RowFormat gives
@@ -21,7 +21,7 @@ for byte (tests/functional/api/test_list_bodies.py).
 """
 import json
 
-from cyborg_lite.db import json_text
+from cyborg_lite.db.sql import json_text
 
 # About how many characters a piece of a list's text has.
 PIECE_SIZE = 64 * 1024

@@ -11,8 +11,8 @@ of another worker sees a request within ``FOLD_DELAY`` (a second).
 
 ``MetricsEndpoint`` answers GET /metrics with prometheus_client's text
 format: this process's counters (or, under gunicorn, every worker's,
-added up: common/metrics.py) and the device, region, agent and holder
-series read from the database (objects/device_metrics.py).
+added up: metrics/counted.py) and the device, region, agent and holder
+series read from the database (api/device_metrics.py).
 """
 import collections
 import logging
@@ -23,13 +23,13 @@ import weakref
 import prometheus_client
 from prometheus_client import multiprocess
 
+from cyborg_lite.api import device_metrics
 from cyborg_lite.api import fault
 from cyborg_lite.api import handler
 from cyborg_lite.api.policies import metrics as policies
+from cyborg_lite.api import policy
 from cyborg_lite.api import wsgi_wrapper
-from cyborg_lite.common import metrics
-from cyborg_lite.common import policy
-from cyborg_lite.objects import device_metrics
+from cyborg_lite.metrics import counted as metrics
 
 LOG = logging.getLogger(__name__)
 PATH = '/metrics'

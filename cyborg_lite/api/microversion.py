@@ -22,8 +22,8 @@ import re
 import microversion_parse
 from oslo_log import log
 
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 
 LOG = log.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from cyborg_lite.api.schemas import provider_trees as tree_s
 from cyborg_lite.api.schemas import resource_slices as slices_s
 from cyborg_lite.api.schemas import trusted_keys as keys_s
 from cyborg_lite.api.schemas import versions as versions_s
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 
 Op = collections.namedtuple('Op', ['summary', 'ok', 'query', 'body', 'errors',
                                    'media', 'empty'])
@@ -150,7 +150,7 @@ OPERATIONS = {
     ('/v2/resource_slices/{hostname}', 'GET'): _op(
         "A host's Kubernetes ResourceSlices as the conductor would publish "
         'them (admin, 2.5).', errors=(400, 403, 404, 409)),
-    # From the signed bitstreams microversion (common/signatures).
+    # From the signed bitstreams microversion (bitstreams/signatures).
     ('/v2/bitstreams/{uuid}/signature', 'PUT'): _op(
         'Attach the detached signature of the stored image (base64) and '
         'see its status (%s).' % _SIGNED, body=bs_s.SIGNATURE,

@@ -12,10 +12,10 @@ import webob
 import webob.exc
 
 from cyborg_lite.api import json_list
+from cyborg_lite.api import policy
 from cyborg_lite.api.schemas import common as common_schemas
 from cyborg_lite.api.schemas import validator
 from cyborg_lite.common import exception
-from cyborg_lite.common import policy
 from cyborg_lite.conf import CONF
 
 LOG = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def authorize(req, rule, target=None):
 def visible_to(req):
     """What the caller may see: db pagination.ALL for an admin, else its
     own project (None when it has none: only public objects)."""
-    from cyborg_lite.db import pagination
+    from cyborg_lite.db.sql import pagination
     ctx = context(req)
     return pagination.ALL if ctx.is_admin else ctx.project_id
 

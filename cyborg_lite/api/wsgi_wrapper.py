@@ -16,10 +16,10 @@ import oslo_messaging
 import webob.exc
 
 from cyborg_lite.api import fault
+from cyborg_lite.api import policy
 from cyborg_lite.api import utils
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
-from cyborg_lite.common import policy
 
 LOG = log.getLogger(__name__)
 # Seconds a client is asked to wait before retrying a 503.
@@ -57,7 +57,7 @@ class ConductorClient:
         with self._lock:
             if self._client is None:
                 if self._factory is None:
-                    from cyborg_lite.conductor import rpcapi
+                    from cyborg_lite.rpc import conductor_client as rpcapi
                     self._factory = rpcapi.ConductorAPI
                 self._client = self._factory()
             return self._client
@@ -82,7 +82,7 @@ def error_response(exc):
         return fault.error_response(exc.code, exc.format_message())
     if isinstance(exc, (exception.DatabaseUnavailable,
                         exception.PlacementUnavailable)):
-        # NOTE: logged by db/session.py's outage log, once per outage, or
+        # NOTE: logged by db/sql/session.py's outage log, once per outage, or
         # by the caller of Placement (api/instance_allocations.py).
         return unavailable(exc.format_message())
     if isinstance(exc, webob.exc.HTTPException) and exc.code >= 400:

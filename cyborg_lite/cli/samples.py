@@ -2,7 +2,7 @@
 bitstreams and programming without a vendor toolchain.
 
 The image is built by the same format code the API's parsers use
-(cyborg_lite.common.bitstream_formats.build), for the fake driver's
+(cyborg_lite.bitstreams.formats.build), for the fake driver's
 region type unless told otherwise, so the all-in-one can store it and
 program a simulated region with it. The payload is filler: real hardware
 would refuse it. Talks to no API.
@@ -14,8 +14,8 @@ import uuid
 
 from cliff import show
 
+from cyborg_lite.bitstreams import formats as bitstream_formats
 from cyborg_lite.cli import client as cl_client
-from cyborg_lite.common import bitstream_formats
 from cyborg_lite.common import exception
 
 DEFAULT_NAME = 'sample'

@@ -1,5 +1,5 @@
 """Signed bitstreams on the command line (API 2.8,
-common/signatures.MICROVERSION).
+bitstreams/signatures.MICROVERSION).
 
 ``bitstream sign`` signs an image with a local private key (PEM, Ed25519
 or ECDSA P-256) and writes the raw detached signature of its SHA-256
@@ -9,7 +9,7 @@ create|list|show|revoke|delete`` are the keys an admin trusts;
 ``signature policy list|show|set|unset`` the projects' own policies.
 
 A signature file holds the raw signature (as ``bitstream sign`` and
-openssl write it) or its base64 text. ``common/signatures`` (and with it
+openssl write it) or its base64 text. ``bitstreams/signatures`` (and with it
 the cryptography library) is imported only by the commands that use it:
 ``cyborg-lite --help`` does not pay for it.
 """
@@ -30,7 +30,7 @@ MAX_FILE = 256 * 1024
 
 
 def _signatures():
-    from cyborg_lite.common import signatures
+    from cyborg_lite.bitstreams import signatures
     return signatures
 
 

@@ -6,7 +6,7 @@
 Starts the real Placement (a subprocess with its own SQLite database), then
 migrates cyborg_lite's SQLite database and runs the API (cheroot), the
 conductor and one agent in this process over ``inproc://`` messaging
-(common/inproc_messaging.py). The agent runs the fake FPGA driver unless a
+(rpc/inproc.py). The agent runs the fake FPGA driver unless a
 ``--config-file`` names others ([agent] enabled_drivers and the drivers'
 groups). Everything lives
 under the state directory, so a restart finds the same devices, profiles
@@ -25,15 +25,15 @@ import sys
 
 from oslo_log import log as logging
 
+from cyborg_lite.cmd import placement_server
+from cyborg_lite.cmd import stop_signals
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
-from cyborg_lite.common import placement_server
-from cyborg_lite.common import rpc
-from cyborg_lite.common import stop_signals
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
+from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
 

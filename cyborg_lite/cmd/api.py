@@ -14,10 +14,10 @@ from gunicorn.app import base as gunicorn_base
 from cyborg_lite.api import gunicorn_worker
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
-from cyborg_lite.common import metrics_dir
-from cyborg_lite.common import notifications
 from cyborg_lite.conf import CONF
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.metrics import multiproc_dir as metrics_dir
+from cyborg_lite.notifications import events as notifications
 
 
 class _Server(gunicorn_base.BaseApplication):

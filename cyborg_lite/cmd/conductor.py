@@ -16,16 +16,16 @@ import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from cyborg_lite.cmd import stop_signals
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
-from cyborg_lite.common import inproc_messaging
-from cyborg_lite.common import metrics_dir
-from cyborg_lite.common import notifications
-from cyborg_lite.common import rpc
-from cyborg_lite.common import stop_signals
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.metrics import multiproc_dir as metrics_dir
+from cyborg_lite.notifications import events as notifications
+from cyborg_lite.rpc import inproc as inproc_messaging
+from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def _run_one(metrics_port=None):
 def serve_metrics(port, collectors=()):
     """/metrics on ``port`` ([metrics]listen_host), from a thread, with
     ``collectors``' series too; shared by the agent. The server."""
-    from cyborg_lite.common import metrics
+    from cyborg_lite.metrics import counted as metrics
     server = metrics.serve(port, CONF.metrics.listen_host, collectors)
     LOG.info('Serving /metrics on %s:%d', CONF.metrics.listen_host,
              server.server_port)

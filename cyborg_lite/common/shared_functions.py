@@ -6,7 +6,7 @@ the whole card, every region behind it, to one workload: such siblings
 are one accelerator, whichever region a request names. So they are
 offered through one resource provider (``carrier_rp_name``), and one of
 them may be given to a tenant only while every sibling behind the
-function is clean (objects/host_inventory.unavailable_reasons).
+function is clean (inventory/views.unavailable_reasons).
 
 Both the conductor's report (the rp_uuid it stores for each deployable)
 and the provider tree (the provider it offers them through) use these

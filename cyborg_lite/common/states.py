@@ -136,7 +136,7 @@ DEVICE = StateMachine('device', (
 # still offers the accelerators none of its handles serves yet.
 DEVICE_SCHEDULABLE = ('available', 'allocated')
 # Why a deployable in the other states is neither offered nor bound: the
-# reason named by objects/host_inventory.py and the bind's refusal.
+# reason named by inventory/views.py and the bind's refusal.
 DEVICE_UNSCHEDULABLE_WHY = {
     'pending_cleaning': 'waiting to be wiped after its last tenant',
     'cleaning': 'being wiped after its last tenant',
@@ -155,7 +155,7 @@ DEVICE_RECLEANABLE = ('available', 'error')
 # One machine per device, and per region where a signal is the region's own
 # (a DFL port's errors). The agent runs it over each scan's findings
 # (agent/health.py); the conductor stores the state it reports and
-# objects/host_inventory.py turns it into availability.
+# inventory/views.py turns it into availability.
 
 HEALTH = StateMachine('health', (
     'healthy', 'degraded', 'unhealthy', 'recovering'), {
@@ -165,7 +165,7 @@ HEALTH = StateMachine('health', (
     'unhealthy': ('recovering',),
     'recovering': ('healthy', 'degraded', 'unhealthy'),
 })
-# Kept from schedulers and binds (objects/host_inventory.py).
+# Kept from schedulers and binds (inventory/views.py).
 HEALTH_UNAVAILABLE = ('unhealthy', 'recovering')
 # Offered still, with a note (an informational taint in Kubernetes).
 HEALTH_ADVISORY = ('degraded',)

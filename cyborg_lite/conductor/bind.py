@@ -25,17 +25,17 @@ import collections
 import logging
 import time
 
+from cyborg_lite.bitstreams import checks
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
-from cyborg_lite.common import metrics
 from cyborg_lite.conductor import notifier as notifier_mod
-from cyborg_lite.conductor import programming_checks as checks
-from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
-from cyborg_lite.objects import host_inventory
-from cyborg_lite.objects import provider_tree
+from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.metrics import counted as metrics
+from cyborg_lite.placement import tree as provider_tree
+from cyborg_lite.rpc import conductor_client as rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def _resolve(started, project_id, keep=None):
 
 def _choose_sibling(started, device, offered, group, keep, project_id):
     """Of the siblings behind one function that the provider offers, the
-    one the bind takes (objects/provider_tree.choose_member), preferring
+    one the bind takes (placement/tree.choose_member), preferring
     one that holds what the group asks for in an image ``project_id``
     may be given as it is."""
     by_uuid = {d.uuid: d for d in offered}

@@ -18,7 +18,7 @@ gone (the agent reports its scan first) waits instead of failing
 (db/cleaning.py; ConductorManager.report starts what returned).
 
 While a region is not available, Placement has its providers reserved
-and binds are refused (objects/host_inventory.py, db/cleaning.py); after
+and binds are refused (inventory/views.py, db/cleaning.py); after
 each move that may change that, the host is published.
 
 Nothing is kept in memory: any conductor may take any message of any
@@ -35,15 +35,15 @@ import functools
 from oslo_log import log as logging
 from stevedore import driver as stevedore_driver
 
-from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
-from cyborg_lite.common import metrics
 from cyborg_lite.conductor import programming
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
+from cyborg_lite.metrics import counted as metrics
+from cyborg_lite.rpc import agent_client as agent_rpcapi
 
 LOG = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The report path (conductor/report.py) applies the health the agent's
 monitor reports; availability follows from the one predicate
-(objects/host_inventory) and is published before the report returns. A
+(inventory/views) and is published before the report returns. A
 bound ARQ or a prepared Kubernetes claim on a device or region that
 turned unhealthy stays where it is (its workload runs on): its holder is
 named in the log, so an operator (or a tool reading the log) can move the

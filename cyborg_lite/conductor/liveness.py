@@ -7,7 +7,7 @@ heartbeat is one small UPDATE per host per interval (db/agents.py).
 Every conductor runs ``mark_silent_down`` periodically; a host silent for
 [conductor]agent_down_time seconds is marked down by exactly one of them.
 Down, its devices carry the reason ``agent_down``
-(objects/host_inventory.unavailable_reasons): reserved in Placement,
+(inventory/views.unavailable_reasons): reserved in Placement,
 refused to binds, shown by the API from 2.5. Its next heartbeat brings it
 back. Nothing is deleted, and what is bound stays bound.
 

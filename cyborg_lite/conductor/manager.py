@@ -11,16 +11,16 @@ from oslo_log import log as logging
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning as cleaning_mod
-from cyborg_lite.conductor import k8s_claims
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import report
+from cyborg_lite.kubernetes import claims as k8s_claims
 
 LOG = logging.getLogger(__name__)
 
 # A database outage is sent back to the caller without a traceback in
-# the conductor's log: db/session.py's outage log has said it, once.
+# the conductor's log: db/sql/session.py's outage log has said it, once.
 _OUTAGE = (exception.DatabaseUnavailable,)
 # What a programming or cleaning call may refuse with; sent back as the
 # caller's error without a traceback in the conductor's log.

@@ -1,6 +1,6 @@
 """Programming jobs, conductor side: from a request to a loaded region.
 
-A job is checked (conductor/programming_checks.py), created queued
+A job is checked (bitstreams/checks.py), created queued
 (db/programming_jobs.py, under the region's lock) and cast to the agent
 of its region's host; the agent reports each step back (``progress``)
 and beats while it runs (``heartbeat``). A cast may be lost, and an agent
@@ -17,20 +17,20 @@ import time
 
 from oslo_log import log as logging
 
-from cyborg_lite.agent import rpcapi as agent_rpcapi
+from cyborg_lite.bitstreams import checks
+from cyborg_lite.bitstreams.formats import normalise_id
+from cyborg_lite.bitstreams import trust as bitstream_trust
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
-from cyborg_lite.common import metrics
-from cyborg_lite.common import naming
 from cyborg_lite.common import states
-from cyborg_lite.common.bitstream_formats import normalise_id
-from cyborg_lite.conductor import programming_checks as checks
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.objects import bitstream_trust
+from cyborg_lite.metrics import counted as metrics
+from cyborg_lite.placement import naming
+from cyborg_lite.rpc import agent_client as agent_rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def create_job_for(bitstream_uuid, deployable_uuid, is_admin=False,
                    max_attempts=None, holder=None):
     """Check, then insert a queued job; return (job, bitstream, region,
     device, trust), ``trust`` what the signature was checked with
-    (objects/bitstream_trust.Trust). RegionBusy if the region already
+    (bitstreams/trust.Trust). RegionBusy if the region already
     has an active one.
     ``holder``: the Kubernetes claim (``k8s:<uid>``) the job loads the
     region for, which may program the region it holds."""
@@ -66,7 +66,7 @@ def agent_job(job, bitstream, deployable, device, region_name,
     ``region_name`` is the region's name within its device, as the
     driver reported it (see ``region_name_of``); ``signature`` what the
     agent checks the image's signature with
-    (objects/bitstream_trust.agent_check; None: no check).
+    (bitstreams/trust.agent_check; None: no check).
     """
     return {
         'uuid': job.uuid,

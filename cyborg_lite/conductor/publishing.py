@@ -2,7 +2,7 @@
 
 The sinks are those [conductor]inventory_sinks names, loaded with
 stevedore from the ``cyborg_lite.inventory_sinks`` entry points (see
-objects/inventory_sink.py for the interface)::
+inventory/sink.py for the interface)::
 
     publisher = Publisher.from_conf(CONF)
     publisher.publish_host('node1')  # after a report, job or clean
@@ -29,10 +29,10 @@ from stevedore import driver as stevedore_driver
 from stevedore import exception as stevedore_exc
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import metrics
 from cyborg_lite.common import uuids
 from cyborg_lite.db import publish_requests
-from cyborg_lite.objects import inventory_sink
+from cyborg_lite.inventory import sink as inventory_sink
+from cyborg_lite.metrics import counted as metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class Publisher:
                 publish_requests.served(hostname, known.last_id, self.id)
                 self._observe_lag(known.oldest_at, finished)
         except exception.DatabaseUnavailable:
-            # NOTE: said once by db/session.py; the requests stay for the
+            # NOTE: said once by db/sql/session.py; the requests stay for the
             # periodic task.
             return [None] * len(self.sinks)
         return results
@@ -198,7 +198,7 @@ class Publisher:
         try:
             return method(*args)
         except exception.DatabaseUnavailable:
-            # NOTE: db/session.py's outage log has said it, once; the
+            # NOTE: db/sql/session.py's outage log has said it, once; the
             # publish request stays pending and is served after it.
             return None
         except Exception:

@@ -46,7 +46,6 @@ from oslo_log import log as logging
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.common import naming
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import topology
 from cyborg_lite.conductor import health
@@ -54,6 +53,7 @@ from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import inventory
+from cyborg_lite.placement import naming
 
 LOG = logging.getLogger(__name__)
 
@@ -342,7 +342,7 @@ def desired_device(hostname, record):
 
 def _rp_name(hostname, record, dep, shared):
     """The provider offering ``dep`` (``shared``: the record's
-    shared_groups()): the provider tree's (objects/provider_tree.py), so a
+    shared_groups()): the provider tree's (placement/tree.py), so a
     stored rp_uuid is never rewritten."""
     group = shared.get(dep.name)
     if group is None or dep.resource_class in \

@@ -11,7 +11,7 @@ Other workflows register their background work (reapers, retries) with
 
 A periodic task is called with no arguments; an exception it raises is
 logged and the task runs again at its next time (a database outage is
-logged by db/session.py's outage log instead, once, not by every task).
+logged by db/sql/session.py's outage log instead, once, not by every task).
 """
 import threading
 import time
@@ -19,8 +19,6 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import rpc
-from cyborg_lite.common import rpc_loop
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import liveness
@@ -29,6 +27,8 @@ from cyborg_lite.conductor import programming
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import device_history
+from cyborg_lite.rpc import server_loop as rpc_loop
+from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from oslo_messaging import opts as messaging_opts
 
 
 # Notifications are decided before a transport is made
-# (common/notifications.py reads [oslo_messaging_notifications]driver).
+# (notifications/events.py reads [oslo_messaging_notifications]driver).
 NOTIFICATIONS_GROUP = 'oslo_messaging_notifications'
 
 

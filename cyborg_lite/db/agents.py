@@ -18,13 +18,13 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from cyborg_lite.common import notifications
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import device_history
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 AGENT = models.Agent
 

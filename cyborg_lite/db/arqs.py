@@ -5,11 +5,11 @@ The API creates, reads and deletes ARQs and records a bind request
 (conductor/bind.py) moves ARQs through common/states.ARQ with the
 functions under "Binding", never seeing a session. No write trusts an
 earlier read: each state change is a conditional UPDATE
-(db/conditional.py) on the state and version it was decided on. Writers
+(db/sql/conditional.py) on the state and version it was decided on. Writers
 lock ARQ, then region, then attach handle, so PostgreSQL never deadlocks
 on them. Unbinding or deleting a bound ARQ frees its handle in the same
 transaction. A bind's start is stamped with the database's clock
-(db/clock.py), which the reaper compares with.
+(db/sql/clock.py), which the reaper compares with.
 
 ``visible_to`` is pagination.ALL (an admin) or the caller's project id: an
 ARQ is seen only by its own project.
@@ -24,23 +24,23 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_history
 from cyborg_lite.db import device_profiles
 from cyborg_lite.db import devices
-from cyborg_lite.db import direct_statement
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import direct_statement
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 LOG = logging.getLogger(__name__)
 

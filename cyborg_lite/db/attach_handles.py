@@ -20,9 +20,9 @@ from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import canonical_json
 from cyborg_lite.conf import CONF
-from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
+from cyborg_lite.db.sql import conditional
 
 HANDLE = models.AttachHandle
 DEPLOYABLE = models.Deployable

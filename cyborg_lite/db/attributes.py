@@ -6,8 +6,8 @@ from sqlalchemy import exc as sa_exc
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
 
 FILTERS = ('deployable_id', 'key')
 SORT_KEYS = ('created_at', 'uuid', 'key', 'deployable_id')

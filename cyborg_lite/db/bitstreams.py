@@ -8,11 +8,11 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
 
 # Columns a caller may set on create; uuid, status, timestamps are ours.
 CREATE_FIELDS = ('name', 'version', 'vendor', 'format', 'region_type',
@@ -166,7 +166,7 @@ def _update_if_status(s, row, from_statuses, values):
 def begin_upload(bitstream_uuid):
     """'queued' or 'saving' -> 'saving'; Conflict once it is 'active'.
 
-    The caller holds the upload's staging lock (common/image_staging), so
+    The caller holds the upload's staging lock (bitstreams/staging), so
     a bitstream already 'saving' is one whose uploader died: taking it
     over is the recovery.
     """

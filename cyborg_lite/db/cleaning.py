@@ -5,7 +5,7 @@ Who moves a region, and with what:
 
 - a bind, under the region lock (db/arqs.finish_bind): ``mark_allocated``,
   once the one availability predicate
-  (objects/host_inventory.unavailable_reasons, whose reasons include the
+  (inventory/views.unavailable_reasons, whose reasons include the
   cleaning states) found the region bindable;
 - a release, in the transaction that frees the attach handle (db/arqs:
   unbind, BindFailed after Bound, delete; db/k8s_claims): ``release`` ->
@@ -28,13 +28,13 @@ begun (``ready``, ``begin``); its history and ``cleaning_error`` say why
 the conductor starts its clean. A try that failed while the region was
 out of view goes back to waiting, not to error (``finish``).
 
-Each move is one conditional UPDATE (db/conditional.py) on the state it
+Each move is one conditional UPDATE (db/sql/conditional.py) on the state it
 was decided on and, for a try, on its ``cleaning_uuid``: of two
 conductors, or of an agent's late report and a reaper, exactly one wins,
 and a report of an older try never makes a region available. A move that
 offers a hidden region again requests a publish of its host in the same
 transaction (db/publish_requests.py). Times are
-the database's clock (db/clock.py). ``version`` is left alone (see
+the database's clock (db/sql/clock.py). ``version`` is left alone (see
 models.Deployable): the states themselves are the guard.
 """
 import collections
@@ -44,16 +44,16 @@ import logging
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_history
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 LOG = logging.getLogger(__name__)
 
@@ -259,7 +259,7 @@ def _wipe_with(s, region_id, released_id):
     shared_functions.py): whoever had the function could write it too,
     so an idle one (available) waits for its own wipe as well; True if
     it moved. The released region's siblings are then offered again
-    only once every one of them is wiped (objects/host_inventory's
+    only once every one of them is wiped (inventory/views's
     shared_function_unclean keeps each back while another is not)."""
     if not _move(s, region_id, ('available',), 'pending_cleaning',
                  **_NEW_CLEAN):

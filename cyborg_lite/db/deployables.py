@@ -5,12 +5,12 @@ import collections
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import naming
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
+from cyborg_lite.placement import naming
 
 FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
            'function_id')

@@ -3,7 +3,7 @@
 ``record(s, event)`` is the one call a transition makes: in the caller's
 transaction it writes the device's history row (when the event names a
 device) and, once that transaction commits, hands the event to
-common/notifications.py. So a row or a notification never tells of a
+notifications/events.py. So a row or a notification never tells of a
 transition that was rolled back. Health, maintenance, agents, binds,
 jobs, cleanings and claims all call it (docs/notifications.md lists the
 events).
@@ -17,9 +17,9 @@ import datetime
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 HISTORY = models.DeviceHistory.__table__
 DEVICE = models.Device.__table__
@@ -38,7 +38,7 @@ _INSERT = sa.insert(HISTORY).values(
 
 
 def row_values(event):
-    """The history row of ``event`` (common/notifications.Event)."""
+    """The history row of ``event`` (notifications/events.Event)."""
     values = {key: event.data.get(key) for key in _HOLDER}
     values.update(device_uuid=event.device_uuid,
                   deployable_uuid=event.deployable_uuid, event=event.event,

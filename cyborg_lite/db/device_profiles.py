@@ -13,10 +13,10 @@ from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
-from cyborg_lite.db import direct_statement
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import direct_statement
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
 
 ALL = pagination.ALL
 SORT_KEYS = ('created_at', 'uuid', 'name')
@@ -113,7 +113,7 @@ def get_profile(visible_to, uuid=None, name=None):
 
 def find(conn, visible_to, uuid=None, name=None, columns=None):
     """get_profile within the caller's transaction (``conn``: a Core
-    connection, db/session.core_writer or core_reader); only the
+    connection, db/sql/session.core_writer or core_reader); only the
     ``columns`` named, when given (a tuple of column keys)."""
     by, ident = ('uuid', uuid) if uuid is not None else ('name', name)
     params = {'ident': ident}

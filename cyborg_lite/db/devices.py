@@ -1,5 +1,5 @@
 """Reads of devices: the API's, and everything one host offers (for
-objects/host_inventory.py); an operator's maintenance switch
+inventory/views.py); an operator's maintenance switch
 (``set_status``); the one call that records a change of health
 (``health_changed``). The conductor's report writes the rest of a device
 (db/inventory.py), never its status."""
@@ -8,16 +8,16 @@ import collections
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
-from cyborg_lite.db import conditional
 from cyborg_lite.db import device_history
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 FILTERS = ('type', 'vendor', 'hostname', 'status')
 SORT_KEYS = ('created_at', 'uuid', 'type', 'vendor', 'hostname', 'status')
@@ -177,7 +177,7 @@ def _k8s_claims(s, handles):
 
 
 _DEP = models.Deployable.__table__
-# What a host's inventory is made of (objects/host_inventory.py), and no
+# What a host's inventory is made of (inventory/views.py), and no
 # more: no JSON board info, no versions, no times to parse.
 _TOPOLOGY_COLUMNS = ('numa_node', 'local_cpulist', 'socket', 'pcie_root')
 _DEVICE_VIEW_COLUMNS = ('id', 'uuid', 'type', 'vendor', 'identity',
@@ -295,7 +295,7 @@ def region_rows(s, device, deployable):
                     handles)
 
 
-# --- what the metrics show (objects/device_metrics.py) ----------------------
+# --- what the metrics show (api/device_metrics.py) ----------------------
 
 MetricRows = collections.namedtuple(
     'MetricRows', ['devices', 'regions', 'holders', 'agents'])

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from cyborg_lite.common import canonical_json
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 _TABLE = models.HostTopology.__table__
 _READ = sa.select(_TABLE.c.numa_nodes).where(

@@ -48,7 +48,7 @@ Rules:
   shared_functions.py: one accelerator). That is who holds them, not
   what their hardware says, so a kept deployable is kept whole and as it
   was: its health stays what the agent last reported, and what does not
-  share its function is offered as before (objects/host_inventory.py
+  share its function is offered as before (inventory/views.py
   decides availability).
   Nothing of a held one is written: a function handed to a guest and
   given back leaves no trace. A kept deployable to be wiped
@@ -80,13 +80,13 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.db import cleaning
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import devices
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
 
 LOG = logging.getLogger(__name__)
 

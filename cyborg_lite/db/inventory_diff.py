@@ -10,8 +10,8 @@ ORM path. ``scans`` is db/inventory.apply_report's.
 """
 import sqlalchemy as sa
 
-from cyborg_lite.db import clock
 from cyborg_lite.db import models
+from cyborg_lite.db.sql import clock
 
 _DEV = models.Device.__table__
 _DEP = models.Deployable.__table__

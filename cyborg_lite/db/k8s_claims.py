@@ -16,7 +16,6 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
 from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
@@ -25,7 +24,8 @@ from cyborg_lite.db import device_history
 from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 CLAIM = models.KubernetesClaimDevice
 HANDLE = models.AttachHandle

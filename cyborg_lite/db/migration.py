@@ -8,7 +8,7 @@ from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 
 from cyborg_lite.common import exception
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 MIGRATIONS_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(

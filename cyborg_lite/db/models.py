@@ -17,7 +17,7 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import states
 
 DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
@@ -355,7 +355,7 @@ class Bitstream(IdMixin, Base):
         _enum(VISIBILITIES, 'bitstream_visibility'), default='private')
     status: orm.Mapped[str] = orm.mapped_column(
         _enum(BITSTREAM_STATUSES, 'bitstream_status'), default='queued')
-    # A detached signature of the image's sha256 (common/signatures.py),
+    # A detached signature of the image's sha256 (bitstreams/signatures.py),
     # base64; the key its uploader named (NULL: any trusted key that
     # verifies it); when it came (a certificate must be valid then). Its
     # signature_status is worked out from these and trusted_keys on read.
@@ -372,7 +372,7 @@ class TrustedKey(IdMixin, Base):
     the revocation: a key id is registered once (db/trusted_keys.py)."""
     __tablename__ = 'trusted_keys'
 
-    # sha256 of the SubjectPublicKeyInfo DER, hex (common/signatures.py).
+    # sha256 of the SubjectPublicKeyInfo DER, hex (bitstreams/signatures.py).
     key_id: orm.Mapped[str] = orm.mapped_column(sa.String(64), unique=True)
     name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     algorithm: orm.Mapped[str] = orm.mapped_column(
@@ -473,7 +473,7 @@ class Agent(TimestampMixin, Base):
     state: orm.Mapped[str] = orm.mapped_column(_enum(AGENT_STATES,
                                                      'agent_state'),
                                                default='up')
-    # The database's clock (db/clock.py), as every cross-host timestamp.
+    # The database's clock (db/sql/clock.py), as every cross-host timestamp.
     heartbeat_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime)
 
@@ -558,7 +558,7 @@ class DeviceHistory(Base):
     deployable_uuid: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(36))
     # The notification's event type without the service, e.g.
-    # "arq.bind.end" (common/notifications.EVENTS).
+    # "arq.bind.end" (notifications/events.EVENTS).
     event: orm.Mapped[str] = orm.mapped_column(sa.String(64))
     # What the transition moved to: an ARQ or job state, a device status
     # or health, a region's device_state, an agent's up or down.

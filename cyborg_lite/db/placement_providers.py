@@ -11,7 +11,7 @@ last for the price of one listing (placement/reporter.py).
 
 Any true record will do, so writers do not coordinate: the last one
 stays. A deleted provider's record goes with it, and a provider made
-again (its uuid is derived from names, see common/naming.py) overwrites
+again (its uuid is derived from names, see placement/naming.py) overwrites
 its record at creation, so an older incarnation's record never stands
 for it.
 """
@@ -27,7 +27,7 @@ from sqlalchemy.dialects import sqlite
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import exception
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 LOG = logging.getLogger(__name__)
 # What a record not read or written costs is reads of Placement later,

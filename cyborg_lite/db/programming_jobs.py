@@ -5,14 +5,14 @@ of common/states.py; the API lists and shows them (``page_jobs``,
 ``get_visible``: with the uuids of their region and bitstream, limited to
 what the caller may see).
 
-Every state change is one conditional UPDATE (db/conditional.py:
+Every state change is one conditional UPDATE (db/sql/conditional.py:
 ``WHERE state IN (...) [AND version = v]``): two conductors, or a
 conductor and a reaper, racing on one job cannot both win, and the loser
 gets a Conflict instead of silently overwriting. "One active job per
 region" is the unique column ``active_deployable_id`` (set to the region
 while the job is active, cleared when it ends), so the database, not
 memory, enforces it. A job's times are the database's clock
-(db/clock.py), which the reaper compares them with: the conductors that
+(db/sql/clock.py), which the reaper compares them with: the conductors that
 stamp a heartbeat and reap a job may run on different hosts.
 
 A try begins when an agent takes the job (its ``downloading`` report,
@@ -34,18 +34,18 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import notifications
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_history
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
+from cyborg_lite.notifications import events as notifications
 
 TRANSITION_FIELDS = ('error', 'hostname')
 SORT_KEYS = ('created_at', 'uuid', 'state')

@@ -23,9 +23,9 @@ import collections
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from cyborg_lite.db import conditional
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
 
 REQUEST = models.PublishRequest
 PUBLISHED = models.PublishedHost

@@ -1,13 +1,13 @@
 """Queries of ``project_signature_policies``: an admin's
 [bitstreams]signature_policy for one project, overriding the configured
-one (objects/bitstream_trust.policy_for reads both)."""
+one (bitstreams/trust.policy_for reads both)."""
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 Policy = models.ProjectSignaturePolicy
 

@@ -2,7 +2,7 @@
 
 A key is trusted for every project (``project_id`` NULL) or for one; it
 signs bitstreams of the projects it is trusted for
-(common/signatures.evaluate). A key id is registered once: the UNIQUE
+(bitstreams/signatures.evaluate). A key id is registered once: the UNIQUE
 constraint decides two registrations racing. Revocation is a conditional
 UPDATE (one winner) and is final: a revoked key is never deleted, so it
 cannot be registered again and its record stays.
@@ -12,14 +12,14 @@ from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
-from cyborg_lite.db import clock
-from cyborg_lite.db import conditional
 from cyborg_lite.db import models
-from cyborg_lite.db import pagination
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import pagination
+from cyborg_lite.db.sql import session
 
 Key = models.TrustedKey
-# Columns a registration sets from common/signatures.KeyInfo.
+# Columns a registration sets from bitstreams/signatures.KeyInfo.
 KEY_FIELDS = ('key_id', 'algorithm', 'public_key', 'certificate', 'subject',
               'not_before', 'not_after')
 FILTERS = ('key_id', 'project_id', 'algorithm', 'name')

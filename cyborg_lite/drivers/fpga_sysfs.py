@@ -19,7 +19,7 @@ import logging
 import os
 import struct
 
-from cyborg_lite.common import bitstream_formats
+from cyborg_lite.bitstreams import formats as bitstream_formats
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import dfl

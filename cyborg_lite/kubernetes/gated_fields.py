@@ -9,7 +9,7 @@ gates that are off by default on releases we serve:
 - the shared counters of partitionable devices (``DRAPartitionableDevices``:
   alpha, off, from 1.33; beta and on from 1.36; kube-apiserver and
   kube-scheduler), with which regions behind one PCI function are
-  published (common/k8s_counters.py).
+  published (kubernetes/counters.py).
 
 An apiserver with a gate off drops the gate's fields from every slice it
 is sent (its dropDisabledFields, unless the stored slice already uses

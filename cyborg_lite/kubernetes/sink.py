@@ -1,18 +1,18 @@
 """The Kubernetes sink: keeps each Kubernetes host's ResourceSlices in line
-with the database (an InventorySink, see objects/inventory_sink.py).
+with the database (an InventorySink, see inventory/sink.py).
 
 Enabled by ``kubernetes`` in [conductor]inventory_sinks; the hosts it
 publishes are [kubernetes]hosts, each as the Node [kubernetes]node_names
 maps it to (its own name by default). ``publish(hostname)`` reads the
-host's Kubernetes view (objects/k8s_view.load) and lets
+host's Kubernetes view (kubernetes/view.load) and lets
 slice_sync.SliceSync write the difference: an unchanged host
 costs one list and no write. Trouble with the API marks the host
 pending; ``retry_pending`` tries again with a doubling backoff
 ([placement]sync_retry_* intervals, shared by every sink). An apiserver
 that cannot be reached is logged by k8s_client.OUTAGE, once per outage.
 
-Availability is decided once, by objects/host_inventory.unavailable_reasons
-(see objects/k8s_view.py for how reasons become taints).
+Availability is decided once, by inventory/views.unavailable_reasons
+(see kubernetes/view.py for how reasons become taints).
 
 Started (``start()``, by the conductor), it watches our slices and
 publishes a host again when someone else deletes or changes them, as the
@@ -24,14 +24,14 @@ import time
 
 from oslo_log import log as logging
 
-from cyborg_lite.common import k8s_client
-from cyborg_lite.common import k8s_slices as slices
 from cyborg_lite.db import agents as agents_db
+from cyborg_lite.inventory import sink as inventory_sink
+from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import resync
 from cyborg_lite.kubernetes import slice_sync
 from cyborg_lite.kubernetes import slice_watch
-from cyborg_lite.objects import inventory_sink
-from cyborg_lite.objects import k8s_view
+from cyborg_lite.kubernetes import slices
+from cyborg_lite.kubernetes import view as k8s_view
 
 LOG = logging.getLogger(__name__)
 # Seconds from a change by someone else to the sync it causes: the events

@@ -24,10 +24,10 @@ import time
 import kubernetes
 import urllib3
 
-from cyborg_lite.common import k8s_client
-from cyborg_lite.common import k8s_slices as slices_mod
+from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import gated_fields
 from cyborg_lite.kubernetes import slice_watch
+from cyborg_lite.kubernetes import slices as slices_mod
 
 LOG = logging.getLogger(__name__)
 

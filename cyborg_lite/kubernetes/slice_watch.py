@@ -36,7 +36,7 @@ import time
 import kubernetes
 import urllib3
 
-from cyborg_lite.common import k8s_client
+from cyborg_lite.kubernetes import client as k8s_client
 
 LOG = logging.getLogger(__name__)
 

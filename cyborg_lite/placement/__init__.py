@@ -1,1 +1,3 @@
-"""Placement: the client, the reporter and the Placement inventory sink."""
+"""Placement: provider names, the allocation-candidates query and the
+desired provider tree (pure), the client, the reporter and the
+sink."""

@@ -62,7 +62,7 @@ import urllib.parse
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
-from cyborg_lite.objects import provider_tree as tree_mod
+from cyborg_lite.placement import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit',

@@ -1,5 +1,5 @@
 """The Placement sink: keeps Placement in line with the database, host by
-host (an InventorySink, see objects/inventory_sink.py).
+host (an InventorySink, see inventory/sink.py).
 
 Public API (all the conductor needs)::
 
@@ -12,8 +12,8 @@ Public API (all the conductor needs)::
     sink.retry_pending()                   # from a periodic task
     sink.pending_hosts()                   # {hostname: due monotonic time}
 
-``publish`` translates the host's inventory (objects/host_inventory.py)
-into a provider tree (objects/provider_tree.py) and makes Placement match
+``publish`` translates the host's inventory (inventory/views.py)
+into a provider tree (placement/tree.py) and makes Placement match
 it. It never raises for Placement trouble (database errors do
 propagate): the report is already in the DB, so a failure only marks the
 host pending and returns a ``SyncResult`` with ``ok=False``.
@@ -37,11 +37,11 @@ from oslo_log import log as logging
 from cyborg_lite.common import exception
 from cyborg_lite.db import inventory as inventory_db
 from cyborg_lite.db import placement_providers
-from cyborg_lite.objects import host_inventory
-from cyborg_lite.objects import inventory_sink
-from cyborg_lite.objects import provider_tree as tree_mod
+from cyborg_lite.inventory import sink as inventory_sink
+from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import reporter as reporter_mod
+from cyborg_lite.placement import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 

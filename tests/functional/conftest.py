@@ -1,7 +1,7 @@
 """Fixtures every functional test may share."""
 import pytest
 
-from cyborg_lite.common import placement_server
+from cyborg_lite.cmd import placement_server
 
 
 @pytest.fixture(scope='session')

@@ -91,7 +91,7 @@ class Script:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             # Where it is stuck: every thread's stack, on stderr
-            # (common/stop_signals.py), then the output with it.
+            # (cmd/stop_signals.py), then the output with it.
             self.proc.send_signal(signal.SIGUSR2)
             # The dump of the main thread ends with the script's own
             # frame: the last one written (faulthandler puts the current

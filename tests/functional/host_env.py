@@ -26,15 +26,15 @@ from oslo_messaging.notify import _impl_test
 
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
-from cyborg_lite.common import notifications
-from cyborg_lite.common import rpc
 from cyborg_lite.db import device_history
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake_host
 from cyborg_lite.drivers import nvidia
-from cyborg_lite.objects import host_inventory
+from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.notifications import events as notifications
 from cyborg_lite.placement import client as client_mod
+from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 from tests.fixtures.drivers import gpu_host
 from tests.functional import programming_env as pe

@@ -7,19 +7,19 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.agent import manager as agent_manager
+from cyborg_lite.bitstreams import signatures
+from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import context
-from cyborg_lite.common import image_store
-from cyborg_lite.common import rpc
-from cyborg_lite.common import signatures
 from cyborg_lite.common import states
-from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.db import trusted_keys as keys_db
 from cyborg_lite.drivers import fake
+from cyborg_lite.rpc import conductor_client as conductor_rpcapi
+from cyborg_lite.rpc import transport as rpc
 from tests import signing_keys
 from tests import waiting
 from tests.unit.bitstreams import builders

@@ -9,14 +9,14 @@ import threading
 import pytest
 
 from cyborg_lite.agent import manager as agent_manager
-from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.common import rpc
-from cyborg_lite.conductor import rpcapi as conductor_rpcapi
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import models
 from cyborg_lite.drivers import fake
+from cyborg_lite.rpc import agent_client as agent_rpcapi
+from cyborg_lite.rpc import conductor_client as conductor_rpcapi
+from cyborg_lite.rpc import transport as rpc
 from tests import servers
 from tests import waiting
 from tests.functional import console
@@ -153,7 +153,7 @@ def test_conductor_stops_cleanly_on_sigterm(tmp_path, sqlite_db):
 @pytest.mark.slow
 def test_conductor_workers_start_and_stop_on_sigterm(tmp_path, sqlite_db):
     # [conductor]workers > 1 forks; the parent waits for a stop signal or
-    # a worker's exit, then stops every worker (common/stop_signals.py).
+    # a worker's exit, then stops every worker (cmd/stop_signals.py).
     rabbit = servers.RabbitMQServer().start()
     try:
         config_file = _config(tmp_path, (

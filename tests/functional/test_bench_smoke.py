@@ -227,7 +227,7 @@ def test_cyborg_side_is_offered_the_inproc_driver(tmp_path):
     assert proc.stdout.splitlines() == [
         'transport_url = inproc://',
         'oslo.messaging.drivers inproc '
-        'cyborg_lite.common.inproc_messaging:InprocDriver']
+        'cyborg_lite.rpc.inproc:InprocDriver']
 
 
 def test_sqlite_writers_bench_tiny(tmp_path):

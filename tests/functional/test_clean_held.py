@@ -20,7 +20,7 @@ import pytest
 import webtest
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import policy
+from cyborg_lite.api import policy
 from cyborg_lite.conductor import report
 from cyborg_lite.conductor import service as conductor_service
 from tests import waiting

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from cyborg_lite.objects import host_inventory
+from cyborg_lite.inventory import views as host_inventory
 from tests.functional.host_env import make_host_env  # noqa: F401
 
 SCANS = 12

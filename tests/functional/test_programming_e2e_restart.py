@@ -1,9 +1,9 @@
 """Programming jobs across agent deaths: a job is failed or retried, never
 left running and never reported succeeded unless the hardware has it; the
 region's recorded function follows what the hardware holds."""
-from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.rpc import agent_client as agent_rpcapi
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 import requests
 
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 from tests import waiting
 from tests.functional.all_in_one import process
 

@@ -18,7 +18,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401

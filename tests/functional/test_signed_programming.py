@@ -11,8 +11,8 @@ import contextlib
 import pytest
 
 from cyborg_lite.api import deploy
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import signature_policies as policies_db
 from cyborg_lite.db import trusted_keys as keys_db

@@ -12,8 +12,8 @@ import dataclasses
 import kubernetes
 
 from cyborg_lite.agent.dra import claim_config
-from cyborg_lite.common import k8s_client
-from cyborg_lite.common import k8s_names
+from cyborg_lite.kubernetes import client as k8s_client
+from cyborg_lite.kubernetes import names as k8s_names
 
 
 class ClaimError(Exception):

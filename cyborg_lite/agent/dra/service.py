@@ -10,7 +10,7 @@ from cyborg_lite.agent.dra import claims
 from cyborg_lite.agent.dra import plugin
 from cyborg_lite.agent.dra import server
 from cyborg_lite.common import exception
-from cyborg_lite.common import k8s_client
+from cyborg_lite.kubernetes import client as k8s_client
 
 _PATH_OPTIONS = ('kubelet_registry_dir', 'kubelet_plugins_dir', 'cdi_dir',
                  'plugin_state_dir')

@@ -16,10 +16,10 @@ from cyborg_lite.api import instance_allocations
 from cyborg_lite.api import microversion
 from cyborg_lite.api import numa_alignment
 from cyborg_lite.api.policies import accelerator_requests as policies
+from cyborg_lite.api import policy
 from cyborg_lite.api.schemas import accelerator_requests as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
-from cyborg_lite.common import policy
 from cyborg_lite.common import states
 from cyborg_lite.db import arqs as db
 

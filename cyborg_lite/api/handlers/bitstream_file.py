@@ -8,7 +8,7 @@ agrees with the declared metadata is moved into the content-addressed
 store; anything else is refused and leaves no file and the bitstream
 ``queued`` (the upload may be retried). GET streams the stored file back.
 
-The upload holds the staging area's lock (common/image_staging) from
+The upload holds the staging area's lock (bitstreams/staging) from
 before the bitstream becomes ``saving`` until it is ``active`` or
 ``queued`` again: a second upload meanwhile is a 409. A process killed
 mid-upload leaves the bitstream ``saving`` and its staging directory, but
@@ -31,10 +31,10 @@ import webob.exc
 from cyborg_lite.api.handlers import bitstreams as metadata
 from cyborg_lite.api.policies import bitstreams as policies
 from cyborg_lite.api import utils
-from cyborg_lite.common import bitstream_formats
+from cyborg_lite.bitstreams import formats as bitstream_formats
+from cyborg_lite.bitstreams import staging as image_staging
+from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import exception
-from cyborg_lite.common import image_staging
-from cyborg_lite.common import image_store
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as db
 

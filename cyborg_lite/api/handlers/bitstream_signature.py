@@ -1,5 +1,5 @@
 """/v2/bitstreams/{uuid}/signature: the detached signature of a bitstream's
-image (from the signed bitstreams microversion, common/signatures.py).
+image (from the signed bitstreams microversion, bitstreams/signatures.py).
 
 PUT attaches one to an active bitstream (its image stored): ``signature``
 is the base64 of the raw signature over the image's SHA-256 digest,
@@ -18,11 +18,11 @@ from cyborg_lite.api.policies import bitstreams as policies
 from cyborg_lite.api.schemas import bitstreams as schemas
 from cyborg_lite.api import microversion
 from cyborg_lite.api import utils
+from cyborg_lite.bitstreams import signatures
+from cyborg_lite.bitstreams import trust as bitstream_trust
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 from cyborg_lite.db import bitstreams as db
 from cyborg_lite.db import trusted_keys as keys_db
-from cyborg_lite.objects import bitstream_trust
 
 PATH = '/v2/bitstreams/{uuid}/signature'
 

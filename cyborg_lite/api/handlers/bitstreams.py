@@ -6,24 +6,24 @@ it ``active``. A bitstream belongs to its creator's project; private ones
 are seen by that project and admins, public ones (created by admins) by
 everyone.
 
-From the signed bitstreams microversion (common/signatures.MICROVERSION)
+From the signed bitstreams microversion (bitstreams/signatures.MICROVERSION)
 a bitstream shows its ``signature_status``, ``signer``, ``key_id`` and
 ``signed_at``, worked out on every read from its signature and the keys
-trusted for its project (objects/bitstream_trust); the signature itself
+trusted for its project (bitstreams/trust); the signature itself
 is under /v2/bitstreams/{uuid}/signature (bitstream_signature.py).
 """
 from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import bitstreams as policies
 from cyborg_lite.api.schemas import bitstreams as schemas
 from cyborg_lite.api import utils
-from cyborg_lite.common import bitstream_formats
+from cyborg_lite.bitstreams import formats as bitstream_formats
+from cyborg_lite.bitstreams import signatures
+from cyborg_lite.bitstreams import staging as image_staging
+from cyborg_lite.bitstreams import store as image_store
+from cyborg_lite.bitstreams import trust as bitstream_trust
 from cyborg_lite.common import exception
-from cyborg_lite.common import image_staging
-from cyborg_lite.common import image_store
-from cyborg_lite.common import signatures
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as db
-from cyborg_lite.objects import bitstream_trust
 
 MIN_VERSION = '2.4'
 _FIELDS = ('uuid', 'name', 'version', 'vendor', 'format', 'region_type',
@@ -66,7 +66,7 @@ def find_visible(req, uuid):
 
 
 def claim_staging(uuid):
-    """The bitstream's upload staging area (common/image_staging), held
+    """The bitstream's upload staging area (bitstreams/staging), held
     until released; 409 while an upload of it is running."""
     claim = image_staging.claim(CONF.bitstreams.store_dir, uuid)
     if claim is None:

@@ -19,7 +19,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import device_history as history_db
 from cyborg_lite.db import devices as db
-from cyborg_lite.objects import host_inventory
+from cyborg_lite.inventory import views as host_inventory
 
 LOG = logging.getLogger(__name__)
 FILTERS = ('type', 'vendor', 'hostname', 'status')

@@ -23,8 +23,8 @@ from cyborg_lite.api.policies import programs as policies
 from cyborg_lite.api.schemas import programs as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
-from cyborg_lite.db import pagination
 from cyborg_lite.db import programming_jobs as db
+from cyborg_lite.db.sql import pagination
 
 MIN_VERSION = '2.4'
 _FIELDS = ('uuid', 'state', 'hostname', 'attempts', 'max_attempts',

@@ -24,8 +24,8 @@ from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.common import service_clients
 from cyborg_lite.conf import CONF
-from cyborg_lite.objects import host_inventory
-from cyborg_lite.objects import provider_tree as tree_mod
+from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.placement import tree as tree_mod
 
 LOG = log.getLogger(__name__)
 MIN_VERSION = '2.4'

@@ -2,7 +2,7 @@
 conductor would publish for a host (read only, from microversion 2.5).
 
 Computed from the database by the code the conductor's Kubernetes sink
-runs (objects/k8s_view.load + common/k8s_slices.build_slices) with this
+runs (kubernetes/view.load + kubernetes/slices.build_slices) with this
 service's [kubernetes] options (driver_name, node_names, publish_taints,
 numa_node_list, shared_counters: keep them as the conductor's), so an
 operator sees them without a cluster. ``served`` says whether the host is
@@ -13,9 +13,9 @@ from cyborg_lite.api import microversion
 from cyborg_lite.api.policies import resource_slices as policies
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
-from cyborg_lite.common import k8s_slices
 from cyborg_lite.conf import CONF
-from cyborg_lite.objects import k8s_view
+from cyborg_lite.kubernetes import slices as k8s_slices
+from cyborg_lite.kubernetes import view as k8s_view
 
 MIN_VERSION = '2.5'
 

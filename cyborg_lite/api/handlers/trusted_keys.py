@@ -6,7 +6,7 @@ An admin registers a key (a PEM public key, or a PEM X.509 certificate
 whose key it pins) for every project (``project_id`` null) or for one;
 the key signs the bitstreams of the projects it is trusted for. ``POST
 .../revoke`` revokes it for good: from that commit on no image it signed
-is programmed (objects/bitstream_trust works the status out on every
+is programmed (bitstreams/trust works the status out on every
 read and every job), jobs already sent to an agent finish. A revoked key
 is kept and cannot be registered again; DELETE removes a key registered
 by mistake.
@@ -18,8 +18,8 @@ from cyborg_lite.api.policies import trusted_keys as policies
 from cyborg_lite.api.schemas import trusted_keys as schemas
 from cyborg_lite.api import microversion
 from cyborg_lite.api import utils
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import models
 from cyborg_lite.db import signature_policies as policies_db

@@ -6,8 +6,8 @@ compared with the header, in the canonical form of
 common.bitstream_formats.normalise_id (uuids as 32 lowercase hex).
 """
 from cyborg_lite.api.schemas import common
-from cyborg_lite.common import bitstream_formats
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import formats as bitstream_formats
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.db import bitstreams as db_bitstreams
 from cyborg_lite.db import models
 
@@ -50,7 +50,7 @@ LIST_QUERY = common.list_query(db_bitstreams.SORT_KEYS, {
 })
 
 # PUT /v2/bitstreams/{uuid}/signature: the base64 of the raw signature
-# (common/signatures.py); ``key_id`` names the key that made it (left
+# (bitstreams/signatures.py); ``key_id`` names the key that made it (left
 # out: any key trusted for the bitstream's project that verifies it).
 SIGNATURE = {
     'type': 'object',

@@ -8,15 +8,15 @@ A group is a flat object of Cyborg's request-group keys:
   standard traits describe hosts, not accelerators).
 - ``accel:bitstream_id`` (a uuid), ``accel:function_id``,
   ``accel:numa_affinity`` (``required``: the groups carrying it on one
-  NUMA node, see common/placement_query.py), and any other ``accel:*``
+  NUMA node, see placement/query.py), and any other ``accel:*``
   key with a string value (passed through for drivers).
 
 Whitespace around the part after the prefix is stripped, as Cyborg does,
 by the handler before this schema is applied.
 """
 from cyborg_lite.api.schemas import common
-from cyborg_lite.common import placement_query
 from cyborg_lite.db import device_profiles as db_profiles
+from cyborg_lite.placement import query as placement_query
 
 # Cyborg's SUPPORT_RESOURCES.
 STANDARD_RESOURCE_CLASSES = ('FPGA', 'GPU', 'VGPU', 'PGPU', 'CUSTOM_QAT',

@@ -1,6 +1,6 @@
 """What /v2/resource_slices/{hostname} answers (2.5). Each slice is a
 resource.k8s.io/v1 ResourceSlice (its own schema is Kubernetes'; the
-builder checks it, common/k8s_slices.check_slice)."""
+builder checks it, kubernetes/slices.check_slice)."""
 from cyborg_lite.api.schemas import common
 
 _SLICE = {

@@ -1,7 +1,7 @@
 """Bodies, query strings and views of /v2/trusted_keys and
-/v2/signature_policies (signed bitstreams, common/signatures.py)."""
+/v2/signature_policies (signed bitstreams, bitstreams/signatures.py)."""
 from cyborg_lite.api.schemas import common
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.db import trusted_keys as db_keys
 
 KEY_ID = {'type': 'string', 'pattern': signatures.KEY_ID_PATTERN}
@@ -17,7 +17,7 @@ CREATE = {
     'properties': {
         'name': common.NAME,
         # A PEM public key (BEGIN PUBLIC KEY) or certificate (BEGIN
-        # CERTIFICATE); common/signatures.load_key says what is wrong.
+        # CERTIFICATE); bitstreams/signatures.load_key says what is wrong.
         'public_key': {'type': 'string', 'minLength': 1,
                        'maxLength': signatures.MAX_KEY_TEXT},
         # Omitted or null: trusted for every project.

@@ -1,6 +1,6 @@
 """index (created_at, id) of devices, deployables, accelerator_requests
 
-A list's default order is created_at, then id (db/pagination.py). Without
+A list's default order is created_at, then id (db/sql/pagination.py). Without
 an index in that order the database sorts the whole table for every page:
 a GET /v2/devices of 10,000 rows spent a quarter of its database time in
 SQLite's sort, and a page of 20 sorted as many rows as a page of all.

@@ -18,7 +18,7 @@ branch_labels = None
 depends_on = None
 
 # NOTE: the values as this revision made them; a later change of
-# common/signatures.py needs a revision of its own.
+# bitstreams/signatures.py needs a revision of its own.
 ALGORITHMS = ('ed25519', 'ecdsa-p256')
 POLICIES = ('disabled', 'warn', 'enforce')
 

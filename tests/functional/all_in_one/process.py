@@ -5,12 +5,12 @@ import signal
 import socket
 import subprocess
 
-from cyborg_lite.common import processes
+from cyborg_lite.cmd import processes
 from tests import servers
 from tests.functional import console
 
 SCRIPT = console.path('cyborg-lite-all-in-one')
-PLACEMENT_MODULE = 'cyborg_lite.common.placement_server'
+PLACEMENT_MODULE = 'cyborg_lite.cmd.placement_server'
 
 
 class AllInOneProcess:

@@ -8,9 +8,9 @@ import webtest
 from keystoneauth1 import loading as ks_loading
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import policy
+from cyborg_lite.api import policy
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests import real_keystone
 
 ADMIN = {'X-Roles': 'admin', 'X-Project-Id': 'admin-project',

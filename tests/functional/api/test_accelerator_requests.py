@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import MEMBER_A

@@ -6,8 +6,8 @@ import pytest
 import webtest
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
+from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN

@@ -13,7 +13,7 @@ import uuid
 import pytest
 import requests
 
-from cyborg_lite.common import placement_server
+from cyborg_lite.cmd import placement_server
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import MEMBER_A

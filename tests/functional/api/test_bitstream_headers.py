@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from cyborg_lite.common.bitstream_formats import gbs
+from cyborg_lite.bitstreams.formats import gbs
 from cyborg_lite.db import bitstreams as bitstreams_db
 from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api.conftest import MEMBER_A

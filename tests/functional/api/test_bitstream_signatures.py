@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import signature_policies as policies_db
 from cyborg_lite.db import trusted_keys as keys_db

@@ -4,7 +4,7 @@ region to be wiped and a conductor is told."""
 import pytest
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import MANAGER_A

@@ -5,7 +5,7 @@ import json
 
 from cyborg_lite.api import microversion
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import error_of

@@ -11,11 +11,11 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import rpc
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.rpc import transport as rpc
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import MANAGER_A

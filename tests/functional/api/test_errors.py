@@ -136,7 +136,7 @@ def test_odd_path_parameters_are_client_errors(app, path, status):
 
 def test_database_down_is_503_json_with_retry_after(app, conf):
     """Issue 18.4: not a 500 "Unexpected API error"."""
-    from cyborg_lite.db import session
+    from cyborg_lite.db.sql import session
     from tests import servers
     conf.set_override('connection', 'postgresql+psycopg2://nobody@127.0.0.1:'
                       '%d/x' % servers.free_port(), group='database')

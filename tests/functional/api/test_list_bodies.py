@@ -1,5 +1,5 @@
 """Long lists come as one JSON text per row (api/json_list.py,
-db/json_text.py): their bodies are, byte for byte, the one-object views
+db/sql/json_text.py): their bodies are, byte for byte, the one-object views
 of the same rows, on every backend and microversion."""
 import datetime
 
@@ -7,7 +7,7 @@ import pytest
 
 from cyborg_lite.api import microversion
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import add_deployable
 from tests.functional.api.conftest import add_device
@@ -17,7 +17,7 @@ from tests.functional.api.conftest import create_profile
 from tests.functional.api.conftest import set_arq
 
 # Every kind of escape json.dumps writes: SQLite writes the JSON of a
-# listed row (db/json_text.py) and must spell it the same way.
+# listed row (db/sql/json_text.py) and must spell it the same way.
 ODD_TEXT = ('quote " backslash \\ newline \n percent %s é 中 \u2028 \U0001f600'
             ' controls \x01\x08\t\x0b\x0c\r\x1f del \x7f slash /')
 # Printable ASCII and the control characters: a row with this text is
@@ -133,7 +133,7 @@ def test_arq_list_is_the_arq_views(pg_app, version):
 
 def test_hrefs_from_a_hostile_host_header_are_escaped(pg_app):
     # The href's prefix is the request's URL (the Host header): it goes
-    # into each row's text (db/json_text.py) escaped as a value.
+    # into each row's text (db/sql/json_text.py) escaped as a value.
     _odd_devices()
     headers = dict(_headers('2.5'), Host='evil"\\%s%n.example:80')
     listed = pg_app.get('/v2/devices', headers=headers)

@@ -10,12 +10,12 @@ import collections
 from prometheus_client import parser
 import sqlalchemy as sa
 
-from cyborg_lite.common import k8s_names
+from cyborg_lite.api import device_metrics
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
-from cyborg_lite.db import session
-from cyborg_lite.objects import device_metrics
+from cyborg_lite.db.sql import session
+from cyborg_lite.kubernetes import names as k8s_names
 from tests.functional.api import conftest as api
 from tests.prometheus_text import promtool_check
 from tests.prometheus_text import samples

@@ -14,7 +14,7 @@ docs/deployment.md "Programming privilege".
 """
 import pytest
 
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api.conftest import ADMIN

@@ -11,8 +11,8 @@ import openstack
 import pytest
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
+from cyborg_lite.rpc import transport as rpc
 from tests.functional.api import conftest as fx
 from tests import servers
 from tests import waiting

@@ -18,8 +18,8 @@ import requests
 from keystonemiddleware.auth_token import _request as ks_request
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
+from cyborg_lite.rpc import transport as rpc
 from tests import nova
 from tests import real_keystone as ks
 from tests import servers

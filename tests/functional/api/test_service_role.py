@@ -11,7 +11,7 @@ import pytest
 import webtest
 
 from cyborg_lite.api import deploy
-from cyborg_lite.common import policy
+from cyborg_lite.api import policy
 from tests.functional.all_in_one import keystone_standin
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN

@@ -10,7 +10,7 @@ import pytest
 
 from cyborg_lite.api import microversion
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.api.conftest import ADMIN
 from tests.functional.api.conftest import add_deployable
 from tests.functional.api.conftest import add_device

@@ -13,7 +13,7 @@ import sys
 import requests
 
 from cyborg_lite.api.handlers import bitstream_file
-from cyborg_lite.common import image_staging
+from cyborg_lite.bitstreams import staging as image_staging
 from cyborg_lite.db import bitstreams as bitstreams_db
 from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api.conftest import MEMBER_A

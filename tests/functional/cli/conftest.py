@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.rpc import transport as rpc
 from tests import servers
 
 BIN_DIR = os.path.dirname(sys.executable)

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
+from cyborg_lite.bitstreams import formats as bitstream_formats
 from cyborg_lite.cli import samples
-from cyborg_lite.common import bitstream_formats
 from tests.functional.cli import bitstream_cli as b
 from tests.functional.cli import conftest as c
 

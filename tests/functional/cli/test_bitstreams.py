@@ -4,7 +4,7 @@ import hashlib
 import os
 import uuid
 
-from cyborg_lite.common import image_store
+from cyborg_lite.bitstreams import store as image_store
 from tests.functional.cli import bitstream_cli as b
 
 

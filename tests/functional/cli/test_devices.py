@@ -7,7 +7,7 @@ from cyborg_lite.cli import devices as devices_cli
 from cyborg_lite.cli import versioned
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.cli import conftest as c
 
 

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 from cyborg_lite.api import microversion
 from cyborg_lite.cli import versioned
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.functional.cli import conftest as c
 
 PLACE = {'numa_node': 1, 'local_cpulist': '20-39,60-79', 'socket': 1,

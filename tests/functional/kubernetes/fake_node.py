@@ -10,8 +10,8 @@ import threading
 from cyborg_lite.agent.dra import device_api
 from cyborg_lite.drivers import dfl
 from cyborg_lite.drivers import fake
-from cyborg_lite.common import k8s_inventory as inventory
-from cyborg_lite.common import k8s_slices as slices
+from cyborg_lite.kubernetes import inventory
+from cyborg_lite.kubernetes import slices
 
 
 def raw_image(folder, name, payload):

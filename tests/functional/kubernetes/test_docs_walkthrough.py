@@ -15,8 +15,8 @@ import kubernetes
 import yaml
 
 from cyborg_lite.cmd import all_in_one
-from cyborg_lite.common import k8s_slices
-from cyborg_lite.objects import k8s_view
+from cyborg_lite.kubernetes import slices as k8s_slices
+from cyborg_lite.kubernetes import view as k8s_view
 from tests import waiting
 from tests.functional import programming_env as pe
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cyborg_lite.common import rpc
+from cyborg_lite.rpc import transport as rpc
 from tests.functional import programming_env as pe
 from tests.functional.kubernetes import wired_env
 from tests.unit.kubernetes import resource_claims as rc

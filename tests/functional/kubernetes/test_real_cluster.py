@@ -14,8 +14,8 @@ import kubernetes
 import pytest
 
 from cyborg_lite.agent.dra import claims
-from cyborg_lite.common import k8s_client
-from cyborg_lite.common import k8s_inventory as inventory
+from cyborg_lite.kubernetes import client as k8s_client
+from cyborg_lite.kubernetes import inventory
 from cyborg_lite.kubernetes import slice_sync
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories as inv

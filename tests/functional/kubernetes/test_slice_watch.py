@@ -10,12 +10,12 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from cyborg_lite.common import k8s_client
 from cyborg_lite.common import outage
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import sink as sink_mod
 from cyborg_lite.kubernetes import slice_sync
 from tests import waiting

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.db import session
-from cyborg_lite.objects import host_inventory
+from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import views as host_inventory
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.functional.kubernetes import wired_env
@@ -36,7 +36,7 @@ def env(request, conf, sqlite_db, tmp_path, short_dir, apiserver):
     env = wired_env.K8sEnv(conf, apiserver).start()
     yield env
     env.stop()
-    from cyborg_lite.common import rpc
+    from cyborg_lite.rpc import transport as rpc
     rpc.cleanup()
 
 
@@ -395,7 +395,7 @@ def test_under_enforce_a_region_loaded_unsigned_is_loaded_again_or_refused(
 
 
 def _holder_series():
-    from cyborg_lite.objects import device_metrics
+    from cyborg_lite.api import device_metrics
     (family,) = [f for f in device_metrics.DeviceCollector().collect()
                  if f.name == 'cyborg_lite_device_holder_info']
     return [{k: v for k, v in sample.labels.items()

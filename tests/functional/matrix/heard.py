@@ -9,7 +9,7 @@ import threading
 
 import jsonschema
 
-from cyborg_lite.common import notifications
+from cyborg_lite.notifications import events as notifications
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))

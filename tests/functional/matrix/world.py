@@ -42,16 +42,16 @@ from oslo_config import cfg
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.api import deploy
 from cyborg_lite.api import microversion
+from cyborg_lite.api import policy
 from cyborg_lite.api import server as api_server
-from cyborg_lite.common import notifications
-from cyborg_lite.common import policy
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake
 from cyborg_lite.drivers import fake_host
 from cyborg_lite.drivers import nvidia
+from cyborg_lite.notifications import events as notifications
+from cyborg_lite.rpc import transport as rpc
 from tests import signing_keys
 from tests import waiting
 from tests.fixtures.drivers import gpu_host

@@ -6,7 +6,7 @@ scripts, on loopback and in one temp dir:
 * PostgreSQL (tests/servers.PostgresServer) with one database, migrated by
   ``cyborg-lite-dbsync upgrade``;
 * RabbitMQ (tests/servers.RabbitMQServer), ``transport_url = rabbit://``;
-* Placement (cyborg_lite.common.placement_server, its own SQLite);
+* Placement (cyborg_lite.cmd.placement_server, its own SQLite);
 * ``cyborg-lite-api`` (gunicorn), N ``cyborg-lite-conductor`` with distinct
   ``[DEFAULT]host`` and M ``cyborg-lite-agent``, each agent with its own
   host name, state path and fake FPGA tree (``[fake_driver]state_dir``).
@@ -34,8 +34,8 @@ import uuid
 
 import requests
 
-from cyborg_lite.common import placement_server
-from cyborg_lite.common import processes
+from cyborg_lite.cmd import placement_server
+from cyborg_lite.cmd import processes
 from tests import servers
 from tests import waiting
 

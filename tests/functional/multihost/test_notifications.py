@@ -22,7 +22,7 @@ from oslo_config import cfg
 
 from cyborg_lite.api import microversion
 from cyborg_lite.common import context
-from cyborg_lite.common import notifications as notif
+from cyborg_lite.notifications import events as notif
 from tests.functional.multihost import cluster as cluster_mod
 
 pytestmark = [pytest.mark.slow, pytest.mark.rabbitmq, pytest.mark.postgresql]

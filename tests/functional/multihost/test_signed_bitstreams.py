@@ -17,7 +17,7 @@ import os
 import pytest
 import requests
 
-from cyborg_lite.common import signatures
+from cyborg_lite.bitstreams import signatures
 from tests import servers
 from tests import signing_keys as sk
 from tests.unit.bitstreams import builders

@@ -6,9 +6,9 @@ import uuid
 import pytest
 from keystoneauth1 import loading as ks_loading
 
+from cyborg_lite.cmd import placement_server
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
-from cyborg_lite.common import placement_server
 
 
 @pytest.fixture(scope='session')

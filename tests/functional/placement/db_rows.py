@@ -2,7 +2,7 @@
 import uuid
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 
 def add_fpga(hostname, pci='0000:5e:00.0', regions=2, function_id='f00d',

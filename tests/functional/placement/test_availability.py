@@ -157,8 +157,8 @@ def test_a_host_whose_agent_is_down_is_reserved_until_it_beats(
 
 def test_a_region_prepared_for_kubernetes_is_reserved_in_placement(
         make_host, conf, hostname):
-    from cyborg_lite.common import k8s_slices
-    from cyborg_lite.objects import k8s_view
+    from cyborg_lite.kubernetes import slices as k8s_slices
+    from cyborg_lite.kubernetes import view as k8s_view
     conf.set_override('hosts', [hostname], group='kubernetes')
     host = make_host(sriov=True)
     names = {dep.name: name for name, (_dev, dep) in

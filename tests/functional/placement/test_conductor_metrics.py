@@ -4,7 +4,7 @@ Placement refuses.
 
 The conductor and agent run in this process over inproc://
 (programming_env); the counts are read as Prometheus reads them, from
-the conductor's /metrics port ([metrics]conductor_port, common/metrics.
+the conductor's /metrics port ([metrics]conductor_port, metrics/counted.
 serve), before and after each step: the process counted earlier tests
 too, so only the differences say anything.
 """
@@ -16,8 +16,8 @@ import pytest
 import requests
 from prometheus_client import parser
 
-from cyborg_lite.common import metrics
-from cyborg_lite.common import placement_server
+from cyborg_lite.cmd import placement_server
+from cyborg_lite.metrics import counted as metrics
 from tests import servers
 from tests.functional import cleaning_env as ce
 from tests.functional.placement.conftest import configure_placement

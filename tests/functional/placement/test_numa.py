@@ -15,12 +15,12 @@ import pytest
 
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
-from cyborg_lite.common import placement_query
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import publishing
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
+from cyborg_lite.placement import query as placement_query
 from cyborg_lite.placement import sink as sink_mod
 from tests import nova
 from tests.functional.placement.conftest import configure_placement

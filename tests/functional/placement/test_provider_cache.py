@@ -14,7 +14,7 @@ import uuid
 import sqlalchemy as sa
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.placement import sink as sink_mod
 from tests.functional.placement import db_rows
 

@@ -13,7 +13,7 @@ from cyborg_lite.conductor import manager as manager_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
 from tests.functional.placement import fake_host

@@ -14,8 +14,8 @@ import uuid
 import sqlalchemy as sa
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
-from cyborg_lite.objects import provider_tree as tree
+from cyborg_lite.db.sql import session
+from cyborg_lite.placement import tree
 from tests.functional.placement import db_rows
 from tests.functional.placement.test_sync import _allocate
 from tests.functional.placement.test_sync import _tree

@@ -19,10 +19,10 @@ import webtest
 
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.api import deploy
-from cyborg_lite.common import placement_server
-from cyborg_lite.common import rpc
+from cyborg_lite.cmd import placement_server
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.drivers import sriov_nic
+from cyborg_lite.rpc import transport as rpc
 from tests.functional.placement.conftest import configure_placement
 from tests import nova
 from tests.unit.drivers.conftest import fixture_path

@@ -5,10 +5,10 @@ import uuid
 import sqlalchemy as sa
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
-from cyborg_lite.objects import provider_tree as tree
+from cyborg_lite.db.sql import session
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
+from cyborg_lite.placement import tree
 from tests.functional.placement import db_rows
 
 
@@ -467,7 +467,7 @@ def test_a_host_unchanged_while_published_is_read_not_rebuilt(
         placement, make_sync, hostname, monkeypatch):
     """The read after the write finds the same rows: the inventory read
     before stands, no views or tree are built again."""
-    from cyborg_lite.objects import host_inventory
+    from cyborg_lite.inventory import views as host_inventory
     db_rows.add_fpga(hostname)
     sync = make_sync(placement)
     assert sync.publish(hostname).converged

@@ -14,7 +14,7 @@ from cyborg_lite.conductor import report
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import base
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h

@@ -5,9 +5,9 @@ import threading
 
 import oslo_messaging as messaging
 
-from cyborg_lite.agent import rpcapi as agent_rpcapi
 from cyborg_lite.common import context
-from cyborg_lite.common import rpc
+from cyborg_lite.rpc import agent_client as agent_rpcapi
+from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 
 

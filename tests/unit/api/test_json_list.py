@@ -2,7 +2,7 @@
 values between, is json.dumps's text of the row's dict.
 
 SQLite is played here by ``_database_row``: it fills a JsonText's columns
-as db/json_text.py's SQL does (json.dumps without ensure_ascii: SQLite
+as db/sql/json_text.py's SQL does (json.dumps without ensure_ascii: SQLite
 leaves characters past ASCII as they are). The real thing is checked on
 SQLite, PostgreSQL and MariaDB by tests/functional/api/test_list_bodies.py.
 """
@@ -11,7 +11,7 @@ import json
 import pytest
 
 from cyborg_lite.api import json_list
-from cyborg_lite.db import json_text
+from cyborg_lite.db.sql import json_text
 
 ODD = ['plain', 'a "quote" and \\ backslash', 'new\nline\ttab\r',
        'percent %s %% %d', 'é ü 中文 \u2028', '\x00\x1f', 'del \x7f', '',

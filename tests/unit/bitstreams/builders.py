@@ -1,13 +1,13 @@
 """GBS and xclbin images for tests, from the product's own writers
-(cyborg_lite.common.bitstream_formats gbs.build / xclbin.build), with the
+(cyborg_lite.bitstreams.formats gbs.build / xclbin.build), with the
 defaults the tests share. test_formats.py checks those writers against
 the layouts written out from OPAE's packager and XRT's xclbin.h, so a
 writer bug is not mirrored unnoticed by the parser tests."""
 import json
 import uuid
 
-from cyborg_lite.common.bitstream_formats import gbs
-from cyborg_lite.common.bitstream_formats import xclbin
+from cyborg_lite.bitstreams.formats import gbs
+from cyborg_lite.bitstreams.formats import xclbin
 
 # The fake driver's default region type ([fake_driver] region_types).
 INTERFACE_UUID = '9346116d-5a7d-4b3a-9b1b-8e5b5d7a1c2e'

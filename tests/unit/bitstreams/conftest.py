@@ -5,7 +5,7 @@ import pytest
 
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.bitstreams import builders
 
 REGION_TYPE = builders.hex32(builders.INTERFACE_UUID)

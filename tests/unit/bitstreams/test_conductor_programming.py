@@ -4,13 +4,13 @@ import types
 
 import pytest
 
+from cyborg_lite.bitstreams import checks as programming_checks
+from cyborg_lite.bitstreams import trust as bitstream_trust
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import programming
-from cyborg_lite.conductor import programming_checks
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.objects import bitstream_trust
 from tests.unit.bitstreams import builders
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.bitstreams.conftest import add_bound_arq

@@ -11,7 +11,7 @@ from cyborg_lite.db import attach_handles
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.bitstreams.conftest import add_bound_arq
 from tests.unit.bitstreams.conftest import add_region
 from tests.unit.bitstreams.conftest import REGION_TYPE

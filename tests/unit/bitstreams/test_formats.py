@@ -5,8 +5,8 @@ import struct
 
 import pytest
 
-from cyborg_lite.common import bitstream_formats as formats
-from cyborg_lite.common.bitstream_formats import gbs
+from cyborg_lite.bitstreams import formats
+from cyborg_lite.bitstreams.formats import gbs
 from cyborg_lite.common import exception
 from tests.unit.bitstreams import builders as b
 

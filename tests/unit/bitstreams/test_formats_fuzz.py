@@ -9,9 +9,9 @@ from hypothesis import HealthCheck
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from cyborg_lite.common import bitstream_formats as formats
-from cyborg_lite.common.bitstream_formats import gbs
-from cyborg_lite.common.bitstream_formats import xclbin
+from cyborg_lite.bitstreams import formats
+from cyborg_lite.bitstreams.formats import gbs
+from cyborg_lite.bitstreams.formats import xclbin
 from cyborg_lite.common import exception
 from tests.unit.bitstreams import builders as b
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
+from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import exception
-from cyborg_lite.common import image_store
 
 DATA = b'bitstream bytes ' * 1000
 SHA = hashlib.sha256(DATA).hexdigest()

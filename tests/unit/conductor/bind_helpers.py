@@ -9,11 +9,11 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from cyborg_lite.common import canonical_json
-from cyborg_lite.common import naming
 from cyborg_lite.db import cleaning as cleaning_db
-from cyborg_lite.db import clock
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import session
+from cyborg_lite.placement import naming
 
 _counter = itertools.count()
 
@@ -185,7 +185,7 @@ def states(arq_uuids):
 
 class FakeDbClock:
     """Moves the database's clock as the conductors' checks read it
-    (db/clock.now), ``advance(seconds)`` at a time."""
+    (db/sql/clock.now), ``advance(seconds)`` at a time."""
 
     def __init__(self, monkeypatch):
         self.offset = 0

@@ -1,10 +1,10 @@
 """Rows and a recording agent for the programming-flow unit tests."""
 import uuid
 
-from cyborg_lite.common import naming
 from cyborg_lite.conductor import programming
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.placement import naming
 from tests.unit.bitstreams import builders
 from tests.unit.bitstreams.conftest import add_bitstream  # noqa: F401
 

@@ -5,7 +5,7 @@ import copy
 import sqlalchemy as sa
 
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 INVENTORY = (models.Device, models.ControlpathId, models.Deployable,
              models.Attribute, models.AttachHandle)

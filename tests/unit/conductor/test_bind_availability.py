@@ -13,8 +13,8 @@ from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
-from cyborg_lite.objects import inventory_sink
+from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import sink as inventory_sink
 from tests.unit.conductor import bind_helpers as h
 
 

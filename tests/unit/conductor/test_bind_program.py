@@ -4,7 +4,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.conductor import bind
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as h
 
 FN = '3afb0000-aaaa-bbbb-cccc-000000000001'

@@ -9,7 +9,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as h
 
 

@@ -4,11 +4,11 @@ over the in-memory oslo.messaging transport."""
 import pytest
 
 from cyborg_lite.common import context
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager
-from cyborg_lite.conductor import rpcapi
 from cyborg_lite.conductor import service as service_mod
+from cyborg_lite.rpc import conductor_client as rpcapi
+from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 

@@ -8,7 +8,6 @@ import pytest
 
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import exception
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import publishing
@@ -17,9 +16,10 @@ from cyborg_lite.conductor import service as service_mod
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
-from cyborg_lite.objects import host_inventory
-from cyborg_lite.objects import inventory_sink
+from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import sink as inventory_sink
+from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 from tests.unit.agent.scripted_driver import ScriptedDriver
 from tests.unit.conductor import bind_helpers as bh

@@ -11,18 +11,18 @@ import sqlalchemy as sa
 
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent import programming as agent_programming
+from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.common import image_store
-from cyborg_lite.common import naming
 from cyborg_lite.common import states
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import programming
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake
+from cyborg_lite.placement import naming
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.unit.conductor import programming_flow_helpers as h

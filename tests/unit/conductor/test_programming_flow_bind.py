@@ -2,11 +2,11 @@
 waits for its job (the agent answers through the conductor's flow)."""
 import pytest
 
+from cyborg_lite.bitstreams import checks as programming_checks
+from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 from cyborg_lite.conductor import programming
-from cyborg_lite.conductor import programming_checks
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import trusted_keys as keys_db

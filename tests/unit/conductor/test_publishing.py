@@ -1,17 +1,17 @@
 """conductor/publishing: sinks loaded by name, each publish to all; a
-database outage on the way is said once by db/session.py, not per sink."""
+database outage on the way is said once by db/sql/session.py, not per sink."""
 import oslo_messaging
 import pytest
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager as manager_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import service as service_mod
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
-from cyborg_lite.objects import inventory_sink
+from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import sink as inventory_sink
 from cyborg_lite.placement import sink as placement_sink
+from cyborg_lite.rpc import transport as rpc
 from tests.functional.placement import conftest as placement_conftest
 
 
@@ -77,7 +77,7 @@ def test_one_failing_sink_does_not_stop_the_others(caplog):
 
 
 def test_a_database_outage_in_a_sink_logs_no_traceback(caplog):
-    # db/session.py logs the outage once; a traceback per sink per
+    # db/sql/session.py logs the outage once; a traceback per sink per
     # publish would bury it.
     outage = RecordingSink(
         broken=True, raises=exception.DatabaseUnavailable())

@@ -5,11 +5,11 @@ import uuid
 
 import pytest
 
-from cyborg_lite.common import naming
 from cyborg_lite.conductor import report
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.placement import naming
 from tests.unit.conductor import report_helpers as h
 
 HOST = 'node1'

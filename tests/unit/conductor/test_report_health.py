@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import report
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as bh
 from tests.unit.conductor import report_helpers as h
 

@@ -11,7 +11,7 @@ from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake
 
 # Not the fake host's own (its SLIT says 21 across sockets).

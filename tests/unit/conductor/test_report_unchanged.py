@@ -9,7 +9,7 @@ from cyborg_lite.conductor import report
 from cyborg_lite.db import inventory
 from cyborg_lite.db import inventory_diff
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import report_helpers as h
 
 HOST = 'node1'

@@ -9,10 +9,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.conductor import report
-from cyborg_lite.db import conditional
 from cyborg_lite.db import inventory
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import report_helpers as h
 from tests.unit.conductor import test_report_unchanged as unchanged
 

@@ -3,9 +3,9 @@ import threading
 
 import pytest
 
-from cyborg_lite.common import rpc
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import service as service_mod
+from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 from tests.unit.conductor import report_helpers as h
 

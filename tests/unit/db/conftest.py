@@ -1,7 +1,7 @@
 """Fixtures of the database tests."""
 import pytest
 
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests import migrated_databases
 
 

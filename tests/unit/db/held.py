@@ -1,7 +1,7 @@
 """Two transactions held at the point of conflict, on PostgreSQL.
 
 ``race``: each call in its own thread waits at its first conditional
-UPDATE of a table (db/conditional.before_update) until all have reached
+UPDATE of a table (db/sql/conditional.before_update) until all have reached
 theirs, so each has read the row before any writes it.
 
 ``blocked_behind``: the first call runs until it waits at a ``Held``
@@ -13,8 +13,8 @@ import threading
 
 import sqlalchemy as sa
 
-from cyborg_lite.db import conditional
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
 from tests import waiting
 
 

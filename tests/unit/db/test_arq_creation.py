@@ -8,7 +8,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.db import arqs
 from cyborg_lite.db import device_profiles
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 GROUPS = [{'resources:FPGA': '2'}, {'resources:FPGA': '1'}]
 

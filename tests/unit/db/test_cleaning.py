@@ -15,7 +15,7 @@ from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.conductor import report_helpers as rh

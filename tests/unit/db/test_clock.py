@@ -1,4 +1,4 @@
-"""db/clock: the database's UTC time, the same shape on every backend."""
+"""db/sql/clock: the database's UTC time, the same shape on every backend."""
 import datetime
 
 import pytest
@@ -7,9 +7,9 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.mysql import mariadb
 
-from cyborg_lite.db import clock
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import clock
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as h
 
 

@@ -1,4 +1,4 @@
-"""db/direct_statement.py and session.statement_writer: on SQLite the
+"""db/sql/direct_statement.py and session.statement_writer: on SQLite the
 statements run on the sqlite3 connection, elsewhere through Core; either
 way a row reads back as Core and the ORM wrote and read it, and a failed
 statement writes nothing."""
@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.common import uuids
-from cyborg_lite.db import direct_statement
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import direct_statement
+from cyborg_lite.db.sql import session
 
 PROFILES = models.DeviceProfile.__table__
 ARQS = models.AcceleratorRequest.__table__

@@ -3,7 +3,7 @@ computed, stored where they differ without moving a row's version (a
 report updating the row on the version it read must not fail for it)."""
 from cyborg_lite.db import inventory
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as h
 
 DEVICE_RP = '0a0a0a0a-0000-4000-8000-000000000001'

@@ -1,4 +1,4 @@
-"""db/json_text.py: what SQLite is asked to write, and the same text
+"""db/sql/json_text.py: what SQLite is asked to write, and the same text
 made from the values on the other backends. Both are checked against the
 one-object views on all three backends by
 tests/functional/api/test_list_bodies.py."""
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
-from cyborg_lite.db import json_text
+from cyborg_lite.db.sql import json_text
 
 TABLE = sa.table('t', sa.column('name', sa.String),
                  sa.column('count', sa.Integer), sa.column('id', sa.Integer))

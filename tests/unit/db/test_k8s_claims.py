@@ -5,8 +5,8 @@ import sqlalchemy as sa
 
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
-from cyborg_lite.db import session
-from cyborg_lite.objects import host_inventory
+from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import views as host_inventory
 from tests.unit.conductor import bind_helpers as h
 
 CLAIM_UID = '0c1a1a00-0000-4000-8000-00000000000b'

@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 from tests import migrated_databases
 
 

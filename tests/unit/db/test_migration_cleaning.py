@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from alembic import script as alembic_script
 
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 CLEANING_COLUMNS = {'device_state', 'device_state_at', 'cleaning_uuid',
                     'cleaning_started_at', 'cleaning_attempts',

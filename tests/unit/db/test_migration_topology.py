@@ -4,7 +4,7 @@ report fills them."""
 import sqlalchemy as sa
 
 from cyborg_lite.db import migration
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 BEFORE = '0010'
 TOPOLOGY = {'numa_node', 'local_cpulist', 'socket', 'pcie_root'}

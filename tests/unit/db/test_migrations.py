@@ -7,7 +7,7 @@ from alembic import migration as alembic_migration
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import migration
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 
 def _diff(url):

@@ -3,7 +3,7 @@ import logging
 
 from cyborg_lite.common import outage
 from cyborg_lite.db import placement_providers as records
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 Record = records.Record
 A, B = 'a' * 8 + '-0000-0000-0000-' + 'a' * 12, 'b' * 36

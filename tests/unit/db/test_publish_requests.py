@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.db import migration
 from cyborg_lite.db import publish_requests
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 HOST = 'node1'
 

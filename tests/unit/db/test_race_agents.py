@@ -1,6 +1,6 @@
 """A heartbeat that lands between the mark-down's SELECT of silent hosts
 and its UPDATE, made so deterministically: the mark-down is held at its
-UPDATE (db/conditional.before_update) while the heartbeat commits. The
+UPDATE (db/sql/conditional.before_update) while the heartbeat commits. The
 UPDATE repeats the silence condition, so the host that just beat stays
 up, and nobody is asked to publish it down.
 """
@@ -9,9 +9,9 @@ import threading
 import sqlalchemy as sa
 
 from cyborg_lite.db import agents as agents_db
-from cyborg_lite.db import conditional
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
 from tests.unit.db.test_races import _age_heartbeat
 
 

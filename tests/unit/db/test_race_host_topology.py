@@ -8,7 +8,7 @@ import pytest
 
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 pytestmark = pytest.mark.postgresql
 

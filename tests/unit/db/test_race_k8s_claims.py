@@ -11,11 +11,11 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.db import arqs as arqs_db
-from cyborg_lite.db import conditional
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
-from cyborg_lite.db import session
-from cyborg_lite.objects import host_inventory
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import views as host_inventory
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 

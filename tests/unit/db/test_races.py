@@ -2,15 +2,15 @@
 
 On PostgreSQL each test runs two real workflows in two threads, each in
 its own transaction, and holds both at their first conditional UPDATE of
-the contested table (db/conditional.before_update) until both have read
+the contested table (db/sql/conditional.before_update) until both have read
 the row: the race is then decided by the UPDATE's WHERE clause alone.
 Exactly one wins and the row's version moves exactly once. Each test
 fails when the state/version condition is dropped from
-db/conditional.update (both writers then win).
+db/sql/conditional.update (both writers then win).
 
 SQLite needs no such test: a writer holds the database's write lock from
-its first read to its commit (BEGIN IMMEDIATE, db/session.py), so the
-second writer reads what the first committed (see db/conditional.py).
+its first read to its commit (BEGIN IMMEDIATE, db/sql/session.py), so the
+second writer reads what the first committed (see db/sql/conditional.py).
 """
 import datetime
 
@@ -20,10 +20,10 @@ import sqlalchemy as sa
 from cyborg_lite.common import exception
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import attach_handles
-from cyborg_lite.db import conditional
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import conditional
+from cyborg_lite.db.sql import session
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.bitstreams.conftest import add_region
 from tests.unit.conductor import bind_helpers as h
@@ -212,7 +212,7 @@ def test_job_success_vs_a_new_job_of_its_region(pg_db, monkeypatch):
 def _bind_sibling(region):
     """A started bind of ``region`` and its finish, as the conductor's
     bind workflow runs it (the availability predicate as refusal)."""
-    from cyborg_lite.objects import host_inventory
+    from cyborg_lite.inventory import views as host_inventory
     arq_uuid = h.make_arq()
     [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
                                              'cond-test')

@@ -8,7 +8,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import outage
 from cyborg_lite.db import inventory
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
 
 
 @pytest.mark.parametrize('url', ['foo://x/y', 'not a url', 'oracle://u@h/d'])
@@ -309,7 +309,7 @@ def test_unreachable_database_is_unavailable_and_logged_once(conf, caplog):
     from tests import servers
     url = 'postgresql+psycopg2://nobody@127.0.0.1:%d/x' % servers.free_port()
     conf.set_override('connection', url, group='database')
-    caplog.set_level('INFO', logger='cyborg_lite.db.session')
+    caplog.set_level('INFO', logger='cyborg_lite.db.sql.session')
     try:
         for _ in range(20):
             with pytest.raises(exception.DatabaseUnavailable) as info:
@@ -344,7 +344,7 @@ def test_a_starting_service_waits_for_the_database(conf, caplog,
     server = servers.PostgresServer().start()
     try:
         conf.set_override('connection', server.url(), group='database')
-        caplog.set_level('INFO', logger='cyborg_lite.db.session')
+        caplog.set_level('INFO', logger='cyborg_lite.db.sql.session')
         server.stop_server()
         slept = []
 

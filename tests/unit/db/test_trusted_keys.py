@@ -7,13 +7,13 @@ import threading
 
 import pytest
 
+from cyborg_lite.bitstreams import signatures
+from cyborg_lite.bitstreams import trust as bitstream_trust
 from cyborg_lite.common import exception
-from cyborg_lite.common import signatures
 from cyborg_lite.db import bitstreams as bitstreams_db
-from cyborg_lite.db import pagination
 from cyborg_lite.db import signature_policies as policies_db
+from cyborg_lite.db.sql import pagination
 from cyborg_lite.db import trusted_keys as keys_db
-from cyborg_lite.objects import bitstream_trust
 from tests import signing_keys as sk
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.db.test_races import race

@@ -3,7 +3,7 @@ like the fake driver's PAC Arria 10 cards, and a GPU."""
 import dataclasses
 import uuid
 
-from cyborg_lite.common import k8s_inventory as inventory
+from cyborg_lite.kubernetes import inventory
 
 DRIVER = 'cyborg-lite.openstack.org'
 REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'

@@ -13,7 +13,7 @@ from cyborg_lite.agent.dra import claim_config
 from cyborg_lite.conf import kubernetes as k8s_conf
 from cyborg_lite.kubernetes import slice_sync
 from cyborg_lite.kubernetes import slice_watch
-from cyborg_lite.common import k8s_slices as slices
+from cyborg_lite.kubernetes import slices
 from tests import waiting
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories

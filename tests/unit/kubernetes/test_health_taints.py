@@ -5,9 +5,9 @@ import types
 
 import pytest
 
-from cyborg_lite.common import k8s_slices as slices
-from cyborg_lite.objects import host_inventory
-from cyborg_lite.objects import k8s_view
+from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.kubernetes import slices
+from cyborg_lite.kubernetes import view as k8s_view
 from tests.unit.kubernetes import inventories as inv
 from tests.unit.kubernetes import schemas
 

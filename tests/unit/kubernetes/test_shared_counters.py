@@ -12,13 +12,13 @@ import logging
 import pytest
 
 from cyborg_lite.common import exception
-from cyborg_lite.common import k8s_counters
-from cyborg_lite.common import k8s_slices
 from cyborg_lite.conductor import cleaning
-from cyborg_lite.conductor import k8s_claims
+from cyborg_lite.kubernetes import claims as k8s_claims
+from cyborg_lite.kubernetes import counters as k8s_counters
 from cyborg_lite.kubernetes import gated_fields
 from cyborg_lite.kubernetes import sink as sink_mod
 from cyborg_lite.kubernetes import slice_sync
+from cyborg_lite.kubernetes import slices as k8s_slices
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.conductor.test_cleaning_flow import RecordingAgents
 from tests.unit.kubernetes import allocator

@@ -7,13 +7,13 @@ import sqlalchemy as sa
 
 import pytest
 
-from cyborg_lite.common import k8s_client
 from cyborg_lite.common import outage
 from cyborg_lite.conductor import publishing
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
-from cyborg_lite.db import session
+from cyborg_lite.db.sql import session
+from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import sink as sink_mod
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h

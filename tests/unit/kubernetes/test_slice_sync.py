@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from cyborg_lite.common import k8s_client
+from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import slice_sync
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import inventories as inv

@@ -5,8 +5,8 @@ import kubernetes
 import kubernetes_validate
 import pytest
 
-from cyborg_lite.common import k8s_inventory as inventory
-from cyborg_lite.common import k8s_slices as slices
+from cyborg_lite.kubernetes import inventory
+from cyborg_lite.kubernetes import slices
 from tests.unit.kubernetes import inventories as inv
 from tests.unit.kubernetes import schemas
 

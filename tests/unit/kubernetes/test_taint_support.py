@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from cyborg_lite.common import k8s_slices
 from cyborg_lite.kubernetes import gated_fields
 from cyborg_lite.kubernetes import slice_sync
+from cyborg_lite.kubernetes import slices as k8s_slices
 from tests.unit.kubernetes import inventories as inv
 
 DRIVER = inv.DRIVER

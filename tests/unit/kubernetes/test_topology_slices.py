@@ -11,12 +11,12 @@ import yaml
 
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
-from cyborg_lite.common import k8s_slices
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.drivers import fpga_sysfs
 from cyborg_lite.drivers import pci
 from cyborg_lite.drivers import sriov_nic
-from cyborg_lite.objects import k8s_view
+from cyborg_lite.kubernetes import slices as k8s_slices
+from cyborg_lite.kubernetes import view as k8s_view
 from tests.unit.drivers.conftest import fixture_path
 from tests.unit.kubernetes import allocator
 from tests.unit.kubernetes import schemas

@@ -1,0 +1,336 @@
+"""What one host offers, as plain frozen views: the input of every sink.
+
+``load(hostname)`` reads the host's devices with their deployables and
+attach handles in one transaction and returns a ``HostInventory``,
+detached from any session. A deployable's resource class and traits come
+from its attributes, as in Cyborg: key ``rc`` is the resource class, keys
+``trait0``..``traitN`` are trait names. Nothing here is specific to one
+consumer: the Placement sink builds a provider tree from it
+(placement/tree.py), a Kubernetes sink ResourceSlices.
+
+Whether a device or a deployable may be offered and bound now is decided
+in one place, ``unavailable_reasons(device, deployable=None)``: a tuple of
+reason names from REASONS, empty when it may. Every sink hides what has a
+reason (Placement: reserved = total) and the bind path refuses it under
+its locks (``region_refusal``, given to db/arqs.finish_bind).
+"""
+import dataclasses
+import functools
+import json
+
+from cyborg_lite.common import shared_functions
+from cyborg_lite.common import states
+from cyborg_lite.db import devices as devices_db
+
+
+@dataclasses.dataclass(frozen=True)
+class AttachHandleView:
+    uuid: str
+    attach_type: str
+    attach_info: dict
+    in_use: bool = False
+    # Free, but its function is attached through a sibling handle: the
+    # ARQ uuid (None if unknown) and deployable name holding it.
+    held_by: tuple | None = None
+    # In use for this Kubernetes ResourceClaim (its uid), not for an ARQ.
+    k8s_claim: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployableView:
+    uuid: str
+    name: str
+    num_accelerators: int = 1
+    resource_class: str | None = None
+    region_type: str | None = None
+    function_id: str | None = None
+    local_memory_mb: int = 0
+    traits: tuple = ()
+    rp_uuid: str | None = None
+    function_name: str | None = None
+    bitstream_id: str | None = None
+    attributes: tuple = ()  # (key, value) pairs other than rc and traits
+    attach_handles: tuple = ()
+    device_state: str = 'available'   # common/states.DEVICE
+    # Where it sits (its own PCI function's place, else its device's).
+    numa_node: int | None = None
+    pcie_root: str | None = None
+    pci_bus_id: str | None = None
+    socket: int | None = None
+    # The region's own health (common/states.HEALTH) and why.
+    health: str = 'healthy'
+    health_reason: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceView:
+    uuid: str
+    type: str
+    vendor: str
+    identity: str
+    pci_address: str | None = None
+    health: str = 'healthy'
+    health_reason: str | None = None
+    status: str = 'enabled'
+    rp_uuid: str | None = None
+    deployables: tuple = ()
+    model: str = ''
+    driver_name: str | None = None
+    # The host's agent stopped heartbeating (db/agents.py).
+    agent_down: bool = False
+    numa_node: int | None = None
+    pcie_root: str | None = None
+    socket: int | None = None
+
+    @property
+    def schedulable(self):
+        """Whether the device as a whole may be offered."""
+        return not unavailable_reasons(self)
+
+    # NOTE: derived from the frozen fields, once per view (the predicate
+    # asks for every deployable).
+    @functools.cached_property
+    def shared_groups(self):
+        """{deployable name: frozenset of the names of the deployables
+        reaching a common function with it} (common/shared_functions.py);
+        a deployable sharing nothing is not in it."""
+        return shared_functions.groups(
+            (dep.name, [shared_functions.handle_key(h.attach_info)
+                        for h in dep.attach_handles])
+            for dep in self.deployables)
+
+    def siblings_sharing(self, deployable):
+        """The other deployables behind ``deployable``'s function."""
+        group = self.shared_groups.get(deployable.name, ())
+        return tuple(d for d in self.deployables
+                     if d.name in group and d.name != deployable.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostInventory:
+    hostname: str
+    devices: tuple = ()
+    # The host's NUMA nodes (common/topology.NODE_KEYS dicts), () unknown.
+    numa_nodes: tuple = ()
+    # The rows it was built from (db/devices.HostRows), see ``load``.
+    rows: tuple | None = dataclasses.field(default=None, compare=False,
+                                           repr=False)
+
+
+def _shared_function_in_use(deployable):
+    """Every free handle of the deployable names a function a sibling
+    holds (a deployable whose handles are all its own and in use is
+    simply allocated, which its consumer already knows)."""
+    free = [h for h in deployable.attach_handles if not h.in_use]
+    return bool(free) and all(h.held_by is not None for h in free)
+
+
+def _health_is(device, deployable, state):
+    """The device, or the region asked about, is in health ``state``."""
+    return device.health == state or (deployable is not None and
+                                      deployable.health == state)
+
+
+def health_of(device, deployable=None):
+    """(state, reason) of the worse of the device's health and the
+    region's own (common/states.HEALTH order: unhealthy, recovering,
+    degraded, healthy)."""
+    order = ('unhealthy', 'recovering', 'degraded', 'healthy')
+    candidates = [(device.health, device.health_reason)]
+    if deployable is not None:
+        candidates.append((deployable.health, deployable.health_reason))
+    return min(candidates, key=lambda c: order.index(c[0]))
+
+
+def advisories(device, deployable=None):
+    """What is worth knowing about a device offered still: ('degraded',)
+    when its (or the region's) health is degraded, else ()."""
+    state, _reason = health_of(device, deployable)
+    return (state,) if state in states.HEALTH_ADVISORY else ()
+
+
+def _kubernetes_claimed(deployable):
+    return any(h.k8s_claim is not None for h in deployable.attach_handles)
+
+
+def _shared_with_unclean(device, deployable):
+    """A sibling behind the same function waits for its wipe, is being
+    wiped, or failed it: attaching the function would hand its last
+    tenant's data to the next."""
+    return any(s.device_state not in states.DEVICE_SCHEDULABLE
+               for s in device.siblings_sharing(deployable))
+
+
+# A device_state that keeps a deployable from schedulers, named as a
+# reason where the state's own name would be unclear.
+_CLEANING_REASON = {'error': 'cleaning_failed'}
+
+# The reasons, in the order they are reported: (name, what it means,
+# test(device, deployable or None)). A deployable-level test is given
+# deployable None when the device as a whole is asked about. Add a
+# reason with one line here.
+_RULES = (
+    ('maintaining', 'the device is disabled for maintenance',
+     lambda dev, dep: dev.status == 'maintaining'),
+    ('unhealthy', 'its hardware reports a fault',
+     lambda dev, dep: _health_is(dev, dep, 'unhealthy')),
+    ('recovering', 'its fault cleared; it is watched before it is '
+     'offered again',
+     lambda dev, dep: _health_is(dev, dep, 'recovering')),
+    ('agent_down', 'the agent of its host stopped sending heartbeats',
+     lambda dev, dep: dev.agent_down),
+    ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
+     'through a sibling deployable that shares it',
+     lambda dev, dep: dep is not None and _shared_function_in_use(dep)),
+    # Nova does not know Kubernetes' allocations: Placement must not offer
+    # it (the Kubernetes sink leaves this reason out: it is its own).
+    ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
+     lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
+    ('shared_function_unclean', 'its PCI function (or mdev) also reaches a '
+     'sibling deployable that is not wiped yet after its last tenant',
+     lambda dev, dep: dep is not None and _shared_with_unclean(dev, dep)),
+) + tuple(
+    # The wipe after its last tenant (common/states.DEVICE): waiting,
+    # running, or failed until an operator cleans it again.
+    (_CLEANING_REASON.get(state, state), why,
+     lambda dev, dep, state=state: dep is not None and
+     dep.device_state == state)
+    for state, why in states.DEVICE_UNSCHEDULABLE_WHY.items())
+REASONS = {name: meaning for name, meaning, _test in _RULES}
+
+
+def unavailable_reasons(device, deployable=None):
+    """Why ``deployable`` of ``device`` (or the device as a whole, when
+    ``deployable`` is None) may not be offered or bound now: a tuple of
+    REASONS names, empty when it may."""
+    return tuple(name for name, _meaning, test in _RULES
+                 if test(device, deployable))
+
+
+def describe(reasons, device, deployable=None):
+    """One sentence for people: what the reasons mean, with why a device
+    is unhealthy and who holds a shared function."""
+    _state, why = health_of(device, deployable)
+    parts = ['%s (%s)' % (REASONS[r], why)
+             if r in states.HEALTH_UNAVAILABLE and why else REASONS[r]
+             for r in reasons]
+    if 'handle_shared_in_use' in reasons:
+        holders = sorted({h.held_by for h in deployable.attach_handles
+                          if h.held_by is not None}, key=str)
+        parts.append('held by %s' % ', '.join(
+            '%s on %s' % (_holder(arq), dep) for arq, dep in holders))
+    return '; '.join(parts)
+
+
+def _holder(name):
+    if name is None:
+        return 'ARQ (none)'
+    return name if name.startswith('k8s:') else 'ARQ %s' % name
+
+
+def _is_trait_key(key):
+    return key.startswith('trait')
+
+
+def _handle_view(handle, blocked, k8s_claims):
+    holder = blocked.get(handle.id)
+    return AttachHandleView(uuid=handle.uuid, attach_type=handle.attach_type,
+                            attach_info=json.loads(handle.attach_info),
+                            in_use=bool(handle.in_use),
+                            held_by=tuple(holder) if holder else None,
+                            k8s_claim=k8s_claims.get(handle.id))
+
+
+def _deployable_view(dep, attrs, handles, blocked, k8s_claims):
+    # Sorted by key so trait order (and so the tree) is deterministic.
+    traits = tuple(v for k, v in sorted(attrs.items())
+                   if _is_trait_key(k) and v)
+    return DeployableView(
+        uuid=dep.uuid, name=dep.name,
+        num_accelerators=dep.num_accelerators or 0,
+        resource_class=attrs.get('rc') or None,
+        region_type=dep.region_type, function_id=dep.function_id,
+        local_memory_mb=dep.local_memory_mb or 0, traits=traits,
+        rp_uuid=dep.rp_uuid, function_name=dep.function_name,
+        bitstream_id=dep.bitstream_id,
+        attributes=tuple((k, v) for k, v in sorted(attrs.items())
+                         if k != 'rc' and not _is_trait_key(k)),
+        attach_handles=tuple(_handle_view(h, blocked, k8s_claims)
+                             for h in handles),
+        device_state=dep.device_state, numa_node=dep.numa_node,
+        pcie_root=dep.pcie_root, pci_bus_id=dep.pci_bus_id,
+        socket=dep.socket, health=dep.health,
+        health_reason=dep.health_reason)
+
+
+def device_view(dev, deployables=(), agent_state=None):
+    """The DeviceView of a devices row (an ORM object or a plain row);
+    ``agent_state`` as db/agents stores it."""
+    return DeviceView(
+        uuid=dev.uuid, type=dev.type, vendor=dev.vendor,
+        identity=dev.identity, pci_address=dev.pci_address,
+        health=dev.health, health_reason=dev.health_reason,
+        status=dev.status, rp_uuid=dev.rp_uuid,
+        deployables=tuple(deployables), model=dev.model or '',
+        driver_name=dev.driver_name, agent_down=agent_state == 'down',
+        numa_node=getattr(dev, 'numa_node', None),
+        pcie_root=getattr(dev, 'pcie_root', None),
+        socket=getattr(dev, 'socket', None))
+
+
+def _views(rows):
+    by_device = {d.id: [] for d in rows.devices}
+    for dep in rows.deployables:
+        by_device[dep.device_id].append(_deployable_view(
+            dep, rows.attributes.get(dep.id, {}),
+            rows.handles.get(dep.id, []), rows.blocked_handles,
+            rows.k8s_claims))
+    return tuple(device_view(d, by_device[d.id], rows.agent_state)
+                 for d in rows.devices)
+
+
+def load(hostname, url=None, previous=None):
+    """The HostInventory of ``hostname`` as the database has it now.
+
+    ``previous``, an inventory of the same host loaded before, is returned
+    itself when the rows read now are equal to its rows (every column
+    db/devices.host_rows reads, which are all an inventory is made of):
+    equal rows make an equal inventory, and a publish's second read
+    (placement/sink.py) is spared building it."""
+    rows = devices_db.host_rows(hostname, url)
+    if previous is not None and previous.rows == rows:
+        return previous
+    nodes = tuple(json.loads(rows.numa_nodes)) if rows.numa_nodes else ()
+    return HostInventory(hostname, _views(rows), nodes, rows)
+
+
+def region_refusal(rows):
+    """Why the region of ``rows`` (db/devices.region_rows: the region,
+    then the siblings behind its functions) may not be bound now, as a
+    sentence; None when it may."""
+    [device] = _views(rows)
+    [deployable] = [d for d in device.deployables
+                    if d.uuid == rows.deployables[0].uuid]
+    return refusal(device, deployable)
+
+
+def refusal(device, deployable):
+    """Why ``deployable`` of ``device`` (views) may not be bound now, as
+    a sentence; None when it may."""
+    reasons = unavailable_reasons(device, deployable)
+    if not reasons:
+        return None
+    return 'deployable %s (%s) is unavailable [%s]: %s' % (
+        deployable.uuid, deployable.name, ', '.join(reasons),
+        describe(reasons, device, deployable))
+
+
+def deployable_refusal(hostname, deployable_uuid):
+    """``refusal`` of a deployable of ``hostname``, read now (a caller
+    about to act on it: the bind decides again under its locks); None
+    when it may be bound, or is not there."""
+    for device in load(hostname).devices:
+        for deployable in device.deployables:
+            if deployable.uuid == deployable_uuid:
+                return refusal(device, deployable)
+    return None

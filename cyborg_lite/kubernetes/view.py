@@ -1,0 +1,100 @@
+"""A host as Kubernetes sees it: the neutral HostInventory mapped to
+kubernetes/inventory's view, from which kubernetes/slices builds the
+ResourceSlices. One mapping for the conductor's sink and claims
+(kubernetes/sink.py, kubernetes/claims.py) and the API's preview
+(/v2/resource_slices).
+
+Availability is decided once, by host_inventory.unavailable_reasons: every
+reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
+itself allocated), and a region an ARQ holds gets ``in-use=nova``; a
+degraded one (host_inventory.advisories) an informational taint.
+"""
+import re
+
+from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.kubernetes import inventory
+from cyborg_lite.kubernetes import names as k8s_names
+from cyborg_lite.placement import naming
+
+# Kubernetes' own allocation: not a reason to hide the device from it.
+OWN_REASON = 'kubernetes_claimed'
+
+
+def node_name(conf, hostname):
+    """The Node (and pool) name of ``hostname``."""
+    return conf.kubernetes.node_names.get(hostname, hostname)
+
+
+def _bound_to_nova(deployable):
+    return any(h.in_use and h.k8s_claim is None
+               for h in deployable.attach_handles)
+
+
+# A reason starts with its first finding's signal (common/health.py):
+# `catfatal_errors 0x4`, `dfl_tree: ...`, `pci 0000:af:00.0 is gone ...`.
+_LEADING_SIGNAL_RE = re.compile(r'[A-Za-z0-9][-A-Za-z0-9_.]*')
+
+
+def _health_signal(device, dep):
+    """The signal behind the health reason, as a taint's value: a valid
+    label value, or None when the reason does not start with one."""
+    _state, reason = host_inventory.health_of(device, dep)
+    match = _LEADING_SIGNAL_RE.match(reason or '')
+    if match is None:
+        return None
+    signal = match.group(0).rstrip('-_.')
+    return signal if signal and k8s_names.is_label_value(signal) else None
+
+
+def _deployable(hostname, device, dep, conf):
+    reasons = tuple(r for r in host_inventory.unavailable_reasons(device, dep)
+                    if r != OWN_REASON)
+    return inventory.Deployable(
+        uuid=dep.uuid, name=_name_in_device(hostname, device, dep),
+        resource_class=dep.resource_class or '',
+        region_type=dep.region_type, function_id=dep.function_id,
+        bitstream_id=dep.bitstream_id, local_memory_mb=dep.local_memory_mb,
+        unavailable=reasons, bound_to_nova=_bound_to_nova(dep),
+        numa_node=dep.numa_node, pcie_root=dep.pcie_root,
+        pci_bus_id=dep.pci_bus_id,
+        shares_function=_shares_function(hostname, device, dep),
+        advisories=(host_inventory.advisories(device, dep)
+                    if conf.informational_taints else ()),
+        health_signal=_health_signal(device, dep),
+        unhealthy_effect=conf.unhealthy_taint_effect)
+
+
+def _shares_function(hostname, device, dep):
+    group = device.shared_groups.get(dep.name, ())
+    return frozenset(_name_in_device(hostname, device, d)
+                     for d in device.deployables if d.name in group)
+
+
+def _name_in_device(hostname, device, dep):
+    """The deployable's name as its driver reported it (the report stores
+    naming.deployable_db_name), so device names stay short."""
+    prefix = naming.device_rp_name(hostname, device.identity) + '_'
+    if dep.name.startswith(prefix) and len(dep.name) > len(prefix):
+        return dep.name[len(prefix):]
+    return dep.name
+
+
+def k8s_inventory(view, node, conf):
+    """The kubernetes/inventory.HostInventory of a host_inventory one;
+    ``conf``: the [kubernetes] options."""
+    devices = tuple(inventory.Device(
+        uuid=d.uuid, type=d.type, vendor=d.vendor, model=d.model,
+        identity=d.identity, pci_address=d.pci_address,
+        pcie_root=d.pcie_root, numa_node=d.numa_node,
+        programmable=any(dep.region_type for dep in d.deployables),
+        deployables=tuple(_deployable(view.hostname, d, dep, conf)
+                          for dep in d.deployables))
+        for d in view.devices)
+    return inventory.HostInventory(view.hostname, node, devices,
+                                   view.numa_nodes)
+
+
+def load(conf, hostname, db_url=None):
+    """The Kubernetes view of ``hostname`` as the database has it now."""
+    return k8s_inventory(host_inventory.load(hostname, db_url),
+                         node_name(conf, hostname), conf.kubernetes)

@@ -1,0 +1,53 @@
+"""Client side of the agent RPC API (the conductor calls one host).
+
+Messages go to topic ``rpc.AGENT_TOPIC`` on server ``hostname`` (the
+agent's ``[DEFAULT]host``), as ironic's ``get_topic_for`` does.
+
+API version history:
+
+* 1.0 - request_report(hostname): cast; the agent scans and sends a full
+        report at once (after the conductor lost or doubts its rows).
+* 1.1 - program_region(job): cast; run one programming job (the dict of
+        conductor/programming.agent_job) in the background, reporting
+        back with ConductorAPI.job_progress / job_heartbeat.
+* 1.2 - clean_region(request): cast; wipe one deployable between tenants
+        (the dict of conductor/cleaning.agent_request) in the background,
+        reporting back with ConductorAPI.cleaning_progress.
+* 1.3 - program_region's job carries ``signature`` (the policy and what
+        the agent verifies the image's signature with); a job under the
+        ``enforce`` policy is sent at 1.3, so an older agent, which would
+        not check it, refuses it instead of writing it unchecked.
+
+Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
+method with the same name on agent.manager.AgentManager.
+"""
+from cyborg_lite.rpc import transport as rpc
+
+
+class AgentAPI:
+    RPC_API_VERSION = '1.3'
+    # The version of a program_region whose signature the agent must
+    # check (see the history above).
+    SIGNATURE_CHECK_VERSION = '1.3'
+
+    def __init__(self, timeout=None):
+        self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
+                                     timeout=timeout)
+
+    def request_report(self, ctxt, hostname):
+        cctxt = self.client.prepare(server=hostname, version='1.0',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
+        cctxt.cast(ctxt, 'request_report')
+
+    def program_region(self, ctxt, hostname, job):
+        enforced = (job.get('signature') or {}).get('policy') == 'enforce'
+        cctxt = self.client.prepare(
+            server=hostname,
+            version=self.SIGNATURE_CHECK_VERSION if enforced else '1.1',
+            retry=rpc.CAST_CONNECT_RETRIES)
+        cctxt.cast(ctxt, 'program_region', job=job)
+
+    def clean_region(self, ctxt, hostname, request):
+        cctxt = self.client.prepare(server=hostname, version='1.2',
+                                    retry=rpc.CAST_CONNECT_RETRIES)
+        cctxt.cast(ctxt, 'clean_region', request=request)

@@ -1,0 +1,279 @@
+"""Client side of the conductor RPC API (agents and the API call it).
+
+API version history:
+
+* 1.0 - report(hostname, driver_reports): an agent's discovery result,
+        applied as a diff; returns the acknowledgement dict described in
+        cyborg_lite/conductor/report.py.
+* 1.1 - bind_arqs(bindings), unbind_arqs(arq_uuids): casts; the bind
+        workflow of cyborg_lite/conductor/bind.py.
+* 1.2 - program(bitstream_uuid, deployable_uuid, force),
+        cancel_program(job_uuid), job_progress(job_uuid, state, error,
+        function_id, function_name), job_heartbeat(job_uuid, hostname),
+        agent_started(hostname): calls; the programming jobs of
+        cyborg_lite/conductor/programming.py.
+* 1.3 - agent_heartbeat(hostname): a call, an agent is alive
+        (cyborg_lite/conductor/liveness.py); publish_requested(): a cast,
+        publish the hosts db/publish_requests holds now.
+* 1.4 - start_cleaning(hostnames): cast; cleaning_progress(
+        deployable_uuid, cleaning_uuid, state, error): call; the secure
+        cleanup between tenants of cyborg_lite/conductor/cleaning.py.
+        agent_started(hostname) also resumes the host's cleaning.
+* 1.5 - job_progress and job_heartbeat take try_number: the try of the
+        job the agent runs (the job dict's 'try'); a report or beat of an
+        earlier try is refused.
+* 1.6 - prepare_k8s_device(hostname, request, wait),
+        release_k8s_device(hostname, claim_uid, device): calls; the
+        kubelet plugin's devices of Kubernetes ResourceClaims
+        (cyborg_lite/kubernetes/claims.py).
+* 1.7 - publish_hosts(hostnames): a call, publish these hosts to every
+        inventory sink and answer once done; the API's release of
+        capacity (ARQ delete, unbind, device disable) waits for it.
+* 1.8 - report takes numa_nodes: the host's NUMA nodes and SLIT
+        (common/topology.py), sent when they changed.
+
+Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
+a line above, ``prepare(version=...)`` with the version that introduced it,
+and the endpoint method with the same name on ConductorManager.
+"""
+import time
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from cyborg_lite.common import exception
+from cyborg_lite.rpc import transport as rpc
+
+LOG = logging.getLogger(__name__)
+
+# A cast is published "mandatory": one that no conductor queue would
+# receive (for a moment after a RabbitMQ restart, before the conductors
+# declared their queues again) comes back to us as MessageUndeliverable
+# instead of being dropped by the broker without a word. RabbitMQ's
+# publisher confirms are always on in oslo.messaging's rabbit driver, so a
+# cast that returns was taken by the broker.
+_MANDATORY = messaging.TransportOptions(at_least_once=True)
+# Seconds to wait before each new try of an undeliverable cast.
+CAST_RETRY_DELAYS = (0.2, 0.5, 1.0, 2.0)
+
+# NOTE: exceptions that may cross RPC as themselves: every domain
+# exception. oslo.messaging hands the caller a RemoteError unless the
+# transport lists our module in allowed_remote_exmods; _translate turns
+# those back (with the message; keyword arguments do not travel).
+_REMOTE_EXCEPTIONS = {
+    name: cls for name, cls in vars(exception).items()
+    if isinstance(cls, type) and
+    issubclass(cls, exception.CyborgLiteException)}
+
+
+class ConductorAPI:
+    RPC_API_VERSION = '1.8'
+
+    def __init__(self, timeout=None):
+        self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
+                                     self.RPC_API_VERSION, timeout=timeout)
+
+    def report(self, ctxt, hostname, driver_reports, numa_nodes=None):
+        """Apply an agent report; returns the acknowledgement dict.
+
+        ``numa_nodes``: the host's NUMA nodes, when they changed (1.8).
+        Raises InvalidReport (nothing stored changed) or ReportConflict
+        (concurrent writers; send again later), or oslo.messaging's
+        MessagingTimeout when no conductor answered.
+        """
+        kwargs = {'hostname': hostname, 'driver_reports': driver_reports}
+        version = '1.0'
+        if numa_nodes is not None:
+            kwargs['numa_nodes'] = numa_nodes
+            version = '1.8'
+        cctxt = self.client.prepare(version=version)
+        with _translate():
+            return cctxt.call(ctxt, 'report', **kwargs)
+
+    def bind_arqs(self, ctxt, bindings):
+        """Start binding ARQs; returns at once (the API answers 202).
+
+        bindings: {arq_uuid: {'hostname', 'device_rp_uuid',
+        'instance_uuid', 'project_id' (optional)}}. The outcome is the
+        ARQs' state (Bound or BindFailed) and the bind notifier's event.
+        Returns whether the broker took the cast for a conductor (see
+        ``_cast``); one it did not is sent again by the bind reaper.
+        """
+        return self._cast(ctxt, '1.1', 'bind_arqs', bindings=bindings)
+
+    def unbind_arqs(self, ctxt, arq_uuids):
+        """Start unbinding ARQs, freeing their attach handles; a cast.
+        Returns whether the broker took it for a conductor."""
+        return self._cast(ctxt, '1.1', 'unbind_arqs',
+                          arq_uuids=list(arq_uuids))
+
+    def _cast(self, ctxt, version, method, **kwargs):
+        """Cast ``method``; True once the broker queued it for a conductor,
+        False (logged) when it could not, after the retries above."""
+        cctxt = self.client.prepare(version=version,
+                                    retry=rpc.CAST_CONNECT_RETRIES,
+                                    transport_options=_MANDATORY)
+        for delay in CAST_RETRY_DELAYS + (None,):
+            try:
+                cctxt.cast(ctxt, method, **kwargs)
+                return True
+            except messaging.MessageUndeliverable:
+                if delay is None:
+                    break
+                time.sleep(delay)
+            except rpc.CAST_FAILURES as exc:
+                LOG.warning('Cast %s not sent, the broker is unreachable: '
+                            '%s', method, exc)
+                return False
+        LOG.warning('Cast %s not delivered: no conductor queue is bound '
+                    '(conductors down or reconnecting)', method)
+        return False
+
+
+    # --- programming jobs (1.2) ----------------------------------------
+
+    def program(self, ctxt, bitstream_uuid, deployable_uuid, force=False):
+        """Check and queue a programming job, send it to the region's host;
+        returns the job as a dict (uuid, state, deployable_uuid,
+        bitstream_uuid, hostname, attempts, max_attempts, error, force,
+        created_at, updated_at, started_at, finished_at).
+
+        Refusals come back as themselves: BitstreamNotFound and NotFound,
+        Invalid (region type mismatch, not programmable), Conflict
+        (bitstream not active, region held by a Bound ARQ), RegionBusy
+        (another job is active on the region), Forbidden (force without
+        admin). ``force`` (admins only) reprograms a region in use.
+        """
+        return self._call(ctxt, 'program', bitstream_uuid=bitstream_uuid,
+                          deployable_uuid=deployable_uuid, force=force)
+
+    def cancel_program(self, ctxt, job_uuid):
+        """Cancel a queued or downloading job; returns it as a dict.
+
+        Conflict with the reason when it is programming or verifying (a
+        write cannot be torn off) or already ended.
+        """
+        return self._call(ctxt, 'cancel_program', job_uuid=job_uuid)
+
+    def job_progress(self, ctxt, job_uuid, state, error=None,
+                     function_id=None, function_name=None, try_number=None):
+        """An agent's step of try ``try_number`` of a job; Conflict when the
+        job was cancelled or reaped meanwhile, or runs another try (the
+        agent then stops)."""
+        return self._call(ctxt, 'job_progress', job_uuid=job_uuid,
+                          state=state, error=error, function_id=function_id,
+                          function_name=function_name,
+                          **_try_kwargs(try_number))
+
+    def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):
+        """The agent still runs the job; Conflict if it is no longer
+        active on that host (in that try)."""
+        return self._call(ctxt, 'job_heartbeat', job_uuid=job_uuid,
+                          hostname=hostname, **_try_kwargs(try_number))
+
+    def agent_started(self, ctxt, hostname):
+        """An agent (re)started: its unfinished jobs are failed or
+        requeued and its queued jobs sent to it again; its cleaning tries
+        are started again."""
+        return self._call(ctxt, 'agent_started', hostname=hostname)
+
+    # --- availability (1.3) -------------------------------------------
+
+    def agent_heartbeat(self, ctxt, hostname, timeout=None):
+        """The agent of ``hostname`` is alive; returns {'hostname',
+        'came_back'}. ``timeout``: seconds to wait for a conductor (a
+        heartbeat older than the next one is worth nothing)."""
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.3', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'agent_heartbeat', hostname=hostname)
+
+    def publish_requested(self, ctxt):
+        """Ask a conductor to publish the requested hosts now (a cast; the
+        conductors' periodic task does it anyway)."""
+        return self._cast(ctxt, '1.3', 'publish_requested')
+
+    def publish_hosts(self, ctxt, hostnames, timeout=None):
+        """Publish these hosts to every sink now; {hostname: whether every
+        sink converged}. A call: the caller took capacity away and answers
+        its own client once the schedulers have it."""
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.7', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'publish_hosts',
+                              hostnames=sorted(hostnames))
+
+    # --- secure cleanup between tenants (1.4) -----------------------------
+
+    def start_cleaning(self, ctxt, hostnames):
+        """Regions of these hosts were released (an ARQ deleted) or an
+        operator asked for a clean: send what waits to the agents and
+        publish the hosts; a cast."""
+        return self._cast(ctxt, '1.4', 'start_cleaning',
+                          hostnames=sorted(hostnames))
+
+    def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
+                          error=None):
+        """An agent's report of a cleaning try: 'cleaning' (a heartbeat),
+        'available' or 'error'. CleaningConflict when the try is no longer
+        current (the agent then stops)."""
+        return self._call(ctxt, 'cleaning_progress', version='1.4',
+                          deployable_uuid=deployable_uuid,
+                          cleaning_uuid=cleaning_uuid, state=state,
+                          error=error)
+
+    # --- Kubernetes ResourceClaims (1.6) ------------------------------
+
+    def prepare_k8s_device(self, ctxt, hostname, request, wait,
+                           timeout=None):
+        """Hold (and program, as the claim's config asks) one device of a
+        ResourceClaim allocated on ``hostname``; returns what the
+        container gets of it (deployable_uuid, device_uuid, identity,
+        region_name, driver, pci_address, region_type, function_id,
+        bitstream_id, attach_type, attach_info).
+
+        request: {'claim_uid', 'namespace', 'claim_name', 'pool',
+        'device', 'admin_access', 'config': None or {'bitstream_id' |
+        'function_id', 'force'}}. The conductor waits at most ``wait``
+        seconds for programming, then raises ClaimInProgress (call again:
+        the same job is picked up). ClaimRefused (held by another, not
+        available, not in the pool), BitstreamNotFound, Invalid (region
+        type), ProgrammingError (the job failed): the device is not held.
+        """
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.6', **extra)
+        with _translate():
+            return cctxt.call(ctxt, 'prepare_k8s_device', hostname=hostname,
+                              request=request, wait=wait)
+
+    def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
+        """Free what the claim holds on ``hostname`` (one device, or all);
+        returns the hostnames released. Releasing twice is harmless."""
+        return self._call(ctxt, 'release_k8s_device', version='1.6',
+                          hostname=hostname, claim_uid=claim_uid,
+                          device=device)
+
+    def _call(self, ctxt, method, version='1.2', **kwargs):
+        # NOTE: 1.5 only when its argument is sent, so an agent's job
+        # without a try number still reaches an older conductor.
+        if 'try_number' in kwargs:
+            version = '1.5'
+        cctxt = self.client.prepare(version=version)
+        with _translate():
+            return cctxt.call(ctxt, method, **kwargs)
+
+
+def _try_kwargs(try_number):
+    return {} if try_number is None else {'try_number': try_number}
+
+
+class _translate:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, _tb):
+        if isinstance(exc, messaging.RemoteError) and \
+                exc.exc_type in _REMOTE_EXCEPTIONS:
+            cls = _REMOTE_EXCEPTIONS[exc.exc_type]
+            raise cls(message=exc.value) from exc
+        return False
