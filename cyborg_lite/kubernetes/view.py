@@ -12,10 +12,10 @@ degraded one (host_inventory.advisories) an informational taint.
 """
 import re
 
+from cyborg_lite.common import device_records
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import inventory
 from cyborg_lite.kubernetes import names as k8s_names
-from cyborg_lite.placement import naming
 
 # Kubernetes' own allocation: not a reason to hide the device from it.
 OWN_REASON = 'kubernetes_claimed'
@@ -73,8 +73,8 @@ def _shares_function(hostname, device, dep):
 
 def _name_in_device(hostname, device, dep):
     """The deployable's name as its driver reported it (the report stores
-    naming.deployable_db_name), so device names stay short."""
-    prefix = naming.device_rp_name(hostname, device.identity) + '_'
+    device_records.deployable_db_name), so device names stay short."""
+    prefix = device_records.device_prefix(hostname, device.identity)
     if dep.name.startswith(prefix) and len(dep.name) > len(prefix):
         return dep.name[len(prefix):]
     return dep.name

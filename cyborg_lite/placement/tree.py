@@ -32,6 +32,7 @@ import re
 import os_resource_classes as orc
 import os_traits
 
+from cyborg_lite.common import resources
 from cyborg_lite.common import shared_functions
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.placement import naming
@@ -42,7 +43,7 @@ PROGRAMMABLE_TRAIT = 'CUSTOM_PROGRAMMABLE'
 LOCAL_MEMORY_RC = 'CUSTOM_FPGA_LOCAL_MEMORY_MB'
 # Resource classes that live on the device RP itself rather than on a
 # child: a whole GPU passed through is the card, not a part of it.
-DEVICE_LEVEL_RCS = frozenset(naming.WHOLE_DEVICE_RESOURCE_CLASSES)
+DEVICE_LEVEL_RCS = frozenset(resources.WHOLE_DEVICE_RESOURCE_CLASSES)
 DEFAULT_RC = {'FPGA': orc.FPGA, 'GPU': orc.PGPU, 'MDEV': orc.VGPU}
 _INVALID = re.compile('[^A-Z0-9_]+')
 _MAX_NAME = 255
@@ -106,8 +107,9 @@ def device_rp_name(hostname, device):
 
 
 def child_rp_name(device_name, deployable):
-    # The conductor stores the global name (naming.deployable_db_name),
-    # device RP name in front; prefixing again would change the uuid.
+    # The conductor stores the global name (common/device_records.
+    # deployable_db_name), device RP name in front; prefixing again would
+    # change the uuid.
     if deployable.name.startswith(device_name + '_'):
         return deployable.name
     return '%s_%s' % (device_name, deployable.name)
