@@ -149,9 +149,9 @@ class Reporter:
     def _find_root(self, hostname, create):
         """(root uuid, the tree's listing when we just made it, else
         None)."""
-        found = self.client.get('/resource_providers?name=%s' % _q(hostname))
-        if found['resource_providers']:
-            return found['resource_providers'][0]['uuid'], None
+        found = self.client.provider_named(hostname)
+        if found is not None:
+            return found['uuid'], None
         if not create:
             raise exception.ComputeNodeNotFound(hostname=hostname)
         try:
