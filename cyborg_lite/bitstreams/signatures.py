@@ -71,7 +71,6 @@ MAX_SIGNATURE_BYTES = 512
 # A PEM certificate with a few extensions is 1-3 KiB.
 MAX_KEY_TEXT = 64 * 1024
 KEY_ID_PATTERN = '^[0-9a-f]{64}$'
-_KEY_ID = re.compile(KEY_ID_PATTERN)
 _PEM_LABEL = re.compile(r'-----BEGIN ([A-Z0-9 ]+)-----')
 
 # A key as the API registers it: ``public_key`` is its canonical PEM
@@ -110,14 +109,6 @@ def spki_der(key):
 def key_id_of(key):
     """The id of a public key object: sha256 of its SPKI DER, hex."""
     return hashlib.sha256(spki_der(key)).hexdigest()
-
-
-def validate_key_id(value, field='key_id'):
-    if not isinstance(value, str) or not _KEY_ID.match(value):
-        raise exception.InvalidField(
-            field=field, reason='a key id is 64 lowercase hex digits (the '
-                                'SHA-256 of the key\'s SubjectPublicKeyInfo)')
-    return value
 
 
 def _naive_utc(value):

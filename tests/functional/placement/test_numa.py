@@ -20,9 +20,9 @@ from cyborg_lite.conductor import publishing
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
-from cyborg_lite.placement import query as placement_query
 from cyborg_lite.placement import sink as sink_mod
 from tests import nova
+from tests.functional.placement import candidates_query
 from tests.functional.placement.conftest import configure_placement
 from tests.unit.conductor import bind_helpers as h
 
@@ -97,8 +97,8 @@ class NumaHost:
                             d.numa_node) for d in rows.deployables}
 
     def candidates(self, groups):
-        query = placement_query.allocation_candidates_query(groups,
-                                                            self.root)
+        query = candidates_query.allocation_candidates_query(groups,
+                                                             self.root)
         found = self.placement.get('/allocation_candidates?' +
                                    urllib.parse.urlencode(query))
         return [sorted(rps[0] for rps in c['mappings'].values()
