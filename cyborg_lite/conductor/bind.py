@@ -1,6 +1,7 @@
 """The ARQ bind workflow, run by any conductor.
 
-Initial --bind--> BindStarted --> Bound | BindFailed;  unbind --> Unbound
+Initial --bind--> BindStarted --> Bound | BindFailed (an unbind, Unbound, is
+the API's: db/arqs.unbind_all)
 (the machine is common/states.py's ARQ).
 
 No conductor owns an ARQ: correctness comes from the database. Each
@@ -286,25 +287,6 @@ def _fail_bind(started, reason):
         LOG.info('ARQ %s not marked BindFailed: %s', started.uuid, exc)
         return arqs_db.state_of(started.uuid)
     return 'BindFailed'
-
-
-def unbind_arqs(ctxt, arq_uuids):
-    """Unbind each ARQ, freeing its attach handle; {arq_uuid: state}.
-
-    Unbinding an Unbound ARQ does nothing, so a repeated request is safe.
-    """
-    results = {}
-    for arq_uuid in arq_uuids:
-        began, outcome = time.monotonic(), 'unbound'
-        try:
-            arqs_db.unbind(arq_uuid)
-        except exception.CyborgLiteException as exc:
-            LOG.warning('Not unbinding ARQ %s: %s', arq_uuid, exc)
-            outcome = 'refused'
-        metrics.observe(metrics.UNBIND_DURATION, time.monotonic() - began,
-                        outcome)
-        results[arq_uuid] = arqs_db.state_of(arq_uuid)
-    return results
 
 
 def _reap_reason(timeout):

@@ -104,12 +104,6 @@ class CleaningFlow:
 
     # --- releases ------------------------------------------------------
 
-    @staticmethod
-    def hosts_of(arq_uuids):
-        """The hosts of the regions these ARQs hold (read it before the
-        unbind that clears it)."""
-        return cleaning_db.hosts_of_arqs(arq_uuids)
-
     def start(self, hostnames=None):
         """Clean what waits: each pending_cleaning region of these hosts
         (None: of every host) that nothing holds any more is made

@@ -14,6 +14,7 @@ from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
+from cyborg_lite.conductor import release as release_mod
 from cyborg_lite.conductor import report
 from cyborg_lite.kubernetes import claims as k8s_claims
 
@@ -84,11 +85,14 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):
-        # NOTE: read first: the unbind clears which region each ARQ held.
-        hosts = self.cleaning.hosts_of(arq_uuids)
-        results = bind.unbind_arqs(ctxt, arq_uuids)
-        self.cleaning.start(hosts)
-        self._publish_requested()
+        """RPC 1.1, kept for one release only: no cyborg_lite of this
+        release sends it (the API unbinds in the database, then asks for
+        the release); a previous-release API may still cast it. A shim
+        onto the API's path: unbind each ARQ, then release its hosts;
+        {arq_uuid: state}."""
+        results, publish, clean = release_mod.unbind_each(arq_uuids)
+        self.publish_hosts(ctxt, sorted(publish | clean))
+        self.cleaning.start(clean)
         return results
 
     def _publish_requested(self):

@@ -18,6 +18,7 @@ import collections
 import datetime
 import functools
 import logging
+import time
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -40,6 +41,7 @@ from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import direct_statement
 from cyborg_lite.db.sql import pagination
 from cyborg_lite.db.sql import session
+from cyborg_lite.metrics import counted as metrics
 from cyborg_lite.notifications import events as notifications
 
 LOG = logging.getLogger(__name__)
@@ -769,27 +771,29 @@ def _bound_event(started, project_id, place):
         'device_profile_group_id': started.group_id}, place)
 
 
-def unbind(arq_uuid):
-    """Unbound, with its binding cleared and its attach handle freed; an
-    Unbound ARQ is left as it is (a repeated unbind is harmless)."""
-    with session.writer() as s:
-        _unbind(s, arq_uuid)
-
-
 def unbind_all(visible_to, uuids):
     """Unbind exactly these ARQs (those Unbound already are left), or none
     of them: ARQNotFound, or ARQStateConflict when one moved meanwhile.
     Returns Released, as delete_by_uuids (a released region's host is
     among those to publish; the clean is started for each of them)."""
-    with session.writer() as s:
-        found = set(s.scalars(_visible(sa.select(ARQ.uuid), visible_to)
-                              .where(ARQ.uuid.in_(uuids))))
-        for arq_uuid in uuids:
-            if arq_uuid not in found:
-                raise exception.ARQNotFound(uuid=arq_uuid)
-            _unbind(s, arq_uuid)
-        hosts = publish_requests.requested_in(s)
+    began, outcome = time.monotonic(), 'refused'
+    try:
+        with session.writer() as s:
+            found = set(s.scalars(_visible(sa.select(ARQ.uuid), visible_to)
+                                  .where(ARQ.uuid.in_(uuids))))
+            for arq_uuid in uuids:
+                if arq_uuid not in found:
+                    raise exception.ARQNotFound(uuid=arq_uuid)
+                _unbind(s, arq_uuid)
+            hosts = publish_requests.requested_in(s)
+        outcome = 'unbound'
         return Released(hosts, hosts)
+    finally:
+        # NOTE: per ARQ, as the conductor counted its unbinds before the
+        # API made them.
+        took = (time.monotonic() - began) / max(len(uuids), 1)
+        for _arq in uuids:
+            metrics.observe(metrics.UNBIND_DURATION, took, outcome)
 
 
 def _no_active_job():

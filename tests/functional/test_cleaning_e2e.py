@@ -128,7 +128,7 @@ def test_release_whose_cast_was_lost_is_cleaned_by_the_periodic_task(
     arq_uuid = ce.bind(env)
 
     # A conductor that dies right after the unbind's commit: no cast.
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
     assert env.region().device_state == 'pending_cleaning'
 
     ce.wait_state(env, 'available')
@@ -141,7 +141,7 @@ def test_try_whose_cast_was_lost_is_sent_again_without_counting(
     conf.set_override('reap_interval', 1, group='cleaning')
     env = make_env()
     arq_uuid = ce.bind(env)
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
     # A conductor that dies after beginning the try, before its cast.
     lost = cleaning_db.begin(env.region().id)
     assert lost is not None

@@ -115,7 +115,7 @@ def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
         ({'device': device.uuid, 'region': region.uuid, 'host': 'host1'},
          1.0)]
     promtool_check(text)
-    arqs_db.unbind(arq)
+    arqs_db.unbind_all(arqs_db.ALL, [arq])
     text = scrape(app)
     assert samples(text, 'cyborg_lite_device_holder_info') == []
     assert samples(text, 'cyborg_lite_region_in_use')[0][1] == 0.0

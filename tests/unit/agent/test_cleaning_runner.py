@@ -68,7 +68,7 @@ def setup(db):
         arq_uuid = h.make_arq()
         bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                        notifier=h.RecordingNotifier())
-        arqs_db.unbind(arq_uuid)
+        arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
         flow.start(['host1'])
         return region, flow.agent_api.sent[-1][1]
     yield runner, release, flow

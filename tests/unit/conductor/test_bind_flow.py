@@ -1,4 +1,5 @@
-"""bind_arqs / unbind_arqs on one conductor, and delete after bind."""
+"""bind_arqs on one conductor, the API's unbind after it, and delete after
+bind."""
 import pytest
 import sqlalchemy as sa
 
@@ -33,14 +34,16 @@ def test_unbind_frees_the_handle_and_clears_the_binding(db):
     arq_uuid = h.make_arq()
     bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                    notifier=h.RecordingNotifier())
-    assert bind.unbind_arqs(None, [arq_uuid]) == {arq_uuid: 'Unbound'}
+    db_arqs.unbind_all(db_arqs.ALL, [arq_uuid])
+    assert h.get_arq(arq_uuid).state == 'Unbound'
     arq = h.get_arq(arq_uuid)
     assert (arq.state, arq.hostname, arq.device_rp_uuid, arq.instance_uuid,
             arq.attach_handle_id) == ('Unbound', None, None, None, None)
     assert not h.handles_of(region)[0].in_use
     # Unbinding again changes nothing; once the region is wiped, binding
     # again takes the handle back.
-    assert bind.unbind_arqs(None, [arq_uuid]) == {arq_uuid: 'Unbound'}
+    db_arqs.unbind_all(db_arqs.ALL, [arq_uuid])
+    assert h.get_arq(arq_uuid).state == 'Unbound'
     h.clean(region)
     again = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                            notifier=h.RecordingNotifier())

@@ -42,7 +42,7 @@ def _released(handles=1):
     region = h.make_region(handles=handles)
     arq_uuid, state = _bind(region)
     assert state == 'Bound'
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
     return region
 
 
@@ -52,7 +52,7 @@ def test_bind_allocates_and_unbind_releases_in_its_transaction(db):
     arq_uuid, state = _bind(region)
     assert (state, _state(region)) == ('Bound', 'allocated')
 
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
 
     assert _state(region) == 'pending_cleaning'
     assert not h.handles_of(region)[0].in_use
@@ -67,7 +67,7 @@ def test_release_fails_with_the_unbind_that_frees_the_handle(
         raise RuntimeError('database went away')
     monkeypatch.setattr(cleaning_db, 'release', broken)
     with pytest.raises(RuntimeError):
-        arqs_db.unbind(arq_uuid)
+        arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
 
     # One transaction: the handle is not freed without its region dirty.
     assert h.handles_of(region)[0].in_use
@@ -116,7 +116,7 @@ def test_region_is_wiped_only_once_its_last_handle_is_free(db):
     region = h.make_region(handles=2)
     first, _s1 = _bind(region)
     second, _s2 = _bind(region)
-    arqs_db.unbind(first)
+    arqs_db.unbind_all(arqs_db.ALL, [first])
     assert _state(region) == 'pending_cleaning'
     # Its other tenant still runs on it: nothing is wiped yet, and the
     # freed handle is not offered to a third.
@@ -124,7 +124,7 @@ def test_region_is_wiped_only_once_its_last_handle_is_free(db):
     assert cleaning_db.begin(region['deployable_id']) is None
     assert _bind(region)[1] == 'BindFailed'
 
-    arqs_db.unbind(second)
+    arqs_db.unbind_all(arqs_db.ALL, [second])
 
     assert [r.uuid for r in cleaning_db.ready()] == \
         [region['deployable_uuid']]
@@ -176,7 +176,7 @@ def test_only_the_current_try_may_end_the_clean(db):
         'available'
     # Next tenant, next release, next try.
     arq_uuid, _state_ = _bind(region)
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
     new = cleaning_db.begin(region['deployable_id'])
 
     # A late report of the old try makes nothing available.
@@ -287,7 +287,7 @@ def test_the_start_of_a_past_clean_never_counts_for_the_next(db):
     cleaning_db.beat(done.uuid, done.cleaning_uuid)
     cleaning_db.finish(done.uuid, done.cleaning_uuid)
     arq_uuid, _state_ = _bind(region)
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
     assert _region(region).cleaning_started_at is None
     # The next try dies before any agent began it: not counted.
     cleaning_db.begin(region['deployable_id'])
@@ -349,7 +349,7 @@ def test_every_move_leaves_the_regions_version(db):
         tries.append(cleaning_db.begin(dep_id).cleaning_uuid)
     moves = [
         (lambda: arqs.append(_bind(region)[0]), 'allocated'),
-        (lambda: arqs_db.unbind(arqs[0]), 'pending_cleaning'),
+        (lambda: arqs_db.unbind_all(arqs_db.ALL, [arqs[0]]), 'pending_cleaning'),
         (begin, 'cleaning'),
         (lambda: cleaning_db.beat(dep_uuid, tries[-1]), 'cleaning'),
         (lambda: cleaning_db.abandon('gone', 3, hostname='host1'),

@@ -189,7 +189,7 @@ def test_a_nova_bind_or_unbind_republishes_a_kubernetes_host(
     assert publisher.publish_requested() == ['host1']
     (device,) = _devices(apiserver).values()
     assert device['taints'][0]['key'] == DRIVER + '/in-use'
-    arqs_db.unbind(arq_uuid)
+    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
     assert publisher.publish_requested() == ['host1']
     # Free of Nova, and waiting for its wipe: a reason the sink knows
     # nothing about, published as a taint all the same.
