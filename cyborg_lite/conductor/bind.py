@@ -31,6 +31,7 @@ from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.inventory import views as host_inventory
@@ -72,7 +73,7 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     host) is Bound.
     """
     program = program_before_bind or _program_before_bind
-    started, refused = arqs_db.begin_binds(bindings,
+    started, refused = arq_binds.begin_binds(bindings,
                                            conductor or CONF.host)
     results = {}
     for arq_uuid, (state, exc) in refused.items():
@@ -131,7 +132,7 @@ def _resolve(started, project_id, keep=None):
     uuid of the deployable chosen before (and programmed since), is
     chosen again."""
     rp = started.device_rp_uuid
-    offered, device, group = arqs_db.bind_target(started)
+    offered, device, group = arq_binds.bind_target(started)
     if not offered:
         raise _failed(started, 'no deployable has resource provider %s' % rp)
     if device.hostname != started.hostname:
@@ -267,13 +268,13 @@ def _finish_bind(started, target, publish):
     before it is Bound."""
     # NOTE: the region's availability is decided again under the locks
     # of the claim, by the predicate every inventory sink uses.
-    claimed = arqs_db.finish_bind(
+    claimed = arq_binds.finish_bind(
         started, target.deployable_id, target.deployable_uuid,
         refusal=host_inventory.region_refusal, device_id=target.device_id)
     if claimed.version is not None:
         if publish is not None:
             publish()
-        arqs_db.mark_bound(started, claimed)
+        arq_binds.mark_bound(started, claimed)
     LOG.info('ARQ %s bound to deployable %s', started.uuid,
              target.deployable_uuid)
 
@@ -310,7 +311,7 @@ def resend_untaken_binds(after=None, cast=None, batch=100):
     ``after`` seconds of their last cast ([arq]bind_resend_interval by
     default); returns the ARQ uuids sent."""
     after = CONF.arq.bind_resend_interval if after is None else after
-    bindings = dict(arqs_db.resend_untaken_binds(after, batch))
+    bindings = dict(arq_binds.resend_untaken_binds(after, batch))
     if bindings:
         LOG.warning('Binds of ARQs %s were taken by no conductor; sending '
                     'them again', sorted(bindings))
@@ -331,7 +332,7 @@ def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None):
     from every conductor at once.
     """
     timeout = CONF.arq.bind_timeout if timeout is None else timeout
-    reaped = arqs_db.reap_stale_binds(timeout, _reap_reason(timeout), batch)
+    reaped = arq_binds.reap_stale_binds(timeout, _reap_reason(timeout), batch)
     events = [notifier_mod.make_event(arq_uuid, instance_uuid, False)
               for arq_uuid, instance_uuid in reaped]
     if events:

@@ -8,6 +8,7 @@ left for a conductor is this module's.
 import logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 
 LOG = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ def unbind_each(arq_uuids):
     results, publish, clean = {}, set(), set()
     for arq_uuid in arq_uuids:
         try:
-            released = arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
+            released = arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
         except exception.CyborgLiteException as exc:
             LOG.warning('Not unbinding ARQ %s: %s', arq_uuid, exc)
         else:

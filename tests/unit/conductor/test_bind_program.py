@@ -3,6 +3,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.conductor import bind
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
@@ -114,7 +115,7 @@ def test_unbind_during_programming_wins(db):
 
     def program(ctxt, arq_uuid, deployable_uuid, function_id):
         # The instance went away while its region was being programmed.
-        arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
+        arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
         _load_function(deployable_uuid, function_id)
     state, arq = _bind(arq_uuid, region, program)
     assert (state, arq.state, arq.attach_handle_id) == (

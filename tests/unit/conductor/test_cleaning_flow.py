@@ -6,6 +6,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import deployables as deployables_db
@@ -40,7 +41,7 @@ def _released(driver_name='fake', hostname='host1'):
     arq_uuid = h.make_arq()
     bind.bind_arqs(None, {arq_uuid: h.binding(region, hostname)},
                    notifier=h.RecordingNotifier())
-    arqs_db.unbind_all(arqs_db.ALL, [arq_uuid])
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     return region
 
 
