@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.asymmetric import utils as asym_utils
 from cryptography.x509 import oid
 
+from cyborg_lite.common import enums
 from cyborg_lite.common import exception
 
 # The accelerator API microversion that brings signed bitstreams (one
@@ -49,9 +50,8 @@ from cyborg_lite.common import exception
 # API, asks for it too.
 MICROVERSION = '2.8'
 
-ED25519 = 'ed25519'
-ECDSA_P256 = 'ecdsa-p256'
-ALGORITHMS = (ED25519, ECDSA_P256)
+ALGORITHMS = enums.SIGNATURE_ALGORITHMS
+ED25519, ECDSA_P256 = ALGORITHMS
 
 # A bitstream's signature_status.
 UNSIGNED = 'unsigned'
@@ -62,10 +62,8 @@ REVOKED_KEY = 'revoked_key'
 STATUSES = (UNSIGNED, VERIFIED, INVALID, UNTRUSTED_KEY, REVOKED_KEY)
 
 # [bitstreams]signature_policy and its per-project overrides.
-DISABLED = 'disabled'
-WARN = 'warn'
-ENFORCE = 'enforce'
-POLICIES = (DISABLED, WARN, ENFORCE)
+POLICIES = enums.SIGNATURE_POLICIES
+DISABLED, WARN, ENFORCE = POLICIES
 
 # An Ed25519 signature is 64 bytes, a DER P-256 one at most 72: anything
 # much longer is not a signature of ours.

@@ -2,7 +2,8 @@
 kubernetes/inventory's view, from which kubernetes/slices builds the
 ResourceSlices. One mapping for the conductor's sink and claims
 (kubernetes/sink.py, kubernetes/claims.py) and the API's preview
-(/v2/resource_slices).
+(/v2/resource_slices). Pure: callers read the HostInventory
+(db/devices.load_inventory) and give it to ``of_host``.
 
 Availability is decided once, by host_inventory.unavailable_reasons: every
 reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
@@ -94,7 +95,17 @@ def k8s_inventory(view, node, conf):
                                    view.numa_nodes)
 
 
+def of_host(conf, view):
+    """The Kubernetes view of ``view`` (a host_inventory.HostInventory:
+    db/devices.load_inventory reads it) under ``conf``'s [kubernetes]
+    options and Node name."""
+    return k8s_inventory(view, node_name(conf, view.hostname),
+                         conf.kubernetes)
+
+
+# TODO(issue 41): remove once kubernetes/claims.py calls of_host: it reads
+# the database (the function-level import keeps the module pure to import).
 def load(conf, hostname, db_url=None):
-    """The Kubernetes view of ``hostname`` as the database has it now."""
-    return k8s_inventory(host_inventory.load(hostname, db_url),
-                         node_name(conf, hostname), conf.kubernetes)
+    """``of_host`` of ``hostname`` as the database has it now."""
+    from cyborg_lite.db import devices as devices_db
+    return of_host(conf, devices_db.load_inventory(hostname, db_url))

@@ -282,7 +282,7 @@ def build_tree(hostname, root_uuid, devices, numa_layer=True):
     return tree
 
 
-# --- which sibling a bind takes --------------------------------------------
+# --- what a sibling offers alone (which one a bind takes: inventory/views)
 
 def _alone(device, dep):
     """(traits, {resource class: total}) ``dep`` would offer on a
@@ -312,31 +312,8 @@ def mismatch(device, dep, group, region_type=None):
 
 
 def choose_member(device, members, group, region_type=None, loaded=None):
-    """The deployable of ``members`` (siblings offered by one provider)
-    that a bind of ``group`` takes: one that serves the group on its own
-    and may be bound now, preferring one for which ``loaded(dep)`` says
-    no programming is needed; then by name. Returns (deployable, None) or
-    (None, why none may)."""
-    why = {}
-    fit = []
-    for dep in members:
-        reason = mismatch(device, dep, group, region_type)
-        blocked = host_inventory.unavailable_reasons(device, dep)
-        if reason is None and blocked:
-            # NOTE: as the single region's refusal says it (region_refusal):
-            # why it is unhealthy, who holds its function.
-            reason = 'unavailable [%s]: %s' % (', '.join(blocked),
-                                               host_inventory.describe(
-                                                   blocked, device, dep))
-        if reason is None and not any(not h.in_use and h.held_by is None
-                                      for h in dep.attach_handles):
-            reason = 'no free attach handle'
-        if reason is None:
-            fit.append(dep)
-        else:
-            why[dep.name] = reason
-    if not fit:
-        return None, '; '.join('%s: %s' % item for item in sorted(
-            why.items()))
-    fit.sort(key=lambda d: (not (loaded and loaded(d)), d.name))
-    return fit[0], None
+    """inventory/views.choose_member with ``mismatch`` above. Kept only
+    until conductor/bind.py calls that (issue 41): remove then."""
+    return host_inventory.choose_member(
+        device, members,
+        lambda dep: mismatch(device, dep, group, region_type), loaded)

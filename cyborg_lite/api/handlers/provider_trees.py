@@ -3,7 +3,7 @@ conductor sees it (read only, from microversion 2.4).
 
 This is the DESIRED tree, the one the conductor's Placement sync pushes:
 computed from the database by the same pure code
-(objects.host_inventory.load + objects.provider_tree.build_tree), not read
+(db/devices.load_inventory + placement/tree.build_tree), not read
 from Placement, so it shows what cyborg_lite wants even while Placement
 is down or behind. The compute node provider (the root) belongs to Nova
 and its uuid is not in our database: it is asked of Placement (one GET by
@@ -24,7 +24,7 @@ from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.common import service_clients
 from cyborg_lite.conf import CONF
-from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.placement import tree as tree_mod
 
 LOG = log.getLogger(__name__)
@@ -75,7 +75,7 @@ def show_tree(req, hostname):
     microversion.require(req, MIN_VERSION, '/v2/resource_provider_trees')
     utils.authorize(req, policies.GET)
     utils.check_strings(hostname, 'hostname')
-    devices = host_inventory.load(hostname).devices
+    devices = devices_db.load_inventory(hostname).devices
     if not devices:
         raise exception.NotFound(
             message='No device of host %s is known: it has no resource '
