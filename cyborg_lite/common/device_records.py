@@ -327,3 +327,21 @@ class DeviceRecord:
             _fail(path + '.deployables', 'duplicate deployable names %s'
                   % sorted({n for n in names if names.count(n) > 1}))
         return record
+
+
+def region_name_of(deployable, device):
+    """The region's name as its driver reported it (``deployable.name``,
+    ``device.hostname`` and ``.identity``).
+
+    A report stores a deployable as ``<host>_<identity>_<region>``
+    (placement/naming.deployable_db_name): the driver's name is what
+    follows that prefix. Invalid when it is not named so (it cannot be
+    programmed or cleaned: no agent could name it)."""
+    prefix = '%s_%s_' % (device.hostname, device.identity)
+    if not deployable.name.startswith(prefix) or \
+            len(deployable.name) == len(prefix):
+        raise exception.Invalid(
+            reason='deployable %s is not named <host>_<identity>_<region> '
+                   'as an agent report names it; it cannot be programmed'
+                   % deployable.name)
+    return deployable.name[len(prefix):]

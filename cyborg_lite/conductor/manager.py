@@ -9,6 +9,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import states
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import liveness
@@ -54,6 +55,10 @@ class ConductorManager:
             after_change=after_report)
         self.claims = claims or k8s_claims.ClaimFlow(self.programming,
                                                      self.cleaning)
+        # A bind whose region must be programmed first starts the job
+        # with it; the job's progress resumes the bind (job_progress).
+        self.bind_programmer = programming_mod.BindProgrammer(
+            self.programming)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict, *_OUTAGE)
@@ -80,7 +85,9 @@ class ConductorManager:
         # NOTE: any conductor may take any bind; the database arbitrates.
         # A bind on a function sibling regions share hides them: served
         # when a bind asked (a plain bind skips the requests' query).
-        return bind.bind_arqs(ctxt, bindings, conductor=self.host,
+        return bind.bind_arqs(ctxt, bindings,
+                              programmer=self.bind_programmer,
+                              conductor=self.host,
                               publish=self._publish_requested)
 
     @messaging.expected_exceptions(*_OUTAGE)
@@ -138,15 +145,22 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def cancel_program(self, ctxt, job_uuid):
-        return self.programming.cancel(job_uuid)
+        job = self.programming.cancel(job_uuid)
+        bind.resume(job_uuid, publish=self._publish_requested)
+        return job
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_progress(self, ctxt, job_uuid, state, error=None,
                      function_id=None, function_name=None, try_number=None):
-        return self.programming.progress(job_uuid, state, error=error,
-                                         function_id=function_id,
-                                         function_name=function_name,
-                                         try_number=try_number)
+        job = self.programming.progress(job_uuid, state, error=error,
+                                        function_id=function_id,
+                                        function_name=function_name,
+                                        try_number=try_number)
+        if job['state'] in states.JOB_TERMINAL:
+            # The bind that started the job (if one waits) ends now. A
+            # conductor killed before this leaves it to the bind reaper.
+            bind.resume(job_uuid, publish=self._publish_requested)
+        return job
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):

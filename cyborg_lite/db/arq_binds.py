@@ -30,6 +30,7 @@ from cyborg_lite.db.arqs import ARQ, NOW, _event, _get, _place_of, \
 from cyborg_lite.db.sql import clock
 from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import views as host_inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -233,14 +234,12 @@ def _bind_failed(arq_uuid, reason):
     return exception.ArqBindFailed(uuid=arq_uuid, reason=reason)
 
 
-def _refused(s, refusal, device, region):
-    if refusal is None:
-        return None
-    return refusal(devices.region_rows(s, device, region))
+def _refused(s, device, region):
+    return host_inventory.region_refusal(
+        devices.region_rows(s, device, region))
 
 
-def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
-                device_id=None):
+def finish_bind(started, deployable_id, deployable_uuid, device_id=None):
     """Claim a handle of the region and make the ARQ Bound, in one
     transaction; a Claimed.
 
@@ -255,9 +254,10 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
     when the region is gone (or is no longer on ``device_id``, its device
     when the caller read it), when an active programming job holds it or
-    a sibling behind its PCI function, when ``refusal(rows)`` (rows:
-    db/devices.region_rows, read under the device and region locks) says
-    why the region may not be bound now (its cleaning among the reasons),
+    a sibling behind its PCI function, when inventory/views.region_refusal
+    of its rows (db/devices.region_rows, read under the device and region
+    locks; the predicate every inventory sink uses) says why the region
+    may not be bound now (its cleaning among the reasons),
     or when no handle is free.
     """
     try:
@@ -275,8 +275,8 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
                                    'programmed by job %s'
                                    % (deployable_uuid, job))
             rows = devices.region_rows(s, device, region)
-            why = deployables.sibling_programming(s, rows) or (
-                refusal(rows) if refusal is not None else None)
+            why = deployables.sibling_programming(s, rows) or \
+                host_inventory.region_refusal(rows)
             if why:
                 raise _bind_failed(started.uuid, why)
             claimed = attach_handles.claim_in_region(
@@ -286,7 +286,7 @@ def finish_bind(started, deployable_id, deployable_uuid, refusal=None,
                 # NOTE: asked again: a racing bind of a sibling region may
                 # have taken the shared function since.
                 raise _bind_failed(started.uuid, _refused(
-                    s, refusal, device, region) or 'no free attach handle '
+                    s, device, region) or 'no free attach handle '
                     'on deployable %s' % deployable_uuid)
             handle_id, _key = claimed
             cleaning.mark_allocated(s, deployable_id, region.device_state)
@@ -321,6 +321,54 @@ def _bound_event(started, project_id, place):
         'hostname': started.hostname,
         'device_rp_uuid': started.device_rp_uuid,
         'device_profile_group_id': started.group_id}, place)
+
+
+# What a resumed bind reads of the job it waited for.
+JobEnd = collections.namedtuple('JobEnd', ['uuid', 'state', 'error',
+                                           'deployable_uuid'])
+_JOB = models.ProgrammingJob
+
+
+def _waits_for_ended_job():
+    """The ARQ's bind, taken by a conductor, started the job (created
+    since the bind was taken, by the database's clock: a job of an earlier
+    bind of the ARQ is not this one's), and the job ended."""
+    return (ARQ.state == 'BindStarted', ARQ.bind_taken_at.is_not(None),
+            _JOB.arq_id == ARQ.id, _JOB.created_at >= ARQ.bind_taken_at,
+            _JOB.state.in_(states.JOB_TERMINAL))
+
+
+def _started_of(arq):
+    return Started(arq.uuid, arq.version, arq.instance_uuid, arq.hostname,
+                   arq.device_rp_uuid, arq.device_profile_id,
+                   arq.device_profile_group_id, arq.project_id)
+
+
+def bind_waiting_on(job_uuid):
+    """(Started, JobEnd) of the bind that waits for programming job
+    ``job_uuid``, which ended; None when none does (the job was no
+    bind's, or its bind moved on). The Started carries the version the
+    ARQ has now: the bind finishes on it (finish_bind), so of two
+    resumes of the same ARQ one wins."""
+    with session.reader() as s:
+        row = s.execute(
+            sa.select(ARQ, _JOB.uuid, _JOB.state, _JOB.error,
+                      models.Deployable.uuid)
+            .join(models.Deployable,
+                  models.Deployable.id == _JOB.deployable_id)
+            .where(_JOB.uuid == job_uuid, *_waits_for_ended_job())).first()
+        if row is None:
+            return None
+        return _started_of(row[0]), JobEnd(*row[1:])
+
+
+def ended_jobs_of_binds(limit=100):
+    """Uuids of the ended programming jobs binds still wait for (the
+    conductor that took the job's end died before resuming its bind)."""
+    with session.reader() as s:
+        return list(s.scalars(sa.select(_JOB.uuid)
+                              .where(*_waits_for_ended_job())
+                              .order_by(_JOB.id).limit(limit)))
 
 
 def _no_active_job():

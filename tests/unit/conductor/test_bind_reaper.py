@@ -115,7 +115,7 @@ def test_reaped_bind_cannot_complete_later(db):
             profile_json='[{"accel:function_id": "f1"}]'))
     result = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                             notifier=h.RecordingNotifier(),
-                            program_before_bind=slow_program)
+                            programmer=slow_program)
     assert result == {arq_uuid: 'BindFailed'}
     assert 'did not finish' in h.get_arq(arq_uuid).error
     assert not h.handles_of(region)[0].in_use

@@ -213,15 +213,13 @@ def test_job_success_vs_a_new_job_of_its_region(pg_db, monkeypatch):
 
 def _bind_sibling(region):
     """A started bind of ``region`` and its finish, as the conductor's
-    bind workflow runs it (the availability predicate as refusal)."""
-    from cyborg_lite.inventory import views as host_inventory
+    bind workflow runs it (finish_bind decides availability itself)."""
     arq_uuid = h.make_arq()
     [started], refused = arq_binds.begin_binds({arq_uuid: h.binding(region)},
                                              'cond-test')
     assert not refused
     return started, lambda: arq_binds.finish_bind(
-        started, region['deployable_id'], region['deployable_uuid'],
-        refusal=host_inventory.region_refusal)
+        started, region['deployable_id'], region['deployable_uuid'])
 
 
 def test_binds_of_two_regions_sharing_one_function(pg_db, monkeypatch):
