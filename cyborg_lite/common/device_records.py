@@ -344,16 +344,16 @@ def deployable_db_name(hostname, identity, deployable_name):
     return device_prefix(hostname, identity) + deployable_name
 
 
-def region_name_of(deployable_name, hostname, identity):
-    """The name the driver reported of the deployable stored as
-    ``deployable_name`` on device ``identity`` of ``hostname`` (the
-    inverse of ``deployable_db_name``): raises exception.Invalid for a
-    name not made by it."""
-    prefix = device_prefix(hostname, identity)
-    if not deployable_name.startswith(prefix) or \
-            len(deployable_name) == len(prefix):
+def region_name_of(deployable, device):
+    """The region's name as its driver reported it (``deployable.name``,
+    ``device.hostname`` and ``.identity``): the inverse of
+    ``deployable_db_name``. Invalid when it is not named so (it cannot be
+    programmed or cleaned: no agent could name it)."""
+    prefix = device_prefix(device.hostname, device.identity)
+    if not deployable.name.startswith(prefix) or \
+            len(deployable.name) == len(prefix):
         raise exception.Invalid(
             reason='deployable %s is not named <host>_<identity>_<region> '
                    'as an agent report names it; it cannot be programmed'
-                   % deployable_name)
-    return deployable_name[len(prefix):]
+                   % deployable.name)
+    return deployable.name[len(prefix):]

@@ -36,6 +36,7 @@ from cyborg_lite.notifications import events as notifications
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.rpc import transport as rpc
 from tests import waiting
+from tests import releases
 from tests.fixtures.drivers import gpu_host
 from tests.functional import programming_env as pe
 from tests.functional.placement.conftest import configure_placement
@@ -179,7 +180,7 @@ class HostEnv(pe.Env):
         instance's allocation removed."""
         self.host.unbind_vfio(address)
         self.scan()
-        self.api.unbind_arqs(context.get_admin_context(), [arq.uuid])
+        releases.unbind(self.api, context.get_admin_context(), [arq.uuid])
         self.placement.delete('/allocations/%s' % arq.instance_uuid)
 
     # --- Kubernetes and notifications ---------------------------------

@@ -7,10 +7,12 @@ from cyborg_lite.common import context
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import publishing
 from cyborg_lite.db import cleaning as cleaning_db
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
+from tests import releases
 from tests.unit.conductor import bind_helpers as h
 
 MEMORY_MB = 4096
@@ -119,7 +121,7 @@ class Host:
         return {g: h.get_arq(arq_uuid) for g, arq_uuid in arqs.items()}
 
     def unbind(self, arq):
-        self.conductor.unbind_arqs(self.ctxt, [arq.uuid])
+        releases.unbind(self.conductor, self.ctxt, [arq.uuid])
 
     def wipe(self):
         """End the clean of every region waiting for one or sent to its
@@ -129,8 +131,8 @@ class Host:
             if dep.device_state == 'pending_cleaning':
                 h.clean({'deployable_id': dep.id})
             elif dep.device_state == 'cleaning':
-                [region] = cleaning_db.in_state('cleaning', self.hostname)
-                cleaning_db.finish(region.uuid, region.cleaning_uuid)
+                row, _attributes = deployables_db.get_deployable(dep.uuid)
+                cleaning_db.finish(dep.uuid, row.cleaning_uuid)
         self.conductor.publish_requested(self.ctxt)
 
 
