@@ -369,18 +369,3 @@ def choose_member(device, members, mismatch, loaded=None):
             why.items()))
     fit.sort(key=lambda d: (not (loaded and loaded(d)), d.name))
     return fit[0], None
-
-
-# TODO(issue 41): remove once conductor/bind.py calls
-# db/devices.load_inventory and refusal_in: these two read the database
-# (the function-level import keeps the module itself pure to import).
-def load(hostname, url=None, previous=None):
-    """db/devices.load_inventory, for callers not moved yet."""
-    from cyborg_lite.db import devices as devices_db
-    return devices_db.load_inventory(hostname, url, previous)
-
-
-def deployable_refusal(hostname, deployable_uuid):
-    """``refusal_in`` the inventory of ``hostname`` read now, for callers
-    not moved yet."""
-    return refusal_in(load(hostname), deployable_uuid)

@@ -101,11 +101,3 @@ def of_host(conf, view):
     options and Node name."""
     return k8s_inventory(view, node_name(conf, view.hostname),
                          conf.kubernetes)
-
-
-# TODO(issue 41): remove once kubernetes/claims.py calls of_host: it reads
-# the database (the function-level import keeps the module pure to import).
-def load(conf, hostname, db_url=None):
-    """``of_host`` of ``hostname`` as the database has it now."""
-    from cyborg_lite.db import devices as devices_db
-    return of_host(conf, devices_db.load_inventory(hostname, db_url))

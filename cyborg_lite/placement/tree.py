@@ -311,11 +311,3 @@ def mismatch(device, dep, group, region_type=None):
     if region_type and dep.region_type != region_type:
         return 'the bitstream is for region type %s' % region_type
     return None
-
-
-def choose_member(device, members, group, region_type=None, loaded=None):
-    """inventory/views.choose_member with ``mismatch`` above. Kept only
-    until conductor/bind.py calls that (issue 41): remove then."""
-    return host_inventory.choose_member(
-        device, members,
-        lambda dep: mismatch(device, dep, group, region_type), loaded)
