@@ -76,8 +76,7 @@ def _contenders():
 
     def nova():
         return arq_binds.finish_bind(started, region['deployable_id'],
-                                   region['deployable_uuid'],
-                                   refusal=host_inventory.region_refusal)
+                                     region['deployable_uuid'])
 
     def kubernetes():
         return k8s_claims.claim(region['deployable_id'], CLAIM_UID, 'ns',
