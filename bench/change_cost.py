@@ -38,6 +38,7 @@ def child(args):
     """One trial in this process, with ``args.root`` first on the path."""
     sys.path.insert(0, args.root)
     from bench import fleet
+    from bench import fleet_model
 
     state = tempfile.mkdtemp(prefix='bench-change-cost-')
 
@@ -46,13 +47,13 @@ def child(args):
 
     placement, _pg = fleet.start_placement(Placement, state)
     try:
-        fleet._configure(state, placement.endpoint)
+        fleet_model.configure(state, placement.endpoint)
         common.quiet()
         from cyborg_lite.db import migration
         migration.upgrade()
         from cyborg_lite.conf import CONF
-        hosts = fleet.Fleet(args.hosts, 8, 2, functions=16)
-        conductor = fleet.Conductor(CONF, workers=1)
+        hosts = fleet_model.Fleet(args.hosts, 8, 2, functions=16)
+        conductor = fleet_model.Conductor(CONF, workers=1)
         everyone = list(range(args.hosts))
         conductor.round('first', hosts, everyone)
         cpu_s, changed_hosts = 0.0, 0
@@ -60,8 +61,8 @@ def child(args):
             changed = sorted({h for h, _, _ in hosts.change(100.0 / 16)})
             start = time.process_time()
             for host in changed:
-                conductor.manager.report(None, fleet.hostname(host),
-                                         hosts.report(host))
+                conductor.manager.report(
+                    None, fleet_model.hostname(host), hosts.report(host))
             cpu_s += time.process_time() - start
             changed_hosts += len(changed)
         # The same reports again: what each host's periodic report costs
@@ -69,8 +70,8 @@ def child(args):
         start = time.process_time()
         for _ in range(args.rounds):
             for host in everyone:
-                conductor.manager.report(None, fleet.hostname(host),
-                                         hosts.report(host))
+                conductor.manager.report(
+                    None, fleet_model.hostname(host), hosts.report(host))
         unchanged_s = time.process_time() - start
         import cyborg_lite
         return {'root': os.path.dirname(os.path.dirname(

@@ -41,114 +41,27 @@ Then ``GET /allocation_candidates`` for the scheduler test's profile
 Placement's cost over the whole tree, reported for operators.
 """
 import argparse
-import collections
-from concurrent import futures
 import functools
 import os
-import random
-import re
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 import requests
-import sqlalchemy as sa
 
 from bench import common
 from bench import cpu
+from bench import fleet_model
 
-REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'   # as the scheduler test
-FUNCTION_ID = 'd8424dc4a4a3c413f89e433683f9040b'   # the fake's initial one
-REGION_MEMORY_MB = 4096
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def hostname(index):
-    return 'fleet-%05d' % index
-
-
-def device_record(card, regions, functions):
-    """One FPGA card as the fake driver reports it (to_dict form)."""
-    bus = '%02x' % (0x5e + card)
-    address = '0000:%s:00.0' % bus
-    deployables = []
-    for region in range(regions):
-        deployables.append({
-            'name': 'region%d' % region,
-            'resource_class': 'FPGA',
-            'num_accelerators': 1,
-            'region_type': REGION_TYPE,
-            'function_id': functions[(card, region)],
-            'function_name': None,
-            'local_memory_mb': REGION_MEMORY_MB,
-            'traits': ['CUSTOM_FPGA_INTEL', 'CUSTOM_FPGA_INTEL_PAC_A10'],
-            'attributes': {'port': 'dfl-port.%d' % (card * regions + region)},
-            'attach_handles': [{
-                'attach_type': 'PCI',
-                'attach_info': {'domain': '0000', 'bus': bus,
-                                'device': '00', 'function': str(region + 1)},
-            }],
-        })
-    return {
-        'type': 'FPGA', 'vendor': '0x8086', 'model': 'Intel PAC Arria 10 GX',
-        'identity': address, 'pci_address': address, 'health': 'healthy',
-        'std_board_info': {'vendor_id': '0x8086', 'device_id': '0x09c4'},
-        'vendor_board_info': {'ports': regions, 'simulated': True},
-        'deployables': deployables,
-    }
-
-
-class Fleet:
-    """The report of every host; ``change(pct)`` reprograms some regions.
-
-    ``functions`` 0: every region starts with the fake's function and each
-    change loads a function never seen before (a new trait for Placement
-    each time: the worst case). N >= 2: the fleet's N bitstreams, loaded
-    round-robin at the start, and a change loads another of them (traits
-    Placement already has: a fleet's usual day)."""
-
-    def __init__(self, hosts, cards, regions, seed=42, functions=0):
-        self.hosts = hosts
-        self.cards = cards
-        self.regions = regions
-        self.random = random.Random(seed)
-        self.pool = ['%032x' % self.random.getrandbits(128)
-                     for _ in range(functions)]
-        keys = [(h, c, r) for h in range(hosts) for c in range(cards)
-                for r in range(regions)]
-        self.functions = {
-            key: self.pool[i % len(self.pool)] if self.pool else FUNCTION_ID
-            for i, key in enumerate(keys)}
-
-    def report(self, host):
-        functions = {(c, r): self.functions[(host, c, r)]
-                     for c in range(self.cards) for r in range(self.regions)}
-        return [{'driver': 'fake', 'ok': True, 'error': None,
-                 'devices': [device_record(c, self.regions, functions)
-                             for c in range(self.cards)]}]
-
-    def change(self, pct):
-        """Load a new function into ``pct``% of all regions; the keys."""
-        keys = sorted(self.functions)
-        count = max(1, round(len(keys) * pct / 100.0))
-        changed = self.random.sample(keys, count)
-        for key in changed:
-            self.functions[key] = self._another(self.functions[key])
-        return changed
-
-    def _another(self, current):
-        if not self.pool:
-            return '%032x' % self.random.getrandbits(128)
-        return self.random.choice([f for f in self.pool if f != current])
 
 
 def region_rp_uuid(host, card, region):
     from cyborg_lite.placement import naming
     return naming.rp_uuid(naming.deployable_rp_name(
-        hostname(host), '0000:%02x:00.0' % (0x5e + card),
+        fleet_model.hostname(host), '0000:%02x:00.0' % (0x5e + card),
         'region%d' % region, 'FPGA'))
 
 
@@ -164,195 +77,17 @@ def verify_functions(placement_url, fleet, keys):
         want = 'CUSTOM_FUNCTION_ID_' + fleet.functions[
             (host, card, region)].upper()
         if want not in resp.json()['traits']:
-            wrong.append('%s card %d region %d' % (hostname(host), card,
-                                                   region))
+            wrong.append('%s card %d region %d'
+                         % (fleet_model.hostname(host), card, region))
     return wrong
-
-
-class StatementCounter:
-    """SQL statements by first keyword, from the engine's cursor events."""
-
-    def __init__(self, engine):
-        self.counts = collections.Counter()
-        self._lock = threading.Lock()
-        sa.event.listen(engine, 'before_cursor_execute', self._count)
-
-    def _count(self, conn, cursor, statement, *args):
-        kind = statement.lstrip().split(None, 1)[0].upper()
-        with self._lock:
-            self.counts[kind] += 1
-
-    def snapshot(self):
-        counts = dict(self.counts)
-        writes = sum(counts.get(k, 0) for k in ('INSERT', 'UPDATE',
-                                                 'DELETE'))
-        return {'statements': sum(counts.values()), 'writes': writes,
-                'by_kind': counts}
-
-    def reset(self):
-        self.counts.clear()
-
-
-def _configure(state_dir, placement_url, db_url=None):
-    from keystoneauth1 import loading as ks_loading
-
-    from cyborg_lite.common import config
-    from cyborg_lite.conf import CONF
-    config.parse_args([], default_config_files=[])
-    CONF.set_override('connection', db_url or 'sqlite:///%s' % os.path.join(
-        state_dir, 'cyborg_lite.sqlite'), group='database')
-    CONF.set_override('state_path', state_dir)
-    CONF.register_opts(
-        ks_loading.get_auth_plugin_conf_options('admin_token'),
-        group='placement')
-    for name, value in (('auth_type', 'admin_token'), ('token', 'admin'),
-                        ('endpoint_override', placement_url),
-                        ('create_compute_node_rp', True)):
-        CONF.set_override(name, value, group='placement')
-    return CONF
-
-
-class TimedClient:
-    """Wraps PlacementClient.request: time spent per request kind."""
-
-    _UUID = re.compile('[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
-                       '[0-9a-f]{12}')
-
-    def __init__(self, client):
-        self._request = client.request
-        client.request = self.request
-        self.seconds = collections.Counter()
-        self.calls = collections.Counter()
-        self._lock = threading.Lock()
-
-    def kind(self, method, url):
-        path, _, query = url.partition('?')
-        path = self._UUID.sub('{uuid}', path)
-        if path.startswith(('/traits/', '/resource_classes/')):
-            path = path.rsplit('/', 1)[0] + '/{name}'
-        params = sorted(p.split('=', 1)[0] for p in query.split('&') if p)
-        return '%s %s%s' % (method, path,
-                            ('?' + '&'.join(params)) if params else '')
-
-    def request(self, method, url, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return self._request(method, url, *args, **kwargs)
-        finally:
-            elapsed = time.perf_counter() - start
-            kind = self.kind(method, url)
-            with self._lock:
-                self.seconds[kind] += elapsed
-                self.calls[kind] += 1
-
-    def snapshot(self):
-        with self._lock:
-            return {k: {'calls': self.calls[k],
-                        'total_s': round(self.seconds[k], 3),
-                        'mean_ms': round(self.seconds[k] * 1000 /
-                                         self.calls[k], 2)}
-                    for k in sorted(self.calls)}
-
-    def reset(self):
-        with self._lock:
-            self.seconds.clear()
-            self.calls.clear()
-
-
-class Conductor:
-    """The conductor's report endpoint with the real Placement sync.
-
-    ``workers`` > 1 applies reports from that many threads at once, as
-    the conductor's RPC server (a thread pool) does with concurrent
-    agents. NOTE: the bench's Placement runs on SQLite, which refuses
-    concurrent writers ("database is locked", HTTP 500, counted in
-    ``sync_failures``); more than one worker needs a Placement on
-    PostgreSQL or MySQL, so the default is one.
-    """
-
-    def __init__(self, conf, workers=1, parties=None):
-        from cyborg_lite.conductor import manager
-        from cyborg_lite.conductor import publishing
-        from cyborg_lite.placement import sink as sink_mod
-        from cyborg_lite.db.sql import session
-        self.sync = sink_mod.PlacementSink.from_conf(conf)
-        # As the conductor service: the publish serves the report's
-        # publish request.
-        self.publisher = publishing.Publisher([self.sync])
-        self.timing = TimedClient(self.sync.client)
-        self.manager = manager.ConductorManager(
-            'bench-conductor', after_report=self._after_report)
-        self.sql = StatementCounter(session.get_engine())
-        self.sync_failures = []
-        self.workers = workers
-        # CPU seconds by process: this one (the conductor), Placement, its
-        # database.
-        self.parties = parties or cpu.Parties({})
-
-    def trust(self, trusted):
-        """[conductor]trust_own_publish, for the A/B rounds."""
-        self.publisher.trust_own_publish = trusted
-
-    def _after_report(self, host):
-        [result] = self.publisher.publish_host(host)
-        if result is None or not result.ok:
-            self.sync_failures.append('%s: %s' % (
-                host, 'no result' if result is None else result.error))
-
-    def round(self, name, fleet, hosts):
-        failures_before = len(self.sync_failures)
-        self.sync.client.reset_counts()
-        self.timing.reset()
-        self.sql.reset()
-        acks = collections.Counter()
-        lock = threading.Lock()
-        cpu_before = self.parties.sample()
-
-        def report(host):
-            ack = self.manager.report(None, hostname(host),
-                                      fleet.report(host))
-            with lock:
-                acks['changed' if ack['changed'] else 'unchanged'] += 1
-                for key in ('created', 'updated', 'deleted'):
-                    acks[key] += ack[key]
-
-        with common.Timer() as t:
-            if self.workers > 1:
-                with futures.ThreadPoolExecutor(self.workers) as pool:
-                    list(pool.map(report, hosts))
-            else:
-                for host in hosts:
-                    report(host)
-        cpu_s = self.parties.spent(cpu_before)
-        cpu_s['conductor'] = cpu_s.pop('self')
-        counts = dict(self.sync.client.counts)
-        placement_writes = self.sync.client.writes
-        result = {
-            'round': name, 'hosts': len(hosts),
-            'wall_s': round(t.elapsed, 3),
-            'per_host_ms': round(t.elapsed * 1000 / max(1, len(hosts)), 3),
-            'acks': dict(acks),
-            'placement': {'requests': sum(counts.values()),
-                          'writes': placement_writes, 'by_method': counts,
-                          'by_kind': self.timing.snapshot()},
-            'db': self.sql.snapshot(),
-            'sync_failures': len(self.sync_failures) - failures_before,
-            'cpu_s': cpu_s,
-        }
-        common.log('%-16s %5d hosts %9.2f s  %7.2f ms/host  placement %6d '
-                   'req (%5d writes)  sql %7d (%5d writes)  cpu s %s'
-                   % (name, len(hosts), t.elapsed, result['per_host_ms'],
-                      result['placement']['requests'], placement_writes,
-                      result['db']['statements'], result['db']['writes'],
-                      cpu_s))
-        return result
 
 
 def candidates_params():
     """The scheduler test's profile as Nova's granular query."""
     return {'resources1': 'FPGA:1,CUSTOM_FPGA_LOCAL_MEMORY_MB:%d'
-                          % REGION_MEMORY_MB,
-            'required1': 'CUSTOM_FPGA_REGION_%s' % REGION_TYPE.upper()}
+                          % fleet_model.REGION_MEMORY_MB,
+            'required1': 'CUSTOM_FPGA_REGION_%s'
+                         % fleet_model.REGION_TYPE.upper()}
 
 
 def measure_candidates(placement_url, count, limit=None):
@@ -469,12 +204,12 @@ def run(args):
         db_url = None
         if args.conductor_processes > 1:
             conductor_pg, db_url = start_conductor_db()
-        _configure(state_dir, placement.endpoint, db_url=db_url)
+        fleet_model.configure(state_dir, placement.endpoint, db_url=db_url)
         common.quiet()
         migration.upgrade()
         from cyborg_lite.conf import CONF
-        fleet = Fleet(args.hosts, args.cards, args.regions, seed=args.seed,
-                      functions=args.functions)
+        fleet = fleet_model.Fleet(args.hosts, args.cards, args.regions,
+                                  seed=args.seed, functions=args.functions)
         parties = cpu_parties(placement, pg, conductor_pg)
         if args.conductor_processes > 1:
             from bench import fleet_processes
@@ -483,8 +218,8 @@ def run(args):
                 args.conductor_processes, state_dir, placement.endpoint,
                 db_url, args.workers, fleet, args.seed, parties)
         else:
-            conductor = Conductor(CONF, workers=args.workers,
-                                  parties=parties)
+            conductor = fleet_model.Conductor(CONF, workers=args.workers,
+                                              parties=parties)
         hosts = list(range(args.hosts))
         rounds = [conductor.round('first', fleet, hosts),
                   conductor.round('unchanged', fleet, hosts)]

@@ -1,14 +1,15 @@
 """bench/fleet.py's conductor as several processes (``--conductor-processes
 N``), as ``[conductor]workers = N`` runs it.
 
-Each process is a ``fleet.Conductor`` (its own report threads, Placement
-client and publisher) on a shared conductor database, a PostgreSQL of its
-own: several processes writing one SQLite file would wait in SQLite's
-busy handler, and a deployment of several conductors uses PostgreSQL or
-MariaDB. As an RPC topic hands each message to any of its consumers, every
-round gives each host to a process drawn at random (seeded): a host's
-reports do not stick to one process, so a publisher serves a host it did
-not serve last about (N-1)/N of the time and then reads its tree.
+Each process is a bench/fleet_model ``Conductor`` (its own report
+threads, Placement client and publisher) on a shared conductor database,
+a PostgreSQL of its own: several processes writing one SQLite file would
+wait in SQLite's busy handler, and a deployment of several conductors
+uses PostgreSQL or MariaDB. As an RPC topic hands each message to any of
+its consumers, every round gives each host to a process drawn at random
+(seeded): a host's reports do not stick to one process, so a publisher
+serves a host it did not serve last about (N-1)/N of the time and then
+reads its tree.
 
 ``ConductorProcesses`` has ``Conductor``'s interface for bench/fleet.py:
 ``round`` (the processes' results summed; wall time measured here, from
@@ -25,13 +26,13 @@ from bench import cpu
 
 def _serve(pipe, state_dir, placement_url, db_url, workers, fleet_args):
     """A conductor process: runs the rounds the bench sends."""
-    from bench import fleet
-    fleet._configure(state_dir, placement_url, db_url=db_url)
+    from bench import fleet_model
+    fleet_model.configure(state_dir, placement_url, db_url=db_url)
     common.quiet()
     from cyborg_lite.conf import CONF
-    conductor = fleet.Conductor(CONF, workers=workers)
-    replica = fleet.Fleet(*fleet_args[:3], seed=fleet_args[3],
-                          functions=fleet_args[4])
+    conductor = fleet_model.Conductor(CONF, workers=workers)
+    replica = fleet_model.Fleet(*fleet_args[:3], seed=fleet_args[3],
+                                functions=fleet_args[4])
     pipe.send('ready')
     while True:
         command, arg = pipe.recv()

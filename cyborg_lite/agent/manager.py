@@ -97,7 +97,7 @@ def entry_hash(entry):
 class AgentManager(rpc_loop.RpcLoop):
     """Discovery loop and the RPC endpoint the conductor calls."""
 
-    # NOTE: keep in step with agent.rpcapi.AgentAPI.RPC_API_VERSION.
+    # NOTE: keep in step with rpc/agent_client.AgentAPI.RPC_API_VERSION.
     target = messaging.Target(version='1.3')
 
     def __init__(self, conf=CONF, host=None, drivers=None,

@@ -198,3 +198,38 @@ def resolve_function(function_id, deployable, project_id=None,
             not signatures.permits(policy, status[b.uuid]),
             status[b.uuid] != signatures.VERIFIED))
     return found[0].uuid
+
+
+# --- what a profile group asks a region to hold (binds and claims) ---------
+
+def wanted_image(group):
+    """{'bitstream_id'|'function_id': wanted} the group asks a region to
+    hold, or None when it asks for none."""
+    wanted_bs = (group.get('accel:bitstream_id') or '').strip()
+    wanted_fn = (group.get('accel:function_id') or '').strip()
+    if wanted_bs and wanted_fn:
+        raise exception.Invalid(reason='accel:bitstream_id and '
+                                'accel:function_id are mutually exclusive')
+    if wanted_bs:
+        return {'bitstream_id': wanted_bs}
+    if wanted_fn:
+        return {'function_id': wanted_fn}
+    return None
+
+
+def programming_needed(group, bitstream_id, function_id):
+    """{'bitstream_id'|'function_id': wanted} the region lacks, or None."""
+    wanted = wanted_image(group)
+    if wanted is None:
+        return None
+    loaded = {'bitstream_id': bitstream_id, 'function_id': function_id}
+    [(key, value)] = wanted.items()
+    return None if _same_id(value, loaded[key]) else wanted
+
+
+def _same_id(wanted, loaded):
+    # NOTE: AFU / function ids come upper or lower case, with or without
+    # dashes, depending on the tool that printed them.
+    def norm(value):
+        return (value or '').replace('-', '').lower()
+    return bool(loaded) and norm(wanted) == norm(loaded)

@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 from cryptography.hazmat.primitives.asymmetric import utils as asym_utils
 from cryptography.x509 import oid
 
+from cyborg_lite.common import enums
 from cyborg_lite.common import exception
 
 # The accelerator API microversion that brings signed bitstreams (one
@@ -49,9 +50,8 @@ from cyborg_lite.common import exception
 # API, asks for it too.
 MICROVERSION = '2.8'
 
-ED25519 = 'ed25519'
-ECDSA_P256 = 'ecdsa-p256'
-ALGORITHMS = (ED25519, ECDSA_P256)
+ALGORITHMS = enums.SIGNATURE_ALGORITHMS
+ED25519, ECDSA_P256 = ALGORITHMS
 
 # A bitstream's signature_status.
 UNSIGNED = 'unsigned'
@@ -62,10 +62,8 @@ REVOKED_KEY = 'revoked_key'
 STATUSES = (UNSIGNED, VERIFIED, INVALID, UNTRUSTED_KEY, REVOKED_KEY)
 
 # [bitstreams]signature_policy and its per-project overrides.
-DISABLED = 'disabled'
-WARN = 'warn'
-ENFORCE = 'enforce'
-POLICIES = (DISABLED, WARN, ENFORCE)
+POLICIES = enums.SIGNATURE_POLICIES
+DISABLED, WARN, ENFORCE = POLICIES
 
 # An Ed25519 signature is 64 bytes, a DER P-256 one at most 72: anything
 # much longer is not a signature of ours.
@@ -73,7 +71,6 @@ MAX_SIGNATURE_BYTES = 512
 # A PEM certificate with a few extensions is 1-3 KiB.
 MAX_KEY_TEXT = 64 * 1024
 KEY_ID_PATTERN = '^[0-9a-f]{64}$'
-_KEY_ID = re.compile(KEY_ID_PATTERN)
 _PEM_LABEL = re.compile(r'-----BEGIN ([A-Z0-9 ]+)-----')
 
 # A key as the API registers it: ``public_key`` is its canonical PEM
@@ -112,14 +109,6 @@ def spki_der(key):
 def key_id_of(key):
     """The id of a public key object: sha256 of its SPKI DER, hex."""
     return hashlib.sha256(spki_der(key)).hexdigest()
-
-
-def validate_key_id(value, field='key_id'):
-    if not isinstance(value, str) or not _KEY_ID.match(value):
-        raise exception.InvalidField(
-            field=field, reason='a key id is 64 lowercase hex digits (the '
-                                'SHA-256 of the key\'s SubjectPublicKeyInfo)')
-    return value
 
 
 def _naive_utc(value):

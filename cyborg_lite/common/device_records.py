@@ -32,15 +32,15 @@ import dataclasses
 import json
 import re
 
+from cyborg_lite.common import enums
 from cyborg_lite.common import exception
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.common import topology
 
-DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
-                'NVME')
+DEVICE_TYPES = enums.DEVICE_TYPES
 HEALTH_STATES = states.HEALTH.states
-ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
+ATTACH_TYPES = enums.ATTACH_TYPES
 PCI_ADDRESS_RE = re.compile(r'[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
 # attach_info of a PCI handle: each part of the address, lowercase hex.
 PCI_INFO_RES = {'domain': re.compile(r'[0-9a-f]{4}'),
@@ -327,3 +327,33 @@ class DeviceRecord:
             _fail(path + '.deployables', 'duplicate deployable names %s'
                   % sorted({n for n in names if names.count(n) > 1}))
         return record
+
+
+# --- a deployable's name in the database ------------------------------------
+# The report stores a deployable as <host>_<identity>_<name as its driver
+# reported it>: unique per database, even for a PGPU, which shares its
+# resource provider (placement/naming.py) with the device.
+
+def device_prefix(hostname, identity):
+    """What every deployable name of a device starts with."""
+    return '%s_%s_' % (hostname, identity)
+
+
+def deployable_db_name(hostname, identity, deployable_name):
+    """The deployable's unique name in the database."""
+    return device_prefix(hostname, identity) + deployable_name
+
+
+def region_name_of(deployable, device):
+    """The region's name as its driver reported it (``deployable.name``,
+    ``device.hostname`` and ``.identity``): the inverse of
+    ``deployable_db_name``. Invalid when it is not named so (it cannot be
+    programmed or cleaned: no agent could name it)."""
+    prefix = device_prefix(device.hostname, device.identity)
+    if not deployable.name.startswith(prefix) or \
+            len(deployable.name) == len(prefix):
+        raise exception.Invalid(
+            reason='deployable %s is not named <host>_<identity>_<region> '
+                   'as an agent report names it; it cannot be programmed'
+                   % deployable.name)
+    return deployable.name[len(prefix):]

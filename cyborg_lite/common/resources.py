@@ -6,6 +6,9 @@ FPGA region with 4096 MiB of local memory, not 4097 accelerators, so
 classes that measure a size (Placement's own ``MEMORY_MB``, ``DISK_GB``
 naming: a unit suffix) qualify the accelerator and make no ARQ.
 """
+# Resource classes a deployable offers as the whole device: its provider
+# is the device's own (a whole GPU passed through is the card).
+WHOLE_DEVICE_RESOURCE_CLASSES = ('PGPU',)
 SIZE_SUFFIXES = ('_B', '_KB', '_MB', '_GB', '_TB', '_KIB', '_MIB', '_GIB',
                  '_TIB', '_BYTES')
 

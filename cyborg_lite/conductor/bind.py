@@ -1,6 +1,7 @@
 """The ARQ bind workflow, run by any conductor.
 
-Initial --bind--> BindStarted --> Bound | BindFailed;  unbind --> Unbound
+Initial --bind--> BindStarted --> Bound | BindFailed (an unbind, Unbound, is
+the API's: db/arqs.unbind_all)
 (the machine is common/states.py's ARQ).
 
 No conductor owns an ARQ: correctness comes from the database. Each
@@ -19,6 +20,16 @@ ways a bind can be left: one that no conductor took was lost on its way
 one that a conductor took and did not finish within [arq]bind_timeout
 (the conductor died) is failed, as is one no conductor took within
 [arq]bind_timeout of the request.
+
+A bind whose region must be programmed first starts the job (the
+``programmer`` the conductor passes in) and returns: the ARQ stays
+BindStarted and no RPC worker waits for the card. The job's end, reported
+by its agent to any conductor, resumes the bind (``resume``): the region
+is read again and the ARQ made Bound, or BindFailed with the job's error,
+on the version it was taken with, so of two conductors resuming it (or a
+previous release's conductor still polling its own job) one wins. A
+conductor killed between the job's end and the resume leaves an ARQ that
+the reaper resumes.
 This module decides and notifies; it never opens a transaction itself.
 """
 import collections
@@ -30,8 +41,10 @@ from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.metrics import counted as metrics
 from cyborg_lite.placement import tree as provider_tree
@@ -44,19 +57,8 @@ Target = collections.namedtuple('Target', [
     'deployable_id', 'deployable_uuid', 'bitstream_id', 'function_id',
     'group', 'device_id'])
 
-_program_before_bind = None
 
-
-def set_program_before_bind(program):
-    """Plug in the programmer: ``program(ctxt, arq_uuid=, deployable_uuid=,
-    bitstream_id= | function_id=)`` loads the region and returns when done,
-    or raises. None removes it: a bind that needs programming then fails
-    with a clear reason."""
-    global _program_before_bind
-    _program_before_bind = program
-
-
-def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
+def bind_arqs(ctxt, bindings, programmer=None, notifier=None,
               conductor=None, publish=None):
     """Bind each ARQ as asked; returns {arq_uuid: state it ended in}.
 
@@ -69,9 +71,14 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     db/publish_requests holds: called, and returned from, before an ARQ
     whose claim changes what a scheduler is offered (on a Kubernetes
     host) is Bound.
+
+    ``programmer(ctxt, arq_uuid=, deployable_uuid=, bitstream_id= |
+    function_id=)`` loads a region a bind needs programmed: it returns the
+    uuid of the job it started (the ARQ stays BindStarted, its state here,
+    until ``resume``), or None once the region is loaded, or raises. None:
+    such a bind fails with a clear reason.
     """
-    program = program_before_bind or _program_before_bind
-    started, refused = arqs_db.begin_binds(bindings,
+    started, refused = arq_binds.begin_binds(bindings,
                                            conductor or CONF.host)
     results = {}
     for arq_uuid, (state, exc) in refused.items():
@@ -80,31 +87,94 @@ def bind_arqs(ctxt, bindings, notifier=None, program_before_bind=None,
     events = []
     for item in started:
         began = time.monotonic()
-        state = _bind_started(ctxt, item, program, publish)
-        metrics.observe(metrics.BIND_DURATION, time.monotonic() - began,
-                        _BIND_OUTCOMES.get(state, 'superseded'))
+        state = _bind_started(ctxt, item, programmer, publish)
         results[item.uuid] = state
-        if state in ('Bound', 'BindFailed'):
-            events.append(notifier_mod.make_event(
-                item.uuid, item.instance_uuid, state == 'Bound'))
+        _ended(item, state, began, events)
     notifier_mod.notify_safely(ctxt, events, notifier)
     return results
+
+
+def _ended(started, state, began, events):
+    """Count a bind that ended here, and add its event for Nova."""
+    if state == 'BindStarted':
+        return      # waits for its programming job: resumed when it ends
+    metrics.observe(metrics.BIND_DURATION, time.monotonic() - began,
+                    _BIND_OUTCOMES.get(state, 'superseded'))
+    if state in ('Bound', 'BindFailed'):
+        events.append(notifier_mod.make_event(
+            started.uuid, started.instance_uuid, state == 'Bound'))
+
+
+def resume(job_uuid, notifier=None, publish=None):
+    """Programming job ``job_uuid`` ended: finish the bind that started
+    it, if it still waits for it (BindStarted since before the job);
+    (the ARQ's uuid, the state it ended in), or None when no bind waits
+    for the job.
+
+    A succeeded job: the region is read again and must hold what the
+    group asks for; a failed or cancelled one fails the bind with its
+    error. Safe from every conductor at once: the ARQ moves on the
+    version its bind was taken with, one resume wins, the others are
+    superseded (and a previous-release conductor that polls its job
+    finishes, or loses, the same way).
+    """
+    waiting = arq_binds.bind_waiting_on(job_uuid)
+    if waiting is None:
+        return None
+    started, job = waiting
+    began = time.monotonic()
+    state = _settle(started, lambda: _resumed(started, job), publish)
+    events = []
+    _ended(started, state, began, events)
+    notifier_mod.notify_safely(cl_context.get_admin_context(), events,
+                               notifier)
+    return started.uuid, state
+
+
+def _resumed(started, job):
+    """The Target of a bind whose job ended; ArqBindFailed if it failed."""
+    project_id = started.project_id
+    target = _resolve(started, project_id, keep=job.deployable_uuid)
+    need = _need(started, target, project_id)
+    what = ', '.join('%s %s' % item for item in (need or {}).items())
+    if job.state != 'succeeded':
+        raise _failed(started, 'programming region %s with %s failed: '
+                      'job %s %s: %s' % (job.deployable_uuid,
+                                         what or 'its image', job.uuid,
+                                         job.state,
+                                         job.error or 'no reason given'))
+    if need is not None:
+        raise _failed(started, 'region %s still lacks %s after programming'
+                      % (target.deployable_uuid, what))
+    return target
 
 
 _BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 
 
-def _bind_started(ctxt, started, program, publish):
-    """BindStarted -> Bound or BindFailed; returns the state reached."""
+def _bind_started(ctxt, started, programmer, publish):
+    """BindStarted -> Bound or BindFailed, or BindStarted while a job it
+    started programs the region; returns the state reached."""
     # NOTE: the ARQ's project decides which images it may be given, as
     # it decides which it may load (programming.BindProgrammer); never the
     # context, which is the reaper's admin one when a bind is sent again.
     project_id = started.project_id
+
+    def target():
+        return _ensure_programmed(ctxt, started,
+                                  _resolve(started, project_id),
+                                  programmer, project_id)
+    return _settle(started, target, publish)
+
+
+def _settle(started, target, publish):
+    """Make the ARQ Bound to ``target()`` (None: a job was started, the
+    ARQ waits for it), or BindFailed with the reason; the state."""
     try:
-        target = _ensure_programmed(ctxt, started,
-                                    _resolve(started, project_id),
-                                    program, project_id)
-        _finish_bind(started, target, publish)
+        found = target()
+        if found is None:
+            return 'BindStarted'
+        _finish_bind(started, found, publish)
         return 'Bound'
     except exception.ArqBindFailed as exc:
         return _fail_bind(started, exc.kwargs['reason'])
@@ -130,7 +200,7 @@ def _resolve(started, project_id, keep=None):
     uuid of the deployable chosen before (and programmed since), is
     chosen again."""
     rp = started.device_rp_uuid
-    offered, device, group = arqs_db.bind_target(started)
+    offered, device, group = arq_binds.bind_target(started)
     if not offered:
         raise _failed(started, 'no deployable has resource provider %s' % rp)
     if device.hostname != started.hostname:
@@ -149,13 +219,13 @@ def _resolve(started, project_id, keep=None):
 
 def _choose_sibling(started, device, offered, group, keep, project_id):
     """Of the siblings behind one function that the provider offers, the
-    one the bind takes (placement/tree.choose_member), preferring
+    one the bind takes (inventory/views.choose_member), preferring
     one that holds what the group asks for in an image ``project_id``
     may be given as it is."""
     by_uuid = {d.uuid: d for d in offered}
     if keep in by_uuid:
         return by_uuid[keep]
-    [view] = [d for d in host_inventory.load(device.hostname).devices
+    [view] = [d for d in devices_db.load_inventory(device.hostname).devices
               if d.uuid == device.uuid]
     members = [d for d in view.deployables if d.uuid in by_uuid]
     region_type = None
@@ -165,16 +235,18 @@ def _choose_sibling(started, device, offered, group, keep, project_id):
 
     def loaded(dep):
         try:
-            if programming_needed(group, dep.bitstream_id,
-                                  dep.function_id) is not None:
+            if checks.programming_needed(group, dep.bitstream_id,
+                                         dep.function_id) is not None:
                 return False
         except exception.Invalid:
             return False
-        return (wanted_image(group) is None or
+        return (checks.wanted_image(group) is None or
                 checks.loaded_image_trusted(dep.bitstream_id,
                                             dep.function_id, project_id))
-    chosen, why = provider_tree.choose_member(view, members, group,
-                                              region_type, loaded)
+    chosen, why = host_inventory.choose_member(
+        view, members,
+        lambda dep: provider_tree.mismatch(view, dep, group, region_type),
+        loaded)
     if chosen is None:
         raise _failed(started, 'no deployable behind resource provider %s '
                       'can serve the request now: %s'
@@ -182,55 +254,29 @@ def _choose_sibling(started, device, offered, group, keep, project_id):
     return by_uuid[chosen.uuid]
 
 
-def wanted_image(group):
-    """{'bitstream_id'|'function_id': wanted} the group asks a region to
-    hold, or None when it asks for none."""
-    wanted_bs = (group.get('accel:bitstream_id') or '').strip()
-    wanted_fn = (group.get('accel:function_id') or '').strip()
-    if wanted_bs and wanted_fn:
-        raise exception.Invalid(reason='accel:bitstream_id and '
-                                'accel:function_id are mutually exclusive')
-    if wanted_bs:
-        return {'bitstream_id': wanted_bs}
-    if wanted_fn:
-        return {'function_id': wanted_fn}
-    return None
-
-
-def programming_needed(group, bitstream_id, function_id):
-    """{'bitstream_id'|'function_id': wanted} the region lacks, or None."""
-    wanted = wanted_image(group)
-    if wanted is None:
-        return None
-    loaded = {'bitstream_id': bitstream_id, 'function_id': function_id}
-    [(key, value)] = wanted.items()
-    return None if _same_id(value, loaded[key]) else wanted
-
-
-def _same_id(wanted, loaded):
-    # NOTE: AFU / function ids come upper or lower case, with or without
-    # dashes, depending on the tool that printed them.
-    def norm(value):
-        return (value or '').replace('-', '').lower()
-    return bool(loaded) and norm(wanted) == norm(loaded)
-
-
-def _ensure_programmed(ctxt, started, target, program, project_id):
-    """Load what the group asks for unless the region holds it in an
-    image the signature policy of ``project_id`` lets through now (a
-    region loaded under ``warn``, before ``enforce``, with a key revoked
-    since, or outside cyborg_lite is loaded again, or the bind fails
-    with the check's reason)."""
+def _need(started, target, project_id):
+    """What the region must be loaded with for the group: None when it
+    holds it in an image the signature policy of ``project_id`` lets
+    through now (a region loaded under ``warn``, before ``enforce``,
+    with a key revoked since, or outside cyborg_lite is loaded again)."""
     try:
-        need = programming_needed(target.group, target.bitstream_id,
-                                  target.function_id)
-        wanted = wanted_image(target.group)
+        need = checks.programming_needed(target.group, target.bitstream_id,
+                                         target.function_id)
+        wanted = checks.wanted_image(target.group)
     except exception.Invalid as exc:
         raise _failed(started, exc.kwargs['reason'])
     if need is None and wanted is not None and not \
             checks.loaded_image_trusted(target.bitstream_id,
                                         target.function_id, project_id):
         need = wanted
+    return need
+
+
+def _ensure_programmed(ctxt, started, target, program, project_id):
+    """The target once it holds what the group asks for (see ``_need``),
+    or None when a job was started to load it (the bind resumes when it
+    ends); the bind fails with the reason otherwise."""
+    need = _need(started, target, project_id)
     if need is None:
         return target
     what = ', '.join('%s %s' % item for item in need.items())
@@ -241,20 +287,24 @@ def _ensure_programmed(ctxt, started, target, program, project_id):
     # NOTE: a bind the region's state refuses (a fault, a maintenance)
     # must not write to it first: finish_bind would refuse it after the
     # job, which had overwritten what the card held.
-    why = host_inventory.deployable_refusal(started.hostname,
-                                            target.deployable_uuid)
+    why = host_inventory.refusal_in(
+        devices_db.load_inventory(started.hostname), target.deployable_uuid)
     if why is not None:
         raise _failed(started, why)
     try:
-        program(ctxt, arq_uuid=started.uuid,
-                deployable_uuid=target.deployable_uuid, **need)
+        job_uuid = program(ctxt, arq_uuid=started.uuid,
+                           deployable_uuid=target.deployable_uuid, **need)
     except Exception as exc:
         raise _failed(started, 'programming region %s with %s failed: %s'
                       % (target.deployable_uuid, what, exc))
+    if job_uuid is not None:
+        LOG.info('Bind of ARQ %s resumes when programming job %s ends',
+                 started.uuid, job_uuid)
+        return None
     # NOTE: trust what the database says is loaded now, not the hook.
     target = _resolve(started, project_id, keep=target.deployable_uuid)
-    if programming_needed(target.group, target.bitstream_id,
-                          target.function_id) is not None:
+    if checks.programming_needed(target.group, target.bitstream_id,
+                                 target.function_id) is not None:
         raise _failed(started, 'region %s still lacks %s after programming'
                       % (target.deployable_uuid, what))
     return target
@@ -266,13 +316,13 @@ def _finish_bind(started, target, publish):
     before it is Bound."""
     # NOTE: the region's availability is decided again under the locks
     # of the claim, by the predicate every inventory sink uses.
-    claimed = arqs_db.finish_bind(
+    claimed = arq_binds.finish_bind(
         started, target.deployable_id, target.deployable_uuid,
-        refusal=host_inventory.region_refusal, device_id=target.device_id)
+        device_id=target.device_id)
     if claimed.version is not None:
         if publish is not None:
             publish()
-        arqs_db.mark_bound(started, claimed)
+        arq_binds.mark_bound(started, claimed)
     LOG.info('ARQ %s bound to deployable %s', started.uuid,
              target.deployable_uuid)
 
@@ -286,25 +336,6 @@ def _fail_bind(started, reason):
         LOG.info('ARQ %s not marked BindFailed: %s', started.uuid, exc)
         return arqs_db.state_of(started.uuid)
     return 'BindFailed'
-
-
-def unbind_arqs(ctxt, arq_uuids):
-    """Unbind each ARQ, freeing its attach handle; {arq_uuid: state}.
-
-    Unbinding an Unbound ARQ does nothing, so a repeated request is safe.
-    """
-    results = {}
-    for arq_uuid in arq_uuids:
-        began, outcome = time.monotonic(), 'unbound'
-        try:
-            arqs_db.unbind(arq_uuid)
-        except exception.CyborgLiteException as exc:
-            LOG.warning('Not unbinding ARQ %s: %s', arq_uuid, exc)
-            outcome = 'refused'
-        metrics.observe(metrics.UNBIND_DURATION, time.monotonic() - began,
-                        outcome)
-        results[arq_uuid] = arqs_db.state_of(arq_uuid)
-    return results
 
 
 def _reap_reason(timeout):
@@ -328,7 +359,7 @@ def resend_untaken_binds(after=None, cast=None, batch=100):
     ``after`` seconds of their last cast ([arq]bind_resend_interval by
     default); returns the ARQ uuids sent."""
     after = CONF.arq.bind_resend_interval if after is None else after
-    bindings = dict(arqs_db.resend_untaken_binds(after, batch))
+    bindings = dict(arq_binds.resend_untaken_binds(after, batch))
     if bindings:
         LOG.warning('Binds of ARQs %s were taken by no conductor; sending '
                     'them again', sorted(bindings))
@@ -338,10 +369,13 @@ def resend_untaken_binds(after=None, cast=None, batch=100):
     return sorted(bindings)
 
 
-def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None):
+def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None,
+                     publish=None):
     """End the binds left behind; returns the uuids failed.
 
-    BindStarted ARQs that a conductor took ``timeout`` seconds ago or
+    A bind whose programming job ended is resumed (``resume``, with
+    ``publish``) at once: the conductor that took the job's end died
+    before it did. BindStarted ARQs that a conductor took ``timeout`` seconds ago or
     more ([arq]bind_timeout by default), or that none took within
     ``timeout`` of the request, become BindFailed, and the notifier hears
     of them. The binds none took yet are then cast again (see
@@ -349,7 +383,14 @@ def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None):
     from every conductor at once.
     """
     timeout = CONF.arq.bind_timeout if timeout is None else timeout
-    reaped = arqs_db.reap_stale_binds(timeout, _reap_reason(timeout), batch)
+    failed = []
+    for job_uuid in arq_binds.ended_jobs_of_binds(batch):
+        LOG.warning('Resuming the bind that waited for programming job %s, '
+                    'which ended', job_uuid)
+        ended = resume(job_uuid, notifier=notifier, publish=publish)
+        if ended is not None and ended[1] == 'BindFailed':
+            failed.append(ended[0])
+    reaped = arq_binds.reap_stale_binds(timeout, _reap_reason(timeout), batch)
     events = [notifier_mod.make_event(arq_uuid, instance_uuid, False)
               for arq_uuid, instance_uuid in reaped]
     if events:
@@ -358,4 +399,4 @@ def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None):
     notifier_mod.notify_safely(cl_context.get_admin_context(), events,
                                notifier)
     resend_untaken_binds(cast=cast, batch=batch)
-    return [arq_uuid for arq_uuid, _ in reaped]
+    return failed + [arq_uuid for arq_uuid, _ in reaped]

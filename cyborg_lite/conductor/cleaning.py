@@ -36,8 +36,8 @@ from oslo_log import log as logging
 from stevedore import driver as stevedore_driver
 
 from cyborg_lite.common import context as cl_context
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
-from cyborg_lite.conductor import programming
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.drivers import base
@@ -77,7 +77,7 @@ def deployable_name_of(region):
     """The deployable's name as its driver reported it (the report stores
     <host>_<identity>_<name>); a Region carries the deployable's name and
     its device's host and identity."""
-    return programming.region_name_of(region, region)
+    return device_records.region_name_of(region, region)
 
 
 def _utcnow():
@@ -103,12 +103,6 @@ class CleaningFlow:
         return self._agent_api
 
     # --- releases ------------------------------------------------------
-
-    @staticmethod
-    def hosts_of(arq_uuids):
-        """The hosts of the regions these ARQs hold (read it before the
-        unbind that clears it)."""
-        return cleaning_db.hosts_of_arqs(arq_uuids)
 
     def start(self, hostnames=None):
         """Clean what waits: each pending_cleaning region of these hosts

@@ -9,11 +9,13 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import states
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
+from cyborg_lite.conductor import release as release_mod
 from cyborg_lite.conductor import report
 from cyborg_lite.kubernetes import claims as k8s_claims
 
@@ -53,6 +55,10 @@ class ConductorManager:
             after_change=after_report)
         self.claims = claims or k8s_claims.ClaimFlow(self.programming,
                                                      self.cleaning)
+        # A bind whose region must be programmed first starts the job
+        # with it; the job's progress resumes the bind (job_progress).
+        self.bind_programmer = programming_mod.BindProgrammer(
+            self.programming)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict, *_OUTAGE)
@@ -79,16 +85,21 @@ class ConductorManager:
         # NOTE: any conductor may take any bind; the database arbitrates.
         # A bind on a function sibling regions share hides them: served
         # when a bind asked (a plain bind skips the requests' query).
-        return bind.bind_arqs(ctxt, bindings, conductor=self.host,
+        return bind.bind_arqs(ctxt, bindings,
+                              programmer=self.bind_programmer,
+                              conductor=self.host,
                               publish=self._publish_requested)
 
     @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):
-        # NOTE: read first: the unbind clears which region each ARQ held.
-        hosts = self.cleaning.hosts_of(arq_uuids)
-        results = bind.unbind_arqs(ctxt, arq_uuids)
-        self.cleaning.start(hosts)
-        self._publish_requested()
+        """RPC 1.1, kept for one release only: no cyborg_lite of this
+        release sends it (the API unbinds in the database, then asks for
+        the release); a previous-release API may still cast it. A shim
+        onto the API's path: unbind each ARQ, then release its hosts;
+        {arq_uuid: state}."""
+        results, publish, clean = release_mod.unbind_each(arq_uuids)
+        self.publish_hosts(ctxt, sorted(publish | clean))
+        self.cleaning.start(clean)
         return results
 
     def _publish_requested(self):
@@ -134,15 +145,22 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def cancel_program(self, ctxt, job_uuid):
-        return self.programming.cancel(job_uuid)
+        job = self.programming.cancel(job_uuid)
+        bind.resume(job_uuid, publish=self._publish_requested)
+        return job
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_progress(self, ctxt, job_uuid, state, error=None,
                      function_id=None, function_name=None, try_number=None):
-        return self.programming.progress(job_uuid, state, error=error,
-                                         function_id=function_id,
-                                         function_name=function_name,
-                                         try_number=try_number)
+        job = self.programming.progress(job_uuid, state, error=error,
+                                        function_id=function_id,
+                                        function_name=function_name,
+                                        try_number=try_number)
+        if job['state'] in states.JOB_TERMINAL:
+            # The bind that started the job (if one waits) ends now. A
+            # conductor killed before this leaves it to the bind reaper.
+            bind.resume(job_uuid, publish=self._publish_requested)
+        return job
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def job_heartbeat(self, ctxt, job_uuid, hostname, try_number=None):

@@ -9,18 +9,17 @@ periodic) or the agent's next start (``agent_started``) fails or requeues,
 and a requeued job is sent again. No step trusts memory: any conductor may
 take any message of any job. The job's states are common/states.py's JOB.
 
-``BindProgrammer`` is the bind workflow's plug: a bind whose profile asks
-for a bitstream or function the region lacks starts a job linked to the
-ARQ and waits for its end in the database.
+``BindProgrammer`` is the bind workflow's programmer: a bind whose
+profile asks for a bitstream or function the region lacks starts a job
+linked to the ARQ; the job's end resumes the bind (bind.resume).
 """
-import time
-
 from oslo_log import log as logging
 
 from cyborg_lite.bitstreams import checks
 from cyborg_lite.bitstreams.formats import normalise_id
 from cyborg_lite.bitstreams import trust as bitstream_trust
 from cyborg_lite.common import context as cl_context
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.conf import CONF
@@ -29,7 +28,6 @@ from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.metrics import counted as metrics
-from cyborg_lite.placement import naming
 from cyborg_lite.rpc import agent_client as agent_rpcapi
 
 LOG = logging.getLogger(__name__)
@@ -64,7 +62,7 @@ def agent_job(job, bitstream, deployable, device, region_name,
     """The plain dict an agent's ``run_job`` takes (crosses RPC).
 
     ``region_name`` is the region's name within its device, as the
-    driver reported it (see ``region_name_of``); ``signature`` what the
+    driver reported it (see common/device_records.region_name_of); ``signature`` what the
     agent checks the image's signature with
     (bitstreams/trust.agent_check; None: no check).
     """
@@ -85,22 +83,6 @@ def agent_job(job, bitstream, deployable, device, region_name,
         },
         'signature': signature,
     }
-
-
-def region_name_of(deployable, device):
-    """The region's name as its driver reported it.
-
-    The report stores deployables as naming.deployable_db_name(host,
-    identity, name), so the driver's name is what follows that prefix.
-    """
-    prefix = naming.device_rp_name(device.hostname, device.identity) + '_'
-    if not deployable.name.startswith(prefix) or \
-            len(deployable.name) == len(prefix):
-        raise exception.Invalid(
-            reason='deployable %s is not named <host>_<identity>_<region> '
-                   'as an agent report names it; it cannot be programmed'
-                   % deployable.name)
-    return deployable.name[len(prefix):]
 
 
 def _iso(value):
@@ -268,7 +250,7 @@ class ProgrammingFlow:
         """Check, create and send a job; return it as a dict."""
         deployable, device = deployables_db.load_region(deployable_uuid)
         # Before the job exists: a region no agent can name is refused.
-        region_name = region_name_of(deployable, device)
+        region_name = device_records.region_name_of(deployable, device)
         job, bitstream, deployable, device, trust = create_job_for(
             bitstream_uuid, deployable_uuid, is_admin=is_admin, force=force,
             user_id=user_id, project_id=project_id, arq_id=arq_id,
@@ -299,7 +281,7 @@ class ProgrammingFlow:
             _fail_queued(job.uuid, exc)
             return False
         self._send(job, bitstream, deployable, device,
-                   region_name_of(deployable, device), trust)
+                   device_records.region_name_of(deployable, device), trust)
         return True
 
     def _send(self, job, bitstream, deployable, device, region_name,
@@ -379,31 +361,16 @@ def _fail_queued(job_uuid, exc):
                 job_uuid, exc)
 
 
-def wait_for_job(job_uuid, timeout, poll_interval):
-    """The job once it ended; ProgrammingError if it runs past timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        job = jobs_db.get(job_uuid)
-        if job.state in states.JOB_TERMINAL:
-            return job
-        if time.monotonic() >= deadline:
-            raise exception.ProgrammingError(
-                reason='programming job %s did not end within %s s (it is '
-                       '%s and goes on)' % (job_uuid, timeout, job.state))
-        time.sleep(poll_interval)
-
-
 class BindProgrammer:
-    """``program_before_bind`` for bind.set_program_before_bind.
-
-    The agent may report to any conductor, so the job's end is read from
-    the database, not this one's memory. Any failure raises with the job's
-    error, which the bind turns into BindFailed with that reason.
+    """The bind workflow's ``programmer`` (conductor/bind.py): starts the
+    job that loads what a bind needs into its region, linked to the ARQ,
+    and returns its uuid at once. The job's end, reported by its agent to
+    any conductor, resumes the bind (bind.resume), so no RPC worker waits
+    while the card is programmed.
     """
 
-    def __init__(self, flow, conf=CONF):
+    def __init__(self, flow):
         self.flow = flow
-        self.conf = conf
 
     def __call__(self, ctxt, arq_uuid, deployable_uuid, bitstream_id=None,
                  function_id=None):
@@ -420,12 +387,6 @@ class BindProgrammer:
             bitstream_id, deployable_uuid,
             user_id=getattr(ctxt, 'user_id', None), project_id=project_id,
             arq_id=arq.id)
-        LOG.info('Bind of ARQ %s waits for programming job %s', arq_uuid,
-                 job['uuid'])
-        opts = self.conf.programming
-        done = wait_for_job(job['uuid'], opts.bind_wait_timeout,
-                            opts.bind_poll_interval)
-        if done.state != 'succeeded':
-            raise exception.ProgrammingError(
-                reason='job %s %s: %s' % (done.uuid, done.state,
-                                          done.error or 'no reason given'))
+        LOG.info('Bind of ARQ %s resumes when programming job %s ends',
+                 arq_uuid, job['uuid'])
+        return job['uuid']

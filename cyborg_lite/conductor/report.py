@@ -46,6 +46,7 @@ from oslo_log import log as logging
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.common import resources
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import topology
 from cyborg_lite.conductor import health
@@ -286,8 +287,8 @@ def _check_device(hostname, driver, record):
     where = 'driver %s device %s' % (driver, record.identity)
     for dep in record.deployables:
         here = '%s deployable %s' % (where, dep.name)
-        if len(naming.deployable_db_name(hostname, record.identity,
-                                         dep.name)) > MAX_COLUMN:
+        if len(device_records.deployable_db_name(
+                hostname, record.identity, dep.name)) > MAX_COLUMN:
             raise _invalid(hostname, '%s: name too long' % here)
         for name in [dep.resource_class] + dep.traits:
             if not _PLACEMENT_NAME_RE.match(name):
@@ -332,10 +333,11 @@ def desired_device(hostname, record):
             **_topology_values(record.topology, with_bus_id=False),
         },
         'deployables': {
-            naming.deployable_db_name(hostname, record.identity, dep.name):
-                _desired_deployable(hostname, record.identity, dep,
-                                    _rp_name(hostname, record, dep, shared),
-                                    dep.topology or record.topology)
+            device_records.deployable_db_name(
+                hostname, record.identity, dep.name): _desired_deployable(
+                    hostname, record.identity, dep,
+                    _rp_name(hostname, record, dep, shared),
+                    dep.topology or record.topology)
             for dep in record.deployables},
     }
 
@@ -346,7 +348,7 @@ def _rp_name(hostname, record, dep, shared):
     stored rp_uuid is never rewritten."""
     group = shared.get(dep.name)
     if group is None or dep.resource_class in \
-            naming.WHOLE_DEVICE_RESOURCE_CLASSES:
+            resources.WHOLE_DEVICE_RESOURCE_CLASSES:
         return naming.deployable_rp_name(hostname, record.identity,
                                          dep.name, dep.resource_class)
     return shared_functions.carrier_rp_name(

@@ -13,6 +13,7 @@ A periodic task is called with no arguments; an exception it raises is
 logged and the task runs again at its next time (a database outage is
 logged by db/sql/session.py's outage log instead, once, not by every task).
 """
+import functools
 import threading
 import time
 
@@ -51,9 +52,6 @@ class ConductorService(rpc_loop.RpcLoop):
         # _wake is also set when a task is added: the loop recomputes its
         # sleep.
         self._init_rpc_loop()
-        # Any conductor may end any bind left behind by a dead one.
-        self.add_periodic(bind.reap_stale_binds,
-                          interval=conf.arq.reap_interval)
         if manager is None:
             publisher = self._publisher()
             # NOTE: each change committed a publish request; publish_host
@@ -68,6 +66,11 @@ class ConductorService(rpc_loop.RpcLoop):
                 cleaning=cleaning.CleaningFlow(after_change=publish,
                                                conf=conf))
         self.manager = manager
+        # Any conductor may end any bind left behind by a dead one.
+        self.add_periodic(functools.partial(
+            bind.reap_stale_binds,
+            publish=functools.partial(manager.publish_requested, None)),
+            interval=conf.arq.reap_interval)
         # Hosts whose offer changed outside a report, left by a conductor
         # that died before publishing them or by the API.
         self.add_periodic(manager.publisher.publish_requested)
@@ -82,8 +85,6 @@ class ConductorService(rpc_loop.RpcLoop):
         # Cleaning tries likewise, and releases whose cast was lost.
         self.add_periodic(manager.cleaning.reap_and_redispatch,
                           interval=conf.cleaning.reap_interval)
-        self._bind_programmer = programming.BindProgrammer(
-            manager.programming, conf)
         # Old history rows go, by age and per device by count.
         self.add_periodic(self.prune_history,
                           interval=conf.device_history.prune_interval)
@@ -114,9 +115,6 @@ class ConductorService(rpc_loop.RpcLoop):
         self._wake.set()
 
     def start(self):
-        # A bind whose profile asks for a bitstream or function the region
-        # lacks programs it first, through this conductor's jobs.
-        bind.set_program_before_bind(self._bind_programmer)
         self.manager.publisher.start()
         self._start_rpc_loop(rpc.CONDUCTOR_TOPIC, [self.manager],
                              'conductor-periodic')
@@ -127,9 +125,6 @@ class ConductorService(rpc_loop.RpcLoop):
         """Stop taking RPC calls, finish those in flight, end the loop."""
         self._stop_rpc_loop()
         self.manager.publisher.stop()
-        # NOTE: the hook is process-wide; a stopped conductor's must not
-        # outlive it (its RPC clients die with the transport).
-        bind.set_program_before_bind(None)
         LOG.info('Conductor %s stopped', self.host)
 
     def _due(self):

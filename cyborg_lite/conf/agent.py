@@ -1,17 +1,6 @@
-"""Options of the [agent] group (cyborg-lite-agent, one per host), and of
-[image_api], how an agent downloads bitstream images from the API.
-
-[image_api] holds keystoneauth1's standard session, auth and adapter
-options, as [placement] does. For an API with ``auth_strategy = noauth``::
-
-    [agent]
-    image_source = http
-    [image_api]
-    endpoint_override = http://api-host:6666
-"""
+"""Options of the [agent] group (cyborg-lite-agent, one per host); how
+it downloads bitstream images is [image_api] (conf/image_api.py)."""
 from oslo_config import cfg
-
-from cyborg_lite.conf import _keystoneauth
 
 GROUP = cfg.OptGroup('agent', title='Agent options',
                      help='How the per-host agent discovers accelerators '
@@ -73,21 +62,11 @@ OPTS = [
                     'any byte reaches the hardware.'),
 ]
 
-IMAGE_API = cfg.OptGroup('image_api', title='Image download options',
-                         help='How an agent with [agent]image_source = http '
-                              'reaches the cyborg-lite API. endpoint_override '
-                              'is the API URL; without it the service '
-                              'catalog is asked for service_type '
-                              'accelerator.')
-IMAGE_API_SERVICE_TYPE = 'accelerator'
-
 
 def register_opts(conf):
     conf.register_group(GROUP)
     conf.register_opts(OPTS, group=GROUP)
-    _keystoneauth.register(conf, IMAGE_API, IMAGE_API_SERVICE_TYPE)
 
 
 def list_opts():
-    return [(GROUP, OPTS),
-            (IMAGE_API, _keystoneauth.sample_opts(IMAGE_API_SERVICE_TYPE))]
+    return [(GROUP, OPTS)]

@@ -85,20 +85,21 @@ PROGRAMMING_OPTS = [
                default=240,
                min=1,
                max=86400,
-               help='Seconds a bind waits for the programming job it '
-                    'started (the profile asked for a bitstream or function '
-                    'the region lacks) to end. On timeout the bind fails; '
-                    'the job itself goes on. Keep it below [arq]'
-                    'bind_timeout, or the bind reaper fails the request '
-                    'first with a less precise reason.'),
+               help='Seconds a Kubernetes claim\'s prepare waits for the '
+                    'programming job it started (the claim\'s config asks '
+                    'for a bitstream or function the region lacks) before '
+                    'it answers "in progress" (the kubelet plugin asks '
+                    'again; the job goes on). A Nova bind does not wait: '
+                    'the end of its job, reported by the agent, finishes '
+                    'it.'),
     cfg.FloatOpt('bind_poll_interval',
                  default=0.5,
                  min=0.01,
                  max=60,
                  help='Seconds between two reads of the job\'s state while '
-                      'a bind waits for it (any conductor may receive the '
-                      'agent\'s reports, so the database is what is '
-                      'watched).'),
+                      'a Kubernetes claim\'s prepare waits for it (any '
+                      'conductor may receive the agent\'s reports, so the '
+                      'database is what is watched).'),
 ]
 
 

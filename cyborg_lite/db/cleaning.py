@@ -286,18 +286,6 @@ def programming_refusal(s, deployable_id, label):
             % (label, state, states.DEVICE_UNSCHEDULABLE_WHY[state]))
 
 
-def hosts_of_arqs(arq_uuids):
-    """The hosts of the regions these ARQs hold now (read before an unbind
-    clears the ARQs' binding)."""
-    arq = models.AcceleratorRequest
-    with session.reader() as s:
-        return set(s.scalars(
-            sa.select(DEVICE.hostname).distinct()
-            .join(DEP, DEP.device_id == DEVICE.id)
-            .join(arq, arq.deployable_id == DEP.id)
-            .where(arq.uuid.in_(list(arq_uuids)))))
-
-
 # --- the conductor's flow ---------------------------------------------------
 
 def ready(hostnames=None):
@@ -311,15 +299,6 @@ def ready(hostnames=None):
         query = query.where(DEVICE.hostname.in_(list(hostnames)))
     with session.reader() as s:
         return [Region(*row) for row in s.execute(query)]
-
-
-def in_state(state, hostname=None):
-    """[Region] in ``state`` (of one host), in id order."""
-    query = _select_regions().where(DEP.device_state == state)
-    if hostname is not None:
-        query = query.where(DEVICE.hostname == hostname)
-    with session.reader() as s:
-        return [Region(*row) for row in s.execute(query.order_by(DEP.id))]
 
 
 def begin(deployable_id):

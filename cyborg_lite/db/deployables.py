@@ -5,12 +5,12 @@ import collections
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import resources
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
 from cyborg_lite.db.sql import pagination
 from cyborg_lite.db.sql import session
-from cyborg_lite.placement import naming
 
 FILTERS = ('name', 'device_id', 'rp_uuid', 'driver_name', 'region_type',
            'function_id')
@@ -411,7 +411,7 @@ def find_by_rp(s, rp_uuid):
         .order_by(models.Deployable.id)))
     whole = [d for d in deployables
              if _resource_class(s, d.id) in
-             naming.WHOLE_DEVICE_RESOURCE_CLASSES]
+             resources.WHOLE_DEVICE_RESOURCE_CLASSES]
     chosen = whole or (deployables if len(deployables) == 1 else [])
     return (device, chosen[:1]) if chosen else None
 

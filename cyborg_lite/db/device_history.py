@@ -74,14 +74,6 @@ def record_for_devices(s, event, device_uuids, ctxt=None):
         session.after_commit(notifications.emit, event, ctxt)
 
 
-def record_all(s, events, ctxt=None):
-    rows = [row_values(e) for e in events if e.device_uuid is not None]
-    if rows:
-        _connection(s).execute(_INSERT, rows)
-    if events and notifications.enabled():
-        session.after_commit(notifications.emit_all, list(events), ctxt)
-
-
 def _connection(s):
     return s if isinstance(s, sa.engine.Connection) else s.connection()
 
@@ -96,12 +88,6 @@ _PLACE_OF_REGION = (sa.select(DEVICE.c.uuid, DEP.c.uuid, DEVICE.c.hostname)
 _PLACE_OF_RP = (sa.select(DEVICE.c.uuid, DEP.c.uuid, DEVICE.c.hostname)
                 .join(DEVICE, DEVICE.c.id == DEP.c.device_id)
                 .where(DEP.c.rp_uuid == sa.bindparam('rp_uuid')))
-_PLACE_OF_HANDLE = (
-    sa.select(DEVICE.c.uuid, DEP.c.uuid, DEVICE.c.hostname)
-    .join(DEVICE, DEVICE.c.id == DEP.c.device_id)
-    .join(models.AttachHandle.__table__,
-          models.AttachHandle.__table__.c.deployable_id == DEP.c.id)
-    .where(models.AttachHandle.__table__.c.id == sa.bindparam('handle_id')))
 _NOWHERE = Place(None, None, None)
 
 
@@ -112,10 +98,6 @@ def place_of_region(s, deployable_id):
 
 def place_of_rp(s, rp_uuid):
     return _place(s, _PLACE_OF_RP, rp_uuid=rp_uuid)
-
-
-def place_of_handle(s, handle_id):
-    return _place(s, _PLACE_OF_HANDLE, handle_id=handle_id)
 
 
 def _place(s, stmt, **params):

@@ -1,8 +1,9 @@
-"""Reads of devices: the API's, and everything one host offers (for
-inventory/views.py); an operator's maintenance switch
-(``set_status``); the one call that records a change of health
-(``health_changed``). The conductor's report writes the rest of a device
-(db/inventory.py), never its status."""
+"""Reads of devices: the API's, and everything one host offers
+(``load_inventory``: the inventory/views.HostInventory every sink
+reads); an operator's maintenance switch (``set_status``); the one call
+that records a change of health (``health_changed``). The conductor's
+report writes the rest of a device (db/inventory.py), never its
+status."""
 import collections
 
 import sqlalchemy as sa
@@ -17,6 +18,7 @@ from cyborg_lite.db import publish_requests
 from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import pagination
 from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import views
 from cyborg_lite.notifications import events as notifications
 
 FILTERS = ('type', 'vendor', 'hostname', 'status')
@@ -245,6 +247,13 @@ def host_rows(hostname, url=None):
                         else None,
                         numa_nodes=host_topology.text_of(conn, hostname)
                         if devices else None)
+
+
+def load_inventory(hostname, url=None, previous=None):
+    """The inventory/views.HostInventory of ``hostname`` as the database
+    has it now; ``previous`` (an inventory of the same host read before)
+    is returned itself when nothing it was built from changed."""
+    return views.from_rows(hostname, host_rows(hostname, url), previous)
 
 
 # One region's rows, read by every bind under its locks: built once.

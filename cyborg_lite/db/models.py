@@ -17,25 +17,28 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from cyborg_lite.bitstreams import signatures
+from cyborg_lite.common import enums
 from cyborg_lite.common import states
+from cyborg_lite.db.sql import clock
 
-DEVICE_TYPES = ('FPGA', 'GPU', 'AICHIP', 'QAT', 'NIC', 'SSD', 'MDEV', 'PCI',
-                'NVME')
-DEVICE_STATUSES = ('enabled', 'maintaining')
+# The enumerations (common/enums.py, common/states.py) by the names the
+# table modules use.
+DEVICE_TYPES = enums.DEVICE_TYPES
+DEVICE_STATUSES = enums.DEVICE_STATUSES
 DEVICE_HEALTH = states.HEALTH.states
-ATTACH_TYPES = ('PCI', 'MDEV', 'TEST_PCI')
-CPID_TYPES = ('PCI',)
+ATTACH_TYPES = enums.ATTACH_TYPES
+CPID_TYPES = enums.CPID_TYPES
 ARQ_STATES = states.ARQ.states
-BITSTREAM_FORMATS = ('gbs', 'xclbin', 'rbf', 'raw')
-BITSTREAM_STATUSES = ('queued', 'saving', 'active', 'killed')
-VISIBILITIES = ('private', 'public')
-SIGNATURE_ALGORITHMS = signatures.ALGORITHMS
-SIGNATURE_POLICIES = signatures.POLICIES
+BITSTREAM_FORMATS = enums.BITSTREAM_FORMATS
+BITSTREAM_STATUSES = enums.BITSTREAM_STATUSES
+VISIBILITIES = enums.VISIBILITIES
+SIGNATURE_ALGORITHMS = enums.SIGNATURE_ALGORITHMS
+SIGNATURE_POLICIES = enums.SIGNATURE_POLICIES
 JOB_STATES = states.JOB.states
 JOB_TRY_OUTCOMES = states.JOB_TRY_OUTCOMES
 DEVICE_STATES = states.DEVICE.states
-AGENT_STATES = ('up', 'down')
+AGENT_STATES = enums.AGENT_STATES
+utcnow = clock.utcnow
 
 NAMING_CONVENTION = {
     'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
@@ -54,11 +57,6 @@ def new_row_type(model):
     keys = [column.key for column in model.__table__.columns]
     return collections.namedtuple('New' + model.__name__, keys,
                                   defaults=[None] * len(keys))
-
-
-def utcnow():
-    # Naive UTC, the same on every backend.
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 def _enum(values, name):

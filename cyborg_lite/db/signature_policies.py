@@ -4,7 +4,7 @@ one (bitstreams/trust.policy_for reads both)."""
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from cyborg_lite.bitstreams import signatures
+from cyborg_lite.common import enums
 from cyborg_lite.common import exception
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
@@ -27,9 +27,9 @@ def list_all():
 
 def set_policy(project_id, policy):
     """Create or replace the project's override; the row."""
-    if policy not in signatures.POLICIES:
+    if policy not in enums.SIGNATURE_POLICIES:
         raise exception.Invalid(reason='signature policy must be one of %s'
-                                % ', '.join(signatures.POLICIES))
+                                % ', '.join(enums.SIGNATURE_POLICIES))
     try:
         return _upsert(project_id, policy)
     except sa_exc.IntegrityError:

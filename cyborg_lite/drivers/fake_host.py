@@ -117,9 +117,6 @@ class FakeHost:
         return '0000:%02x:%02x.%d' % (fake.FIRST_BUS + card, (port + 1) >> 3,
                                       (port + 1) & 7)
 
-    def card_address(self, card):
-        return '0000:%02x:00.0' % (fake.FIRST_BUS + card)
-
     def _layout(self):
         layout = _read_json(os.path.join(self.root, fake.LAYOUT_FILE), None)
         if layout is None:

@@ -10,7 +10,7 @@ job that changed a region's function, a clean, ...; each also commits a
 publish request, see db/publish_requests.py, deleted once every sink's
 result has ``converged``), and ``retry_pending()`` periodically.
 
-A sink reads the neutral view (inventory/views.load) and
+A sink reads the neutral view (db/devices.load_inventory) and
 translates it itself. ``publish`` never raises for trouble on the
 consumer's side: the rows are committed whatever it does, so it marks
 the host pending and the periodic retry takes it from there.

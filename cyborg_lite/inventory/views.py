@@ -1,9 +1,11 @@
 """What one host offers, as plain frozen views: the input of every sink.
+Pure: no I/O (db/ imports it; it imports no db/).
 
-``load(hostname)`` reads the host's devices with their deployables and
-attach handles in one transaction and returns a ``HostInventory``,
-detached from any session. A deployable's resource class and traits come
-from its attributes, as in Cyborg: key ``rc`` is the resource class, keys
+``db/devices.load_inventory(hostname)`` reads the host's devices with
+their deployables and attach handles in one transaction and returns the
+``HostInventory`` built here (``from_rows``), detached from any
+session. A deployable's resource class and traits come from its
+attributes, as in Cyborg: key ``rc`` is the resource class, keys
 ``trait0``..``traitN`` are trait names. Nothing here is specific to one
 consumer: the Placement sink builds a provider tree from it
 (placement/tree.py), a Kubernetes sink ResourceSlices.
@@ -12,7 +14,9 @@ Whether a device or a deployable may be offered and bound now is decided
 in one place, ``unavailable_reasons(device, deployable=None)``: a tuple of
 reason names from REASONS, empty when it may. Every sink hides what has a
 reason (Placement: reserved = total) and the bind path refuses it under
-its locks (``region_refusal``, given to db/arqs.finish_bind).
+its locks (``region_refusal``, given to db/arqs.finish_bind). Which of
+the siblings behind one function a bind takes is decided here too
+(``choose_member``): siblings are an inventory fact.
 """
 import dataclasses
 import functools
@@ -20,7 +24,6 @@ import json
 
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
-from cyborg_lite.db import devices as devices_db
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,15 +292,15 @@ def _views(rows):
                  for d in rows.devices)
 
 
-def load(hostname, url=None, previous=None):
-    """The HostInventory of ``hostname`` as the database has it now.
+def from_rows(hostname, rows, previous=None):
+    """The HostInventory of ``hostname`` built from ``rows``
+    (db/devices.HostRows: db/devices.load_inventory reads them).
 
-    ``previous``, an inventory of the same host loaded before, is returned
-    itself when the rows read now are equal to its rows (every column
+    ``previous``, an inventory of the same host built before, is returned
+    itself when ``rows`` are equal to its rows (every column
     db/devices.host_rows reads, which are all an inventory is made of):
     equal rows make an equal inventory, and a publish's second read
     (placement/sink.py) is spared building it."""
-    rows = devices_db.host_rows(hostname, url)
     if previous is not None and previous.rows == rows:
         return previous
     nodes = tuple(json.loads(rows.numa_nodes)) if rows.numa_nodes else ()
@@ -325,12 +328,44 @@ def refusal(device, deployable):
         describe(reasons, device, deployable))
 
 
-def deployable_refusal(hostname, deployable_uuid):
-    """``refusal`` of a deployable of ``hostname``, read now (a caller
-    about to act on it: the bind decides again under its locks); None
-    when it may be bound, or is not there."""
-    for device in load(hostname).devices:
+def refusal_in(inventory, deployable_uuid):
+    """``refusal`` of the deployable ``deployable_uuid`` of ``inventory``
+    (a caller about to act on it: the bind decides again under its
+    locks); None when it may be bound, or is not there."""
+    for device in inventory.devices:
         for deployable in device.deployables:
             if deployable.uuid == deployable_uuid:
                 return refusal(device, deployable)
     return None
+
+
+def choose_member(device, members, mismatch, loaded=None):
+    """The deployable of ``members`` (siblings behind one function of
+    ``device``, offered by one provider) that a bind takes: one that
+    serves the request on its own (``mismatch(dep)``: why it could not,
+    or None; placement/tree.mismatch for a device profile group), may be
+    bound now and has a free attach handle, preferring one for which
+    ``loaded(dep)`` says no programming is needed; then by name. Returns
+    (deployable, None) or (None, why none may)."""
+    why = {}
+    fit = []
+    for dep in members:
+        reason = mismatch(dep)
+        blocked = unavailable_reasons(device, dep)
+        if reason is None and blocked:
+            # NOTE: as the single region's refusal says it (region_refusal):
+            # why it is unhealthy, who holds its function.
+            reason = 'unavailable [%s]: %s' % (', '.join(blocked),
+                                               describe(blocked, device, dep))
+        if reason is None and not any(not h.in_use and h.held_by is None
+                                      for h in dep.attach_handles):
+            reason = 'no free attach handle'
+        if reason is None:
+            fit.append(dep)
+        else:
+            why[dep.name] = reason
+    if not fit:
+        return None, '; '.join('%s: %s' % item for item in sorted(
+            why.items()))
+    fit.sort(key=lambda d: (not (loaded and loaded(d)), d.name))
+    return fit[0], None

@@ -28,13 +28,13 @@ from oslo_log import log as logging
 
 from cyborg_lite.bitstreams import checks
 from cyborg_lite.bitstreams import trust as bitstream_trust
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
-from cyborg_lite.conductor import bind
-from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import k8s_claims as claims_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.inventory import views as host_inventory
@@ -68,7 +68,8 @@ class ClaimFlow:
         if request['pool'] != node:
             raise refused('pool %s is not the pool of host %s (%s)'
                           % (request['pool'], hostname, node))
-        inventory = k8s_view.load(self.conf, hostname)
+        inventory = k8s_view.of_host(self.conf,
+                                     devices_db.load_inventory(hostname))
         found = slices.devices_by_name(inventory).get(request['device'])
         if found is None:
             raise refused('no device %s in pool %s' % (request['device'],
@@ -158,7 +159,7 @@ class ClaimFlow:
         None when it holds what the config asks for in an image the
         project may be given as it is."""
         wanted = _wanted(config)
-        if not config.get('force') and bind.programming_needed(
+        if not config.get('force') and checks.programming_needed(
                 wanted, region.bitstream_id, region.function_id) is None \
                 and checks.loaded_image_trusted(
                     region.bitstream_id, region.function_id, project_id):
@@ -278,7 +279,7 @@ def _answer(region, device, claimed):
     return {
         'deployable_uuid': region.uuid, 'device_uuid': device.uuid,
         'identity': device.identity,
-        'region_name': programming_mod.region_name_of(region, device),
+        'region_name': device_records.region_name_of(region, device),
         'driver': device.driver_name, 'pci_address': device.pci_address,
         'region_type': region.region_type,
         'function_id': region.function_id,
@@ -289,7 +290,7 @@ def _answer(region, device, claimed):
 
 
 def _wanted(config):
-    """The config as a device profile group, for bind.programming_needed."""
+    """The config as a device profile group, for checks.programming_needed."""
     if config.get('bitstream_id'):
         return {'accel:bitstream_id': config['bitstream_id']}
     return {'accel:function_id': config['function_id']}

@@ -4,7 +4,7 @@ with the database (an InventorySink, see inventory/sink.py).
 Enabled by ``kubernetes`` in [conductor]inventory_sinks; the hosts it
 publishes are [kubernetes]hosts, each as the Node [kubernetes]node_names
 maps it to (its own name by default). ``publish(hostname)`` reads the
-host's Kubernetes view (kubernetes/view.load) and lets
+host's Kubernetes view (kubernetes/view.of_host) and lets
 slice_sync.SliceSync write the difference: an unchanged host
 costs one list and no write. Trouble with the API marks the host
 pending; ``retry_pending`` tries again with a doubling backoff
@@ -25,6 +25,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.db import agents as agents_db
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.inventory import sink as inventory_sink
 from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import resync
@@ -103,8 +104,8 @@ class KubernetesSink(inventory_sink.InventorySink):
         if hostname not in self.hosts:
             return SliceSyncResult(hostname, ok=True)
         try:
-            result = self.sync.sync(k8s_view.load(self.conf, hostname,
-                                                  self.db_url))
+            result = self.sync.sync(k8s_view.of_host(
+                self.conf, devices_db.load_inventory(hostname, self.db_url)))
         except (k8s_client.KubernetesApiError, slices.InvalidSlice) as e:
             if isinstance(e, k8s_client.KubernetesUnreachable):
                 # NOTE: every host fails alike while it lasts: said once.

@@ -2,7 +2,8 @@
 kubernetes/inventory's view, from which kubernetes/slices builds the
 ResourceSlices. One mapping for the conductor's sink and claims
 (kubernetes/sink.py, kubernetes/claims.py) and the API's preview
-(/v2/resource_slices).
+(/v2/resource_slices). Pure: callers read the HostInventory
+(db/devices.load_inventory) and give it to ``of_host``.
 
 Availability is decided once, by host_inventory.unavailable_reasons: every
 reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
@@ -11,10 +12,10 @@ degraded one (host_inventory.advisories) an informational taint.
 """
 import re
 
+from cyborg_lite.common import device_records
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import inventory
 from cyborg_lite.kubernetes import names as k8s_names
-from cyborg_lite.placement import naming
 
 # Kubernetes' own allocation: not a reason to hide the device from it.
 OWN_REASON = 'kubernetes_claimed'
@@ -72,8 +73,8 @@ def _shares_function(hostname, device, dep):
 
 def _name_in_device(hostname, device, dep):
     """The deployable's name as its driver reported it (the report stores
-    naming.deployable_db_name), so device names stay short."""
-    prefix = naming.device_rp_name(hostname, device.identity) + '_'
+    device_records.deployable_db_name), so device names stay short."""
+    prefix = device_records.device_prefix(hostname, device.identity)
     if dep.name.startswith(prefix) and len(dep.name) > len(prefix):
         return dep.name[len(prefix):]
     return dep.name
@@ -94,7 +95,9 @@ def k8s_inventory(view, node, conf):
                                    view.numa_nodes)
 
 
-def load(conf, hostname, db_url=None):
-    """The Kubernetes view of ``hostname`` as the database has it now."""
-    return k8s_inventory(host_inventory.load(hostname, db_url),
-                         node_name(conf, hostname), conf.kubernetes)
+def of_host(conf, view):
+    """The Kubernetes view of ``view`` (a host_inventory.HostInventory:
+    db/devices.load_inventory reads it) under ``conf``'s [kubernetes]
+    options and Node name."""
+    return k8s_inventory(view, node_name(conf, view.hostname),
+                         conf.kubernetes)

@@ -9,6 +9,7 @@ tests and the bench can prove that an unchanged report writes nothing.
 """
 import collections
 import threading
+import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
@@ -108,6 +109,12 @@ class PlacementClient:
 
     def delete(self, url):
         return self.request('DELETE', url)
+
+    def provider_named(self, name):
+        """The provider Placement has under ``name`` (its JSON), or None."""
+        found = self.get('/resource_providers?name=%s'
+                         % urllib.parse.quote(name, safe=''))
+        return (found['resource_providers'] or [None])[0]
 
 
 def _error_code(resp):

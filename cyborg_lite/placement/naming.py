@@ -1,8 +1,10 @@
 """Names and uuids of resource providers, shared by the conductor's report,
-its Placement sync and the bind workflow so all three agree.
+its Placement sync and the bind workflow so all three agree. (A
+deployable's name in the database is common/device_records.py's.)
 
-the Placement model of docs/architecture.md: the device RP is ``<host>_<pci address>``
-(``<host>_<identity>`` for non-PCI devices) and each region RP is
+The Placement model of docs/architecture.md: the device RP is
+``<host>_<pci address>`` (``<host>_<identity>`` for non-PCI devices) and
+each region RP is
 ``<device rp name>_<deployable name>``. A whole-GPU deployable (resource
 class PGPU) is the device RP itself. RP uuids are uuid3(NAMESPACE_DNS, name)
 as Cyborg makes them, so a re-created provider keeps its uuid.
@@ -10,7 +12,7 @@ as Cyborg makes them, so a re-created provider keeps its uuid.
 import hashlib
 import uuid
 
-WHOLE_DEVICE_RESOURCE_CLASSES = ('PGPU',)
+from cyborg_lite.common import resources
 
 
 def device_rp_name(hostname, identity):
@@ -25,14 +27,8 @@ def numa_rp_name(hostname, node):
 
 def deployable_rp_name(hostname, identity, deployable_name,
                        resource_class=None):
-    if resource_class in WHOLE_DEVICE_RESOURCE_CLASSES:
+    if resource_class in resources.WHOLE_DEVICE_RESOURCE_CLASSES:
         return device_rp_name(hostname, identity)
-    return '%s_%s' % (device_rp_name(hostname, identity), deployable_name)
-
-
-def deployable_db_name(hostname, identity, deployable_name):
-    """Unique deployable name in the database (one per deployable, even
-    when, like a PGPU, it shares its provider with the device)."""
     return '%s_%s' % (device_rp_name(hostname, identity), deployable_name)
 
 

@@ -57,30 +57,16 @@ and returns a ``SyncReport``. Rules:
   its deployables now.
 """
 import dataclasses
-import urllib.parse
 
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.placement import provider_cache
+from cyborg_lite.placement import removal
 from cyborg_lite.placement import tree as tree_mod
+from cyborg_lite.placement import writes
 
 LOG = logging.getLogger(__name__)
-INVENTORY_FIELDS = ('total', 'reserved', 'min_unit', 'max_unit',
-                    'step_size', 'allocation_ratio')
-# How much POST /reshaper raises a provider's generation when it gives it
-# a non-empty inventory (openstack-placement 16: two set_inventory calls).
-RESHAPE_GENERATION_STEP = 2
-
-
-@dataclasses.dataclass
-class Current:
-    """One provider as Placement has it now."""
-    uuid: str
-    name: str
-    parent_uuid: str | None
-    generation: int
-    inventories: dict = dataclasses.field(default_factory=dict)
-    traits: frozenset = frozenset()
 
 
 @dataclasses.dataclass
@@ -97,18 +83,11 @@ class SyncReport:
     stale: bool = False
 
 
-def _q(value):
-    return urllib.parse.quote(value, safe='')
+class Reporter(provider_cache.ProviderCache, writes.Writes,
+               removal.Removal):
+    """One host's provider tree in Placement made to match the database
+    (module docstring); its memory, writes and removal are its parts'."""
 
-
-def _same_inventories(current, desired):
-    if set(current) != set(desired):
-        return False
-    return all(current[rc].get(f) == desired[rc][f]
-               for rc in desired for f in INVENTORY_FIELDS)
-
-
-class Reporter:
     def __init__(self, client, conflict_retries=5, cache=False,
                  records=None, numa_layer=True):
         self.client = client
@@ -143,15 +122,12 @@ class Reporter:
 
     # -- reading ---------------------------------------------------------
 
-    def find_root(self, hostname, create=False):
-        return self._find_root(hostname, create)[0]
-
     def _find_root(self, hostname, create):
         """(root uuid, the tree's listing when we just made it, else
         None)."""
-        found = self.client.get('/resource_providers?name=%s' % _q(hostname))
-        if found['resource_providers']:
-            return found['resource_providers'][0]['uuid'], None
+        found = self.client.provider_named(hostname)
+        if found is not None:
+            return found['uuid'], None
         if not create:
             raise exception.ComputeNodeNotFound(hostname=hostname)
         try:
@@ -193,95 +169,6 @@ class Reporter:
                     self._read_provider(rp)
         return current
 
-    def _known_owners(self, root_uuid, everything, wanted_uuids):
-        """Our providers among the unwanted listed ones, if every one of
-        them is remembered at its listed generation; else None. The
-        compute node is never ours (we may create it, never own it), so a
-        tree of the root alone needs no owner listing."""
-        if all(rp['uuid'] in wanted_uuids or rp['uuid'] == root_uuid
-               for rp in everything):
-            return set()
-        if not self.cache:
-            return None
-        owned = set()
-        for rp in everything:
-            if rp['uuid'] in wanted_uuids or rp['uuid'] == root_uuid:
-                continue
-            if self._foreign.get(rp['uuid']) == rp['generation']:
-                continue
-            known = self._providers.get(rp['uuid'])
-            if known is None or known.generation != rp['generation']:
-                return None
-            if tree_mod.OWNER_TRAIT in known.traits:
-                owned.add(rp['uuid'])
-        return owned
-
-    def _recall(self, root_uuid, everything):
-        """Remember the listed providers this process does not know at
-        their listed generation but the records do (another conductor
-        wrote them, or this one before a restart): one SELECT instead of
-        two GETs each."""
-        if self.records is None:
-            return
-        unknown = {}
-        for rp in everything:
-            uuid, generation = rp['uuid'], rp['generation']
-            known = self._providers.get(uuid)
-            if uuid != root_uuid and self._foreign.get(uuid) != generation \
-                    and (known is None or known.generation != generation):
-                unknown[uuid] = rp
-        if not unknown:
-            return
-        for uuid, record in self.records.load(unknown).items():
-            rp = unknown[uuid]
-            if record.generation == rp['generation']:
-                self._providers[uuid] = Current(
-                    uuid=uuid, name=rp['name'],
-                    parent_uuid=rp['parent_provider_uuid'],
-                    generation=record.generation,
-                    inventories=record.inventories, traits=record.traits)
-                self._recorded[uuid] = record.generation
-
-    def _record(self, report):
-        """Record the host's providers whose generation moved since this
-        process last recorded them."""
-        if self.records is None:
-            return
-        moved = {}
-        for uuid in report.tree.by_uuid():
-            have = self._providers.get(uuid)
-            if have is not None and \
-                    self._recorded.get(uuid) != have.generation:
-                moved[uuid] = _copy(have)
-        if moved and self.records.save(moved):
-            self._recorded.update(
-                (uuid, have.generation) for uuid, have in moved.items())
-
-    def _cached(self, rp):
-        """A copy of the remembered provider if Placement's generation
-        says it has not changed since, else None."""
-        known = self._providers.get(rp['uuid'])
-        if known is None or known.generation != rp['generation']:
-            return None
-        return _copy(known, name=rp['name'],
-                     parent_uuid=rp['parent_provider_uuid'])
-
-    def _remember(self, have):
-        if self.cache:
-            self._providers[have.uuid] = _copy(have)
-
-    def _forget(self, uuid):
-        self._providers.pop(uuid, None)
-        self._foreign.pop(uuid, None)
-        self._recorded.pop(uuid, None)
-
-    def _forget_tree(self, hostname, uuids):
-        """Forget the host's tree and these providers of it: what failed
-        to be written may be what was remembered."""
-        self._trees.pop(hostname, None)
-        for uuid in uuids:
-            self._forget(uuid)
-
     def _root(self, hostname, create):
         """(root uuid, the tree listing or None): with the cache, the
         remembered root if the listing of its tree still shows it under
@@ -305,11 +192,12 @@ class Reporter:
         # NOTE: the generation of the second answer; a write between the
         # two reads leaves an older inventory under a newer generation,
         # so remember it only when both answers carry the same one.
-        have = Current(uuid=rp['uuid'], name=rp['name'],
-                       parent_uuid=rp['parent_provider_uuid'],
-                       generation=traits['resource_provider_generation'],
-                       inventories=inv['inventories'],
-                       traits=frozenset(traits['traits']))
+        have = provider_cache.Current(
+            uuid=rp['uuid'], name=rp['name'],
+            parent_uuid=rp['parent_provider_uuid'],
+            generation=traits['resource_provider_generation'],
+            inventories=inv['inventories'],
+            traits=frozenset(traits['traits']))
         if inv['resource_provider_generation'] == have.generation:
             self._remember(have)
         return have
@@ -415,7 +303,7 @@ class Reporter:
             have = self._providers.get(uuid)
             if have is None:
                 return None
-            current[uuid] = _copy(have)
+            current[uuid] = provider_cache.copy_of(have)
         if root is None:
             return None
         desired = tree_mod.build_tree(hostname, root, devices, numa_layer)
@@ -437,14 +325,6 @@ class Reporter:
         self._remember_tree(hostname, report)
         self._record(report)
         return report
-
-    def _remember_tree(self, hostname, report):
-        if not self.cache or report.held:
-            self._trees.pop(hostname, None)
-            return
-        self._trees[hostname] = (report.root_uuid,
-                                 frozenset(report.tree.by_uuid()),
-                                 report.tree.numa_layer)
 
     def _apply(self, desired, current, report):
         """Create, rename, then the inventories of every provider in one
@@ -474,270 +354,6 @@ class Reporter:
         self._remove(gone, current, report, desired,
                      {have.uuid: (provider, have)
                       for provider, have, _ in plans})
-
-    # -- writing ---------------------------------------------------------
-
-    def _create(self, provider):
-        body = self.client.post('/resource_providers', {
-            'name': provider.name, 'uuid': provider.uuid,
-            'parent_provider_uuid': provider.parent_uuid})
-        return Current(uuid=provider.uuid, name=provider.name,
-                       parent_uuid=provider.parent_uuid,
-                       generation=body['generation'])
-
-    def _rename(self, provider, have):
-        """Rename or move a provider: a move under another parent keeps
-        its uuid, inventories and allocations (re-parenting, Placement
-        1.37), so the NUMA layer's reshape of a host moves no allocation.
-        """
-        if (have.name, have.parent_uuid) == (provider.name,
-                                             provider.parent_uuid):
-            return False
-        body = self.client.put('/resource_providers/%s' % have.uuid, {
-            'name': provider.name,
-            'parent_provider_uuid': provider.parent_uuid})
-        if have.parent_uuid != provider.parent_uuid:
-            LOG.info('Moved resource provider %s (%s) under %s',
-                     provider.name, have.uuid, provider.parent_uuid)
-        have.generation = body['generation']
-        have.name, have.parent_uuid = provider.name, provider.parent_uuid
-        return True
-
-    def _write_all(self, plans):
-        """Traits, then inventories, of the planned providers; {uuid: True}
-        for each one written.
-
-        Placement 1.39 has no bulk form for providers or traits, but POST
-        /reshaper replaces the inventories of many providers in one
-        request: a new host's regions cost one write instead of one each.
-        Traits go first, right after a provider is made, so that it
-        carries OWNER_CYBORG as soon as possible, and their answers give
-        the exact generations the reshaper is checked against.
-        """
-        changed = {}
-        for provider, have, renamed in plans:
-            if renamed:
-                changed[provider.uuid] = True
-            if have.traits != provider.traits:
-                new_traits = provider.traits - have.traits
-                self._ensure_traits(new_traits)
-                self._retry_unknown(
-                    lambda: self._put_traits(have, provider.traits),
-                    '/traits/%s', new_traits)
-                changed[provider.uuid] = True
-        stale = [(p, h) for p, h, _ in plans
-                 if not _same_inventories(h.inventories, p.inventories)]
-        new_rcs = {rc for p, h in stale
-                   for rc in set(p.inventories) - set(h.inventories)}
-        self._ensure_rcs(new_rcs)
-        if len(stale) < 2 or not self._reshape(stale, new_rcs):
-            for provider, have in stale:
-                self._retry_unknown(
-                    lambda: self._put_inventories(have,
-                                                  provider.inventories),
-                    '/resource_classes/%s', new_rcs)
-        for provider, have in stale:
-            changed[provider.uuid] = True
-        return changed
-
-    def _reshape(self, stale, new_rcs):
-        """The inventories of ``stale`` [(provider, have)] in one POST
-        /reshaper; False (and never again) if Placement refuses it."""
-        if not self.bulk_inventories:
-            return False
-        body = {'inventories': {
-            have.uuid: {'resource_provider_generation': have.generation,
-                        'inventories': provider.inventories}
-            for provider, have in stale}, 'allocations': {}}
-        try:
-            self._retry_unknown(lambda: self.client.post('/reshaper', body),
-                                '/resource_classes/%s', new_rcs)
-        except exception.PlacementError as exc:
-            if getattr(exc, 'status', None) != 403:
-                raise
-            # NOTE: Placement's default policy lets only the service role
-            # reshape; an admin-only user writes provider by provider.
-            LOG.warning('Placement refused POST /reshaper (%s); writing '
-                        'inventories one provider at a time from now on. '
-                        'Give the Placement user the service role to write '
-                        'them in bulk.', exc)
-            self.bulk_inventories = False
-            return False
-        for provider, have in stale:
-            # NOTE: the reshaper answers 204 without generations. Placement
-            # sets a provider's inventory twice in it (an interim union,
-            # then the final one), each bumping the generation. A wrong
-            # guess costs a cache miss (a read) at the next sync, or a 409
-            # and a re-read at the next write; never a stale write.
-            have.generation += RESHAPE_GENERATION_STEP if \
-                provider.inventories else 1
-            have.inventories = {rc: dict(inv) for rc, inv in
-                                provider.inventories.items()}
-        return True
-
-    def _retry_unknown(self, write, url, names):
-        """Run ``write``; on a 400 when remembered custom names were
-        trusted, create them again and retry once (someone may have
-        deleted one since we made it)."""
-        try:
-            return write()
-        except exception.PlacementError as exc:
-            trusted = {url % n for n in names} & self._ensured
-            if getattr(exc, 'status', None) != 400 or not trusted:
-                raise
-            LOG.info('Placement refused %s (%s); creating them again',
-                     sorted(trusted), exc)
-            self._ensured -= trusted
-            self._ensure(url, names)
-            return write()
-
-    def _put_inventories(self, have, inventories):
-        body = self.client.put(
-            '/resource_providers/%s/inventories' % have.uuid,
-            {'resource_provider_generation': have.generation,
-             'inventories': inventories})
-        have.generation = body['resource_provider_generation']
-        have.inventories = body['inventories']
-
-    def _put_traits(self, have, traits):
-        body = self.client.put(
-            '/resource_providers/%s/traits' % have.uuid,
-            {'resource_provider_generation': have.generation,
-             'traits': sorted(traits)})
-        have.generation = body['resource_provider_generation']
-        have.traits = frozenset(body['traits'])
-
-    def _ensure_traits(self, names):
-        self._ensure('/traits/%s', names)
-
-    def _ensure_rcs(self, names):
-        self._ensure('/resource_classes/%s', names)
-
-    def _ensure(self, url, names):
-        # PUT of a custom trait or resource class is idempotent (201 new,
-        # 204 present); standard names always exist.
-        for name in sorted(names):
-            key = url % name
-            if name.startswith('CUSTOM_') and key not in self._ensured:
-                self.client.put(key)
-                self._ensured.add(key)
-
-    # -- removing --------------------------------------------------------
-
-    def _remove(self, gone, current, report, desired, planned):
-        for have in sorted(gone, key=lambda c: -_depth(c, current)):
-            successor = planned.get(desired.moved.get(have.uuid))
-            if _has_child(have, current) or (
-                    self._in_use(have) and
-                    not self._move_allocations(have, successor)):
-                self._hold(have, report)
-                if successor is not None:
-                    # NOTE: what it holds is not counted on the provider
-                    # that offers its deployable now: offer nothing there
-                    # until it is freed.
-                    self._reserve_all(successor[1])
-                continue
-            self.client.delete('/resource_providers/%s' % have.uuid)
-            self._forget(have.uuid)
-            if self.records is not None:
-                self.records.forget([have.uuid])
-            del current[have.uuid]
-            report.deleted.append(have.name)
-
-    def _move_allocations(self, have, target):
-        """Move every allocation of ``have``, a provider no longer wanted,
-        to ``target`` ((Provider, Current) now offering what it did, or
-        None) in one POST /reshaper: an upgrade that offers regions behind
-        one function through one provider (tree.moved). False when there
-        is no target or Placement refuses (no service role, or the target
-        cannot hold them): the provider is then held."""
-        if target is None:
-            return False
-        provider, target_have = target
-        try:
-            consumers = self.client.get('/resource_providers/%s/allocations'
-                                        % have.uuid)['allocations']
-            body = {'inventories': {
-                have.uuid: {'resource_provider_generation': have.generation,
-                            'inventories': {}},
-                target_have.uuid: {
-                    'resource_provider_generation': target_have.generation,
-                    'inventories': provider.inventories}},
-                'allocations': {
-                    consumer: self._moved_consumer(consumer, have.uuid,
-                                                   target_have.uuid)
-                    for consumer in consumers}}
-            self.client.post('/reshaper', body)
-        except exception.PlacementError as exc:
-            LOG.warning('Could not move the allocations of resource '
-                        'provider %s (%s) to %s: %s', have.name, have.uuid,
-                        target_have.name, exc)
-            return False
-        finally:
-            # NOTE: the reshaper answers without generations.
-            self._forget(target_have.uuid)
-            self._forget(have.uuid)
-        LOG.info('Moved the allocations of resource provider %s to %s',
-                 have.name, target_have.name)
-        return True
-
-    def _moved_consumer(self, consumer, old_uuid, new_uuid):
-        """A consumer's allocations (all of them, as the reshaper replaces
-        them) with those on ``old_uuid`` on ``new_uuid``."""
-        found = self.client.get('/allocations/%s' % consumer)
-        moved = {}
-        for rp_uuid, alloc in found['allocations'].items():
-            resources = moved.setdefault(
-                new_uuid if rp_uuid == old_uuid else rp_uuid, {})
-            for rc, amount in alloc['resources'].items():
-                resources[rc] = resources.get(rc, 0) + amount
-        entry = {'allocations': {rp: {'resources': resources}
-                                 for rp, resources in moved.items()},
-                 'project_id': found['project_id'],
-                 'user_id': found['user_id'],
-                 'consumer_generation': found['consumer_generation']}
-        if 'consumer_type' in found:
-            entry['consumer_type'] = found['consumer_type']
-        return entry
-
-    def _in_use(self, have):
-        usages = self.client.get(
-            '/resource_providers/%s/usages' % have.uuid)['usages']
-        return any(usages.values())
-
-    def _hold(self, have, report):
-        LOG.warning('Resource provider %s (%s) is gone from the host but '
-                    'still holds allocations; keeping it with reserved = '
-                    'total until they are freed', have.name, have.uuid)
-        self._reserve_all(have)
-        report.held.append(have.name)
-
-    def _reserve_all(self, have):
-        held = {rc: dict(inv, reserved=inv['total'])
-                for rc, inv in have.inventories.items()}
-        if not _same_inventories(have.inventories, held):
-            self._forget(have.uuid)
-            self._put_inventories(have, {
-                rc: {f: inv[f] for f in INVENTORY_FIELDS}
-                for rc, inv in held.items()})
-            self._remember(have)
-
-
-def _copy(have, **changes):
-    """A Current of its own: the inventories dict is not shared."""
-    return dataclasses.replace(have, inventories=dict(have.inventories),
-                               **changes)
-
-
-def _depth(have, current):
-    depth, parent = 0, have.parent_uuid
-    while parent in current:
-        depth, parent = depth + 1, current[parent].parent_uuid
-    return depth
-
-
-def _has_child(have, current):
-    return any(c.parent_uuid == have.uuid for c in current.values())
 
 
 def _retryable(exc):

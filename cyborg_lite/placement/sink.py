@@ -35,10 +35,10 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import inventory as inventory_db
 from cyborg_lite.db import placement_providers
 from cyborg_lite.inventory import sink as inventory_sink
-from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import reporter as reporter_mod
 from cyborg_lite.placement import tree as tree_mod
@@ -137,8 +137,8 @@ class PlacementSink(inventory_sink.InventorySink):
         read = [None]
 
         def read_devices():
-            read[0] = host_inventory.load(hostname, self.db_url,
-                                          previous=read[0])
+            read[0] = devices_db.load_inventory(hostname, self.db_url,
+                                                previous=read[0])
             return read[0].devices
 
         for _round in range(self.FRESHNESS_ROUNDS):
@@ -150,8 +150,8 @@ class PlacementSink(inventory_sink.InventorySink):
                 create_root=self.conf.placement.create_compute_node_rp,
                 known=known and _round == 0)
             inventory = read[0]
-            now = host_inventory.load(hostname, self.db_url,
-                                      previous=inventory)
+            now = devices_db.load_inventory(hostname, self.db_url,
+                                            previous=inventory)
             report.stale = now is not inventory and tree_mod.build_tree(
                 hostname, report.root_uuid, now.devices,
                 report.tree.numa_layer) != report.tree

@@ -32,6 +32,7 @@ import re
 import os_resource_classes as orc
 import os_traits
 
+from cyborg_lite.common import resources
 from cyborg_lite.common import shared_functions
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.placement import naming
@@ -42,7 +43,7 @@ PROGRAMMABLE_TRAIT = 'CUSTOM_PROGRAMMABLE'
 LOCAL_MEMORY_RC = 'CUSTOM_FPGA_LOCAL_MEMORY_MB'
 # Resource classes that live on the device RP itself rather than on a
 # child: a whole GPU passed through is the card, not a part of it.
-DEVICE_LEVEL_RCS = frozenset(naming.WHOLE_DEVICE_RESOURCE_CLASSES)
+DEVICE_LEVEL_RCS = frozenset(resources.WHOLE_DEVICE_RESOURCE_CLASSES)
 DEFAULT_RC = {'FPGA': orc.FPGA, 'GPU': orc.PGPU, 'MDEV': orc.VGPU}
 _INVALID = re.compile('[^A-Z0-9_]+')
 _MAX_NAME = 255
@@ -106,8 +107,9 @@ def device_rp_name(hostname, device):
 
 
 def child_rp_name(device_name, deployable):
-    # The conductor stores the global name (naming.deployable_db_name),
-    # device RP name in front; prefixing again would change the uuid.
+    # The conductor stores the global name (common/device_records.
+    # deployable_db_name), device RP name in front; prefixing again would
+    # change the uuid.
     if deployable.name.startswith(device_name + '_'):
         return deployable.name
     return '%s_%s' % (device_name, deployable.name)
@@ -282,7 +284,7 @@ def build_tree(hostname, root_uuid, devices, numa_layer=True):
     return tree
 
 
-# --- which sibling a bind takes --------------------------------------------
+# --- what a sibling offers alone (which one a bind takes: inventory/views)
 
 def _alone(device, dep):
     """(traits, {resource class: total}) ``dep`` would offer on a
@@ -309,34 +311,3 @@ def mismatch(device, dep, group, region_type=None):
     if region_type and dep.region_type != region_type:
         return 'the bitstream is for region type %s' % region_type
     return None
-
-
-def choose_member(device, members, group, region_type=None, loaded=None):
-    """The deployable of ``members`` (siblings offered by one provider)
-    that a bind of ``group`` takes: one that serves the group on its own
-    and may be bound now, preferring one for which ``loaded(dep)`` says
-    no programming is needed; then by name. Returns (deployable, None) or
-    (None, why none may)."""
-    why = {}
-    fit = []
-    for dep in members:
-        reason = mismatch(device, dep, group, region_type)
-        blocked = host_inventory.unavailable_reasons(device, dep)
-        if reason is None and blocked:
-            # NOTE: as the single region's refusal says it (region_refusal):
-            # why it is unhealthy, who holds its function.
-            reason = 'unavailable [%s]: %s' % (', '.join(blocked),
-                                               host_inventory.describe(
-                                                   blocked, device, dep))
-        if reason is None and not any(not h.in_use and h.held_by is None
-                                      for h in dep.attach_handles):
-            reason = 'no free attach handle'
-        if reason is None:
-            fit.append(dep)
-        else:
-            why[dep.name] = reason
-    if not fit:
-        return None, '; '.join('%s: %s' % item for item in sorted(
-            why.items()))
-    fit.sort(key=lambda d: (not (loaded and loaded(d)), d.name))
-    return fit[0], None

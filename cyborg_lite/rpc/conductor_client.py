@@ -6,7 +6,9 @@ API version history:
         applied as a diff; returns the acknowledgement dict described in
         cyborg_lite/conductor/report.py.
 * 1.1 - bind_arqs(bindings), unbind_arqs(arq_uuids): casts; the bind
-        workflow of cyborg_lite/conductor/bind.py.
+        workflow of cyborg_lite/conductor/bind.py. unbind_arqs is no
+        longer sent (the API unbinds in the database and releases);
+        the conductor keeps its endpoint for one release.
 * 1.2 - program(bitstream_uuid, deployable_uuid, force),
         cancel_program(job_uuid), job_progress(job_uuid, state, error,
         function_id, function_name), job_heartbeat(job_uuid, hostname),
@@ -100,12 +102,6 @@ class ConductorAPI:
         ``_cast``); one it did not is sent again by the bind reaper.
         """
         return self._cast(ctxt, '1.1', 'bind_arqs', bindings=bindings)
-
-    def unbind_arqs(self, ctxt, arq_uuids):
-        """Start unbinding ARQs, freeing their attach handles; a cast.
-        Returns whether the broker took it for a conductor."""
-        return self._cast(ctxt, '1.1', 'unbind_arqs',
-                          arq_uuids=list(arq_uuids))
 
     def _cast(self, ctxt, version, method, **kwargs):
         """Cast ``method``; True once the broker queued it for a conductor,

@@ -9,6 +9,7 @@ import pytest
 from cyborg_lite.common import context
 from cyborg_lite.drivers import fake
 from tests import waiting
+from tests import releases
 from tests.functional import programming_env as pe
 from tests.unit.conductor import bind_helpers
 
@@ -96,7 +97,7 @@ def _resolved(arq_uuid):
 
 
 def unbind(env, arq_uuid):
-    env.api.unbind_arqs(context.get_admin_context(), [arq_uuid])
+    releases.unbind(env.api, context.get_admin_context(), [arq_uuid])
 
 
 def wait_state(env, state, region='region0', timeout=20):

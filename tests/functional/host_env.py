@@ -27,15 +27,16 @@ from oslo_messaging.notify import _impl_test
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
 from cyborg_lite.db import device_history
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake_host
 from cyborg_lite.drivers import nvidia
-from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.notifications import events as notifications
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.rpc import transport as rpc
 from tests import waiting
+from tests import releases
 from tests.fixtures.drivers import gpu_host
 from tests.functional import programming_env as pe
 from tests.functional.placement.conftest import configure_placement
@@ -101,7 +102,7 @@ class HostEnv(pe.Env):
     # --- the inventory as stored --------------------------------------------
 
     def inventory(self):
-        return host_inventory.load(self.hostname)
+        return devices_db.load_inventory(self.hostname)
 
     def device(self, identity=None):
         identity = identity or (CARD if self.kind == 'fpga' else GPU_A)
@@ -179,7 +180,7 @@ class HostEnv(pe.Env):
         instance's allocation removed."""
         self.host.unbind_vfio(address)
         self.scan()
-        self.api.unbind_arqs(context.get_admin_context(), [arq.uuid])
+        releases.unbind(self.api, context.get_admin_context(), [arq.uuid])
         self.placement.delete('/allocations/%s' % arq.instance_uuid)
 
     # --- Kubernetes and notifications ---------------------------------

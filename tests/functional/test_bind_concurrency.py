@@ -85,7 +85,7 @@ def program(ctxt, **kwargs):
     print('programming', flush=True)
     time.sleep(3600)
 
-bind.bind_arqs(None, json.loads(sys.argv[2]), program_before_bind=program)
+bind.bind_arqs(None, json.loads(sys.argv[2]), programmer=program)
 print('done', flush=True)
 '''
 

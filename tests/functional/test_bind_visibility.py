@@ -10,7 +10,7 @@ import pytest
 
 from cyborg_lite.common import context
 from cyborg_lite.conductor import bind
-from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import arq_binds
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db import signature_policies as policies_db
 from tests import waiting
@@ -87,7 +87,7 @@ def test_a_bind_the_reaper_sends_again_loads_what_its_arq_may(env):
     still decides."""
     theirs = _private_of_b(env)
     arq_uuid = _arq(theirs.uuid)
-    arqs_db.start_binds({arq_uuid: _binding(env)})
+    arq_binds.start_binds({arq_uuid: _binding(env)})
 
     assert bind.resend_untaken_binds(after=0) == [arq_uuid]
 
@@ -123,7 +123,7 @@ def test_the_arqs_projects_signature_policy_decides_a_resent_bind(
     assert done.state == 'succeeded', done.error
     policies_db.set_policy('project-a', 'enforce')
     arq_uuid = _arq(unsigned.uuid)
-    arqs_db.start_binds({arq_uuid: _binding(env)})
+    arq_binds.start_binds({arq_uuid: _binding(env)})
 
     assert bind.resend_untaken_binds(after=0) == [arq_uuid]
 

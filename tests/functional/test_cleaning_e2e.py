@@ -5,6 +5,7 @@ before the region is available again)."""
 import pytest
 
 from cyborg_lite.common import context
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from tests.functional import cleaning_env as ce
@@ -42,7 +43,7 @@ def test_delete_wipes_the_region_too(make_env):
     env = make_env()
     arq_uuid = ce.bind(env)
 
-    released = arqs_db.delete_by_uuids(arqs_db.ALL, [arq_uuid]).clean_hosts
+    released = arq_releases.delete_by_uuids(arqs_db.ALL, [arq_uuid]).clean_hosts
     assert released == {pe.HOST}
     assert env.region().device_state == 'pending_cleaning'
     env.api.start_cleaning(context.get_admin_context(), released)
@@ -128,7 +129,7 @@ def test_release_whose_cast_was_lost_is_cleaned_by_the_periodic_task(
     arq_uuid = ce.bind(env)
 
     # A conductor that dies right after the unbind's commit: no cast.
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     assert env.region().device_state == 'pending_cleaning'
 
     ce.wait_state(env, 'available')
@@ -141,7 +142,7 @@ def test_try_whose_cast_was_lost_is_sent_again_without_counting(
     conf.set_override('reap_interval', 1, group='cleaning')
     env = make_env()
     arq_uuid = ce.bind(env)
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     # A conductor that dies after beginning the try, before its cast.
     lost = cleaning_db.begin(env.region().id)
     assert lost is not None

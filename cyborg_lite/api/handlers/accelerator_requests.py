@@ -21,6 +21,8 @@ from cyborg_lite.api.schemas import accelerator_requests as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
+from cyborg_lite.db import arq_binds
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as db
 
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
@@ -172,9 +174,9 @@ def delete_arqs(req):
     params = utils.query(req, schemas.DELETE_QUERY)
     scope = _scope(req, policies.DELETE)
     if 'instance' in params:
-        deleted = db.delete_by_instance(scope, params['instance'])
+        deleted = arq_releases.delete_by_instance(scope, params['instance'])
     else:
-        deleted = db.delete_by_uuids(scope, params['arqs'].split(','),
+        deleted = arq_releases.delete_by_uuids(scope, params['arqs'].split(','),
                                      _may_delete(req))
     _after_release(req, deleted)
     return utils.response(status=204)
@@ -200,7 +202,7 @@ def delete_arq(req, uuid):
     the path segment to the ``arqs`` argument)."""
     utils.authorize(req, policies.DELETE)
     utils.require_uuid(uuid, exception.ARQNotFound(uuid=uuid))
-    _after_release(req, db.delete_by_uuids(
+    _after_release(req, arq_releases.delete_by_uuids(
         _scope(req, policies.DELETE), [uuid], _may_delete(req)))
     return utils.response(status=204)
 
@@ -341,7 +343,7 @@ def _apply_patch(req, body):
     if kind == 'unbind':
         # NOTE: done here, not cast, so the released regions are reserved
         # everywhere before this answers (Cyborg's 202 is kept).
-        _after_release(req, db.unbind_all(_scope(req, policies.UPDATE),
+        _after_release(req, arq_releases.unbind_all(_scope(req, policies.UPDATE),
                                           list(parsed)))
         return utils.response(status=202)
     bindings = {uuid: values for uuid, (_, values) in parsed.items()}
@@ -352,6 +354,6 @@ def _apply_patch(req, body):
     _check_allocated(ctx, bindings, projects)
     # NOTE: recorded before the cast, so a cast lost with a dying conductor
     # leaves BindStarted ARQs that the reaper ends, never Initial ones.
-    db.start_binds(bindings)
+    arq_binds.start_binds(bindings)
     utils.conductor(req).bind_arqs(ctx, bindings)
     return utils.response(status=202)

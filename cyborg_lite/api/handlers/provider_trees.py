@@ -3,18 +3,17 @@ conductor sees it (read only, from microversion 2.4).
 
 This is the DESIRED tree, the one the conductor's Placement sync pushes:
 computed from the database by the same pure code
-(objects.host_inventory.load + objects.provider_tree.build_tree), not read
-from Placement, so it shows what cyborg_lite wants even while Placement
-is down or behind. The compute node provider (the root) belongs to Nova
-and its uuid is not in our database: it is asked of Placement (one GET by
-name, when the API has [placement] credentials). ``root.placement`` says
-what came of that: ``found`` (``uuid`` is Placement's, and the device
-providers under it have it as ``parent_uuid``), ``not yet created``
-(Placement has no provider of that name yet), ``unreachable`` or ``not
-configured``; in the last three ``uuid`` is null, as are the parents of
-the device providers under it.
+(db/devices.load_inventory + placement/tree.build_tree), not read from
+Placement, so it shows what cyborg_lite wants even while Placement is
+down or behind. The compute node provider (the root) belongs to Nova and
+its uuid is not in our database: it is asked of Placement (one GET by
+name through placement/client.py, when the API has [placement]
+credentials). ``root.placement`` says what came of that: ``found``
+(``uuid`` is Placement's, and the device providers under it have it as
+``parent_uuid``), ``not yet created`` (Placement has no provider of that
+name yet), ``unreachable`` or ``not configured``; in the last three
+``uuid`` is null, as are the parents of the device providers under it.
 """
-from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log
 
 from cyborg_lite.api import microversion
@@ -22,9 +21,9 @@ from cyborg_lite.api.policies import provider_trees as policies
 from cyborg_lite.api.schemas import provider_trees as schemas
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
-from cyborg_lite.common import service_clients
 from cyborg_lite.conf import CONF
-from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.db import devices as devices_db
+from cyborg_lite.placement import client as placement_client
 from cyborg_lite.placement import tree as tree_mod
 
 LOG = log.getLogger(__name__)
@@ -45,17 +44,13 @@ def compute_node_in_placement(hostname):
     if CONF.placement.auth_type is None:
         return None, NOT_CONFIGURED
     try:
-        resp = service_clients.adapter_from_conf(CONF, 'placement').get(
-            '/resource_providers', params={'name': hostname},
-            raise_exc=False, headers={'Accept': 'application/json'})
-        if resp.status_code != 200:
-            raise ks_exc.ClientException('HTTP %d' % resp.status_code)
-        found = resp.json()['resource_providers']
-    except (ks_exc.ClientException, ValueError, KeyError) as exc:
+        found = placement_client.PlacementClient.from_conf(
+            CONF).provider_named(hostname)
+    except (exception.PlacementError, ValueError, KeyError) as exc:
         LOG.warning('Placement did not say which provider is %s: %s',
                     hostname, exc)
         return None, UNREACHABLE
-    return (found[0]['uuid'], FOUND) if found else (None, NOT_CREATED)
+    return (found['uuid'], FOUND) if found else (None, NOT_CREATED)
 
 
 def tree_view(hostname, devices, root_uuid=None, placement=NOT_CONFIGURED):
@@ -75,7 +70,7 @@ def show_tree(req, hostname):
     microversion.require(req, MIN_VERSION, '/v2/resource_provider_trees')
     utils.authorize(req, policies.GET)
     utils.check_strings(hostname, 'hostname')
-    devices = host_inventory.load(hostname).devices
+    devices = devices_db.load_inventory(hostname).devices
     if not devices:
         raise exception.NotFound(
             message='No device of host %s is known: it has no resource '

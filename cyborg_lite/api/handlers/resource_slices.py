@@ -2,7 +2,7 @@
 conductor would publish for a host (read only, from microversion 2.5).
 
 Computed from the database by the code the conductor's Kubernetes sink
-runs (kubernetes/view.load + kubernetes/slices.build_slices) with this
+runs (kubernetes/view.of_host + kubernetes/slices.build_slices) with this
 service's [kubernetes] options (driver_name, node_names, publish_taints,
 numa_node_list, shared_counters: keep them as the conductor's), so an
 operator sees them without a cluster. ``served`` says whether the host is
@@ -14,6 +14,7 @@ from cyborg_lite.api.policies import resource_slices as policies
 from cyborg_lite.api import utils
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.kubernetes import slices as k8s_slices
 from cyborg_lite.kubernetes import view as k8s_view
 
@@ -26,7 +27,7 @@ def show_slices(req, hostname):
     utils.authorize(req, policies.GET)
     utils.check_strings(hostname, 'hostname')
     group = CONF.kubernetes
-    inventory = k8s_view.load(CONF, hostname)
+    inventory = k8s_view.of_host(CONF, devices_db.load_inventory(hostname))
     if not inventory.devices:
         raise exception.NotFound(
             message='No device of host %s is known: it has no ResourceSlice '

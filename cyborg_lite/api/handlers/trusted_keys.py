@@ -21,8 +21,8 @@ from cyborg_lite.api import utils
 from cyborg_lite.bitstreams import signatures
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
-from cyborg_lite.db import models
 from cyborg_lite.db import signature_policies as policies_db
+from cyborg_lite.db.sql import clock
 from cyborg_lite.db import trusted_keys as db
 
 _FIELDS = ('uuid', 'key_id', 'name', 'algorithm', 'public_key',
@@ -54,7 +54,7 @@ def create_key(req):
     _require_version(req, '/v2/trusted_keys')
     utils.authorize(req, policies.KEY_CREATE)
     body = utils.json_body(req, schemas.CREATE)
-    info = signatures.load_key(body['public_key'], now=models.utcnow())
+    info = signatures.load_key(body['public_key'], now=clock.utcnow())
     key = db.create(info, body['name'], body.get('project_id'))
     resp = utils.response(view(req, key), status=201)
     resp.location = utils.link(req, 'trusted_keys', key.uuid)[0]['href']

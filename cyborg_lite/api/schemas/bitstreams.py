@@ -8,8 +8,8 @@ common.bitstream_formats.normalise_id (uuids as 32 lowercase hex).
 from cyborg_lite.api.schemas import common
 from cyborg_lite.bitstreams import formats as bitstream_formats
 from cyborg_lite.bitstreams import signatures
+from cyborg_lite.common import enums
 from cyborg_lite.db import bitstreams as db_bitstreams
-from cyborg_lite.db import models
 
 # At least one visible character: an id of spaces names nothing. (Not
 # \S: the engines' \s differ on \x1c-\x1f, \x85 and \ufeff; none is visible.)
@@ -17,7 +17,7 @@ _ID = {'type': 'string', 'minLength': 1, 'maxLength': 64,
        'pattern': r'[^\s\x00-\x1f\x7f-\x9f\ufeff]'}
 _TEXT = {'type': 'string', 'maxLength': 255}
 FORMAT = {'type': 'string', 'enum': list(bitstream_formats.FORMATS)}
-VISIBILITY = {'type': 'string', 'enum': list(models.VISIBILITIES)}
+VISIBILITY = {'type': 'string', 'enum': list(enums.VISIBILITIES)}
 SHA256 = {'type': 'string', 'pattern': '^[0-9a-fA-F]{64}$'}
 
 CREATE = {
@@ -46,7 +46,7 @@ LIST_QUERY = common.list_query(db_bitstreams.SORT_KEYS, {
     'name': _TEXT,
     'format': FORMAT,
     'visibility': VISIBILITY,
-    'status': {'type': 'string', 'enum': list(models.BITSTREAM_STATUSES)},
+    'status': {'type': 'string', 'enum': list(enums.BITSTREAM_STATUSES)},
 })
 
 # PUT /v2/bitstreams/{uuid}/signature: the base64 of the raw signature
@@ -79,7 +79,7 @@ VIEW = common.view({
     'function_name': common.NULLABLE_STRING,
     'local_memory_mb': common.INTEGER, 'sha256': common.NULLABLE_STRING,
     'size': common.NULLABLE_INTEGER,
-    'status': {'type': 'string', 'enum': list(models.BITSTREAM_STATUSES)},
+    'status': {'type': 'string', 'enum': list(enums.BITSTREAM_STATUSES)},
     'visibility': VISIBILITY, 'project_id': common.NULLABLE_STRING,
     # From the signed bitstreams microversion on.
     'signature_status': STATUS, 'signer': common.NULLABLE_STRING,

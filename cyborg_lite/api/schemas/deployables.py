@@ -1,7 +1,7 @@
 """Query strings of /v2/deployables."""
 from cyborg_lite.api.schemas import common
+from cyborg_lite.common import states
 from cyborg_lite.db import deployables as db_deployables
-from cyborg_lite.db import models
 
 _TEXT = {'type': 'string', 'maxLength': 255}
 
@@ -25,7 +25,7 @@ VIEW = common.view({
     'function_id': common.NULLABLE_STRING,
     'function_name': common.NULLABLE_STRING,
     'local_memory_mb': common.INTEGER,
-    'device_state': {'type': 'string', 'enum': list(models.DEVICE_STATES)},
+    'device_state': {'type': 'string', 'enum': list(states.DEVICE.states)},
     'cleaning_error': common.NULLABLE_STRING,
     **common.TOPOLOGY, **common.HEALTH,
 }, optional=['device_state', 'cleaning_error', *common.TOPOLOGY,

@@ -1,19 +1,19 @@
 """Query strings of /v2/devices."""
 from cyborg_lite.api.schemas import common
+from cyborg_lite.common import enums
 from cyborg_lite.db import devices as db_devices
-from cyborg_lite.db import models
 
 _TEXT = {'type': 'string', 'maxLength': 255}
 
 # Any type may be asked for, as in Cyborg: one that is none of these
 # matches no device (the handler does not ask the database, which refuses
 # to even compare an enumerated column with another value).
-TYPES = models.DEVICE_TYPES
+TYPES = enums.DEVICE_TYPES
 
 LIST_QUERY = common.list_query(db_devices.SORT_KEYS, {
     'type': _TEXT,
     'vendor': _TEXT, 'hostname': _TEXT,
-    'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
+    'status': {'type': 'string', 'enum': list(enums.DEVICE_STATUSES)},
 })
 
 
@@ -23,7 +23,7 @@ VIEW = common.view({
     'uuid': common.STRING, 'type': common.STRING, 'vendor': common.STRING,
     'model': common.STRING, 'std_board_info': common.NULLABLE_STRING,
     'vendor_board_info': common.NULLABLE_STRING, 'hostname': common.STRING,
-    'status': {'type': 'string', 'enum': list(models.DEVICE_STATUSES)},
+    'status': {'type': 'string', 'enum': list(enums.DEVICE_STATUSES)},
     'unavailable_reasons': {'type': 'array', 'items': common.STRING},
     **common.TOPOLOGY, **common.HEALTH,
 }, optional=['status', 'unavailable_reasons', *common.TOPOLOGY,

@@ -1,6 +1,6 @@
 """Bodies and query strings of /v2/programs (programming jobs)."""
 from cyborg_lite.api.schemas import common
-from cyborg_lite.db import models
+from cyborg_lite.common import states
 from cyborg_lite.db import programming_jobs as db_programs
 
 CREATE = {
@@ -17,7 +17,7 @@ CREATE = {
 LIST_QUERY = common.list_query(db_programs.SORT_KEYS, {
     'deployable_uuid': common.UUID,
     'bitstream_uuid': common.UUID,
-    'state': {'type': 'string', 'enum': list(models.JOB_STATES)},
+    'state': {'type': 'string', 'enum': list(states.JOB.states)},
     'hostname': {'type': 'string', 'maxLength': 255},
 })
 
@@ -25,7 +25,7 @@ LIST_QUERY = common.list_query(db_programs.SORT_KEYS, {
 # One agent's go at a job (db/programming_jobs tries).
 _TRY_FIELDS = {
     'number': common.INTEGER, 'hostname': common.NULLABLE_STRING,
-    'outcome': {'type': 'string', 'enum': list(models.JOB_TRY_OUTCOMES)},
+    'outcome': {'type': 'string', 'enum': list(states.JOB_TRY_OUTCOMES)},
     'error': common.NULLABLE_STRING, 'started_at': common.STRING,
     'ended_at': common.NULLABLE_STRING,
 }
@@ -34,7 +34,7 @@ TRY = {'type': 'object', 'properties': _TRY_FIELDS,
 
 VIEW = common.view({
     'uuid': common.STRING,
-    'state': {'type': 'string', 'enum': list(models.JOB_STATES)},
+    'state': {'type': 'string', 'enum': list(states.JOB.states)},
     'hostname': common.NULLABLE_STRING, 'attempts': common.INTEGER,
     'max_attempts': common.INTEGER, 'error': common.NULLABLE_STRING,
     'force': {'type': 'boolean'}, 'project_id': common.NULLABLE_STRING,

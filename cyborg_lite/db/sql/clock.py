@@ -7,11 +7,19 @@ that reaps it may disagree by minutes, the database agrees with itself.
 
 ``utc_now()`` is the SQL expression, for VALUES and WHERE clauses;
 ``now(s)`` reads it once, for a cutoff computed in Python. Both give a
-naive UTC datetime on every backend, as models.utcnow does.
+naive UTC datetime on every backend, as ``utcnow()`` does for this host's
+clock (what a row stamps in Python: models' defaults).
 """
+import datetime
+
 import sqlalchemy as sa
 from sqlalchemy.ext import compiler
 from sqlalchemy.sql import expression
+
+
+def utcnow():
+    """This host's UTC time, naive: the same on every backend."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 class utc_now(expression.FunctionElement):

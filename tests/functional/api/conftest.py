@@ -37,9 +37,6 @@ class RecordingConductor:
     def bind_arqs(self, ctxt, bindings):
         self.calls.append(('bind_arqs', ctxt.project_id, bindings))
 
-    def unbind_arqs(self, ctxt, arq_uuids):
-        self.calls.append(('unbind_arqs', ctxt.project_id, arq_uuids))
-
     def start_cleaning(self, ctxt, hostnames):
         self.calls.append(('start_cleaning', ctxt.project_id, hostnames))
 

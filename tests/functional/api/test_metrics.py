@@ -11,6 +11,8 @@ from prometheus_client import parser
 import sqlalchemy as sa
 
 from cyborg_lite.api import device_metrics
+from cyborg_lite.db import arq_binds
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
@@ -38,7 +40,7 @@ def _bound_region(app):
     api.add_handle(region, in_use=False)
     api.create_profile(app, ADMIN)
     arq = api.create_arqs(app, ADMIN).json['arqs'][0]['uuid']
-    started, refused = arqs_db.begin_binds({arq: {
+    started, refused = arq_binds.begin_binds({arq: {
         'hostname': 'host1', 'device_rp_uuid': region.rp_uuid,
         'instance_uuid': UUID}}, 'conductor-1')
     assert not refused
@@ -103,7 +105,7 @@ def test_health_of_devices_and_regions_and_the_identity_to_join_on(app):
 def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
     device, region, arq, started = _bound_region(app)
     assert samples(scrape(app), 'cyborg_lite_device_holder_info') == []
-    arqs_db.finish_bind(started, region.id, region.uuid)
+    arq_binds.finish_bind(started, region.id, region.uuid)
     holders = samples(scrape(app), 'cyborg_lite_device_holder_info')
     assert holders == [({'device': device.uuid, 'region': region.uuid,
                          'host': 'host1', 'project': 'admin-project',
@@ -115,7 +117,7 @@ def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
         ({'device': device.uuid, 'region': region.uuid, 'host': 'host1'},
          1.0)]
     promtool_check(text)
-    arqs_db.unbind(arq)
+    arq_releases.unbind_all(arqs_db.ALL, [arq])
     text = scrape(app)
     assert samples(text, 'cyborg_lite_device_holder_info') == []
     assert samples(text, 'cyborg_lite_region_in_use')[0][1] == 0.0
@@ -123,7 +125,7 @@ def test_a_bind_shows_its_holder_at_once_and_an_unbind_removes_it(app):
 
 def test_a_failed_bind_holds_nothing(app):
     _device, region, arq, started = _bound_region(app)
-    arqs_db.finish_bind(started, region.id, region.uuid)
+    arq_binds.finish_bind(started, region.id, region.uuid)
     # Bound -> BindFailed (the reaper, an error after Bound) frees the
     # handle but keeps the ARQ's region.
     arqs_db.transition(arq, 'BindFailed', error='lost')

@@ -15,6 +15,7 @@ import kubernetes
 import yaml
 
 from cyborg_lite.cmd import all_in_one
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.kubernetes import slices as k8s_slices
 from cyborg_lite.kubernetes import view as k8s_view
 from tests import waiting
@@ -129,7 +130,7 @@ def _all_in_one_devices(conf, tmp_path):
         regions = (all_in_one.DEFAULTS['fake_driver']['num_cards'] *
                    all_in_one.DEFAULTS['fake_driver']['regions_per_card'])
         assert waiting.until(lambda: len(env.regions()) == regions)
-        inventory = k8s_view.load(conf, pe.HOST)
+        inventory = k8s_view.of_host(conf, devices_db.load_inventory(pe.HOST))
     finally:
         env.stop()
     return [d for s in k8s_slices.build_slices(inventory, DRIVER)

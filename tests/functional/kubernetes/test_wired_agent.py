@@ -9,6 +9,7 @@ import os
 import pytest
 import sqlalchemy as sa
 
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db.sql import session
@@ -88,7 +89,7 @@ def _holders():
 
 
 def _reasons(region):
-    inventory = host_inventory.load(pe.HOST)
+    inventory = devices_db.load_inventory(pe.HOST)
     for device in inventory.devices:
         for dep in device.deployables:
             if dep.name.endswith('_' + region):

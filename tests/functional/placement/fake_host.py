@@ -12,6 +12,7 @@ from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
+from tests import releases
 from tests.unit.conductor import bind_helpers as h
 
 MEMORY_MB = 4096
@@ -120,7 +121,7 @@ class Host:
         return {g: h.get_arq(arq_uuid) for g, arq_uuid in arqs.items()}
 
     def unbind(self, arq):
-        self.conductor.unbind_arqs(self.ctxt, [arq.uuid])
+        releases.unbind(self.conductor, self.ctxt, [arq.uuid])
 
     def wipe(self):
         """End the clean of every region waiting for one or sent to its

@@ -162,8 +162,8 @@ def test_a_region_prepared_for_kubernetes_is_reserved_in_placement(
     conf.set_override('hosts', [hostname], group='kubernetes')
     host = make_host(sriov=True)
     names = {dep.name: name for name, (_dev, dep) in
-             k8s_slices.devices_by_name(k8s_view.load(conf,
-                                                       hostname)).items()}
+             k8s_slices.devices_by_name(k8s_view.of_host(
+                 conf, devices_db.load_inventory(hostname))).items()}
     claim_uid = str(uuid.uuid4())
     request = {'claim_uid': claim_uid, 'namespace': 'ns', 'claim_name': 'c',
                'pool': hostname, 'device': names['region0'], 'config': None}

@@ -20,9 +20,10 @@ from cyborg_lite.conductor import publishing
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fake
 from cyborg_lite.placement import client as client_mod
-from cyborg_lite.placement import query as placement_query
 from cyborg_lite.placement import sink as sink_mod
 from tests import nova
+from tests import releases
+from tests.functional.placement import candidates_query
 from tests.functional.placement.conftest import configure_placement
 from tests.unit.conductor import bind_helpers as h
 
@@ -97,8 +98,8 @@ class NumaHost:
                             d.numa_node) for d in rows.deployables}
 
     def candidates(self, groups):
-        query = placement_query.allocation_candidates_query(groups,
-                                                            self.root)
+        query = candidates_query.allocation_candidates_query(groups,
+                                                             self.root)
         found = self.placement.get('/allocation_candidates?' +
                                    urllib.parse.urlencode(query))
         return [sorted(rps[0] for rps in c['mappings'].values()
@@ -209,7 +210,7 @@ def test_upgrade_keeps_every_uuid_inventory_and_allocation(numa_host):
         'parent_provider_uuid'] == layered['%s_numa%d' % (
             numa_host.hostname, node)]['uuid']
     assert h.get_arq(arq).state == 'Bound'
-    numa_host.conductor.unbind_arqs(numa_host.ctxt, [arq])
+    releases.unbind(numa_host.conductor, numa_host.ctxt, [arq])
     assert h.get_arq(arq).state == 'Unbound'
 
 
@@ -267,7 +268,7 @@ def test_moving_a_published_host_keeps_uuids_inventories_allocations(
     # The bound region is still the ARQ's, and it is released as usual.
     assert (h.get_arq(arq).state, h.get_arq(arq).device_rp_uuid) == \
         ('Bound', rp)
-    numa_host.conductor.unbind_arqs(numa_host.ctxt, [arq])
+    releases.unbind(numa_host.conductor, numa_host.ctxt, [arq])
     assert h.get_arq(arq).state == 'Unbound'
 
     # And back: the layer off again moves them up and removes it.

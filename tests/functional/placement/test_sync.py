@@ -467,16 +467,17 @@ def test_a_host_unchanged_while_published_is_read_not_rebuilt(
         placement, make_sync, hostname, monkeypatch):
     """The read after the write finds the same rows: the inventory read
     before stands, no views or tree are built again."""
+    from cyborg_lite.db import devices as devices_db
     from cyborg_lite.inventory import views as host_inventory
     db_rows.add_fpga(hostname)
     sync = make_sync(placement)
     assert sync.publish(hostname).converged
     builds, reads = [], []
     views = host_inventory._views
-    host_rows = host_inventory.devices_db.host_rows
+    host_rows = devices_db.host_rows
     monkeypatch.setattr(host_inventory, '_views',
                         lambda rows: builds.append(1) or views(rows))
-    monkeypatch.setattr(host_inventory.devices_db, 'host_rows',
+    monkeypatch.setattr(devices_db, 'host_rows',
                         lambda *a: reads.append(1) or host_rows(*a))
     trees = []
     build_tree = tree.build_tree

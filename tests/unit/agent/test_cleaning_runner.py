@@ -11,6 +11,7 @@ from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.conductor import report
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
@@ -68,7 +69,7 @@ def setup(db):
         arq_uuid = h.make_arq()
         bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                        notifier=h.RecordingNotifier())
-        arqs_db.unbind(arq_uuid)
+        arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
         flow.start(['host1'])
         return region, flow.agent_api.sent[-1][1]
     yield runner, release, flow

@@ -99,13 +99,6 @@ def test_certificates_must_allow_signing_and_be_valid_now(key):
     assert sig.load_key(expired).not_after == datetime.datetime(2020, 1, 31)
 
 
-def test_key_id_validation():
-    assert sig.validate_key_id('a' * 64) == 'a' * 64
-    for bad in ('A' * 64, 'a' * 63, 'g' * 64, None):
-        with pytest.raises(exception.InvalidField, match='64 lowercase hex'):
-            sig.validate_key_id(bad)
-
-
 # --- signatures -------------------------------------------------------------
 
 def test_sign_and_verify_over_the_digest(key):

@@ -9,6 +9,7 @@ import uuid as uuidlib
 import sqlalchemy as sa
 
 from cyborg_lite.common import canonical_json
+from cyborg_lite.common import device_records
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import clock
@@ -46,7 +47,8 @@ def make_region(hostname='host1', handles=1, function_id=None,
         s.flush()
         dep = models.Deployable(
             uuid=_uuid(), device_id=device.id,
-            name=naming.deployable_db_name(hostname, identity, name),
+            name=device_records.deployable_db_name(hostname, identity,
+                                                   name),
             rp_uuid=dep_rp if deployable_rp else None, driver_name='fake',
             function_id=function_id, bitstream_id=bitstream_id)
         s.add(dep)
@@ -97,7 +99,8 @@ def make_card(hostname='host1', regions=2, sriov=False, rc='FPGA'):
                 hostname, identity, name, rc))
             dep = models.Deployable(
                 uuid=_uuid(), device_id=device.id, rp_uuid=dep_rp,
-                name=naming.deployable_db_name(hostname, identity, name),
+                name=device_records.deployable_db_name(hostname, identity,
+                                                   name),
                 driver_name='fake')
             s.add(dep)
             s.flush()

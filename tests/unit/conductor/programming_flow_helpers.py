@@ -1,10 +1,10 @@
 """Rows and a recording agent for the programming-flow unit tests."""
 import uuid
 
+from cyborg_lite.common import device_records
 from cyborg_lite.conductor import programming
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
-from cyborg_lite.placement import naming
 from tests.unit.bitstreams import builders
 from tests.unit.bitstreams.conftest import add_bitstream  # noqa: F401
 
@@ -28,7 +28,8 @@ def add_region(region='region0', hostname=HOST, name=None):
             s.flush()
         dep = models.Deployable(
             uuid=str(uuid.uuid4()), device_id=device.id,
-            name=name or naming.deployable_db_name(hostname, CARD, region),
+            name=name or device_records.deployable_db_name(hostname, CARD,
+                                                           region),
             driver_name='fake', region_type=REGION_TYPE,
             function_id=OLD_FUNCTION)
         s.add(dep)

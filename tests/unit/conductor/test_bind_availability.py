@@ -9,6 +9,7 @@ from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import publishing
 from cyborg_lite.db import agents as agents_db
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import devices as devices_db
@@ -66,7 +67,8 @@ RELEASED = ('host1', 'released: waits for its wipe')
 def test_the_sibling_binds_once_the_function_is_freed_and_wiped(db):
     region0, region1 = h.make_card(sriov=False)
     first, _ = _bind(region0)
-    assert bind.unbind_arqs(None, [first]) == {first: 'Unbound'}
+    arq_releases.unbind_all(arqs_db.ALL, [first])
+    assert h.get_arq(first).state == 'Unbound'
     assert _publish_requests() == [RELEASED]
 
     # The PF reaches region0 too, whose last tenant's data is not wiped;
@@ -91,7 +93,7 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
     region0, region1 = h.make_card(sriov=False)
     instance = '8f1e3b52-6d1c-4a3e-9a63-0f1f2c3d4e5f'
     _bind(region0, instance=instance)
-    assert arqs_db.delete_by_instance(
+    assert arq_releases.delete_by_instance(
         arqs_db.ALL, instance).publish_hosts == {'host1'}
     assert _publish_requests() == [RELEASED]
     h.clean(region0)
@@ -102,7 +104,7 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
 def test_deleting_an_arq_on_its_own_vf_asks_to_publish_its_wipe(db):
     region0, _region1 = h.make_card(sriov=True)
     first, _ = _bind(region0)
-    assert arqs_db.delete_by_uuids(arqs_db.ALL, [first]).publish_hosts == {
+    assert arq_releases.delete_by_uuids(arqs_db.ALL, [first]).publish_hosts == {
         'host1'}
     assert _publish_requests() == [RELEASED]
 

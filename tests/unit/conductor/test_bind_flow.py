@@ -1,9 +1,12 @@
-"""bind_arqs / unbind_arqs on one conductor, and delete after bind."""
+"""bind_arqs on one conductor, the API's unbind after it, and delete after
+bind."""
 import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.db import arq_binds
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as db_arqs
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
@@ -33,14 +36,16 @@ def test_unbind_frees_the_handle_and_clears_the_binding(db):
     arq_uuid = h.make_arq()
     bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                    notifier=h.RecordingNotifier())
-    assert bind.unbind_arqs(None, [arq_uuid]) == {arq_uuid: 'Unbound'}
+    arq_releases.unbind_all(db_arqs.ALL, [arq_uuid])
+    assert h.get_arq(arq_uuid).state == 'Unbound'
     arq = h.get_arq(arq_uuid)
     assert (arq.state, arq.hostname, arq.device_rp_uuid, arq.instance_uuid,
             arq.attach_handle_id) == ('Unbound', None, None, None, None)
     assert not h.handles_of(region)[0].in_use
     # Unbinding again changes nothing; once the region is wiped, binding
     # again takes the handle back.
-    assert bind.unbind_arqs(None, [arq_uuid]) == {arq_uuid: 'Unbound'}
+    arq_releases.unbind_all(db_arqs.ALL, [arq_uuid])
+    assert h.get_arq(arq_uuid).state == 'Unbound'
     h.clean(region)
     again = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                            notifier=h.RecordingNotifier())
@@ -55,7 +60,7 @@ def test_delete_frees_the_handle(db):
     arq_uuid, other = h.make_arqs(2)
     bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                    notifier=h.RecordingNotifier())
-    db_arqs.delete_by_uuids(db_arqs.ALL, [arq_uuid])
+    arq_releases.delete_by_uuids(db_arqs.ALL, [arq_uuid])
     assert not h.handles_of(region)[0].in_use
     with session.reader() as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(
@@ -158,21 +163,21 @@ def test_a_region_no_longer_on_the_device_read_before_fails_the_bind(db):
     region = h.make_region()
     other = h.make_region()
     arq_uuid = h.make_arq()
-    [started], _ = db_arqs.begin_binds({arq_uuid: h.binding(region)}, 'c1')
+    [started], _ = arq_binds.begin_binds({arq_uuid: h.binding(region)}, 'c1')
     with session.reader() as s:
         device_id, other_device_id = (
             s.scalar(sa.select(models.Deployable.device_id).where(
                 models.Deployable.id == r['deployable_id']))
             for r in (region, other))
     with pytest.raises(exception.ArqBindFailed, match='is gone'):
-        db_arqs.finish_bind(started, region['deployable_id'],
+        arq_binds.finish_bind(started, region['deployable_id'],
                             region['deployable_uuid'],
                             device_id=other_device_id)
     with session.writer() as s:
         s.execute(sa.delete(models.Deployable.__table__).where(
             models.Deployable.id == region['deployable_id']))
     with pytest.raises(exception.ArqBindFailed, match='is gone'):
-        db_arqs.finish_bind(started, region['deployable_id'],
+        arq_binds.finish_bind(started, region['deployable_id'],
                             region['deployable_uuid'], device_id=device_id)
     arq = h.get_arq(arq_uuid)
     assert (arq.state, arq.attach_handle_id) == ('BindStarted', None)

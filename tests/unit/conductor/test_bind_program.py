@@ -1,8 +1,11 @@
-"""The "program the region first" hook of the bind workflow."""
-import pytest
+"""The bind workflow's programmer: a region that must be programmed
+first (the programmer here loads it before it returns; the conductor's
+starts a job, tests/unit/conductor/test_bind_resume.py)."""
 import sqlalchemy as sa
 
 from cyborg_lite.conductor import bind
+from cyborg_lite.db import arq_releases
+from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as h
@@ -17,7 +20,7 @@ def _arq_wanting(groups):
 def _bind(arq_uuid, region, program=None):
     notifier = h.RecordingNotifier()
     state = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
-                           notifier=notifier, program_before_bind=program)
+                           notifier=notifier, programmer=program)
     return state[arq_uuid], h.get_arq(arq_uuid)
 
 
@@ -26,13 +29,6 @@ def _load_function(deployable_uuid, function_id):
         s.execute(sa.update(models.Deployable)
                   .where(models.Deployable.uuid == deployable_uuid)
                   .values(function_id=function_id))
-
-
-@pytest.fixture(autouse=True)
-def _no_global_programmer():
-    bind.set_program_before_bind(None)
-    yield
-    bind.set_program_before_bind(None)
 
 
 def test_loaded_function_needs_no_programming(db):
@@ -75,8 +71,7 @@ def test_programmer_is_called_then_bind_completes(db):
                       .where(models.Deployable.uuid
                              == kwargs['deployable_uuid'])
                       .values(bitstream_id=kwargs['bitstream_id']))
-    bind.set_program_before_bind(program)
-    state, arq = _bind(arq_uuid, region)
+    state, arq = _bind(arq_uuid, region, program)
     assert state == 'Bound' and arq.attach_handle_id is not None
     assert calls == [{'arq_uuid': arq_uuid, 'bitstream_id': 'bs-1',
                       'deployable_uuid': region['deployable_uuid']}]
@@ -113,7 +108,7 @@ def test_unbind_during_programming_wins(db):
 
     def program(ctxt, arq_uuid, deployable_uuid, function_id):
         # The instance went away while its region was being programmed.
-        bind.unbind_arqs(ctxt, [arq_uuid])
+        arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
         _load_function(deployable_uuid, function_id)
     state, arq = _bind(arq_uuid, region, program)
     assert (state, arq.state, arq.attach_handle_id) == (

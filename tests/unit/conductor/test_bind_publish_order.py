@@ -6,6 +6,8 @@ function takes the one that may be bound."""
 import sqlalchemy as sa
 
 from cyborg_lite.conductor import bind
+from cyborg_lite.db import arq_binds
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -69,7 +71,7 @@ def test_a_held_claim_unbound_meanwhile_gives_its_handle_back(db, conf):
     region = h.make_region()
     arq_uuid = h.make_arq()
     publish = _Publisher(arq_uuid, region,
-                         during=lambda: arqs_db.unbind(arq_uuid))
+                         during=lambda: arq_releases.unbind_all(arqs_db.ALL, [arq_uuid]))
     notifier = h.RecordingNotifier()
 
     result = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
@@ -88,15 +90,15 @@ def test_the_reaper_gives_back_the_handle_of_a_bind_that_died_holding_it(
     conf.set_override('hosts', ['host1'], group='kubernetes')
     region = h.make_region()
     arq_uuid = h.make_arq()
-    [started], _ = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+    [started], _ = arq_binds.begin_binds({arq_uuid: h.binding(region)},
                                        'cond-1')
-    claimed = arqs_db.finish_bind(started, region['deployable_id'],
+    claimed = arq_binds.finish_bind(started, region['deployable_id'],
                                   region['deployable_uuid'])
     assert claimed.version is not None and h.handles_of(region)[0].in_use
     # The conductor dies here, before publishing and Bound.
 
     h.FakeDbClock(monkeypatch).advance(3600)
-    reaped = arqs_db.reap_stale_binds(60, lambda taken_by: 'died')
+    reaped = arq_binds.reap_stale_binds(60, lambda taken_by: 'died')
 
     assert [u for u, _ in reaped] == [arq_uuid]
     arq = h.get_arq(arq_uuid)

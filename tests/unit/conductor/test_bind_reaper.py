@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
+from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
@@ -114,7 +115,7 @@ def test_reaped_bind_cannot_complete_later(db):
             profile_json='[{"accel:function_id": "f1"}]'))
     result = bind.bind_arqs(None, {arq_uuid: h.binding(region)},
                             notifier=h.RecordingNotifier(),
-                            program_before_bind=slow_program)
+                            programmer=slow_program)
     assert result == {arq_uuid: 'BindFailed'}
     assert 'did not finish' in h.get_arq(arq_uuid).error
     assert not h.handles_of(region)[0].in_use
@@ -126,9 +127,9 @@ def test_a_bind_is_aged_from_when_a_conductor_took_it(db, monkeypatch):
     db_clock = h.FakeDbClock(monkeypatch)
     region, arq_uuid = h.make_region(), h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
+    arq_binds.start_binds({arq_uuid: binding})
     _age(arq_uuid, 250)                     # requested 250 s ago
-    arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')   # taken now
+    arq_binds.begin_binds({arq_uuid: binding}, 'cond-a')   # taken now
     db_clock.advance(100)     # requested 350 s ago, taken 100 s ago
 
     assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier()) == []
@@ -152,7 +153,7 @@ def test_bind_recorded_by_the_api_is_finished_by_the_conductor(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
+    arq_binds.start_binds({arq_uuid: binding})
     recorded = h.get_arq(arq_uuid)
     assert recorded.state == 'BindStarted'
     assert recorded.device_rp_uuid == binding['device_rp_uuid']
@@ -167,11 +168,11 @@ def test_conductor_marks_the_bind_it_takes(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
+    arq_binds.start_binds({arq_uuid: binding})
     recorded = h.get_arq(arq_uuid)
     assert (recorded.bind_taken_at, recorded.bind_taken_by) == (None, None)
     assert recorded.bind_dispatched_at == recorded.bind_started_at
-    [started], refused = arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')
+    [started], refused = arq_binds.begin_binds({arq_uuid: binding}, 'cond-a')
     assert refused == {}
     taken = h.get_arq(arq_uuid)
     assert taken.bind_taken_by == 'cond-a' and taken.bind_taken_at
@@ -184,9 +185,9 @@ def test_second_copy_of_a_cast_is_refused(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
-    arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')
-    started, refused = arqs_db.begin_binds({arq_uuid: binding}, 'cond-b')
+    arq_binds.start_binds({arq_uuid: binding})
+    arq_binds.begin_binds({arq_uuid: binding}, 'cond-a')
+    started, refused = arq_binds.begin_binds({arq_uuid: binding}, 'cond-b')
     assert started == []
     state, exc = refused[arq_uuid]
     assert state == 'BindStarted'
@@ -197,16 +198,16 @@ def test_second_copy_of_a_cast_is_refused(db):
 def test_a_cast_unlike_the_recorded_bind_is_refused(db):
     """A cast whose binding is not the one the API recorded (another
     host, provider or instance) takes nothing and binds nothing."""
-    region = h.make_region(handles=len(arqs_db.BIND_KEYS))
+    region = h.make_region(handles=len(arq_binds.BIND_KEYS))
     elsewhere = h.make_region(hostname='host2')
     other = {'hostname': 'host2', 'device_rp_uuid': elsewhere['rp_uuid'],
              'instance_uuid': 'another-instance'}
     recorded, unlike = {}, {}
-    for key in arqs_db.BIND_KEYS:
+    for key in arq_binds.BIND_KEYS:
         arq_uuid = h.make_arq()
         recorded[arq_uuid] = h.binding(region)
         unlike[arq_uuid] = dict(recorded[arq_uuid], **{key: other[key]})
-    arqs_db.start_binds(recorded)
+    arq_binds.start_binds(recorded)
     versions = {arq_uuid: h.get_arq(arq_uuid).version
                 for arq_uuid in recorded}
 
@@ -217,7 +218,7 @@ def test_a_cast_unlike_the_recorded_bind_is_refused(db):
     for arq_uuid, binding in recorded.items():
         arq = h.get_arq(arq_uuid)
         assert (arq.version, arq.bind_taken_by) == (versions[arq_uuid], None)
-        assert {k: getattr(arq, k) for k in arqs_db.BIND_KEYS} == binding
+        assert {k: getattr(arq, k) for k in arq_binds.BIND_KEYS} == binding
     assert not any(handle.in_use for handle in
                    h.handles_of(region) + h.handles_of(elsewhere))
     # The recorded bindings are still there to be taken.
@@ -233,7 +234,7 @@ def test_dropped_cast_is_sent_again_and_binds(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})   # what the API records
+    arq_binds.start_binds({arq_uuid: binding})   # what the API records
     # ... and the cast is dropped: nothing else happens.
     _age(arq_uuid, 45)
     cast = RecordingCast()
@@ -249,7 +250,7 @@ def test_resent_bind_is_not_sent_again_before_the_interval(db, conf):
     conf.set_override('bind_resend_interval', 30, group='arq')
     region = h.make_region()
     arq_uuid = h.make_arq()
-    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    arq_binds.start_binds({arq_uuid: h.binding(region)})
     cast = RecordingCast(deliver=False)
     assert bind.resend_untaken_binds(cast=cast) == []   # 0 s old
     _age(arq_uuid, 31)
@@ -264,8 +265,8 @@ def test_taken_bind_is_never_sent_again(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
-    arqs_db.begin_binds({arq_uuid: binding}, 'cond-a')
+    arq_binds.start_binds({arq_uuid: binding})
+    arq_binds.begin_binds({arq_uuid: binding}, 'cond-a')
     _age(arq_uuid, 45)
     cast = RecordingCast()
     assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier(),
@@ -277,7 +278,7 @@ def test_taken_bind_is_never_sent_again(db):
 def test_bind_no_conductor_takes_fails_after_the_bind_timeout(db):
     region = h.make_region()
     arq_uuid = h.make_arq()
-    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    arq_binds.start_binds({arq_uuid: h.binding(region)})
     _age(arq_uuid, 301)
     cast = RecordingCast(deliver=False)
     assert bind.reap_stale_binds(300, notifier=h.RecordingNotifier(),
@@ -295,7 +296,7 @@ def test_recording_binds_is_all_or_nothing(db):
     arqs_db.transition(second, 'Unbound')
     arqs_db.transition(second, 'BindStarted')
     with pytest.raises(exception.ARQStateConflict):
-        arqs_db.start_binds({first: h.binding(region),
+        arq_binds.start_binds({first: h.binding(region),
                                 second: h.binding(region)})
     assert h.get_arq(first).state == 'Initial'
 
@@ -313,7 +314,7 @@ def test_api_host_clock_behind_does_not_age_a_bind(db, monkeypatch):
     region = h.make_region()
     arq_uuid = h.make_arq()
     _skew_service_clock(monkeypatch, -3600)
-    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    arq_binds.start_binds({arq_uuid: h.binding(region)})
     monkeypatch.undo()
     assert bind.reap_stale_binds(60, notifier=h.RecordingNotifier()) == []
     assert h.get_arq(arq_uuid).state == 'BindStarted'
@@ -323,7 +324,7 @@ def test_conductor_clock_ahead_does_not_reap_a_fresh_bind(db, monkeypatch):
     """Issue 13.11: the reaper compares with the database's clock."""
     region = h.make_region()
     arq_uuid = h.make_arq()
-    arqs_db.start_binds({arq_uuid: h.binding(region)})
+    arq_binds.start_binds({arq_uuid: h.binding(region)})
     _skew_service_clock(monkeypatch, 3600)
     assert bind.reap_stale_binds(60, notifier=h.RecordingNotifier()) == []
     assert h.get_arq(arq_uuid).state == 'BindStarted'

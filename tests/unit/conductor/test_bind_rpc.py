@@ -1,5 +1,6 @@
-"""bind_arqs / unbind_arqs as casts from ConductorAPI to ConductorManager
-over the in-memory oslo.messaging transport."""
+"""bind_arqs as a cast from ConductorAPI to ConductorManager over the
+in-memory oslo.messaging transport; the API's unbind and the release it
+asks for; a previous release's unbind_arqs cast (the 1.1 shim)."""
 
 import pytest
 
@@ -7,8 +8,10 @@ from cyborg_lite.common import context
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import service as service_mod
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.rpc import conductor_client as rpcapi
 from cyborg_lite.rpc import transport as rpc
+from tests import releases
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 
@@ -40,13 +43,34 @@ def test_bind_and_unbind_by_cast(sqlite_db, conductor):
     assert conductor.bind_arqs(ctxt, {arq_uuid: h.binding(region)}) is True
     _wait_for_state(arq_uuid, 'Bound')
     assert h.handles_of(region)[0].in_use
-    assert conductor.unbind_arqs(ctxt, [arq_uuid]) is True
+    released = releases.unbind(conductor, ctxt, [arq_uuid])
+    assert h.get_arq(arq_uuid).state == 'Unbound'
+    assert not h.handles_of(region)[0].in_use
+    assert released.clean_hosts == {'host1'}
+
+
+def test_a_previous_release_unbind_cast_still_unbinds(sqlite_db, conductor):
+    """The 1.1 endpoint a previous-release API may cast: unbinds as the
+    API does, and the region waits for its wipe."""
+    region = h.make_region()
+    arq_uuid = h.make_arq()
+    ctxt = context.get_admin_context()
+    conductor.bind_arqs(ctxt, {arq_uuid: h.binding(region)})
+    _wait_for_state(arq_uuid, 'Bound')
+    conductor.client.prepare(version='1.1').cast(
+        ctxt, 'unbind_arqs', arq_uuids=[arq_uuid, 'no-such-arq'])
     _wait_for_state(arq_uuid, 'Unbound')
     assert not h.handles_of(region)[0].in_use
+    # Released in the unbind's transaction: wiped before its next tenant.
+    dep, _attributes = deployables_db.get_deployable(
+        region['deployable_uuid'])
+    assert dep.device_state in ('pending_cleaning', 'cleaning')
 
 
 def test_conductor_service_runs_the_reaper(conf):
     conf.set_override('reap_interval', 7, group='arq')
     service = service_mod.ConductorService(conf, host='cond-1')
-    reapers = [t for t in service._tasks if t.func is bind.reap_stale_binds]
+    # The reaper resumes binds with the conductor's publish (a partial).
+    reapers = [t for t in service._tasks
+               if getattr(t.func, 'func', t.func) is bind.reap_stale_binds]
     assert [t.interval for t in reapers] == [7]

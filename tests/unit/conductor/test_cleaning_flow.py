@@ -6,8 +6,10 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
+from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from tests.unit.conductor import bind_helpers as h
@@ -39,13 +41,17 @@ def _released(driver_name='fake', hostname='host1'):
     arq_uuid = h.make_arq()
     bind.bind_arqs(None, {arq_uuid: h.binding(region, hostname)},
                    notifier=h.RecordingNotifier())
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     return region
 
 
+def _row(region):
+    row, _attributes = deployables_db.get_deployable(region['deployable_uuid'])
+    return row
+
+
 def _state(region):
-    with session.reader() as s:
-        return s.get(models.Deployable, region['deployable_id']).device_state
+    return _row(region).device_state
 
 
 def test_a_released_region_is_sent_to_its_agent_and_its_host_published(
@@ -59,8 +65,7 @@ def test_a_released_region_is_sent_to_its_agent_and_its_host_published(
     assert request['deployable_uuid'] == region['deployable_uuid']
     assert request['driver'] == 'fake'
     assert request['deployable_name'].startswith('region')
-    assert request['cleaning_uuid'] == \
-        cleaning_db.in_state('cleaning')[0].cleaning_uuid
+    assert request['cleaning_uuid'] == _row(region).cleaning_uuid
     assert _state(region) == 'cleaning'
     assert flow.published == ['host1']
     # Sent once: a second start finds nothing waiting.
@@ -142,8 +147,8 @@ def test_a_region_an_agent_cannot_name_fails_with_the_reason(flow):
     flow.start(['host1'])
 
     assert flow.agent_api.sent == []
-    [failed] = cleaning_db.in_state('error')
-    assert failed.uuid == region['deployable_uuid']
+    failed = _row(region)
+    assert failed.device_state == 'error'
     assert 'not named <host>_<identity>_<region>' in failed.cleaning_error
 
 

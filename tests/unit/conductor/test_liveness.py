@@ -39,7 +39,7 @@ class RecordingSink(inventory_sink.InventorySink):
         return cls()
 
     def publish(self, hostname):
-        devices = host_inventory.load(hostname).devices
+        devices = devices_db.load_inventory(hostname).devices
         self.published.append((hostname, [
             host_inventory.unavailable_reasons(d) for d in devices]))
         return inventory_sink.PublishResult(hostname, not self.failing)

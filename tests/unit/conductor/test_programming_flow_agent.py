@@ -13,6 +13,7 @@ from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent import programming as agent_programming
 from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import context
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.conductor import manager as conductor_manager
@@ -22,7 +23,6 @@ from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake
-from cyborg_lite.placement import naming
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.unit.conductor import programming_flow_helpers as h
@@ -56,7 +56,7 @@ def setup(db, conf, tmp_path):
     driver = fake.FakeDriver(conf)
     driver.name = 'fake'
     [record] = driver.discover()
-    region = h.add_region(name=naming.deployable_db_name(
+    region = h.add_region(name=device_records.deployable_db_name(
         h.HOST, record.identity, 'region0'))
     bitstream = bitstreams_db.create(dict(
         name='nlb', format='gbs', region_type=pe.REGION_TYPE,

@@ -1,5 +1,6 @@
-"""Program-on-bind: which bitstream a function means, and how a bind
-waits for its job (the agent answers through the conductor's flow)."""
+"""Program-on-bind: which bitstream a function means, and the job a
+bind's programmer starts (the bind resumes when it ends:
+test_bind_resume.py)."""
 import pytest
 
 from cyborg_lite.bitstreams import checks as programming_checks
@@ -116,55 +117,27 @@ def test_private_bitstream_of_another_project_is_not_used(db):
     assert programming_checks.resolve_function(NEW, region, is_admin=True)
 
 
-def _programmer(conf, on_job=None, timeout=5):
-    conf.set_override('bind_wait_timeout', timeout, group='programming')
-    conf.set_override('bind_poll_interval', 0.01, group='programming')
+def _programmer(on_job=None):
     flow, agents = h.make_flow(on_job=on_job)
-    return programming.BindProgrammer(flow, conf), flow, agents
+    return programming.BindProgrammer(flow), flow, agents
 
 
-def test_bind_waits_for_the_job_and_links_it_to_the_arq(db, conf):
+def test_the_programmer_starts_the_job_linked_to_the_arq_and_returns(db):
+    """No wait: the job's end resumes the bind (test_bind_resume.py)."""
     region, arq_uuid = h.add_region(), bind_helpers.make_arq()
     bitstream = _bitstream()
-
-    def agent(job):
-        h.walk(flow, job['uuid'])
-        flow.progress(job['uuid'], 'succeeded', function_id=NEW)
-    programmer, flow, agents = _programmer(conf, agent)
-    programmer(context.get_admin_context(), arq_uuid=arq_uuid,
-               deployable_uuid=region.uuid, function_id=NEW_DASHED)
+    programmer, _flow, agents = _programmer()
+    job_uuid = programmer(context.get_admin_context(), arq_uuid=arq_uuid,
+                          deployable_uuid=region.uuid,
+                          function_id=NEW_DASHED)
     [job] = jobs_db.list_jobs()
-    assert job.state == 'succeeded'
+    assert (job.uuid, job.state) == (job_uuid, 'queued')
     assert job.arq_id == bind_helpers.get_arq(arq_uuid).id
     assert agents.sent[0][1]['bitstream']['uuid'] == bitstream.uuid
 
 
-def test_failed_job_raises_its_error(db, conf):
-    region, arq_uuid = h.add_region(), bind_helpers.make_arq()
-    bitstream = _bitstream()
-
-    def agent(job):
-        flow.progress(job['uuid'], 'failed', error='fpga write error')
-    programmer, flow, _agents = _programmer(conf, agent)
-    with pytest.raises(exception.ProgrammingError,
-                       match='failed: fpga write error'):
-        programmer(None, arq_uuid=arq_uuid, deployable_uuid=region.uuid,
-                   bitstream_id=bitstream.uuid)
-
-
-def test_job_that_does_not_end_in_time_fails_the_wait(db, conf):
-    region, arq_uuid = h.add_region(), bind_helpers.make_arq()
-    programmer, _flow, _agents = _programmer(conf, timeout=1)
-    with pytest.raises(exception.ProgrammingError,
-                       match='did not end within 1 s'):
-        programmer(None, arq_uuid=arq_uuid, deployable_uuid=region.uuid,
-                   bitstream_id=_bitstream().uuid)
-    # The job itself goes on; the reaper or its agent ends it.
-    assert jobs_db.list_jobs()[0].state == 'queued'
-
-
-def test_unknown_arq_refused(db, conf):
-    programmer, _flow, agents = _programmer(conf)
+def test_unknown_arq_refused(db):
+    programmer, _flow, agents = _programmer()
     with pytest.raises(exception.ARQNotFound):
         programmer(None, arq_uuid='nope', deployable_uuid='x',
                    bitstream_id='y')

@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from cyborg_lite.common import device_records
 from cyborg_lite.conductor import report
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
@@ -30,7 +31,7 @@ def test_first_report_creates_the_whole_tree(db):
         'domain': '0000', 'bus': '5e', 'device': '00', 'function': '0'}
     deps = h.rows(models.Deployable, device_id=dev.id)
     assert [d.name for d in deps] == [
-        naming.deployable_db_name(HOST, CARD0, 'region%d' % i)
+        device_records.deployable_db_name(HOST, CARD0, 'region%d' % i)
         for i in (0, 1)]
     assert deps[0].rp_uuid == naming.rp_uuid(naming.deployable_rp_name(
         HOST, CARD0, 'region0', 'FPGA'))

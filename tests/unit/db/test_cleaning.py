@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import report
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import models
@@ -42,7 +43,7 @@ def _released(handles=1):
     region = h.make_region(handles=handles)
     arq_uuid, state = _bind(region)
     assert state == 'Bound'
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     return region
 
 
@@ -52,7 +53,7 @@ def test_bind_allocates_and_unbind_releases_in_its_transaction(db):
     arq_uuid, state = _bind(region)
     assert (state, _state(region)) == ('Bound', 'allocated')
 
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
 
     assert _state(region) == 'pending_cleaning'
     assert not h.handles_of(region)[0].in_use
@@ -67,7 +68,7 @@ def test_release_fails_with_the_unbind_that_frees_the_handle(
         raise RuntimeError('database went away')
     monkeypatch.setattr(cleaning_db, 'release', broken)
     with pytest.raises(RuntimeError):
-        arqs_db.unbind(arq_uuid)
+        arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
 
     # One transaction: the handle is not freed without its region dirty.
     assert h.handles_of(region)[0].in_use
@@ -79,11 +80,11 @@ def test_delete_releases_and_names_the_host(db):
     idle = h.make_arq()
     arq_uuid, _state_ = _bind(region, 'host7')
 
-    assert arqs_db.delete_by_uuids(
+    assert arq_releases.delete_by_uuids(
         arqs_db.ALL, [arq_uuid, idle]).clean_hosts == {'host7'}
     assert _state(region) == 'pending_cleaning'
     # An ARQ that held no region releases none.
-    assert arqs_db.delete_by_uuids(
+    assert arq_releases.delete_by_uuids(
         arqs_db.ALL, [h.make_arq()]).clean_hosts == set()
 
 
@@ -116,7 +117,7 @@ def test_region_is_wiped_only_once_its_last_handle_is_free(db):
     region = h.make_region(handles=2)
     first, _s1 = _bind(region)
     second, _s2 = _bind(region)
-    arqs_db.unbind(first)
+    arq_releases.unbind_all(arqs_db.ALL, [first])
     assert _state(region) == 'pending_cleaning'
     # Its other tenant still runs on it: nothing is wiped yet, and the
     # freed handle is not offered to a third.
@@ -124,7 +125,7 @@ def test_region_is_wiped_only_once_its_last_handle_is_free(db):
     assert cleaning_db.begin(region['deployable_id']) is None
     assert _bind(region)[1] == 'BindFailed'
 
-    arqs_db.unbind(second)
+    arq_releases.unbind_all(arqs_db.ALL, [second])
 
     assert [r.uuid for r in cleaning_db.ready()] == \
         [region['deployable_uuid']]
@@ -176,7 +177,7 @@ def test_only_the_current_try_may_end_the_clean(db):
         'available'
     # Next tenant, next release, next try.
     arq_uuid, _state_ = _bind(region)
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     new = cleaning_db.begin(region['deployable_id'])
 
     # A late report of the old try makes nothing available.
@@ -287,7 +288,7 @@ def test_the_start_of_a_past_clean_never_counts_for_the_next(db):
     cleaning_db.beat(done.uuid, done.cleaning_uuid)
     cleaning_db.finish(done.uuid, done.cleaning_uuid)
     arq_uuid, _state_ = _bind(region)
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     assert _region(region).cleaning_started_at is None
     # The next try dies before any agent began it: not counted.
     cleaning_db.begin(region['deployable_id'])
@@ -349,7 +350,7 @@ def test_every_move_leaves_the_regions_version(db):
         tries.append(cleaning_db.begin(dep_id).cleaning_uuid)
     moves = [
         (lambda: arqs.append(_bind(region)[0]), 'allocated'),
-        (lambda: arqs_db.unbind(arqs[0]), 'pending_cleaning'),
+        (lambda: arq_releases.unbind_all(arqs_db.ALL, [arqs[0]]), 'pending_cleaning'),
         (begin, 'cleaning'),
         (lambda: cleaning_db.beat(dep_uuid, tries[-1]), 'cleaning'),
         (lambda: cleaning_db.abandon('gone', 3, hostname='host1'),

@@ -6,7 +6,7 @@ only the version in its UPDATE's WHERE clause can refuse it.
 import pytest
 
 from cyborg_lite.common import exception
-from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import arq_binds
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
@@ -17,20 +17,20 @@ pytestmark = pytest.mark.postgresql
 def test_two_conductors_taking_one_recorded_bind(pg_db, monkeypatch):
     region, arq_uuid = h.make_region(), h.make_arq()
     binding = h.binding(region)
-    arqs_db.start_binds({arq_uuid: binding})
+    arq_binds.start_binds({arq_uuid: binding})
     recorded = h.get_arq(arq_uuid)
-    held, take = Held(), arqs_db._take_bind
+    held, take = Held(), arq_binds._take_bind
 
     def take_and_hold(s, arq, conductor):
         version = take(s, arq, conductor)
         if conductor == 'cond-a':
             held.hold()      # its UPDATE done, its transaction open
         return version
-    monkeypatch.setattr(arqs_db, '_take_bind', take_and_hold)
+    monkeypatch.setattr(arq_binds, '_take_bind', take_and_hold)
 
     results = blocked_behind(
-        held, lambda: arqs_db.begin_binds({arq_uuid: binding}, 'cond-a'),
-        lambda: arqs_db.begin_binds({arq_uuid: binding}, 'cond-b'))
+        held, lambda: arq_binds.begin_binds({arq_uuid: binding}, 'cond-a'),
+        lambda: arq_binds.begin_binds({arq_uuid: binding}, 'cond-b'))
 
     [started], refused = results['first']
     assert (started.uuid, started.version, refused) == (

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
-from cyborg_lite.db import arqs as arqs_db
+from cyborg_lite.db import arq_binds
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import conditional
@@ -70,14 +70,13 @@ def held_race(monkeypatch, url, first, second):
 def _contenders():
     region = h.make_region()
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+    [started], refused = arq_binds.begin_binds({arq_uuid: h.binding(region)},
                                              'cond1')
     assert not refused
 
     def nova():
-        return arqs_db.finish_bind(started, region['deployable_id'],
-                                   region['deployable_uuid'],
-                                   refusal=host_inventory.region_refusal)
+        return arq_binds.finish_bind(started, region['deployable_id'],
+                                     region['deployable_uuid'])
 
     def kubernetes():
         return k8s_claims.claim(region['deployable_id'], CLAIM_UID, 'ns',

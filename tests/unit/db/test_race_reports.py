@@ -9,13 +9,13 @@ says (bitstream_id, which no report sets, stays the job's).
 import pytest
 import sqlalchemy as sa
 
+from cyborg_lite.common import device_records
 from cyborg_lite.conductor import report
 from cyborg_lite.db import deployables
 from cyborg_lite.db import inventory
 from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db.sql import session
-from cyborg_lite.placement import naming
 from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.conductor import report_helpers as h
 from tests.unit.conductor import test_report_unchanged as unchanged
@@ -28,7 +28,7 @@ LOADED = 'f' * 32
 
 
 def _region0():
-    name = naming.deployable_db_name(HOST, unchanged.CARD0, 'region0')
+    name = device_records.deployable_db_name(HOST, unchanged.CARD0, 'region0')
     with session.reader() as s:
         return s.scalars(sa.select(models.Deployable).where(
             models.Deployable.name == name)).one()

@@ -18,6 +18,8 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.db import arq_binds
+from cyborg_lite.db import arq_releases
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
@@ -49,7 +51,7 @@ def _started_bind(age_seconds=0):
     """A BindStarted ARQ (begun ``age_seconds`` ago) on a fresh region."""
     region = h.make_region()
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+    [started], refused = arq_binds.begin_binds({arq_uuid: h.binding(region)},
                                              'cond-test')
     assert not refused
     if age_seconds:
@@ -62,19 +64,19 @@ def _started_bind(age_seconds=0):
 
 
 def _finish(region, started):
-    return lambda: arqs_db.finish_bind(started, region['deployable_id'],
+    return lambda: arq_binds.finish_bind(started, region['deployable_id'],
                                        region['deployable_uuid'])
 
 
 def _reap():
-    return arqs_db.reap_stale_binds(60, lambda _by: 'reaped by the test')
+    return arq_binds.reap_stale_binds(60, lambda _by: 'reaped by the test')
 
 
 def test_bind_completion_vs_unbind(pg_db, monkeypatch):
     region, started = _started_bind()
     bound, unbound = race(monkeypatch, 'accelerator_requests',
                           _finish(region, started),
-                          lambda: arqs_db.unbind(started.uuid))
+                          lambda: arq_releases.unbind_all(arqs_db.ALL, [started.uuid]))
     assert not _failed(bound)
     assert isinstance(unbound, exception.ARQStateConflict)
     arq = h.get_arq(started.uuid)
@@ -95,7 +97,7 @@ def test_bind_completion_vs_reaper(pg_db, monkeypatch, no_skip_locked):
 def test_unbind_vs_reaper(pg_db, monkeypatch, no_skip_locked):
     _region, started = _started_bind(age_seconds=600)
     unbound, reaped = race(monkeypatch, 'accelerator_requests',
-                           lambda: arqs_db.unbind(started.uuid), _reap)
+                           lambda: arq_releases.unbind_all(arqs_db.ALL, [started.uuid]), _reap)
     assert _failed(unbound) != (reaped == [])   # exactly one won
     arq = h.get_arq(started.uuid)
     assert arq.version == started.version + 1
@@ -211,15 +213,13 @@ def test_job_success_vs_a_new_job_of_its_region(pg_db, monkeypatch):
 
 def _bind_sibling(region):
     """A started bind of ``region`` and its finish, as the conductor's
-    bind workflow runs it (the availability predicate as refusal)."""
-    from cyborg_lite.inventory import views as host_inventory
+    bind workflow runs it (finish_bind decides availability itself)."""
     arq_uuid = h.make_arq()
-    [started], refused = arqs_db.begin_binds({arq_uuid: h.binding(region)},
+    [started], refused = arq_binds.begin_binds({arq_uuid: h.binding(region)},
                                              'cond-test')
     assert not refused
-    return started, lambda: arqs_db.finish_bind(
-        started, region['deployable_id'], region['deployable_uuid'],
-        refusal=host_inventory.region_refusal)
+    return started, lambda: arq_binds.finish_bind(
+        started, region['deployable_id'], region['deployable_uuid'])
 
 
 def test_binds_of_two_regions_sharing_one_function(pg_db, monkeypatch):

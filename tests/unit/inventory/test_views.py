@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from cyborg_lite.inventory import views as host_inventory
@@ -29,7 +30,7 @@ def test_a_host_with_devices_deployables_and_handles(db):
     _add_handle(region0, '1', in_use=True)
     _add_handle(region0, '2')
 
-    inventory = host_inventory.load('node1')
+    inventory = devices_db.load_inventory('node1')
 
     assert inventory.hostname == 'node1'
     fpga, gpu = inventory.devices
@@ -53,15 +54,15 @@ def test_other_attributes_are_kept_apart_from_rc_and_traits(db):
         dep = s.query(models.Deployable).one()
         s.add(models.Attribute(uuid=str(uuid.uuid4()), deployable_id=dep.id,
                                key='numa_node', value='1'))
-    [device] = host_inventory.load('node1').devices
+    [device] = devices_db.load_inventory('node1').devices
     [dep] = device.deployables
     assert dep.attributes == (('numa_node', '1'),)
     assert dep.traits == ('fpga intel arria10',)
 
 
 def test_an_unknown_host_has_no_devices(db):
-    assert host_inventory.load('nowhere') == host_inventory.HostInventory(
-        'nowhere', ())
+    assert devices_db.load_inventory('nowhere') == \
+        host_inventory.HostInventory('nowhere', ())
 
 
 def test_unhealthy_or_maintained_devices_are_not_schedulable():
@@ -187,7 +188,7 @@ def test_load_sees_the_held_function_and_the_agent_state(db):
     with session.writer() as s:
         s.query(models.Agent).update({'state': 'down'})
 
-    [device] = host_inventory.load('node1').devices
+    [device] = devices_db.load_inventory('node1').devices
 
     first, second = device.deployables
     assert first.attach_handles[0].in_use

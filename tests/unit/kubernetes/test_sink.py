@@ -174,6 +174,8 @@ def test_an_unreachable_api_is_logged_once_per_outage(
 
 def test_a_nova_bind_or_unbind_republishes_a_kubernetes_host(
         sink, apiserver):
+    from cyborg_lite.db import arq_binds
+    from cyborg_lite.db import arq_releases
     from cyborg_lite.db import arqs as arqs_db
     region = h.make_region(hostname='host1')
     publisher = publishing.Publisher([sink])
@@ -181,15 +183,15 @@ def test_a_nova_bind_or_unbind_republishes_a_kubernetes_host(
     sink.publish('host1')
     assert not any('taints' in d for d in _devices(apiserver).values())
     arq_uuid = h.make_arq()
-    [started], _ = arqs_db.begin_binds({arq_uuid: h.binding(region)},
-                                       'cond1')
-    arqs_db.finish_bind(started, region['deployable_id'],
-                        region['deployable_uuid'])
+    [started], _ = arq_binds.begin_binds({arq_uuid: h.binding(region)},
+                                         'cond1')
+    arq_binds.finish_bind(started, region['deployable_id'],
+                          region['deployable_uuid'])
     # The bind asked for the host to be published: the slice follows.
     assert publisher.publish_requested() == ['host1']
     (device,) = _devices(apiserver).values()
     assert device['taints'][0]['key'] == DRIVER + '/in-use'
-    arqs_db.unbind(arq_uuid)
+    arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
     assert publisher.publish_requested() == ['host1']
     # Free of Nova, and waiting for its wipe: a reason the sink knows
     # nothing about, published as a taint all the same.

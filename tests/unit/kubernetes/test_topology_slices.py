@@ -12,6 +12,7 @@ import yaml
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.common import context
 from cyborg_lite.conductor import manager as conductor_manager
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.drivers import fpga_sysfs
 from cyborg_lite.drivers import pci
 from cyborg_lite.drivers import sriov_nic
@@ -50,7 +51,7 @@ def _report(conf, tmp_path, name, nic_pf):
         context.get_admin_context(), agent.host, agent.scan(),
         agent.numa_nodes())
     assert ack['changed']
-    return k8s_view.load(conf, agent.host)
+    return k8s_view.of_host(conf, devices_db.load_inventory(agent.host))
 
 
 def _numa(slices):

@@ -227,8 +227,12 @@ def test_some_regions_behind_one_function_share_the_first_ones_provider():
         t.providers[1].uuid
 
 
-def _choose(dev, group, **kw):
-    return tree.choose_member(dev, dev.deployables, group, **kw)
+def _choose(dev, group, region_type=None, loaded=None):
+    """inventory/views.choose_member asked with Placement's mismatch, as
+    the bind asks it."""
+    return views.choose_member(
+        dev, dev.deployables,
+        lambda dep: tree.mismatch(dev, dep, group, region_type), loaded)
 
 
 def test_a_bind_takes_the_sibling_that_serves_its_group():

@@ -1,21 +1,8 @@
-"""Options of the [arq] group (bind workflow) and the [nova] group.
-
-[nova] holds keystoneauth1's standard session, auth and adapter options,
-used only by the 'nova' bind notifier; with the default 'log' notifier
-nothing is read from it, so a deployment without Nova needs no credentials.
-"""
+"""Options of the [arq] group: the bind workflow of accelerator
+requests."""
 from oslo_config import cfg
 
-from cyborg_lite.conf import _keystoneauth
-
 ARQ = cfg.OptGroup('arq', title='Accelerator request binding')
-NOVA = cfg.OptGroup(
-    'nova', title='Nova compute API',
-    help='Where and how the "nova" bind notifier reaches the compute API '
-         'to send accelerator-request-bound external events. Standard '
-         'keystoneauth1 session, auth and adapter options.')
-
-NOVA_SERVICE_TYPE = 'compute'
 
 ARQ_OPTS = [
     cfg.IntOpt('bind_timeout',
@@ -59,10 +46,7 @@ ARQ_OPTS = [
 def register_opts(conf):
     conf.register_group(ARQ)
     conf.register_opts(ARQ_OPTS, group=ARQ)
-    _keystoneauth.register(conf, NOVA, NOVA_SERVICE_TYPE)
 
 
 def list_opts():
-    return [(ARQ, ARQ_OPTS),
-            (NOVA, _keystoneauth.sample_opts(NOVA_SERVICE_TYPE,
-                                             plugins=('password',)))]
+    return [(ARQ, ARQ_OPTS)]
