@@ -249,17 +249,25 @@ def test_a_region_life_is_one_notification_per_transition(
     # The same transitions, in order, in the device's history (those of
     # no device, the ARQ's creation and its deletion once unbound, have
     # no row).
-    rows = _history(cluster, device_uuid)[before:]
+    everything = _history(cluster, device_uuid)[before:]
+    rows = [r for r in everything if r['deployable_uuid'] not in siblings]
     assert [r['event'] for r in rows] == [
         e for e, _u in expected if e not in ('arq.create', 'arq.delete')]
+    # The tenant had the card's PF, which reaches the siblings: after
+    # each release every one of them was wiped too.
+    for sibling in siblings:
+        assert [r['event'] for r in everything
+                if r['deployable_uuid'] == sibling] == [
+            'deployable.clean.shared', 'deployable.clean.start',
+            'deployable.clean.end'] * 2
     bound_row = rows[[r['event'] for r in rows].index('arq.bind.end')]
     assert bound_row['instance_uuid'] == instance
     claim_row = rows[[r['event'] for r in rows].index('k8s_claim.prepare')]
     assert (claim_row['namespace'], claim_row['claim_name']) == (
         'team-a', 'fpga-claim')
 
-    # The conductors' own metrics ports counted the bind, its job, both
-    # cleans and the claim (the unbind is the API's own).
+    # The conductors' own metrics ports counted the bind, its job, the
+    # cleans (both releases', the siblings' too) and the claim (the unbind is the API's own).
     now = cluster.conductor_samples()
 
     def counted_since(name, **labels):
@@ -270,6 +278,6 @@ def test_a_region_life_is_one_notification_per_transition(
     assert counted_since('cyborg_lite_programming_job_duration_seconds_count',
                          outcome='succeeded') == 1
     assert counted_since('cyborg_lite_cleaning_duration_seconds_count',
-                         outcome='available') == 2
+                         outcome='available') == 2 * (1 + len(siblings))
     assert counted_since('cyborg_lite_k8s_prepare_duration_seconds_count',
                          outcome='prepared') == 1

@@ -49,21 +49,23 @@ def test_region_is_reserved_while_wiped_and_offered_after(
     assert env.gated.started.wait(20)
 
     # Mid-clean: reserved = total. Both regions are reached through the
-    # card's PF, offered by one provider: region1 too would hand region0's
-    # data over until it is wiped.
+    # card's PF, offered by one provider, which the tenant had: both are
+    # wiped, and neither is handed over before both are.
     assert env.region().device_state == 'cleaning'
     assert env.region('region1').rp_uuid == env.region().rp_uuid
     _wait_inventory(env, 'region0', RESERVED)
     # A bind now is refused, and says why.
     refused = ce.try_bind(env)
     assert refused.state == 'BindFailed'
-    assert 'region0: unavailable [cleaning]' in refused.error
-    assert 'region1: unavailable [shared_function_unclean]' in refused.error
+    assert ('region0: unavailable [shared_function_unclean, cleaning]'
+            in refused.error)
+    assert 'region1: unavailable [shared_function_unclean, ' in refused.error
     assert ce.memory(env) == ce.TENANT_DATA
 
     env.gated.go.set()
 
     ce.wait_state(env, 'available')
+    ce.wait_state(env, 'available', 'region1')
     assert ce.memory(env) == ''
     _wait_inventory(env, 'region0', OFFERED)
     assert ce.try_bind(env).state == 'Bound'

@@ -72,7 +72,8 @@ def delta(before, after, name, **labels):
 def test_binds_cleans_and_publishes_are_counted(
         conf, refusable_placement, make_env, scrape):  # noqa: F811
     configure_placement(conf, refusable_placement.endpoint)
-    env = make_env()
+    # A VF each: the one region released is the one wiped.
+    env = make_env(sriov=True)
     before = scrape()
 
     arq_uuid = ce.bind(env)
