@@ -8,7 +8,6 @@ from cyborg_lite.db import arqs as arqs_db
 
 def unbind(conductor, ctxt, arq_uuids):
     released = arq_releases.unbind_all(arqs_db.ALL, list(arq_uuids))
-    conductor.publish_hosts(ctxt, sorted(released.publish_hosts |
-                                         released.clean_hosts))
-    conductor.start_cleaning(ctxt, sorted(released.clean_hosts))
+    conductor.release(ctxt, sorted(released.publish_hosts),
+                      sorted(released.clean_hosts))
     return released

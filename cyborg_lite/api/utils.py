@@ -8,6 +8,7 @@ import urllib.parse
 
 from jsonschema import exceptions as js_exc
 from oslo_log import log as logging
+import oslo_messaging as messaging
 import webob
 import webob.exc
 
@@ -49,6 +50,38 @@ def publish_now(req, hostnames):
     except Exception as exc:
         LOG.warning('No conductor published %s in time (%s); its periodic '
                     'task will', ', '.join(sorted(hostnames)), exc)
+        return
+    late = sorted(h for h, converged in done.items() if not converged)
+    if late:
+        LOG.warning('Publishing %s did not converge yet; the conductors '
+                    'retry it', ', '.join(late))
+
+
+def release(req, publish_hosts, clean_hosts, fallback):
+    """Have a conductor publish the hosts of a release (an ARQ deleted or
+    unbound) once, then start the wipe of its regions: one call, answered
+    once the schedulers have the capacity taken away (as ``publish_now``;
+    a conductor that cannot be reached in time is logged: its periodic
+    tasks publish and clean). A conductor of the previous release (no
+    release RPC) refuses it before doing anything: then ``publish_now``
+    and ``fallback(req, clean_hosts)`` (the start of the cleaning)."""
+    hosts = set(publish_hosts) | set(clean_hosts)
+    if not hosts:
+        return
+    try:
+        done = conductor(req).release(
+            context(req), sorted(hosts), sorted(clean_hosts),
+            timeout=CONF.api.publish_timeout)
+    except messaging.UnsupportedVersion:
+        publish_now(req, hosts)
+        fallback(req, clean_hosts)
+        return
+    except Exception as exc:
+        LOG.warning('No conductor released %s in time (%s); its periodic '
+                    'task publishes them', ', '.join(sorted(hosts)), exc)
+        # NOTE: the wipe need not wait for the periodic task: a cast
+        # (starting a clean twice is harmless).
+        fallback(req, clean_hosts)
         return
     late = sorted(h for h, converged in done.items() if not converged)
     if late:

@@ -104,13 +104,16 @@ class CleaningFlow:
 
     # --- releases ------------------------------------------------------
 
-    def start(self, hostnames=None):
+    def start(self, hostnames=None, published=False):
         """Clean what waits: each pending_cleaning region of these hosts
         (None: of every host) that nothing holds any more is made
         available when its driver cleans nothing, else sent to its agent.
         The hosts named and those of these regions are published between
         the two: reserved in the schedulers before any wipe begins.
-        Returns the uuids of the regions moved."""
+        ``published``: the caller published the hosts named since their
+        regions were released (the release RPC): pending_cleaning ->
+        cleaning changes no view, so only the hosts of regions made
+        available are. Returns the uuids of the regions moved."""
         if hostnames is not None:
             hostnames = sorted(set(hostnames))
             if not hostnames:
@@ -120,9 +123,10 @@ class CleaningFlow:
                     if driver_cleans(r.driver_name) is not False]
         moved = [r.uuid for r in ready
                  if r not in to_clean and self._skip(r)]
-        self._publish(set(hostnames or ()) |
-                      {r.hostname for r in ready if r.uuid in moved} |
-                      {r.hostname for r in to_clean})
+        changed = {r.hostname for r in ready if r.uuid in moved}
+        if not published:
+            changed |= set(hostnames or ()) | {r.hostname for r in to_clean}
+        self._publish(changed)
         moved += [r.uuid for r in to_clean if self._dispatch(r)]
         return moved
 

@@ -33,7 +33,7 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.8')
+    target = messaging.Target(version='1.9')
 
     def __init__(self, host, after_report=None, programming=None,
                  publisher=None, cleaning=None, claims=None):
@@ -98,8 +98,7 @@ class ConductorManager:
         onto the API's path: unbind each ARQ, then release its hosts;
         {arq_uuid: state}."""
         results, publish, clean = release_mod.unbind_each(arq_uuids)
-        self.publish_hosts(ctxt, sorted(publish | clean))
-        self.cleaning.start(clean)
+        self.release(ctxt, sorted(publish), sorted(clean))
         return results
 
     def _publish_requested(self):
@@ -128,13 +127,31 @@ class ConductorManager:
         """The API took capacity away on these hosts (an ARQ deleted or
         unbound, a device disabled): publish them and answer once every
         sink has them; {hostname: converged}."""
-        if not isinstance(hostnames, list) or not all(
-                isinstance(h, str) and h for h in hostnames):
-            raise exception.Invalid(reason='hostnames must be a list of '
-                                           'host names')
+        _check_hostnames(hostnames)
         return {hostname: publishing.converged(
                     self.publisher.publish_host(hostname))
                 for hostname in sorted(set(hostnames))}
+
+    @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
+    def release(self, ctxt, publish_hosts, clean_hosts):
+        """(1.9) The API released capacity (an ARQ deleted or unbound):
+        publish the union of the hosts once, answer once every sink has
+        them, after starting the cleaning of ``clean_hosts``' released
+        regions (pending_cleaning -> cleaning changes no view: it
+        publishes nothing more); {hostname: converged}."""
+        for hosts in (publish_hosts, clean_hosts):
+            _check_hostnames(hosts)
+        converged = self.publish_hosts(
+            ctxt, sorted(set(publish_hosts) | set(clean_hosts)))
+        try:
+            self.cleaning.start(clean_hosts, published=True)
+        except _OUTAGE:
+            raise
+        except Exception:
+            # NOTE: the regions stay pending_cleaning; the cleaning's
+            # periodic task starts them.
+            LOG.exception('Starting the cleans of %s failed', clean_hosts)
+        return converged
 
     # --- programming jobs (1.2), see programming.py ---------------
 
@@ -201,3 +218,10 @@ class ConductorManager:
         hosts = self.claims.release(hostname, claim_uid, device)
         self._publish_requested()
         return sorted(hosts)
+
+
+def _check_hostnames(hostnames):
+    if not isinstance(hostnames, list) or not all(
+            isinstance(h, str) and h for h in hostnames):
+        raise exception.Invalid(reason='hostnames must be a list of '
+                                       'host names')

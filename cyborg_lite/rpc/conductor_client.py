@@ -33,6 +33,12 @@ API version history:
         capacity (ARQ delete, unbind, device disable) waits for it.
 * 1.8 - report takes numa_nodes: the host's NUMA nodes and SLIT
         (common/topology.py), sent when they changed.
+* 1.9 - release(publish_hosts, clean_hosts): a call; the API's one
+        release of capacity (an ARQ deleted or unbound): the conductor
+        publishes the union of the hosts once, then starts the cleaning
+        (which publishes nothing more). A conductor without 1.9 refuses
+        it before doing anything; the API then makes 1.7's publish_hosts
+        and 1.4's start_cleaning.
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -69,7 +75,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.8'
+    RPC_API_VERSION = '1.9'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -198,6 +204,32 @@ class ConductorAPI:
         with _translate():
             return cctxt.call(ctxt, 'publish_hosts',
                               hostnames=sorted(hostnames))
+
+    def release(self, ctxt, publish_hosts, clean_hosts, timeout=None):
+        """Capacity was released on these hosts (an ARQ deleted or
+        unbound): a conductor publishes every host of both lists once to
+        every sink, then starts the clean of the released regions of
+        ``clean_hosts``; {hostname: whether every sink converged}. A call:
+        the caller answers its own client once the schedulers have it.
+
+        oslo.messaging's UnsupportedVersion when the conductor is of a
+        release without 1.9 (it did nothing): the caller makes
+        ``publish_hosts`` and ``start_cleaning`` instead.
+        """
+        extra = {} if timeout is None else {'timeout': timeout}
+        cctxt = self.client.prepare(version='1.9', **extra)
+        try:
+            with _translate():
+                return cctxt.call(ctxt, 'release',
+                                  publish_hosts=sorted(set(publish_hosts)),
+                                  clean_hosts=sorted(set(clean_hosts)))
+        except messaging.RemoteError as exc:
+            # NOTE: over RabbitMQ the server's refusal comes back as a
+            # RemoteError naming it (the in-process transport raises it).
+            if exc.exc_type == 'UnsupportedVersion':
+                raise messaging.UnsupportedVersion('1.9',
+                                                   method='release') from exc
+            raise
 
     # --- secure cleanup between tenants (1.4) -----------------------------
 

@@ -2,7 +2,7 @@
 
 Creation, deletion and unbind are database writes from here; a delete or
 unbind answers once a conductor has published the capacity it took away
-(utils.publish_now). A bind is the conductor's (it claims an attach
+and started the wipe (utils.release: one call). A bind is the conductor's (it claims an attach
 handle and may program a region): the PATCH handler validates the JSON
 patch and the ARQ states, records the bind and sends it over RPC, and
 answers 202; the ARQs move on asynchronously.
@@ -186,8 +186,8 @@ def _after_release(req, released):
     """What deleting or unbinding left (db/arqs.Released): the released
     regions, reserved until wiped, are in every scheduler's view before
     the request answers; then their wipe starts."""
-    utils.publish_now(req, released.clean_hosts | released.publish_hosts)
-    deployables.start_cleaning(req, released.clean_hosts)
+    utils.release(req, released.publish_hosts, released.clean_hosts,
+                  fallback=deployables.start_cleaning)
 
 
 def _may_delete(req):

@@ -137,8 +137,8 @@ def clean_deployable(req, uuid):
                                      reason='this action takes no body')
     region = cleaning_db.reclean(uuid)
     LOG.info('Clean of deployable %s asked for', uuid)
-    utils.publish_now(req, {region.hostname})
-    start_cleaning(req, [region.hostname])
+    utils.release(req, {region.hostname}, {region.hostname},
+                  fallback=start_cleaning)
     return utils.response(view(req, *db.get_deployable(uuid)), status=202)
 
 

@@ -47,6 +47,11 @@ class RecordingConductor:
         self.calls.append(('publish_hosts', ctxt.project_id, hostnames))
         return {hostname: True for hostname in hostnames}
 
+    def release(self, ctxt, publish_hosts, clean_hosts, timeout=None):
+        self.calls.append(('release', ctxt.project_id,
+                           (publish_hosts, clean_hosts)))
+        return {hostname: True for hostname in publish_hosts}
+
 
 def error_of(resp):
     """The faultstring of a Cyborg error body (after checking its form)."""

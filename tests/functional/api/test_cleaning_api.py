@@ -53,8 +53,7 @@ def test_an_admin_asks_for_a_clean(app, conductor, state):
     assert _state(dep) == 'pending_cleaning'
     # Reserved in every view before it answers, then wiped.
     assert conductor.calls == [
-        ('publish_hosts', 'admin-project', ['host1']),
-        ('start_cleaning', 'admin-project', ['host1'])]
+        ('release', 'admin-project', (['host1'], ['host1']))]
 
 
 @pytest.mark.parametrize('state', ['allocated', 'pending_cleaning',
@@ -120,8 +119,7 @@ def test_deleting_a_bound_arq_leaves_its_region_to_be_wiped(
     assert _state(dep) == 'pending_cleaning'
     # Reserved in every view before it answers, then wiped.
     assert conductor.calls == [
-        ('publish_hosts', 'admin-project', ['host1']),
-        ('start_cleaning', 'admin-project', ['host1'])]
+        ('release', 'admin-project', (['host1'], ['host1']))]
 
 
 def test_deleting_an_unbound_arq_tells_no_conductor(app, conductor):
