@@ -5,7 +5,7 @@
 only what python-openstackclient and python-cyborgclient lack, because
 both already register ``accelerator device|deployable|device profile|arq``
 and a second class under the same name would shadow one of theirs
-(see README "CLI"). setup.cfg's ``openstack.cyborg_lite.v2`` entry points
+(docs/cli.md). setup.cfg's ``openstack.cyborg_lite.v2`` entry points
 must list exactly OSC_COMMANDS; a unit test checks that.
 """
 from cyborg_lite.cli import accelerator_requests as arqs

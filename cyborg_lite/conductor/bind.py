@@ -312,7 +312,7 @@ def _ensure_programmed(ctxt, started, target, program, project_id):
 
 def _finish_bind(started, target, publish):
     """Claim a handle and make the ARQ Bound. A claim the schedulers must
-    see first (db/arqs.finish_bind) is published, by ``publish()``,
+    see first (db/arq_binds.finish_bind) is published, by ``publish()``,
     before it is Bound."""
     # NOTE: the region's availability is decided again under the locks
     # of the claim, by the predicate every inventory sink uses.
@@ -375,10 +375,10 @@ def reap_stale_binds(timeout=None, notifier=None, batch=100, cast=None,
 
     A bind whose programming job ended is resumed (``resume``, with
     ``publish``) at once: the conductor that took the job's end died
-    before it did. BindStarted ARQs that a conductor took ``timeout`` seconds ago or
-    more ([arq]bind_timeout by default), or that none took within
-    ``timeout`` of the request, become BindFailed, and the notifier hears
-    of them. The binds none took yet are then cast again (see
+    before it did. BindStarted ARQs that a conductor took ``timeout``
+    seconds ago or more ([arq]bind_timeout by default), or that none took
+    within ``timeout`` of the request, become BindFailed, and the notifier
+    hears of them. The binds none took yet are then cast again (see
     ``resend_untaken_binds``; ``cast`` replaces the RPC cast). Safe to run
     from every conductor at once.
     """

@@ -1,8 +1,9 @@
 """The conductor's RPC endpoint: thin methods that hand over to workflows.
 
-Each method here has a twin in rpcapi.ConductorAPI and a line in its
-version history; the work itself lives in a workflow module
-(report.py, bind.py, programming.py, cleaning.py, k8s_claims.py), so
+Each method here has a twin in rpc/conductor_client.ConductorAPI and a
+line in its version history; the work itself lives in a workflow module
+(report.py, bind.py, release.py, programming.py, cleaning.py and
+kubernetes/claims.py), so
 this class stays a table of contents.
 """
 import oslo_messaging as messaging
@@ -201,7 +202,7 @@ class ConductorManager:
         return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
                                       error=error)
 
-    # --- Kubernetes ResourceClaims (1.6), see k8s_claims.py -------------
+    # --- Kubernetes ResourceClaims (1.6), see kubernetes/claims.py ------
 
     @messaging.expected_exceptions(exception.ClaimInProgress,
                                    *_PROGRAM_REFUSALS)

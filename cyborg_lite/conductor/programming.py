@@ -62,8 +62,8 @@ def agent_job(job, bitstream, deployable, device, region_name,
     """The plain dict an agent's ``run_job`` takes (crosses RPC).
 
     ``region_name`` is the region's name within its device, as the
-    driver reported it (see common/device_records.region_name_of); ``signature`` what the
-    agent checks the image's signature with
+    driver reported it (see common/device_records.region_name_of);
+    ``signature`` what the agent checks the image's signature with
     (bitstreams/trust.agent_check; None: no check).
     """
     return {

@@ -3,12 +3,13 @@
 The table's other transactions are beside it: its binds and their
 reaper (db/arq_binds.py), its releases, delete and unbind
 (db/arq_releases.py); they share this module's row helpers (``_get``,
-``_transition``, ``_update_state``, ``_event``, ...). The API creates, reads and
-deletes ARQs and records a bind request (``arq_binds.start_binds``)
-before casting it; the conductor's bind workflow (conductor/bind.py)
-moves ARQs through common/states.ARQ, never seeing a session. No write trusts an
-earlier read: each state change is a conditional UPDATE
-(db/sql/conditional.py) on the state and version it was decided on. Writers
+``_transition``, ``_update_state``, ``_event``, ...). The API creates,
+reads and deletes ARQs and records a bind request
+(``arq_binds.start_binds``) before casting it; the conductor's bind
+workflow (conductor/bind.py) moves ARQs through common/states.ARQ, never
+seeing a session. No write trusts an earlier read: each state change is
+a conditional UPDATE (db/sql/conditional.py) on the state and version it
+was decided on. Writers
 lock ARQ, then region, then attach handle, so PostgreSQL never deadlocks
 on them. Unbinding or deleting a bound ARQ frees its handle in the same
 transaction. A bind's start is stamped with the database's clock

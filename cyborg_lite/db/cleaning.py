@@ -3,7 +3,7 @@ deployables' ``device_state`` columns (the machine is common/states.DEVICE).
 
 Who moves a region, and with what:
 
-- a bind, under the region lock (db/arqs.finish_bind): ``mark_allocated``,
+- a bind, under the region lock (db/arq_binds.finish_bind): ``mark_allocated``,
   once the one availability predicate
   (inventory/views.unavailable_reasons, whose reasons include the
   cleaning states) found the region bindable;

@@ -241,7 +241,7 @@ holds the region itself."""
 def bound_arq_on(s, deployable_id, except_holder=None):
     """Who holds the region, a RegionHolder, or None: an ARQ holding one
     of its attach handles (Bound, or still BindStarted while a Kubernetes
-    host is published with its claim: db/arqs.finish_bind), a Kubernetes
+    host is published with its claim: db/arq_binds.finish_bind), a Kubernetes
     claim (db/k8s_claims.py), or either holding a sibling behind one of
     its functions (a card without SR-IOV: attaching its PF hands over
     every region, common/shared_functions.py). ``except_holder`` (a

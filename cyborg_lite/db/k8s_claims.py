@@ -3,7 +3,7 @@ transaction of k8s_claim_devices.
 
 A claim holds a region the way a Bound ARQ does: one of its attach
 handles is in use, written on the claim's row (UNIQUE attach_handle_id).
-``claim`` takes it under the same locks and rules as db/arqs.finish_bind
+``claim`` takes it under the same locks and rules as db/arq_binds.finish_bind
 (device shared, region exclusive, then the handle), so a Nova bind and a
 claim racing for one region have exactly one winner, whatever the
 backend: whichever commits first holds the handle, and the other sees it
@@ -25,6 +25,7 @@ from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
 from cyborg_lite.db.sql import session
+from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.notifications import events as notifications
 
 CLAIM = models.KubernetesClaimDevice
@@ -80,13 +81,14 @@ def region_holder(s, deployable_id):
 
 
 def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
-          project_id=None, refusal=None, pods=()):
+          project_id=None, pods=()):
     """Hold a handle of the region for the claim, in one transaction; a
     Claimed. The same claim asking again gets its row back (``new``
     False). ClaimRefused with the reason when the region is gone, held by
     another, being programmed for another (or a sibling behind its PCI
-    function is: deployables.sibling_programming), or ``refusal(rows)``
-    (host_inventory.region_refusal, read under the locks) says why not.
+    function is: deployables.sibling_programming), or the availability
+    decision (inventory/views.region_refusal, on rows read under the
+    locks) says why not.
     ``pods``: the pod names the claim is reserved for, kept as they were
     at its first Prepare.
     """
@@ -111,8 +113,8 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
                 raise refused('region %s is in use by %s'
                               % (region.uuid, holder))
             rows = devices.region_rows(s, device, region)
-            why = deployables.sibling_programming(s, rows) or (
-                refusal(rows) if refusal is not None else None)
+            why = (deployables.sibling_programming(s, rows)
+                   or host_inventory.region_refusal(rows))
             if why:
                 raise refused(why)
             handle = attach_handles.claim_free(s, deployable_id)

@@ -14,7 +14,8 @@ Whether a device or a deployable may be offered and bound now is decided
 in one place, ``unavailable_reasons(device, deployable=None)``: a tuple of
 reason names from REASONS, empty when it may. Every sink hides what has a
 reason (Placement: reserved = total) and the bind path refuses it under
-its locks (``region_refusal``, given to db/arqs.finish_bind). Which of
+its locks (``region_refusal``, which db/arq_binds.finish_bind and
+db/k8s_claims.claim import). Which of
 the siblings behind one function a bind takes is decided here too
 (``choose_member``): siblings are an inventory fact.
 """

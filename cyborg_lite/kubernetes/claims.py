@@ -37,7 +37,6 @@ from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import k8s_claims as claims_db
 from cyborg_lite.db import programming_jobs as jobs_db
-from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import names as k8s_names
 from cyborg_lite.kubernetes import slices
 from cyborg_lite.kubernetes import view as k8s_view
@@ -114,7 +113,6 @@ class ClaimFlow:
         claimed = claims_db.claim(
             region.id, request['claim_uid'], request['namespace'],
             request['claim_name'], request['device'], project_id,
-            refusal=host_inventory.region_refusal,
             pods=request.get('pods') or ())
         if claimed.new:
             LOG.info('Region %s held for ResourceClaim %s/%s (%s)',

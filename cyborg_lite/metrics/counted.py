@@ -50,7 +50,8 @@ BIND_DURATION = Histogram(
     ['outcome'], buckets=LATENCY_BUCKETS)
 UNBIND_DURATION = Histogram(
     'cyborg_lite_unbind_duration_seconds',
-    "A conductor's unbind of one ARQ, by outcome: unbound, refused.",
+    "An unbind of one ARQ (the API's release path), by outcome: unbound, "
+    "refused.",
     ['outcome'], buckets=LATENCY_BUCKETS)
 JOB_DURATION = Histogram(
     'cyborg_lite_programming_job_duration_seconds',

@@ -43,7 +43,8 @@ def test_delete_wipes_the_region_too(make_env):
     env = make_env()
     arq_uuid = ce.bind(env)
 
-    released = arq_releases.delete_by_uuids(arqs_db.ALL, [arq_uuid]).clean_hosts
+    released = arq_releases.delete_by_uuids(
+        arqs_db.ALL, [arq_uuid]).clean_hosts
     assert released == {pe.HOST}
     assert env.region().device_state == 'pending_cleaning'
     env.api.start_cleaning(context.get_admin_context(), released)

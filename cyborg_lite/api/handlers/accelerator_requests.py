@@ -2,9 +2,10 @@
 
 Creation, deletion and unbind are database writes from here; a delete or
 unbind answers once a conductor has published the capacity it took away
-and started the wipe (utils.release: one call). A bind is the conductor's (it claims an attach
-handle and may program a region): the PATCH handler validates the JSON
-patch and the ARQ states, records the bind and sends it over RPC, and
+and started the wipe (utils.release: one call). A bind is the
+conductor's (it claims an attach handle and may program a region): the
+PATCH handler validates the JSON patch and the ARQ states, records the
+bind and sends it over RPC, and
 answers 202; the ARQs move on asynchronously.
 """
 import collections
@@ -176,8 +177,8 @@ def delete_arqs(req):
     if 'instance' in params:
         deleted = arq_releases.delete_by_instance(scope, params['instance'])
     else:
-        deleted = arq_releases.delete_by_uuids(scope, params['arqs'].split(','),
-                                     _may_delete(req))
+        deleted = arq_releases.delete_by_uuids(
+            scope, params['arqs'].split(','), _may_delete(req))
     _after_release(req, deleted)
     return utils.response(status=204)
 
@@ -343,8 +344,8 @@ def _apply_patch(req, body):
     if kind == 'unbind':
         # NOTE: done here, not cast, so the released regions are reserved
         # everywhere before this answers (Cyborg's 202 is kept).
-        _after_release(req, arq_releases.unbind_all(_scope(req, policies.UPDATE),
-                                          list(parsed)))
+        _after_release(req, arq_releases.unbind_all(
+            _scope(req, policies.UPDATE), list(parsed)))
         return utils.response(status=202)
     bindings = {uuid: values for uuid, (_, values) in parsed.items()}
     # The project each ARQ has once bound (an admin may set it).

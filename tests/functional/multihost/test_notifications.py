@@ -267,7 +267,8 @@ def test_a_region_life_is_one_notification_per_transition(
         'team-a', 'fpga-claim')
 
     # The conductors' own metrics ports counted the bind, its job, the
-    # cleans (both releases', the siblings' too) and the claim (the unbind is the API's own).
+    # cleans (both releases', the siblings' too) and the claim (the
+    # unbind is the API's own).
     now = cluster.conductor_samples()
 
     def counted_since(name, **labels):

@@ -104,7 +104,8 @@ def test_deleting_the_holder_frees_the_function_and_asks_a_publish(db):
 def test_deleting_an_arq_on_its_own_vf_asks_to_publish_its_wipe(db):
     region0, _region1 = h.make_card(sriov=True)
     first, _ = _bind(region0)
-    assert arq_releases.delete_by_uuids(arqs_db.ALL, [first]).publish_hosts == {
+    assert arq_releases.delete_by_uuids(
+        arqs_db.ALL, [first]).publish_hosts == {
         'host1'}
     assert _publish_requests() == [RELEASED]
 

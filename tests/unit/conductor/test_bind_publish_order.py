@@ -71,7 +71,8 @@ def test_a_held_claim_unbound_meanwhile_gives_its_handle_back(db, conf):
     region = h.make_region()
     arq_uuid = h.make_arq()
     publish = _Publisher(arq_uuid, region,
-                         during=lambda: arq_releases.unbind_all(arqs_db.ALL, [arq_uuid]))
+                         during=lambda: arq_releases.unbind_all(
+                             arqs_db.ALL, [arq_uuid]))
     notifier = h.RecordingNotifier()
 
     result = bind.bind_arqs(None, {arq_uuid: h.binding(region)},

@@ -350,7 +350,8 @@ def test_every_move_leaves_the_regions_version(db):
         tries.append(cleaning_db.begin(dep_id).cleaning_uuid)
     moves = [
         (lambda: arqs.append(_bind(region)[0]), 'allocated'),
-        (lambda: arq_releases.unbind_all(arqs_db.ALL, [arqs[0]]), 'pending_cleaning'),
+        (lambda: arq_releases.unbind_all(arqs_db.ALL, [arqs[0]]),
+         'pending_cleaning'),
         (begin, 'cleaning'),
         (lambda: cleaning_db.beat(dep_uuid, tries[-1]), 'cleaning'),
         (lambda: cleaning_db.abandon('gone', 3, hostname='host1'),

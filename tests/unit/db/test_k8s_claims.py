@@ -1,12 +1,14 @@
 """db/k8s_claims.py on SQLite, PostgreSQL and MariaDB: a claim holds a
 region as a Bound ARQ does (its device_state included), a claim may hold
 several regions, and its release frees all of them for their wipe."""
+import pytest
 import sqlalchemy as sa
 
+from cyborg_lite.common import exception
+from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
-from cyborg_lite.inventory import views as host_inventory
 from tests.unit.conductor import bind_helpers as h
 
 CLAIM_UID = '0c1a1a00-0000-4000-8000-00000000000b'
@@ -14,8 +16,7 @@ CLAIM_UID = '0c1a1a00-0000-4000-8000-00000000000b'
 
 def _claim(region, device_name):
     return k8s_claims.claim(region['deployable_id'], CLAIM_UID, 'ns',
-                            'claim', device_name,
-                            refusal=host_inventory.region_refusal)
+                            'claim', device_name)
 
 
 def _device_states(*regions):
@@ -60,3 +61,19 @@ def test_one_claim_holds_two_regions_and_frees_both(db):
     assert not any(handle.in_use for handle in
                    h.handles_of(region0) + h.handles_of(region1))
     assert _device_states(region0, region1) == ['pending_cleaning'] * 2
+
+
+def test_a_claim_on_a_device_in_maintenance_is_refused_and_holds_nothing(db):
+    """The availability decision is the claim's own (the same as a
+    bind's, inventory/views.region_refusal, under the locks): whoever
+    calls it gets the refusal with the reason."""
+    region, = h.make_card(regions=1)
+    devices_db.set_status(region['device_uuid'], 'maintaining')
+    with pytest.raises(exception.ClaimRefused) as refused:
+        _claim(region, 'fpga-region0')
+    assert '[maintaining]' in str(refused.value)
+    assert _held() == {}
+    assert _device_states(region) == ['available']
+
+    devices_db.set_status(region['device_uuid'], 'enabled')
+    assert _claim(region, 'fpga-region0').new

@@ -15,7 +15,6 @@ from cyborg_lite.db import k8s_claims
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import session
-from cyborg_lite.inventory import views as host_inventory
 from tests import waiting
 from tests.unit.conductor import bind_helpers as h
 
@@ -80,8 +79,7 @@ def _contenders():
 
     def kubernetes():
         return k8s_claims.claim(region['deployable_id'], CLAIM_UID, 'ns',
-                                'claim', 'fpga-x-region0',
-                                refusal=host_inventory.region_refusal)
+                                'claim', 'fpga-x-region0')
     return region, arq_uuid, nova, kubernetes
 
 

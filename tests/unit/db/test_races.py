@@ -76,7 +76,8 @@ def test_bind_completion_vs_unbind(pg_db, monkeypatch):
     region, started = _started_bind()
     bound, unbound = race(monkeypatch, 'accelerator_requests',
                           _finish(region, started),
-                          lambda: arq_releases.unbind_all(arqs_db.ALL, [started.uuid]))
+                          lambda: arq_releases.unbind_all(
+                              arqs_db.ALL, [started.uuid]))
     assert not _failed(bound)
     assert isinstance(unbound, exception.ARQStateConflict)
     arq = h.get_arq(started.uuid)
@@ -97,7 +98,8 @@ def test_bind_completion_vs_reaper(pg_db, monkeypatch, no_skip_locked):
 def test_unbind_vs_reaper(pg_db, monkeypatch, no_skip_locked):
     _region, started = _started_bind(age_seconds=600)
     unbound, reaped = race(monkeypatch, 'accelerator_requests',
-                           lambda: arq_releases.unbind_all(arqs_db.ALL, [started.uuid]), _reap)
+                           lambda: arq_releases.unbind_all(
+                               arqs_db.ALL, [started.uuid]), _reap)
     assert _failed(unbound) != (reaped == [])   # exactly one won
     arq = h.get_arq(started.uuid)
     assert arq.version == started.version + 1
