@@ -151,7 +151,8 @@ def test_a_region_life_is_one_notification_per_transition(
     arq = cluster.create_arqs('mh-notify')[0]['uuid']
     arq_cleanup.append(arq)
     instance = cluster.bind(arq, region)
-    assert cluster.wait_resolved([arq], 60)[arq]['state'] == 'Bound'
+    resolved = cluster.wait_resolved([arq], 60)[arq]
+    assert resolved['state'] == 'Bound', resolved
     job = cluster.query(
         'SELECT uuid FROM programming_jobs WHERE arq_id = (SELECT id FROM '
         'accelerator_requests WHERE uuid = :u)', u=arq)[0][0]
