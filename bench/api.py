@@ -73,33 +73,17 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 
+from bench import api_servers
 from bench import common
 from bench import fake_nova
 from bench import seed
 from bench import serving
-from cyborg_lite.cmd import placement_server
-from cyborg_lite.cmd import processes
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-SCRIPT = os.path.join(HERE, 'api.py')
-CYBORG_VENV = os.path.join(HERE, '.cyborg-venv')
-CYBORG_REQUIREMENT = 'openstack-cyborg==17.0.0'
-HEADERS = {'X-Roles': 'admin,member',
-           'X-Project-Id': '9b1deb4d3b7d4bad9bdd2b0d7b3dcb6d',
-           'X-User-Id': '1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed',
-           'Content-Type': 'application/json',
-           'Accept': 'application/json',
-           'OpenStack-API-Version': 'accelerator 2.3',
-           # Cyborg binds only for a service (Nova); auth_token would set
-           # this from the service token, noauth takes it as sent.
-           'X-Service-Roles': 'service'}
 PROFILE_GROUP = {'resources:FPGA': '1',
                  'trait:CUSTOM_FPGA_INTEL': 'required'}
 BIND_PROFILE = 'bench-bind'
@@ -111,217 +95,6 @@ PAIRS = (('ratio', 'ours', 'cyborg'),
          ('ratio_baseline_cyborg', 'baseline', 'cyborg'),
          # --observability: above 1, metrics and notifications cost nothing.
          ('ratio_on_off', 'on', 'off'))
-
-
-# -- the Cyborg venv --------------------------------------------------------
-
-def ensure_cyborg_venv(venv=CYBORG_VENV):
-    """The python of a venv holding openstack-cyborg 17, cheroot and
-    waitress."""
-    python = os.path.join(venv, 'bin', 'python')
-    marker = os.path.join(venv, '.bench-ready')
-    if os.path.exists(marker):
-        return python
-    common.log('creating %s with %s (once; a few minutes)'
-               % (venv, CYBORG_REQUIREMENT))
-    if not os.path.exists(python):
-        subprocess.run([sys.executable, '-m', 'venv', '--without-pip',
-                        venv], check=True)
-        subprocess.run([python, '-m', 'ensurepip', '--upgrade'],
-                       check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([python, '-m', 'pip', 'install', '-q',
-                    CYBORG_REQUIREMENT, 'cheroot', 'waitress'], check=True)
-    with open(marker, 'w') as f:
-        f.write(CYBORG_REQUIREMENT + '\n')
-    return python
-
-
-# -- servers ----------------------------------------------------------------
-
-class Server:
-    """A bench server subprocess; ``url`` once ready."""
-
-    def __init__(self, name, argv, port, workdir, env=None, cwd=ROOT):
-        self.name = name
-        self.port = port
-        self.url = 'http://127.0.0.1:%d' % port
-        self.log_path = os.path.join(workdir, '%s.log' % name)
-        self._log = open(self.log_path, 'w')
-        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=env)
-
-    def wait_ready(self, timeout=300):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError('%s exited (%s); log:\n%s' % (
-                    self.name, self.proc.returncode, self.tail()))
-            try:
-                status, _ = request(self.url, 'GET', '/v2')
-                if status == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise TimeoutError('%s not ready; log:\n%s'
-                           % (self.name, self.tail()))
-
-    def tail(self):
-        with open(self.log_path, errors='replace') as f:
-            return f.read()[-3000:]
-
-    def stop(self):
-        processes.stop(self.proc, 15)
-        self._log.close()
-
-
-def start_ours(workdir, devices, nova_url, http_server='cheroot',
-               root=ROOT, name='ours', placement_url=None,
-               publish_cards=0, extra=()):
-    """bench/ours_server.py on the code of the checkout ``root``, over a
-    new SQLite database that code migrated and seeded (``prepare_db``);
-    with ``placement_url``, publishing there, the hosts of the first
-    ``publish_cards`` cards published before it is ready; ``extra``: more
-    of its arguments."""
-    db = 'sqlite:///%s' % os.path.join(workdir, '%s.sqlite' % name)
-    common.run_in_tree(root, SCRIPT, [
-        '--db', db, '--devices', str(devices),
-        '--publish-cards', str(publish_cards if placement_url else 0)])
-    port = placement_server.free_port()
-    argv = [sys.executable, os.path.join(HERE, 'ours_server.py'),
-            '--db', db, '--port', str(port), '--nova-url', nova_url,
-            '--server', http_server]
-    if placement_url:
-        argv += ['--placement-url', placement_url]
-    argv += list(extra)
-    return Server(name, argv, port, workdir, env=common.tree_env(root),
-                  cwd=root)
-
-
-def prepare_db(args):
-    """``--child`` (common.run_in_tree): migrate and seed ``--db`` with
-    this process's code tree, and request a publish of the hosts of the
-    first ``--publish-cards`` cards (their agents' first reports would
-    have); where cyborg_lite came from."""
-    sys.path.insert(0, args.root)
-    from cyborg_lite.common import config
-    from cyborg_lite.conf import CONF
-    from cyborg_lite.db import migration
-    from cyborg_lite.db import publish_requests
-    from cyborg_lite.db.sql import session
-    config.parse_args([], default_config_files=[])
-    common.quiet()
-    CONF.set_override('connection', args.db, group='database')
-    migration.upgrade()
-    seed.seed_ours(args.db, args.devices)
-    hosts = sorted({seed.host_of(i) for i in range(args.publish_cards)})
-    with session.writer(args.db) as s:
-        for hostname in hosts:
-            publish_requests.add(s, hostname, 'bench: reported')
-    session.dispose_all()
-    import cyborg_lite
-    return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),
-            'publish_hosts': hosts}
-
-
-def start_placement(workdir, name):
-    server = placement_server.PlacementServer(
-        basedir=os.path.join(workdir, name),
-        policy=placement_server.ADMIN_RESHAPES)
-    os.makedirs(server.basedir, exist_ok=True)
-    return server.start()
-
-
-def check_published(placement_url, cards):
-    """Refuse to measure unless Placement offers the region of each of
-    the first ``cards`` cards (the publish before the run worked)."""
-    for i in range(cards):
-        if not placement_offers(placement_url, seed.row(i)['rp_uuid']):
-            raise RuntimeError('%s does not offer the region of card %d'
-                               % (placement_url, i))
-
-
-def placement_offers(placement_url, rp_uuid):
-    """Whether Placement offers any of the provider's inventory (its
-    total above its reserved; the bench allocates nothing)."""
-    status, body = request(placement_url, 'GET',
-                           '/resource_providers/%s/inventories' % rp_uuid,
-                           headers=common.PLACEMENT_HEADERS)
-    _expect(status, body, (200,), 'GET inventories of %s' % rp_uuid)
-    return any(inv['total'] > inv['reserved']
-               for inv in body['inventories'].values())
-
-
-def tree_commit(root):
-    try:
-        return subprocess.run(['git', '-C', root, 'rev-parse', 'HEAD'],
-                              check=True, capture_output=True,
-                              text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
-CYBORG_LOGGERS = ('cyborg', 'oslo_messaging', 'keystoneauth', 'urllib3',
-                  'stevedore', 'oslo_policy', 'openstack',
-                  'oslo.privsep.daemon')
-CYBORG_CONF = """[DEFAULT]
-transport_url = fake://
-host = bench-cyborg
-log_file = {workdir}/cyborg-service.log
-default_log_levels = {log_levels}
-[database]
-connection = sqlite:///{workdir}/cyborg.sqlite
-[api]
-api_paste_config = {paste}
-[nova]
-auth_type = none
-endpoint_override = {nova}
-[placement]
-auth_type = admin_token
-token = admin
-endpoint_override = {placement}
-"""
-
-
-def start_cyborg(workdir, devices, nova_url, placement_url, python,
-                 transport='inproc', http_server='cheroot'):
-    from bench import cyborg_server
-    conf = os.path.join(workdir, 'cyborg.conf')
-    with open(conf, 'w') as f:
-        f.write(CYBORG_CONF.format(
-            log_levels=','.join('%s=WARNING' % n for n in CYBORG_LOGGERS),
-            workdir=workdir, nova=nova_url, placement=placement_url,
-            paste=cyborg_server.write_paste(workdir)))
-    # NOTE: `cyborg-dbsync upgrade` fails on SQLite (a migration runs
-    # ALTER TABLE ... ALTER COLUMN ... SET NOT NULL); create_schema is
-    # Cyborg's own command for a fresh database (metadata.create_all +
-    # stamp head), the schema its unit tests use.
-    dbsync = os.path.join(os.path.dirname(python), 'cyborg-dbsync')
-    subprocess.run([dbsync, '--config-file', conf, 'create_schema'],
-                   check=True, capture_output=True)
-    seed.seed_cyborg(os.path.join(workdir, 'cyborg.sqlite'), devices)
-    port = placement_server.free_port()
-    argv = [python, os.path.join(HERE, 'cyborg_server.py'),
-            '--config-file', conf, '--port', str(port),
-            '--server', http_server]
-    if transport == 'inproc':
-        # NOTE: the file says fake:// for cyborg-dbsync, which loads the
-        # transport too; the server alone is told to use inproc://.
-        argv += ['--inproc-dir', os.path.join(workdir, 'inproc-driver')]
-    return Server('cyborg', argv, port, workdir)
-
-
-def start_observed(workdir, args, nova_url):
-    """Two cyborg_lite servers on the same data: "off" (no metrics, no
-    notifications) and "on" (metrics, notifications through
-    oslo.messaging's messagingv2 driver)."""
-    on = ['--notifications', 'messagingv2']
-    if args.notifications_url:
-        on += ['--notifications-url', args.notifications_url]
-    return {'off': start_ours(workdir, args.devices, nova_url, args.server,
-                              name='off', extra=['--no-metrics']),
-            'on': start_ours(workdir, args.devices, nova_url, args.server,
-                             name='on', extra=on)}
 
 
 class Scraper:
@@ -366,42 +139,6 @@ class Scraper:
                 'errors': self.errors[:3]}
 
 
-# -- the client -------------------------------------------------------------
-
-_local = threading.local()
-
-
-def request(base, method, path, body=None, headers=HEADERS):
-    """One request on this thread's keep-alive connection: (status, json)."""
-    conns = getattr(_local, 'conns', None)
-    if conns is None:
-        conns = _local.conns = {}
-    host = base.split('//', 1)[1]
-    for attempt in (1, 2):
-        conn = conns.get(host)
-        if conn is None:
-            conn = conns[host] = http.client.HTTPConnection(host, timeout=120)
-        try:
-            conn.request(method, path,
-                         body=None if body is None else json.dumps(body),
-                         headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            break
-        except (http.client.HTTPException, ConnectionError):
-            conn.close()
-            conns.pop(host, None)
-            if attempt == 2:
-                raise
-    return resp.status, (json.loads(data) if data else None)
-
-
-def _expect(status, body, wanted, what):
-    if status not in wanted:
-        raise RuntimeError('%s: HTTP %s %s'
-                           % (what, status, json.dumps(body)[:500]))
-
-
 # -- scenarios --------------------------------------------------------------
 
 # What a scenario returns when it timed itself (work after the timed
@@ -425,27 +162,31 @@ class Scenarios:
         self._scratch = None   # [uuid, generation] of a provider to write
 
     def list_devices(self, base, i):
-        status, body = request(base, 'GET', '/v2/devices')
-        _expect(status, body, (200,), 'GET /v2/devices')
+        status, body = api_servers.request(base, 'GET', '/v2/devices')
+        api_servers._expect(status, body, (200,), 'GET /v2/devices')
         if len(body['devices']) != self.devices:
             raise RuntimeError('GET /v2/devices returned %d devices, not %d'
                                % (len(body['devices']), self.devices))
 
     def create_profile(self, base, i):
-        status, body = request(base, 'POST', '/v2/device_profiles', [{
-            'name': 'bench-%s-%d' % (self.tag, next(self.names)),
-            'groups': [PROFILE_GROUP]}])
-        _expect(status, body, (201,), 'POST /v2/device_profiles')
+        status, body = api_servers.request(
+            base, 'POST', '/v2/device_profiles', [{
+                'name': 'bench-%s-%d' % (self.tag, next(self.names)),
+                'groups': [PROFILE_GROUP]}])
+        api_servers._expect(status, body, (201,), 'POST /v2/device_profiles')
 
     def ensure_bind_profile(self, base):
-        status, body = request(base, 'POST', '/v2/device_profiles', [{
-            'name': BIND_PROFILE, 'groups': [PROFILE_GROUP]}])
-        _expect(status, body, (201, 409), 'POST bind profile')
+        status, body = api_servers.request(
+            base, 'POST', '/v2/device_profiles', [{
+                'name': BIND_PROFILE, 'groups': [PROFILE_GROUP]}])
+        api_servers._expect(status, body, (201, 409), 'POST bind profile')
 
     def create_arq(self, base, i):
-        status, body = request(base, 'POST', '/v2/accelerator_requests',
-                               {'device_profile_name': BIND_PROFILE})
-        _expect(status, body, (201,), 'POST /v2/accelerator_requests')
+        status, body = api_servers.request(
+            base, 'POST', '/v2/accelerator_requests',
+            {'device_profile_name': BIND_PROFILE})
+        api_servers._expect(status, body, (201,),
+                            'POST /v2/accelerator_requests')
         return body['arqs'][0]['uuid']
 
     def bind(self, base, i):
@@ -455,19 +196,20 @@ class Scenarios:
         row = seed.row(card)
         instance = str(uuid.uuid4())
         arq = self.create_arq(base, i)
-        status, body = request(base, 'PATCH', '/v2/accelerator_requests', {
-            arq: [{'op': 'add', 'path': '/hostname',
-                   'value': row['hostname']},
-                  {'op': 'add', 'path': '/device_rp_uuid',
-                   'value': row['rp_uuid']},
-                  {'op': 'add', 'path': '/instance_uuid',
-                   'value': instance}]})
-        _expect(status, body, (202,), 'PATCH bind')
+        patch = {arq: [{'op': 'add', 'path': '/hostname',
+                        'value': row['hostname']},
+                       {'op': 'add', 'path': '/device_rp_uuid',
+                        'value': row['rp_uuid']},
+                       {'op': 'add', 'path': '/instance_uuid',
+                        'value': instance}]}
+        status, body = api_servers.request(
+            base, 'PATCH', '/v2/accelerator_requests', patch)
+        api_servers._expect(status, body, (202,), 'PATCH bind')
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            status, body = request(base, 'GET',
+            status, body = api_servers.request(base, 'GET',
                                    '/v2/accelerator_requests/' + arq)
-            _expect(status, body, (200,), 'GET ARQ')
+            api_servers._expect(status, body, (200,), 'GET ARQ')
             if body['state'] == 'Bound':
                 self.bound.append((instance, row['rp_uuid']))
                 return
@@ -481,14 +223,14 @@ class Scenarios:
         does; then, untimed, whether Placement still offers its region."""
         instance, rp_uuid = self.bound.popleft()
         start = time.perf_counter()
-        status, body = request(base, 'DELETE',
+        status, body = api_servers.request(base, 'DELETE',
                                '/v2/accelerator_requests?instance='
                                + instance)
         latency = time.perf_counter() - start
-        _expect(status, body, (204,), 'DELETE ARQs of an instance')
+        api_servers._expect(status, body, (204,), 'DELETE ARQs of an instance')
         if self.placement_url:
             self.still_offered.append(
-                placement_offers(self.placement_url, rp_uuid))
+                api_servers.placement_offers(self.placement_url, rp_uuid))
             self.placement_puts.append(self._time_placement_put(i))
         return Latency(latency)
 
@@ -497,22 +239,22 @@ class Scenarios:
         flipped each time) on this side's Placement."""
         if self._scratch is None:
             rp_uuid = str(uuid.uuid4())
-            status, body = request(
+            status, body = api_servers.request(
                 self.placement_url, 'POST', '/resource_providers',
                 {'name': 'bench-%s' % rp_uuid, 'uuid': rp_uuid},
                 headers=common.PLACEMENT_HEADERS)
-            _expect(status, body, (200,), 'POST a bench provider')
+            api_servers._expect(status, body, (200,), 'POST a bench provider')
             self._scratch = [rp_uuid, body['generation']]
         rp_uuid, generation = self._scratch
         start = time.perf_counter()
-        status, body = request(
+        status, body = api_servers.request(
             self.placement_url, 'PUT',
             '/resource_providers/%s/inventories' % rp_uuid,
             {'resource_provider_generation': generation,
              'inventories': {'FPGA': {'total': 1, 'reserved': i % 2}}},
             headers=common.PLACEMENT_HEADERS)
         seconds = time.perf_counter() - start
-        _expect(status, body, (200,), 'PUT a bench inventory')
+        api_servers._expect(status, body, (200,), 'PUT a bench inventory')
         self._scratch[1] = body['resource_provider_generation']
         return seconds
 
@@ -709,7 +451,8 @@ def parse_args(argv):
     # prepare_db, run by start_ours in the tree it serves.
     parser.add_argument('--child', action='store_true',
                         help=argparse.SUPPRESS)
-    parser.add_argument('--root', default=ROOT, help=argparse.SUPPRESS)
+    parser.add_argument('--root', default=api_servers.ROOT,
+                        help=argparse.SUPPRESS)
     parser.add_argument('--db', help=argparse.SUPPRESS)
     parser.add_argument('--publish-cards', type=int, default=0,
                         help=argparse.SUPPRESS)
@@ -727,9 +470,9 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     if args.child:
-        print(json.dumps(prepare_db(args)))
+        print(json.dumps(api_servers.prepare_db(args)))
         return
-    trees = {'ours': ROOT}
+    trees = {'ours': api_servers.ROOT}
     if args.baseline:
         trees['baseline'] = os.path.abspath(args.baseline)
     machine = common.machine()
@@ -741,27 +484,28 @@ def main(argv=None):
     scraper = None
     try:
         if args.observability:
-            servers.update(start_observed(workdir, args, nova.url))
+            servers.update(api_servers.start_observed(workdir, args, nova.url))
             trees = {}
         for side, root in trees.items():
             if not args.no_placement_sink:
-                placements[side] = start_placement(workdir,
+                placements[side] = api_servers.start_placement(workdir,
                                                    'placement-' + side)
-            servers[side] = start_ours(
+            servers[side] = api_servers.start_ours(
                 workdir, args.devices, nova.url, args.server, root=root,
                 name=side, publish_cards=args.binds,
                 placement_url=(placements[side].endpoint
                                if side in placements else None))
         cyborg_version = None
         if not args.no_cyborg and not args.observability:
-            python = args.cyborg_python or ensure_cyborg_venv()
+            python = args.cyborg_python or api_servers.ensure_cyborg_venv()
             cyborg_version = subprocess.run(
                 [python, '-c', 'import cyborg; print(cyborg.__version__)'],
                 check=True, capture_output=True, text=True).stdout.strip()
             # Cyborg's conductor needs one at start-up, and calls it on
             # none of the routes measured.
-            placements['cyborg'] = start_placement(workdir, 'placement')
-            servers['cyborg'] = start_cyborg(
+            placements['cyborg'] = api_servers.start_placement(
+                workdir, 'placement')
+            servers['cyborg'] = api_servers.start_cyborg(
                 workdir, args.devices, nova.url,
                 placements['cyborg'].endpoint, python,
                 args.cyborg_transport, args.server)
@@ -770,7 +514,7 @@ def main(argv=None):
         checked = {side: placements[side].endpoint for side in trees
                    if side in placements}
         for url in checked.values():
-            check_published(url, args.binds)
+            api_servers.check_published(url, args.binds)
         if args.observability:
             scraper = Scraper(servers['on'].url, args.scrape_interval)
         report = measure(servers, args, checked)
@@ -786,7 +530,8 @@ def main(argv=None):
                   'params': {k: v for k, v in vars(args).items()
                              if k not in ('output', 'workdir', 'child',
                                           'root', 'db', 'publish_cards')},
-                  'trees': {side: {'root': root, 'commit': tree_commit(root)}
+                  'trees': {side: {'root': root,
+                                   'commit': api_servers.tree_commit(root)}
                             for side, root in trees.items()},
                   'placement_sink': not args.no_placement_sink,
                   'cyborg_version': cyborg_version,

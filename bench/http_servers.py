@@ -21,6 +21,7 @@ import tempfile
 import threading
 
 from bench import api as api_bench
+from bench import api_servers
 from bench import common
 from bench import seed
 
@@ -31,9 +32,9 @@ SCENARIOS = ('list_devices', 'show_device', 'create_profile', 'create_arq')
 class Scenarios(api_bench.Scenarios):
     def show_device(self, base, i):
         row = seed.row(i % self.devices)
-        status, body = api_bench.request(
+        status, body = api_servers.request(
             base, 'GET', '/v2/devices/' + row['device_uuid'])
-        api_bench._expect(status, body, (200,), 'GET /v2/devices/{uuid}')
+        api_servers._expect(status, body, (200,), 'GET /v2/devices/{uuid}')
 
 
 def _serve(app):

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from bench import api
+from bench import api_servers
 from bench import common
 from bench import fake_nova
 from bench import seed
@@ -129,7 +129,7 @@ class Client:
                                                timeout=120)
 
     def get(self, path):
-        self.conn.request('GET', path, headers=api.HEADERS)
+        self.conn.request('GET', path, headers=api_servers.HEADERS)
         resp = self.conn.getresponse()
         body = resp.read()
         if resp.status != 200:
@@ -193,7 +193,7 @@ def prepare(workdir, devices):
     CONF.set_override('connection', url, group='database')
     migration.upgrade()
     seed.seed_ours(url, devices)
-    seed.seed_ours_arqs(url, devices, api.HEADERS['X-Project-Id'])
+    seed.seed_ours_arqs(url, devices, api_servers.HEADERS['X-Project-Id'])
     session.dispose_all()
     return path, url
 
@@ -213,7 +213,7 @@ def main(argv=None):
         path, url = prepare(workdir, args.devices)
         from cyborg_lite.cmd import placement_server
         port = placement_server.free_port()
-        server = api.Server('ours', [
+        server = api_servers.Server('ours', [
             sys.executable, '-m', 'bench.ours_server', '--db', url,
             '--port', str(port), '--nova-url', nova.url], port, workdir)
         server.wait_ready()

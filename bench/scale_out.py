@@ -26,11 +26,12 @@ import sys
 import tempfile
 
 from bench import api
+from bench import api_servers
 from bench import common
 from bench import cpu
 from bench import seed
 
-ROOT = api.ROOT
+ROOT = api_servers.ROOT
 CONF_TEMPLATE = """[DEFAULT]
 transport_url = fake://
 default_log_levels = cyborg_lite=WARNING,oslo_messaging=WARNING
@@ -46,7 +47,7 @@ def start_gunicorn(workdir, conf_path, workers):
     from cyborg_lite.cmd import placement_server
     port = placement_server.free_port()
     env = dict(os.environ, CYBORG_LITE_CONFIG_FILE=conf_path)
-    server = api.Server('gunicorn-%d' % workers, [
+    server = api_servers.Server('gunicorn-%d' % workers, [
         sys.executable, '-m', 'gunicorn', '-w', str(workers),
         '-b', '127.0.0.1:%d' % port, '--timeout', '120',
         'cyborg_lite.api.wsgi:init_application()'], port, workdir, env=env)
@@ -55,10 +56,10 @@ def start_gunicorn(workdir, conf_path, workers):
 
 class Routes(api.Scenarios):
     def show_device(self, base, i):
-        status, body = api.request(
+        status, body = api_servers.request(
             base, 'GET', '/v2/devices/' + seed.row(i % self.devices)[
                 'device_uuid'])
-        api._expect(status, body, (200,), 'GET /v2/devices/{uuid}')
+        api_servers._expect(status, body, (200,), 'GET /v2/devices/{uuid}')
 
 
 def measure(server, args, pg_pids_of):

@@ -29,6 +29,7 @@ import tempfile
 import threading
 
 from bench import api as bench_api
+from bench import api_servers
 from bench import common
 from bench import seed
 
@@ -143,7 +144,7 @@ def main(argv=None):
                  str(args.devices), '--concurrency', str(args.concurrency),
                  '--output', out.name],
                 capture_output=True, text=True, check=True,
-                cwd=bench_api.ROOT)
+                cwd=api_servers.ROOT)
             results[mode] = json.load(out)
         sys.stderr.write('\n'.join(
             line for line in proc.stderr.splitlines()
