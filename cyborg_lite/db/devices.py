@@ -152,20 +152,25 @@ _READ = object()
 
 
 def _rows_of(s, devices, deps, hostname, attributes, handles,
-             all_of_host=False, agent_state=_READ, numa_nodes=None):
+             all_of_host=False, agent_state=_READ, numa_nodes=None,
+             blocked=None, k8s_claims=None):
     """HostRows of ``devices`` and their ``deps``, given their attributes
     ({deployable id: {key: value}}) and handles ({deployable id: [handle]}
     in id order); ``all_of_host``: every handle of the host is there;
     ``agent_state``: as db/agents stores it, when the caller read it;
-    ``numa_nodes``: the host's stored NUMA nodes (JSON text), if read."""
-    blocked = attach_handles.blocked(
-        s, [h for hs in handles.values() for h in hs], hostname,
-        all_of_host=all_of_host)
+    ``numa_nodes``: the host's stored NUMA nodes (JSON text), if read;
+    ``blocked`` and ``k8s_claims`` when the caller read them for many
+    hosts at once."""
+    if blocked is None:
+        blocked = attach_handles.blocked(
+            s, [h for hs in handles.values() for h in hs], hostname,
+            all_of_host=all_of_host)
     if agent_state is _READ:
         agent_state = agents.state_of(s, hostname)
+    if k8s_claims is None:
+        k8s_claims = _k8s_claims(s, handles)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
-                    blocked, agent_state, _k8s_claims(s, handles),
-                    numa_nodes)
+                    blocked, agent_state, k8s_claims, numa_nodes)
 
 
 def _k8s_claims(s, handles):
@@ -306,16 +311,21 @@ def fleet_inventories(s, hostname=None):
         by_host[device.hostname][0].append(device)
     for dep in deps:
         by_host[host_of[dep.device_id]][1].append(dep)
+    handles_of = {host: {d.id: handles[d.id] for d in host_deps
+                         if d.id in handles}
+                  for host, (_devices, host_deps) in by_host.items()}
+    blocked = attach_handles.blocked_on_hosts(s, {
+        host: [h for hs in of.values() for h in hs]
+        for host, of in handles_of.items()})
+    claims = _k8s_claims(s, handles)
     inventories = []
     for host in sorted(by_host):
         host_devices, host_deps = by_host[host]
-        host_handles = {d.id: handles[d.id] for d in host_deps
-                        if d.id in handles}
         rows = _rows_of(s, host_devices, host_deps, host,
                         {d.id: attributes[d.id] for d in host_deps
-                         if d.id in attributes}, host_handles,
-                        all_of_host=True,
-                        agent_state=host_devices[0].agent_state)
+                         if d.id in attributes}, handles_of[host],
+                        agent_state=host_devices[0].agent_state,
+                        blocked=blocked[host], k8s_claims=claims)
         inventories.append(views.from_rows(host, rows))
     return tuple(inventories)
 
