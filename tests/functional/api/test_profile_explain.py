@@ -8,6 +8,7 @@ import pytest
 
 from cyborg_lite.api import microversion
 from cyborg_lite.api.schemas import device_profiles as schemas
+from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from tests.functional.api import conftest as fx
@@ -121,3 +122,33 @@ def test_refusals(fleet):
     assert 'needs API version' in error_of(_explain(
         fleet, 'dp-fpga', status=404, version='2.9'))
     _explain(fleet, 'dp-fpga', headers=MEMBER_A, status=403)
+
+
+_PF = '{"domain": "0000", "bus": "af", "device": "00", "function": "0"}'
+
+
+def _pf_handle(dep, in_use):
+    with session.writer() as s:
+        s.add(models.AttachHandle(
+            uuid=str(uuid.uuid4()), deployable_id=dep.id, in_use=in_use,
+            attach_type='PCI', attach_info=_PF,
+            in_use_function=attach_handles.function_key('host7', _PF)
+            if in_use else None))
+
+
+def test_a_region_whose_pf_a_sibling_holds_is_in_use_by_its_holder(pg_app):
+    """Two regions behind one PF: the one bound holds the function, so
+    its free sibling is stopped at in_use too (handle_shared_in_use),
+    and the claim on a region of another card is read in the same
+    snapshot."""
+    device = fx.add_device(hostname='host7')
+    held = fx.add_deployable(device, attributes=[('rc', 'FPGA')])
+    sibling = fx.add_deployable(device, attributes=[('rc', 'FPGA')])
+    _pf_handle(held, True)
+    _pf_handle(sibling, False)
+    fx.create_profile(pg_app, MEMBER_A, name='dp-pf',
+                      groups=[{'resources:FPGA': '1'}])
+    (group,) = _explain(pg_app, 'dp-pf', '?hostname=host7').json['groups']
+    assert group['blocking']['step'] == 'in_use'
+    whys = sorted(m['why'] for m in group['near_misses'])
+    assert whys == ['handle_shared_in_use', 'no free attach handle']
