@@ -53,6 +53,8 @@ ROUTE_DECLARATIONS = {
     '/v2/device_profiles/{uuid_or_name}': {
         'GET': device_profiles.show_profile,
         'DELETE': device_profiles.delete_profile},
+    '/v2/device_profiles/{name}/explain': {
+        'GET': device_profiles.explain_profile},
     '/v2/accelerator_requests': {'GET': accelerator_requests.list_arqs,
                                  'POST': accelerator_requests.create_arqs,
                                  'DELETE': accelerator_requests.delete_arqs,

@@ -147,6 +147,12 @@ OPERATIONS = {
     ('/v2/resource_provider_trees/{hostname}', 'GET'): _op(
         "A host's provider tree as the conductor pushes it to Placement "
         '(admin, 2.4).', errors=(400, 403, 404)),
+    ('/v2/device_profiles/{name}/explain', 'GET'): _op(
+        'Why a device profile gets no accelerator: per request group the '
+        'constraints in the scheduler\'s order, the hosts and devices '
+        'passing each, the first none passes (permanent or transient, '
+        'with the holders), near misses (admin, 2.10).',
+        query=dp_s.EXPLAIN_QUERY, errors=(400, 403, 404)),
     ('/v2/resource_slices/{hostname}', 'GET'): _op(
         "A host's Kubernetes ResourceSlices as the conductor would publish "
         'them (admin, 2.5).', errors=(400, 403, 404, 409)),
@@ -219,6 +225,7 @@ RESPONSES = {
     ('/v2/programs/{uuid}/cancel', 'POST'): prog_s.VIEW,
     ('/v2/resource_provider_trees/{hostname}', 'GET'): tree_s.TREE,
     ('/v2/resource_slices/{hostname}', 'GET'): slices_s.SLICES,
+    ('/v2/device_profiles/{name}/explain', 'GET'): dp_s.EXPLAIN,
     ('/v2/bitstreams/{uuid}/signature', 'PUT'): bs_s.SIGNATURE_VIEW,
     ('/v2/bitstreams/{uuid}/signature', 'GET'): bs_s.SIGNATURE_VIEW,
     ('/v2/trusted_keys', 'GET'): keys_s.LIST,

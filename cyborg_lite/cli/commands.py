@@ -59,6 +59,7 @@ COMMANDS = {
     'device profile list': device_profiles.ListDeviceProfile,
     'device profile show': device_profiles.ShowDeviceProfile,
     'device profile delete': device_profiles.DeleteDeviceProfile,
+    'device profile explain': device_profiles.ExplainDeviceProfile,
     'arq create': arqs.CreateArq,
     'arq list': arqs.ListArq,
     'arq show': arqs.ShowArq,

@@ -1,6 +1,13 @@
-"""``device profile create|list|show|delete``: named request groups."""
+"""``device profile create|list|show|delete|explain``: named request
+groups, and why one gets no accelerator."""
+import urllib.parse
+
 from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
+from cyborg_lite.cli import versioned
+
+# The API's microversion.PROFILE_EXPLAIN (a test keeps the two equal).
+EXPLAIN_API_VERSION = '2.10'
 
 
 def _unwrap(body):
@@ -92,3 +99,67 @@ class DeleteDeviceProfile(base.Command):
                 'Failed to delete %d of %d device profiles: %s' % (
                     len(failures), len(parsed_args.profiles),
                     '; '.join(failures)))
+
+
+def _holder(holder):
+    if holder.get('kind') == 'kubernetes':
+        return 'pod %s/%s (claim %s, project %s)' % (
+            holder.get('namespace'), ','.join(holder.get('pods') or ()) or
+            '?', holder.get('claim'), holder.get('project_id'))
+    return 'instance %s (project %s)' % (holder.get('instance_uuid'),
+                                         holder.get('project_id'))
+
+
+def explain_rows(body):
+    """The rows ``device profile explain`` prints of the API's answer:
+    each group's funnel, the blocking step marked with its kind and
+    holders, then its near misses."""
+    rows = []
+    for group in body['groups']:
+        blocking = group['blocking'] or {}
+        for step in group['funnel']:
+            blocked = step['step'] == blocking.get('step')
+            rows.append({
+                'group': group['group'], 'step': step['step'],
+                'hosts': step['hosts'], 'devices': step['devices'],
+                'blocking': blocking['kind'] if blocked else '',
+                'detail': '; '.join(_holder(h) for h in blocking['holders'])
+                if blocked else ''})
+        for miss in group['near_misses']:
+            rows.append({
+                'group': group['group'], 'step': 'near miss',
+                'hosts': '', 'devices': '', 'blocking': miss['failed'],
+                'detail': '%s %s: %s' % (miss['hostname'],
+                                         miss['deployable_name'],
+                                         miss['why'])})
+        hidden = group['near_misses_total'] - len(group['near_misses'])
+        if hidden:
+            rows.append({'group': group['group'], 'step': 'near miss',
+                         'hosts': '', 'devices': '', 'blocking': '',
+                         'detail': '%d more' % hidden})
+    return rows
+
+
+class ExplainDeviceProfile(versioned.ListCommand):
+    """Why a device profile gets no accelerator: per request group, each
+    constraint in the scheduler's order with the hosts and devices
+    passing it, the first none passes (permanent or transient, with who
+    holds the devices) and the near misses."""
+
+    min_api_version = EXPLAIN_API_VERSION
+    columns = ('group', 'step', 'hosts', 'devices', 'blocking', 'detail')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('profile', metavar='<name>')
+        parser.add_argument('--host', metavar='<hostname>',
+                            help='Only this host')
+        return parser
+
+    def fetch(self, parsed_args):
+        path = '/device_profiles/%s/explain' % urllib.parse.quote(
+            parsed_args.profile, safe='')
+        if parsed_args.host is not None:
+            path += '?' + urllib.parse.urlencode(
+                {'hostname': parsed_args.host})
+        return explain_rows(self.api.get(path))

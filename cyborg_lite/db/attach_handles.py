@@ -94,6 +94,27 @@ def blocked(s, handles, hostname, all_of_host=False):
             if key in held}
 
 
+def blocked_on_hosts(s, handles_of_host):
+    """``blocked`` of every host of ``handles_of_host`` ({hostname: every
+    handle of the host}) with one query for them all: {hostname:
+    {handle id: Holder}}."""
+    keys = {}
+    for hostname, handles in handles_of_host.items():
+        held_here = {h.in_use_function for h in handles if h.in_use}
+        held_here.discard(None)
+        for h in handles:
+            if held_here and not h.in_use:
+                key = function_key(hostname, h.attach_info)
+                if key in held_here:
+                    keys[h.id] = (hostname, key)
+    held = holders(s, (key for _host, key in keys.values()))
+    found = {hostname: {} for hostname in handles_of_host}
+    for handle_id, (hostname, key) in keys.items():
+        if key in held:
+            found[hostname][handle_id] = held[key]
+    return found
+
+
 _CLAIM_HANDLE = conditional.statement(
     HANDLE, HANDLE.id == sa.bindparam('handle_id'),
     {'in_use': True, 'in_use_function': sa.bindparam('key')},

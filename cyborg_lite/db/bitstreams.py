@@ -81,6 +81,31 @@ def region_type_of(bitstream_uuid):
             models.Bitstream.uuid == bitstream_uuid))
 
 
+def images_of(s, bitstream_uuids, function_ids, project_id=None):
+    """In ``s``'s transaction, what a profile's images need of a region:
+    ({bitstream uuid: region type} of those named,
+    {function id: {region type}} of the active bitstreams loading them,
+    public ones and ``project_id``'s), as a device profile explain reads
+    them."""
+    region_types, functions = {}, {}
+    if bitstream_uuids:
+        region_types = dict(s.execute(
+            sa.select(models.Bitstream.uuid, models.Bitstream.region_type)
+            .where(models.Bitstream.uuid.in_(sorted(bitstream_uuids)))).all())
+    if function_ids:
+        wanted = {f.replace('-', '').lower(): f for f in function_ids}
+        stmt = sa.select(models.Bitstream.function_id,
+                         models.Bitstream.region_type).where(
+            models.Bitstream.status == 'active',
+            visible_to(project_id) if project_id else
+            models.Bitstream.visibility == 'public')
+        for function_id, region_type in s.execute(stmt):
+            name = wanted.get((function_id or '').replace('-', '').lower())
+            if name and region_type:
+                functions.setdefault(name, set()).add(region_type)
+    return region_types, functions
+
+
 def visible_to(project_id):
     """Clause: public bitstreams and those of ``project_id``."""
     return sa.or_(models.Bitstream.visibility == 'public',

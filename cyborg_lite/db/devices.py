@@ -152,20 +152,25 @@ _READ = object()
 
 
 def _rows_of(s, devices, deps, hostname, attributes, handles,
-             all_of_host=False, agent_state=_READ, numa_nodes=None):
+             all_of_host=False, agent_state=_READ, numa_nodes=None,
+             blocked=None, k8s_claims=None):
     """HostRows of ``devices`` and their ``deps``, given their attributes
     ({deployable id: {key: value}}) and handles ({deployable id: [handle]}
     in id order); ``all_of_host``: every handle of the host is there;
     ``agent_state``: as db/agents stores it, when the caller read it;
-    ``numa_nodes``: the host's stored NUMA nodes (JSON text), if read."""
-    blocked = attach_handles.blocked(
-        s, [h for hs in handles.values() for h in hs], hostname,
-        all_of_host=all_of_host)
+    ``numa_nodes``: the host's stored NUMA nodes (JSON text), if read;
+    ``blocked`` and ``k8s_claims`` when the caller read them for many
+    hosts at once."""
+    if blocked is None:
+        blocked = attach_handles.blocked(
+            s, [h for hs in handles.values() for h in hs], hostname,
+            all_of_host=all_of_host)
     if agent_state is _READ:
         agent_state = agents.state_of(s, hostname)
+    if k8s_claims is None:
+        k8s_claims = _k8s_claims(s, handles)
     return HostRows(list(devices), list(deps), attributes, dict(handles),
-                    blocked, agent_state, _k8s_claims(s, handles),
-                    numa_nodes)
+                    blocked, agent_state, k8s_claims, numa_nodes)
 
 
 def _k8s_claims(s, handles):
@@ -254,6 +259,102 @@ def load_inventory(hostname, url=None, previous=None):
     has it now; ``previous`` (an inventory of the same host read before)
     is returned itself when nothing it was built from changed."""
     return views.from_rows(hostname, host_rows(hostname, url), previous)
+
+
+def _fleet_statements(hostname):
+    """The host statements above for every host (``hostname`` None) or
+    one, each with the device's hostname to group by."""
+    devices = (sa.select(*(DEVICE.__table__.c[n]
+                           for n in _DEVICE_VIEW_COLUMNS),
+                         DEVICE.hostname,
+                         models.Agent.state.label('agent_state'))
+               .select_from(DEVICE.__table__.outerjoin(
+                   models.Agent.__table__,
+                   models.Agent.hostname == DEVICE.hostname))
+               .order_by(DEVICE.id))
+    deps = (sa.select(*(_DEP.c[n] for n in _DEPLOYABLE_VIEW_COLUMNS))
+            .order_by(_DEP.c.id))
+    handles = (sa.select(*(_HANDLE.c[n] for n in _HANDLE_VIEW_COLUMNS))
+               .order_by(_HANDLE.c.id))
+    attributes = (sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
+                            _ATTR.c.value)
+                  .order_by(_ATTR.c.deployable_id, _ATTR.c.key))
+    if hostname is not None:
+        devices = devices.where(DEVICE.hostname == hostname)
+        ids = sa.select(DEVICE.id).where(DEVICE.hostname == hostname)
+        deps = deps.where(_DEP.c.device_id.in_(ids))
+        of_host = sa.select(_DEP.c.id).where(_DEP.c.device_id.in_(ids))
+        handles = handles.where(_HANDLE.c.deployable_id.in_(of_host))
+        attributes = attributes.where(_ATTR.c.deployable_id.in_(of_host))
+    return devices, deps, handles, attributes
+
+
+def fleet_inventories(s, hostname=None):
+    """The HostInventory of every host with a device (or of
+    ``hostname`` alone), in hostname order, read in ``s``'s transaction
+    with four statements for the fleet: what load_inventory builds one
+    host at a time."""
+    conn = s.connection()
+    stmts = _fleet_statements(hostname)
+    devices = conn.execute(stmts[0]).all()
+    deps = conn.execute(stmts[1]).all() if devices else []
+    handles = collections.defaultdict(list)
+    attributes = collections.defaultdict(dict)
+    if deps:
+        for handle in conn.execute(stmts[2]):
+            handles[handle.deployable_id].append(handle)
+        for dep_id, key, value in conn.execute(stmts[3]):
+            attributes[dep_id][key] = value
+    host_of = {d.id: d.hostname for d in devices}
+    by_host = collections.defaultdict(lambda: ([], []))
+    for device in devices:
+        by_host[device.hostname][0].append(device)
+    for dep in deps:
+        by_host[host_of[dep.device_id]][1].append(dep)
+    handles_of = {host: {d.id: handles[d.id] for d in host_deps
+                         if d.id in handles}
+                  for host, (_devices, host_deps) in by_host.items()}
+    blocked = attach_handles.blocked_on_hosts(s, {
+        host: [h for hs in of.values() for h in hs]
+        for host, of in handles_of.items()})
+    claims = _k8s_claims(s, handles)
+    inventories = []
+    for host in sorted(by_host):
+        host_devices, host_deps = by_host[host]
+        rows = _rows_of(s, host_devices, host_deps, host,
+                        {d.id: attributes[d.id] for d in host_deps
+                         if d.id in attributes}, handles_of[host],
+                        agent_state=host_devices[0].agent_state,
+                        blocked=blocked[host], k8s_claims=claims)
+        inventories.append(views.from_rows(host, rows))
+    return tuple(inventories)
+
+
+def holders(s, hostname=None):
+    """{deployable uuid: [holder]} of every deployable (of ``hostname``)
+    held now, in ``s``'s transaction: a Bound ARQ's {'kind': 'arq',
+    'project_id', 'instance_uuid'}, a Kubernetes claim's {'kind':
+    'kubernetes', 'project_id', 'namespace', 'claim', 'pods'}."""
+    conn = s.connection()
+    arqs, claims = _HOLDER_ARQS, _HOLDER_CLAIMS
+    if hostname is not None:
+        arqs = arqs.where(DEVICE.hostname == hostname)
+        claims = claims.where(DEVICE.hostname == hostname)
+    found = collections.defaultdict(list)
+    for row in conn.execute(arqs):
+        found[row.uuid].append({'kind': 'arq', 'project_id': row.project_id,
+                                'instance_uuid': row.instance_uuid})
+    for row in conn.execute(claims):
+        found[row.uuid].append({
+            'kind': 'kubernetes', 'project_id': row.project_id,
+            'namespace': row.namespace, 'claim': row.claim_name,
+            'pods': _pods(row.pods)})
+    return dict(found)
+
+
+def _pods(value):
+    # Stored comma-separated (models.KubernetesClaimDevice.pods).
+    return [p for p in (value or '').split(',') if p]
 
 
 # One region's rows, read by every bind under its locks: built once.

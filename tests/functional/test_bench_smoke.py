@@ -256,6 +256,17 @@ def test_list_limit_bench_tiny(tmp_path):
         assert entry['ours_ms']['min'] <= entry['ours_ms']['median']
 
 
+def test_profile_explain_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'profile_explain', '--hosts', '20',
+                    '--runs', '1')
+    assert result['bench'] == 'profile_explain'
+    assert {name: entry['blocking'] for name, entry in
+            result['profiles'].items()} == {
+        'served': [None], 'held': ['in_use'], 'never': ['traits']}
+    assert all(entry['limit_ms'] == 200 and entry['total_ms_median'] > 0
+               for entry in result['profiles'].values())
+
+
 @pytest.mark.postgresql
 def test_scale_out_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'scale_out', '--devices', '8', '--requests',

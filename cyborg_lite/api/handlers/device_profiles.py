@@ -17,6 +17,8 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.db import bitstreams as db_bitstreams
 from cyborg_lite.db import device_profiles as db
+from cyborg_lite.db import explain as explain_db
+from cyborg_lite.placement import explain
 
 _NAME_RE = re.compile('[a-zA-Z0-9-_]+')
 _PREFIXES = ('resources:', 'trait:', 'accel:')
@@ -179,3 +181,30 @@ def delete_profiles_by_name(req):
                        names=params['value'].split(','),
                        may_delete=_may_delete(req))
     return utils.response(status=204)
+
+
+def explain_profile(req, name):
+    """200 with the funnel of each request group (placement/explain.py)
+    over every host, or over ``?hostname=``; 404 for a profile the caller
+    cannot see, or a host with no device."""
+    microversion.require(req, microversion.PROFILE_EXPLAIN,
+                         '/v2/device_profiles/{name}/explain')
+    utils.authorize(req, policies.EXPLAIN)
+    params = utils.query(req, schemas.EXPLAIN_QUERY)
+    hostname = params.get('hostname')
+    snapshot = explain_db.snapshot(utils.visible_to(req), checked_name(name),
+                                   hostname)
+    if hostname is not None and not snapshot.inventories:
+        raise exception.NotFound(
+            message='No device of host %s is known.' % hostname)
+    groups = explain.explain(
+        snapshot.groups, snapshot.inventories, snapshot.holders,
+        explain.Images(snapshot.bitstream_region_types,
+                       snapshot.function_region_types))
+    return utils.response({
+        'device_profile': snapshot.profile.name,
+        'hostname': hostname,
+        'hosts': len(snapshot.inventories),
+        'result': 'no_candidates' if any(g['blocking'] for g in groups)
+        else 'candidates',
+        'groups': groups})

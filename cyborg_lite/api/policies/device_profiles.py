@@ -13,6 +13,7 @@ GET_ALL = 'cyborg:device_profile:get_all'
 GET_ONE = 'cyborg:device_profile:get_one'
 CREATE = 'cyborg:device_profile:create'
 DELETE = 'cyborg:device_profile:delete'
+EXPLAIN = 'cyborg:device_profile:explain'
 
 RULES = [
     base.rule(GET_ALL, base.PROJECT_READER_OR_ADMIN,
@@ -35,6 +36,15 @@ RULES = [
                     {'path': '/v2/device_profiles?value={names}',
                      'method': 'DELETE'}],
         scope_types=['project']),
+    # NOTE: admins only, as the other operator reads (history, provider
+    # trees, ResourceSlices): it counts every host and names the holders
+    # (projects, instances, pods) of other projects.
+    base.rule(EXPLAIN, base.ADMIN,
+              'Explain (2.10) why a device profile\'s request groups get '
+              'no accelerator: each constraint in the scheduler\'s order '
+              'with the hosts and devices passing it, the first none '
+              'passes, holders and near misses.',
+              '/v2/device_profiles/{name}/explain', 'GET'),
 ]
 
 

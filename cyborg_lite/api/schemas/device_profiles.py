@@ -80,6 +80,11 @@ _NAMES = {'type': 'string', 'pattern': '^[a-zA-Z0-9-_]+(,[a-zA-Z0-9-_]+)*$',
           'maxLength': 4096}
 
 LIST_QUERY = common.list_query(db_profiles.SORT_KEYS, {'name': _NAMES})
+EXPLAIN_QUERY = {'type': 'object',
+                 'properties': {'hostname': {'type': 'string',
+                                             'minLength': 1,
+                                             'maxLength': 255}},
+                 'additionalProperties': False}
 DELETE_QUERY = {'type': 'object', 'properties': {'value': _NAMES},
                 'additionalProperties': False}
 
@@ -96,3 +101,52 @@ LIST = common.collection('device_profiles', VIEW)
 # GET one, and only it, is wrapped in a key, as in Cyborg.
 SHOW = {'type': 'object', 'properties': {'device_profile': VIEW},
         'required': ['device_profile'], 'additionalProperties': False}
+
+
+# What /v2/device_profiles/{name}/explain answers (2.10): the steps are
+# placement/explain.STEPS.
+_OBJECT_OF_STRINGS = {'type': 'object', 'additionalProperties': True}
+_EXPLAINED_GROUP = {
+    'type': 'object',
+    'properties': {
+        'group': common.INTEGER,
+        'request': {'type': 'object', 'additionalProperties': common.STRING},
+        'funnel': {'type': 'array', 'items': {
+            'type': 'object',
+            'properties': {'step': common.STRING, 'hosts': common.INTEGER,
+                           'devices': common.INTEGER},
+            'required': ['step', 'hosts', 'devices'],
+            'additionalProperties': False}},
+        'blocking': {'oneOf': [{'type': 'null'}, {
+            'type': 'object',
+            'properties': {'step': common.STRING,
+                           'kind': {'enum': ['permanent', 'transient']},
+                           'holders': {'type': 'array',
+                                       'items': _OBJECT_OF_STRINGS}},
+            'required': ['step', 'kind', 'holders'],
+            'additionalProperties': False}]},
+        'near_misses': {'type': 'array', 'items': {
+            'type': 'object',
+            'properties': {key: common.STRING for key in (
+                'hostname', 'device_uuid', 'deployable_uuid',
+                'deployable_name', 'failed', 'why')},
+            'required': ['hostname', 'deployable_uuid', 'failed', 'why'],
+            'additionalProperties': False}},
+        'near_misses_total': common.INTEGER,
+    },
+    'required': ['group', 'request', 'funnel', 'blocking', 'near_misses',
+                 'near_misses_total'],
+    'additionalProperties': False,
+}
+EXPLAIN = {
+    'type': 'object',
+    'properties': {
+        'device_profile': common.STRING,
+        'hostname': common.NULLABLE_STRING,
+        'hosts': common.INTEGER,
+        'result': {'enum': ['candidates', 'no_candidates']},
+        'groups': {'type': 'array', 'items': _EXPLAINED_GROUP},
+    },
+    'required': ['device_profile', 'hostname', 'hosts', 'result', 'groups'],
+    'additionalProperties': False,
+}

@@ -367,6 +367,20 @@ def reader(url=None):
 
 
 @contextlib.contextmanager
+def snapshot_reader(url=None):
+    """reader() whose statements all see one snapshot of the database
+    (an explanation counting many tables must not mix two moments).
+    SQLite's read transaction is one already; PostgreSQL's and MySQL's
+    READ COMMITTED is not, so the transaction is made REPEATABLE READ
+    before its first read (read only: no lock is taken)."""
+    with _transaction(url, False) as s:
+        if s.connection().dialect.name != 'sqlite':
+            s.connection().exec_driver_sql(
+                'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+        yield s
+
+
+@contextlib.contextmanager
 def core_writer(url=None):
     """writer() as a Core connection, for plain statements and rows: no
     ORM Session to build and tear down (a tenth of a millisecond, most of

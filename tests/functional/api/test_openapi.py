@@ -244,6 +244,12 @@ def test_every_operation_answers_as_documented(app, conf):
     walk('GET', '/v2/resource_slices/{hostname}', 200,
          hostname=device.hostname)
     walk('GET', '/v2/resource_slices/{hostname}', 404, hostname='nowhere')
+    walk('POST', '/v2/device_profiles', 201, body=[{
+        'name': 'dp-explain', 'groups': [{'resources:FPGA': '1'}]}])
+    walk('GET', '/v2/device_profiles/{name}/explain', 200, name='dp-explain')
+    walk('GET', '/v2/device_profiles/{name}/explain', 404, name='nodp')
+    walk('GET', '/v2/device_profiles/{name}/explain', 400, name='dp-explain',
+         query='?hostname=')
     walk('POST', '/v2/devices/{uuid}/disable', 200, uuid=device.uuid)
     walk('POST', '/v2/devices/{uuid}/enable', 200, uuid=device.uuid)
     walk('POST', '/v2/devices/{uuid}/enable', 404, uuid=UUID)

@@ -1,0 +1,196 @@
+"""placement/explain.py on a generated 1,000-host fleet, against an
+oracle written here from the fleet's plain specs, brute force per region:
+the first constraint each region fails, the funnel's counts, the step
+that blocks each group and the near misses must agree, 100%."""
+import pytest
+
+from cyborg_lite.placement import explain
+from tests.unit.placement import explain_fleet as fleet
+
+STEPS = ('resource_class', 'traits', 'region_type', 'local_memory',
+         'function', 'numa', 'health', 'maintenance', 'cleaning',
+         'agent_down', 'in_use')
+VENDORS = {'0x8086': 'INTEL', '0x10ee': 'XILINX'}
+
+
+def _offered_traits(card, region):
+    traits = {'OWNER_CYBORG', 'CUSTOM_FPGA_' + VENDORS[card['vendor']],
+              'CUSTOM_PROGRAMMABLE',
+              'CUSTOM_FPGA_REGION_' + region['region_type'].upper()}
+    if region['trait']:
+        traits.add(region['trait'])
+    if region['function_id']:
+        traits.add('CUSTOM_FUNCTION_ID_' + region['function_id'].upper())
+    if region['numa'] is not None:
+        traits.add('CUSTOM_NUMA_NODE_%d' % region['numa'])
+    return traits
+
+
+def _trait_step(name):
+    for prefix, step in (('CUSTOM_FPGA_REGION_', 'region_type'),
+                         ('CUSTOM_FUNCTION_ID_', 'function'),
+                         ('CUSTOM_NUMA_NODE_', 'numa')):
+        if name.startswith(prefix):
+            return step
+    return 'traits'
+
+
+def _oracle_failed(host, card, region, group, images):
+    """Every step ``region`` fails for ``group``, from the specs alone."""
+    failed = set()
+    rc = region['rc']
+    for key, value in group.items():
+        kind, _, name = key.partition(':')
+        if kind == 'resources':
+            if name == 'CUSTOM_FPGA_LOCAL_MEMORY_MB':
+                if region['memory'] < int(value):
+                    failed.add('local_memory')
+            elif name != rc or int(value) > 1:
+                failed.add('resource_class')
+        elif kind == 'trait':
+            has = name in _offered_traits(card, region)
+            if has != (value == 'required'):
+                failed.add(_trait_step(name))
+    if group.get('accel:numa_affinity') == 'required' and \
+            region['numa'] is None:
+        failed.add('numa')
+    bitstream = group.get('accel:bitstream_id')
+    if bitstream and images.get(bitstream) != region['region_type']:
+        failed.add('function')
+    causes = region['causes']
+    siblings = [r for r in card['regions'] if r is not region] \
+        if card['shared'] else []
+    if causes & {'unhealthy', 'recovering'} or 'unhealthy' in card['causes']:
+        failed.add('health')
+    if 'maintaining' in card['causes'] or any(
+            'maintaining' in r['causes'] for r in card['regions']):
+        failed.add('maintenance')
+    if causes & {'pending_cleaning', 'cleaning', 'error'} or any(
+            r['causes'] & {'pending_cleaning', 'cleaning', 'error'}
+            for r in siblings):
+        failed.add('cleaning')
+    if host['agent_down']:
+        failed.add('agent_down')
+    if causes & {'bound', 'k8s', 'sibling_held'}:
+        failed.add('in_use')
+    return failed
+
+
+def _oracle(spec, group, images=None):
+    """(per region uuid its first failing step, funnel, blocking step,
+    near misses {region uuid: step})."""
+    first, near = {}, {}
+    hosts = {s: set() for s in STEPS}
+    devices = dict.fromkeys(STEPS, 0)
+    for host in spec:
+        for card in host['cards']:
+            for region in card['regions']:
+                failed = _oracle_failed(host, card, region, group,
+                                        images or {})
+                step = next((s for s in STEPS if s in failed), None)
+                first[region['uuid']] = step
+                if len(failed) == 1:
+                    near[region['uuid']] = step
+                for passed in STEPS[:STEPS.index(step) if step else None]:
+                    hosts[passed].add(host['hostname'])
+                    devices[passed] += 1
+    funnel = [(s, len(hosts[s]), devices[s]) for s in STEPS]
+    blocking = next((s for s, _h, d in funnel if d == 0), None)
+    return first, funnel, blocking, near
+
+
+SPEC = fleet.fleet_spec()
+INVENTORIES = fleet.inventories(SPEC)
+BITSTREAM = '0b5e0000-0000-4000-8000-000000000001'
+IMAGES = {BITSTREAM: 'bb02'}
+BASE = {'resources:FPGA': '1'}
+# (group, images, the step the oracle must find blocking): every
+# constraint of the funnel blocks one of them.
+PROFILES = [
+    ({'resources:PGPU': '1'}, None, 'resource_class'),
+    (dict(BASE, **{'trait:CUSTOM_NOPE': 'required'}), None, 'traits'),
+    (dict(BASE, **{'trait:CUSTOM_FPGA_REGION_CC03': 'required'}), None,
+     'region_type'),
+    (dict(BASE, **{'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': '65536'}), None,
+     'local_memory'),
+    (dict(BASE, **{'trait:CUSTOM_FUNCTION_ID_F999': 'required'}), None,
+     'function'),
+    (dict(BASE, **{'accel:bitstream_id': BITSTREAM,
+                   'trait:CUSTOM_FPGA_REGION_AA01': 'required'}), IMAGES,
+     'function'),
+    (dict(BASE, **{'trait:CUSTOM_NUMA_NODE_7': 'required'}), None, 'numa'),
+] + [
+    (dict(BASE, **{'trait:CUSTOM_FPGA_REGION_RARE_%s' % cause.upper():
+                   'required'}), None, step)
+    for cause, step in (('unhealthy', 'health'), ('recovering', 'health'),
+                        ('maintaining', 'maintenance'),
+                        ('pending_cleaning', 'cleaning'),
+                        ('cleaning', 'cleaning'), ('error', 'cleaning'),
+                        ('agent_down', 'agent_down'), ('bound', 'in_use'),
+                        ('k8s', 'in_use'), ('sibling_held', 'in_use'))
+] + [
+    # Answers with candidates, and a mixed one.
+    (BASE, None, None),
+    (dict(BASE, **{'trait:CUSTOM_FAST': 'required',
+                   'trait:CUSTOM_SLOW': 'forbidden',
+                   'trait:CUSTOM_FPGA_REGION_BB02': 'required',
+                   'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': '4096',
+                   'trait:CUSTOM_FUNCTION_ID_F001': 'required',
+                   'accel:numa_affinity': 'required'}), None, None),
+]
+
+
+def _images(images):
+    return explain.Images(bitstreams=images or {})
+
+
+@pytest.mark.parametrize('group,images,expected', PROFILES)
+def test_each_empty_answer_names_the_oracles_first_failing_constraint(
+        group, images, expected):
+    first, funnel, blocking, near = _oracle(SPEC, group, images)
+    assert blocking == expected
+    (result,) = explain.explain([group], INVENTORIES, {}, _images(images))
+    assert [(f['step'], f['hosts'], f['devices'])
+            for f in result['funnel']] == funnel
+    assert (result['blocking'] or {}).get('step') == blocking
+    if blocking:
+        assert result['blocking']['kind'] == (
+            'permanent' if STEPS.index(blocking) < 6 else 'transient')
+    assert result['near_misses_total'] == len(near)
+    assert all(near[m['deployable_uuid']] == m['failed']
+               for m in result['near_misses'])
+    # Region by region, 100% agreement.
+    found = {dep.uuid: explain.first_failure(device, dep, group,
+                                             _images(images))
+             for inv in INVENTORIES for device in inv.devices
+             for dep in device.deployables}
+    assert found == first
+
+
+def test_the_fleet_has_every_cause_as_some_regions_first_failure():
+    seen = set()
+    for group, images, _expected in PROFILES:
+        seen.update(_oracle(SPEC, group, images)[0].values())
+    assert seen == set(STEPS) | {None}
+    assert len(SPEC) == 1000
+
+
+def test_holders_of_the_regions_stopped_in_use_are_named():
+    group = dict(BASE, **{'trait:CUSTOM_FPGA_REGION_RARE_BOUND': 'required'})
+    held = {'host0007-c0-r0': [{'kind': 'arq', 'project_id': 'p1',
+                                'instance_uuid': 'i1'}],
+            'host0007-c0-r1': [{'kind': 'kubernetes', 'project_id': 'p2',
+                                'namespace': 'ns-a', 'claim': 'c',
+                                'pods': ['job-7']}],
+            'host0009-c1-r0': [{'kind': 'arq', 'project_id': 'p3',
+                                'instance_uuid': 'i3'}]}
+    (result,) = explain.explain([group], INVENTORIES, held)
+    assert result['blocking']['step'] == 'in_use'
+    assert sorted(h['project_id'] for h in result['blocking']['holders']) \
+        == ['p1', 'p2']
+
+
+def test_every_unavailable_reason_has_a_transient_step():
+    from cyborg_lite.inventory import views
+    for reason in views.REASONS:
+        assert explain.reason_step(reason) in STEPS[6:]
