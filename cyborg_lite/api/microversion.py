@@ -60,6 +60,8 @@ VERSIONS = [
             # /v2/trusted_keys (+ /revoke); /v2/signature_policies.
     '2.9',  # GET /v2/devices/{uuid}/history: a device's transitions
             # (DEVICE_HISTORY).
+    '2.10',  # GET /v2/programs/stats: programming seconds by project and
+             # namespace; a history row shows seconds (PROGRAMMING_STATS).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
@@ -67,6 +69,9 @@ TOPOLOGY = '2.6'
 DEVICE_HEALTH = '2.7'
 # Where GET /v2/devices/{uuid}/history starts (the same).
 DEVICE_HISTORY = '2.9'
+# Programming seconds by project: /v2/programs/stats, a history row's
+# seconds.
+PROGRAMMING_STATS = '2.10'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

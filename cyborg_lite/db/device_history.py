@@ -28,13 +28,13 @@ DEP = models.Deployable.__table__
 # The columns a row shows, in the API's order.
 COLUMNS = ('event', 'state', 'deployable_uuid', 'object_uuid',
            'project_id', 'instance_uuid', 'namespace', 'claim_name',
-           'reason', 'created_at')
+           'reason', 'seconds', 'created_at')
 _HOLDER = ('project_id', 'instance_uuid', 'namespace', 'claim_name')
 
 _INSERT = sa.insert(HISTORY).values(
     {c: sa.bindparam(c) for c in ('device_uuid', 'deployable_uuid', 'event',
                                   'state', 'object_uuid', 'reason',
-                                  'created_at') + _HOLDER})
+                                  'seconds', 'created_at') + _HOLDER})
 
 
 def row_values(event):
@@ -43,7 +43,10 @@ def row_values(event):
     values.update(device_uuid=event.device_uuid,
                   deployable_uuid=event.deployable_uuid, event=event.event,
                   state=event.state, object_uuid=event.object_uuid,
-                  reason=_short(event.reason), created_at=models.utcnow())
+                  reason=_short(event.reason),
+                  # A programming job's end: what it took (else None).
+                  seconds=event.data.get('seconds'),
+                  created_at=models.utcnow())
     return values
 
 
