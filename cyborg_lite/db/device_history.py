@@ -112,6 +112,27 @@ def _place(s, stmt, **params):
 
 # --- reading and pruning ----------------------------------------------------
 
+# The events of a region's function being asked for: bound by an ARQ,
+# prepared for a claim, loaded by a job.
+ASKED_EVENTS = ('arq.bind.end', 'k8s_claim.prepare',
+                'programming_job.program.end')
+
+
+def last_asked(device_uuid, deployable_uuids):
+    """{deployable uuid: when its function was last asked for (the
+    newest of its ASKED_EVENTS rows)} of those of ``deployable_uuids``
+    with such a row (a pruned row is forgotten: not asked recently)."""
+    if not deployable_uuids:
+        return {}
+    stmt = (sa.select(HISTORY.c.deployable_uuid,
+                      sa.func.max(HISTORY.c.created_at))
+            .where(HISTORY.c.device_uuid == device_uuid,
+                   HISTORY.c.deployable_uuid.in_(list(deployable_uuids)),
+                   HISTORY.c.event.in_(ASKED_EVENTS))
+            .group_by(HISTORY.c.deployable_uuid))
+    with session.core_reader() as conn:
+        return dict(conn.execute(stmt).all())
+
 def list_rows(device_uuid, newest=None):
     """The device's rows, oldest first, as plain rows of ``id`` and
     COLUMNS; ``newest``: only the newest that many. DeviceNotFound when
