@@ -6,6 +6,7 @@ the device profile asks for, and programs nothing.
 The real ConductorService and an agent with the FAKE driver over
 inproc:// (tests/functional/programming_env.py); Nova's bind is the
 conductor's RPC bind_arqs."""
+import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.common import context
@@ -23,6 +24,11 @@ NOVA = context.RequestContext(user_id='nova', project_id='service',
                               roles=['service'])
 
 
+@pytest.fixture
+def env(make_env):  # noqa: F811
+    return make_env()
+
+
 def _bind(env, arq_uuid, rp_uuid):
     env.api.bind_arqs(NOVA, {arq_uuid: {
         'hostname': pe.HOST, 'device_rp_uuid': rp_uuid,
@@ -38,8 +44,7 @@ def _providers():
         return set(s.scalars(sa.select(models.Deployable.rp_uuid)))
 
 
-def test_a_bind_takes_the_sibling_already_running_the_function(make_env):  # noqa: F811,E501
-    env = make_env()
+def test_a_bind_takes_the_sibling_already_running_the_function(env):
     # One provider for both regions: the bind, not Placement, picks.
     assert len(_providers()) == 1
     bitstream = env.add_bitstream()
@@ -61,11 +66,10 @@ def test_a_bind_takes_the_sibling_already_running_the_function(make_env):  # noq
     assert env.hardware('region0') == pe.OLD_FUNCTION
 
 
-def test_the_region_asked_for_longest_ago_is_reprogrammed(make_env):  # noqa: F811,E501
+def test_the_region_asked_for_longest_ago_is_reprogrammed(env):
     """Neither region runs the function asked for: the bind reprograms
     the one whose function was asked for least recently (region1, loaded
     before region0), not the first by name, and leaves region0's."""
-    env = make_env()
     first = env.add_bitstream()
     env.wait_job(env.program(first.uuid, 'region1')['uuid'])
     recent_afu = '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e60'
