@@ -72,6 +72,8 @@ ROUTE_DECLARATIONS = {
                                    'PUT': bitstream_file.upload_image},
     '/v2/programs': {'GET': programs.list_programs,
                      'POST': programs.create_program},
+    # From microversion 2.11; before {uuid}, which would take "stats".
+    '/v2/programs/stats': {'GET': programs.program_stats},
     '/v2/programs/{uuid}': {'GET': programs.show_program},
     '/v2/programs/{uuid}/cancel': {'POST': programs.cancel_program},
     '/v2/resource_provider_trees/{hostname}': {

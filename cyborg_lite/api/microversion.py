@@ -62,6 +62,8 @@ VERSIONS = [
             # (DEVICE_HISTORY).
     '2.10',  # GET /v2/device_profiles/{name}/explain: why a profile's
              # groups get no accelerator (PROFILE_EXPLAIN).
+    '2.11',  # GET /v2/programs/stats: programming seconds by project and
+             # namespace; a history row shows seconds (PROGRAMMING_STATS).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
@@ -71,6 +73,9 @@ DEVICE_HEALTH = '2.7'
 DEVICE_HISTORY = '2.9'
 # Where GET /v2/device_profiles/{name}/explain starts (the same).
 PROFILE_EXPLAIN = '2.10'
+# Programming seconds by project: /v2/programs/stats, a history row's
+# seconds.
+PROGRAMMING_STATS = '2.11'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

@@ -139,6 +139,9 @@ OPERATIONS = {
     ('/v2/programs', 'POST'): _op(
         'Program a region with a bitstream: a queued job (2.4).', ok=202,
         body=prog_s.CREATE, errors=(400, 403, 404, 409, 503), empty=False),
+    ('/v2/programs/stats', 'GET'): _op(
+        'Programming seconds of ended jobs by project and namespace '
+        '(2.11).', query=prog_s.STATS_QUERY, errors=(400, 403, 404)),
     ('/v2/programs/{uuid}', 'GET'): _op('Show a programming job (2.4).',
                                         errors=(403, 404)),
     ('/v2/programs/{uuid}/cancel', 'POST'): _op(
@@ -221,6 +224,7 @@ RESPONSES = {
     ('/v2/bitstreams/{uuid}', 'GET'): bs_s.VIEW,
     ('/v2/programs', 'GET'): prog_s.LIST,
     ('/v2/programs', 'POST'): prog_s.VIEW,
+    ('/v2/programs/stats', 'GET'): prog_s.STATS,
     ('/v2/programs/{uuid}', 'GET'): prog_s.VIEW,
     ('/v2/programs/{uuid}/cancel', 'POST'): prog_s.VIEW,
     ('/v2/resource_provider_trees/{hostname}', 'GET'): tree_s.TREE,

@@ -31,6 +31,7 @@ OSC_COMMANDS = {
     'program list': programs.ListProgram,
     'program show': programs.ShowProgram,
     'program cancel': programs.CancelProgram,
+    'program stats': programs.ProgramStats,
     'resource-provider tree': provider_trees.ShowResourceProviderTree,
     'resource-slice show': resource_slices.ShowResourceSlices,
     'bitstream signature set': signatures.SetSignature,

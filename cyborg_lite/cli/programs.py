@@ -1,10 +1,12 @@
-"""``program create|list|show|cancel``: programming jobs (API 2.4).
+"""``program create|list|show|cancel|stats``: programming jobs (API 2.4).
 
 A job loads a bitstream into one region (deployable). The API answers at
 once with a ``queued`` job; ``create --wait`` follows it through
 downloading, programming and verifying, printing each state change on
 stderr, and exits 1 unless it ends ``succeeded``. ``show`` lists the
 job's tries one per line (number, host, outcome, times, error).
+``stats`` sums the seconds of ended jobs by project and namespace (API
+2.11, from the job records).
 """
 from cliff import columns as cliff_columns
 
@@ -123,6 +125,26 @@ class ShowProgram(versioned.ShowCommand):
         names, values = base.show_fields(job)
         return names, tuple(TriesColumn(job['tries']) if n == 'tries' else v
                             for n, v in zip(names, values))
+
+
+class ProgramStats(versioned.ListCommand):
+    """Programming seconds of ended jobs by project and namespace."""
+
+    min_api_version = versioned.PROGRAMMING_STATS_API_VERSION
+    columns = ('project_id', 'namespace', 'jobs', 'seconds')
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--project', metavar='<project-id>',
+                            help="Only this project's jobs (yours unless "
+                                 'you are an admin)')
+        return parser
+
+    def fetch(self, parsed_args):
+        params = {} if parsed_args.project is None else {
+            'project_id': parsed_args.project}
+        return self.api.get('/programs/stats',
+                            params=params)['programming_seconds']
 
 
 class CancelProgram(ShowProgram):

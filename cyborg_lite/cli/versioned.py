@@ -22,6 +22,8 @@ TOPOLOGY_API_VERSION = '2.6'
 # microversion.DEVICE_HEALTH: their health (and enable refused while
 # unhealthy).
 HEALTH_API_VERSION = '2.7'
+# microversion.PROGRAMMING_STATS: /v2/programs/stats.
+PROGRAMMING_STATS_API_VERSION = '2.11'
 
 
 def _parse(version):

@@ -44,6 +44,7 @@ from cyborg_lite.conf import CONF
 from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
+from cyborg_lite.db import device_history as history_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.metrics import counted as metrics
@@ -243,10 +244,11 @@ def _choose_sibling(started, device, offered, group, keep, project_id):
         return (checks.wanted_image(group) is None or
                 checks.loaded_image_trusted(dep.bitstream_id,
                                             dep.function_id, project_id))
+    asked = history_db.last_asked(device.uuid, list(by_uuid))
     chosen, why = host_inventory.choose_member(
         view, members,
         lambda dep: provider_tree.mismatch(view, dep, group, region_type),
-        loaded)
+        loaded, lambda dep: asked.get(dep.uuid))
     if chosen is None:
         raise _failed(started, 'no deployable behind resource provider %s '
                       'can serve the request now: %s'

@@ -35,13 +35,14 @@ LOG = logging.getLogger(__name__)
 
 def create_job_for(bitstream_uuid, deployable_uuid, is_admin=False,
                    force=False, user_id=None, project_id=None, arq_id=None,
-                   max_attempts=None, holder=None):
+                   max_attempts=None, holder=None, namespace=None):
     """Check, then insert a queued job; return (job, bitstream, region,
     device, trust), ``trust`` what the signature was checked with
     (bitstreams/trust.Trust). RegionBusy if the region already
     has an active one.
     ``holder``: the Kubernetes claim (``k8s:<uid>``) the job loads the
-    region for, which may program the region it holds."""
+    region for, which may program the region it holds; ``namespace``
+    that claim's (accounting)."""
     bitstream = bitstreams_db.get(bitstream_uuid)
     deployable, device = deployables_db.load_region(deployable_uuid)
     trust = bitstream_trust.load(bitstream, project_id)
@@ -53,7 +54,7 @@ def create_job_for(bitstream_uuid, deployable_uuid, is_admin=False,
         deployable.id, bitstream.id, hostname=device.hostname,
         max_attempts=max_attempts, force=force and is_admin,
         requester_user_id=user_id, project_id=project_id, arq_id=arq_id,
-        except_holder=holder)
+        except_holder=holder, namespace=namespace)
     return job, bitstream, deployable, device, trust
 
 
@@ -127,10 +128,13 @@ def cancel_job(job_uuid):
 
 def observe_end(job):
     """A job this call ended counts in the jobs' histogram (from its
-    creation to its end, by outcome); returns the job."""
-    if job.state in states.JOB_TERMINAL and job.finished_at is not None:
-        metrics.observe(metrics.JOB_DURATION, (
-            job.finished_at - job.created_at).total_seconds(), job.state)
+    creation to its end, by outcome) and its seconds in its project's
+    and namespace's sum; returns the job."""
+    seconds = jobs_db.seconds_of(job)
+    if seconds is not None:
+        metrics.observe(metrics.JOB_DURATION, seconds, job.state)
+        metrics.add(metrics.PROGRAMMING_SECONDS, seconds,
+                    job.project_id or '', job.namespace or '')
     return job
 
 
@@ -246,7 +250,7 @@ class ProgrammingFlow:
 
     def start_job(self, bitstream_uuid, deployable_uuid, is_admin=False,
                   force=False, user_id=None, project_id=None, arq_id=None,
-                  holder=None):
+                  holder=None, namespace=None):
         """Check, create and send a job; return it as a dict."""
         deployable, device = deployables_db.load_region(deployable_uuid)
         # Before the job exists: a region no agent can name is refused.
@@ -254,7 +258,7 @@ class ProgrammingFlow:
         job, bitstream, deployable, device, trust = create_job_for(
             bitstream_uuid, deployable_uuid, is_admin=is_admin, force=force,
             user_id=user_id, project_id=project_id, arq_id=arq_id,
-            holder=holder)
+            holder=holder, namespace=namespace)
         LOG.info('Programming job %s: bitstream %s into %s on %s', job.uuid,
                  bitstream.uuid, deployable.name, device.hostname)
         self._send(job, bitstream, deployable, device, region_name, trust)

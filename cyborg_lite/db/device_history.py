@@ -28,13 +28,13 @@ DEP = models.Deployable.__table__
 # The columns a row shows, in the API's order.
 COLUMNS = ('event', 'state', 'deployable_uuid', 'object_uuid',
            'project_id', 'instance_uuid', 'namespace', 'claim_name',
-           'reason', 'created_at')
+           'reason', 'seconds', 'created_at')
 _HOLDER = ('project_id', 'instance_uuid', 'namespace', 'claim_name')
 
 _INSERT = sa.insert(HISTORY).values(
     {c: sa.bindparam(c) for c in ('device_uuid', 'deployable_uuid', 'event',
                                   'state', 'object_uuid', 'reason',
-                                  'created_at') + _HOLDER})
+                                  'seconds', 'created_at') + _HOLDER})
 
 
 def row_values(event):
@@ -43,7 +43,10 @@ def row_values(event):
     values.update(device_uuid=event.device_uuid,
                   deployable_uuid=event.deployable_uuid, event=event.event,
                   state=event.state, object_uuid=event.object_uuid,
-                  reason=_short(event.reason), created_at=models.utcnow())
+                  reason=_short(event.reason),
+                  # A programming job's end: what it took (else None).
+                  seconds=event.data.get('seconds'),
+                  created_at=models.utcnow())
     return values
 
 
@@ -108,6 +111,27 @@ def _place(s, stmt, **params):
 
 
 # --- reading and pruning ----------------------------------------------------
+
+# The events of a region's function being asked for: bound by an ARQ,
+# prepared for a claim, loaded by a job.
+ASKED_EVENTS = ('arq.bind.end', 'k8s_claim.prepare',
+                'programming_job.program.end')
+
+
+def last_asked(device_uuid, deployable_uuids):
+    """{deployable uuid: when its function was last asked for (the
+    newest of its ASKED_EVENTS rows)} of those of ``deployable_uuids``
+    with such a row (a pruned row is forgotten: not asked recently)."""
+    if not deployable_uuids:
+        return {}
+    stmt = (sa.select(HISTORY.c.deployable_uuid,
+                      sa.func.max(HISTORY.c.created_at))
+            .where(HISTORY.c.device_uuid == device_uuid,
+                   HISTORY.c.deployable_uuid.in_(list(deployable_uuids)),
+                   HISTORY.c.event.in_(ASKED_EVENTS))
+            .group_by(HISTORY.c.deployable_uuid))
+    with session.core_reader() as conn:
+        return dict(conn.execute(stmt).all())
 
 def list_rows(device_uuid, newest=None):
     """The device's rows, oldest first, as plain rows of ``id`` and

@@ -35,7 +35,7 @@ HOLDER_PREFIX = 'k8s:'
 # What a claimed region looks like to the conductor's prepare.
 Claimed = collections.namedtuple('Claimed', [
     'id', 'claim_uid', 'deployable_id', 'attach_type', 'attach_info',
-    'job_uuid', 'new'])
+    'job_uuid', 'new', 'namespace'])
 
 
 def holder_name(claim_uid):
@@ -48,7 +48,8 @@ def _claimed(s, row, new):
            if row.programming_job_id is not None else None)
     return Claimed(row.id, row.claim_uid, row.deployable_id,
                    handle.attach_type, handle.attach_info,
-                   job.uuid if job is not None else None, new)
+                   job.uuid if job is not None else None, new,
+                   row.namespace)
 
 
 def _find(s, claim_uid, deployable_id):

@@ -427,6 +427,9 @@ class ProgrammingJob(IdMixin, VersionedMixin, Base):
         sa.String(64))
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
                                                            index=True)
+    # The namespace of the Kubernetes claim whose Prepare started the job
+    # (its accounting; the claim's own row goes with its release).
+    namespace: orm.Mapped[str | None] = orm.mapped_column(sa.String(63))
     arq_id: orm.Mapped[int | None] = orm.mapped_column(
         sa.ForeignKey('accelerator_requests.id', ondelete='SET NULL'))
     started_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
@@ -571,5 +574,7 @@ class DeviceHistory(Base):
     namespace: orm.Mapped[str | None] = orm.mapped_column(sa.String(63))
     claim_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(253))
     reason: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # A programming job's end: its seconds from creation to end.
+    seconds: orm.Mapped[float | None] = orm.mapped_column(sa.Float)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, nullable=False, default=utcnow, index=True)

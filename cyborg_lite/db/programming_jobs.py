@@ -101,8 +101,10 @@ def _check_refs(s, deployable_id, bitstream_id, arq_id):
 
 def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
                force=False, requester_user_id=None, project_id=None,
-               arq_id=None, except_holder=None):
+               arq_id=None, except_holder=None, namespace=None):
     """Insert a queued job; RegionBusy if the region has an active one.
+    ``namespace``: the Kubernetes claim's that the job loads the region
+    for (accounted with the project, ``seconds_by_project``).
 
     A region waiting for or under its clean between tenants is a Conflict;
     unless ``force``, so is an ARQ or a Kubernetes claim holding the
@@ -117,7 +119,7 @@ def create_job(deployable_id, bitstream_id, hostname=None, max_attempts=None,
               state='queued', hostname=hostname, attempts=0,
               max_attempts=max_attempts or CONF.programming.max_attempts,
               force=bool(force), requester_user_id=requester_user_id,
-              project_id=project_id, arq_id=arq_id,
+              project_id=project_id, namespace=namespace, arq_id=arq_id,
               # The database's clock, which the reaper compares with.
               created_at=clock.utc_now())
     try:
@@ -271,10 +273,19 @@ def _record(s, row, event=None):
         'bitstream_uuid': bitstream, 'hostname': row.hostname,
         'attempts': row.attempts, 'max_attempts': row.max_attempts,
         'arq_uuid': arq_uuid, 'project_id': row.project_id,
+        'namespace': row.namespace, 'seconds': seconds_of(row),
         'error': row.error},
         device_uuid=place.device_uuid,
         deployable_uuid=place.deployable_uuid, state=row.state,
         object_uuid=row.uuid, reason=row.error))
+
+
+def seconds_of(job):
+    """The seconds an ended job took, from its creation to its end (what
+    its workload waited); None while it is active."""
+    if job.state not in states.JOB_TERMINAL or job.finished_at is None:
+        return None
+    return max(0.0, (job.finished_at - job.created_at).total_seconds())
 
 
 def transition(job_uuid, from_states, to_state, expected_version=None,
@@ -508,3 +519,32 @@ def get_visible(viewer, job_uuid):
     if row is None:
         raise exception.ProgrammingJobNotFound(uuid=job_uuid)
     return _with_tries([row])[0]
+
+
+# --- Accounting (/v2/programs/stats) ----------------------------------------
+
+def seconds_by_project(viewer, project_id=None):
+    """[{project_id, namespace, jobs, seconds}] of the ended jobs that
+    ``viewer`` (pagination.ALL, a project id, or None) may see, summed by
+    project and namespace (``seconds_of`` each), in that order;
+    ``project_id``: only that project's. Summed here, not in SQL: a
+    difference of timestamps is spelled three ways by three databases."""
+    stmt = sa.select(Job.project_id, Job.namespace, Job.state,
+                     Job.created_at, Job.finished_at).where(
+        Job.state.in_(states.JOB_TERMINAL))
+    if viewer is not pagination.ALL:
+        stmt = stmt.where(Job.project_id == viewer if viewer is not None
+                          else sa.false())
+    if project_id is not None:
+        stmt = stmt.where(Job.project_id == project_id)
+    sums = {}
+    with session.reader() as s:
+        for row in s.execute(stmt):
+            key = (row.project_id, row.namespace)
+            jobs, seconds = sums.get(key, (0, 0.0))
+            sums[key] = (jobs + 1, seconds + (seconds_of(row) or 0.0))
+    return [{'project_id': project, 'namespace': namespace, 'jobs': jobs,
+             'seconds': seconds}
+            for (project, namespace), (jobs, seconds) in sorted(
+                sums.items(), key=lambda item: (item[0][0] or '',
+                                                item[0][1] or ''))]

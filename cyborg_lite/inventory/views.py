@@ -340,14 +340,17 @@ def refusal_in(inventory, deployable_uuid):
     return None
 
 
-def choose_member(device, members, mismatch, loaded=None):
+def choose_member(device, members, mismatch, loaded=None, asked_at=None):
     """The deployable of ``members`` (siblings behind one function of
     ``device``, offered by one provider) that a bind takes: one that
     serves the request on its own (``mismatch(dep)``: why it could not,
     or None; placement/tree.mismatch for a device profile group), may be
     bound now and has a free attach handle, preferring one for which
-    ``loaded(dep)`` says no programming is needed; then by name. Returns
-    (deployable, None) or (None, why none may)."""
+    ``loaded(dep)`` says no programming is needed; then the one whose
+    function was asked for least recently (``asked_at(dep)``: when, None
+    for never), so a region running a function in demand is the last to
+    be reprogrammed for another; then by name. Returns (deployable, None)
+    or (None, why none may)."""
     why = {}
     fit = []
     for dep in members:
@@ -368,5 +371,12 @@ def choose_member(device, members, mismatch, loaded=None):
     if not fit:
         return None, '; '.join('%s: %s' % item for item in sorted(
             why.items()))
-    fit.sort(key=lambda d: (not (loaded and loaded(d)), d.name))
+    fit.sort(key=lambda d: (not (loaded and loaded(d)),
+                            _asked(asked_at, d), d.name))
     return fit[0], None
+
+
+def _asked(asked_at, dep):
+    """A sort key: never asked for (or unknown) before any time."""
+    when = asked_at(dep) if asked_at else None
+    return () if when is None else (when,)

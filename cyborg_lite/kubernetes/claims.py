@@ -185,7 +185,8 @@ class ClaimFlow:
             return None
         job = self.programming.start_job(bitstream_uuid, deployable_uuid,
                                          project_id=project_id,
-                                         holder=holder)
+                                         holder=holder,
+                                         namespace=claimed.namespace)
         claims_db.set_job(claimed.id, job['uuid'])
         LOG.info('ResourceClaim %s: programming job %s loads %s into %s',
                  claimed.claim_uid, job['uuid'], bitstream_uuid,

@@ -57,6 +57,15 @@ JOB_DURATION = Histogram(
     'cyborg_lite_programming_job_duration_seconds',
     'Programming jobs from creation to their end, by outcome: succeeded, '
     'failed, cancelled.', ['outcome'], buckets=LONG_BUCKETS)
+# NOTE: a counter, not JOB_DURATION with more labels: the same seconds
+# summed per project and namespace (bounded: the tenants; "" where no
+# claim started the job), without a histogram's buckets for each.
+PROGRAMMING_SECONDS = Counter(
+    'cyborg_lite_programming_seconds_total',
+    'Seconds programming jobs took from creation to their end (what their '
+    'workloads waited), by project and Kubernetes namespace ("" when no '
+    'claim started the job); the same jobs JOB_DURATION counts.',
+    ['project', 'namespace'])
 CLEANING_DURATION = Histogram(
     'cyborg_lite_cleaning_duration_seconds',
     "A region's clean by its agent, from its first heartbeat to its "
@@ -102,6 +111,16 @@ NOTIFICATIONS = Counter(
     'fell 10,000 behind, or the service stopped before it took them).',
     ['outcome'])
 NOTIFICATION_OUTCOMES = ('sent', 'failed', 'dropped')
+
+
+def add(counter, amount, *labels):
+    """``counter`` (with ``labels``) goes up by ``amount``; never raises,
+    as ``observe``."""
+    try:
+        (counter.labels(*labels) if labels else counter).inc(max(0.0,
+                                                                amount))
+    except Exception:  # pragma: no cover - prometheus_client's own bug
+        pass
 
 
 def observe(histogram, seconds, *labels):

@@ -67,12 +67,14 @@ _VERSION = OBJECT_KEY + '.version'
 _DATA = OBJECT_KEY + '.data'
 _STR = 'string'
 _INT = 'integer'
+_NUMBER = 'number'
 _UUID = 'uuid'
 
 
 class Payload:
     """A versioned payload: its name, its version and its fields,
-    ``{field: (type, nullable)}`` (type 'string', 'uuid', 'integer', a
+    ``{field: (type, nullable)}`` (type 'string', 'uuid', 'integer',
+    'number', a
     tuple of allowed strings, or ['string'] for a list)."""
 
     def __init__(self, name, version, description, fields):
@@ -170,8 +172,10 @@ PAYLOADS = {p.name: p for p in (
                 hostname=(_STR, False),
                 state=(('up', 'down'), False),
                 device_uuids=([_STR], False))),
-    Payload('ProgrammingJobPayload', '1.0',
-            'A programming job loading a bitstream into a region.', dict(
+    Payload('ProgrammingJobPayload', '1.1',
+            'A programming job loading a bitstream into a region; '
+            'namespace: the Kubernetes claim\'s that started it, seconds: '
+            'from its creation to its end, on the end events (1.1).', dict(
                 uuid=(_UUID, False),
                 state=(states.JOB.states, False),
                 device_uuid=(_UUID, True),
@@ -182,6 +186,8 @@ PAYLOADS = {p.name: p for p in (
                 max_attempts=(_INT, False),
                 arq_uuid=(_UUID, True),
                 project_id=(_STR, True),
+                namespace=(_STR, True),
+                seconds=(_NUMBER, True),
                 error=(_STR, True))),
     Payload('CleaningPayload', '1.0',
             "A region's clean between tenants (its device_state).", dict(

@@ -193,9 +193,20 @@ def show_history(req, uuid):
     utils.require_uuid(uuid, exception.DeviceNotFound(uuid=uuid))
     params = utils.query(req, schemas.HISTORY_QUERY)
     rows = history_db.list_rows(uuid, _history_limit(params))
+    hidden = () if microversion.of(req).matches(
+        microversion.PROGRAMMING_STATS) else ('seconds',)
     return utils.response({'device_uuid': uuid, 'history': [
-        dict(zip(history_db.COLUMNS[:-1], row[1:-1]),
-             created_at=utils.timestamp(row.created_at)) for row in rows]})
+        _history_row(row, hidden) for row in rows]})
+
+
+def _history_row(row, hidden):
+    """One row of the history as the API shows it (``hidden``: the
+    columns newer than the request's microversion)."""
+    body = dict(zip(history_db.COLUMNS[:-1], row[1:-1]),
+                created_at=utils.timestamp(row.created_at))
+    for key in hidden:
+        del body[key]
+    return body
 
 
 def disable_device(req, uuid):

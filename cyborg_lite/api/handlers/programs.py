@@ -101,6 +101,19 @@ def show_program(req, uuid):
     return utils.response(view(req, *_find(req, uuid)))
 
 
+def program_stats(req):
+    """2.11: the seconds of the ended jobs the caller may see (its
+    project's; every project's for an admin), summed by project and
+    namespace; ``project_id``: only that project's (another project's is
+    empty for a non-admin: visibility follows the job's project)."""
+    microversion.require(req, microversion.PROGRAMMING_STATS,
+                         '/v2/programs/stats')
+    utils.authorize(req, policies.STATS)
+    params = utils.query(req, schemas.STATS_QUERY)
+    return utils.response({'programming_seconds': db.seconds_by_project(
+        utils.visible_to(req), params.get('project_id'))})
+
+
 def cancel_program(req, uuid):
     """200 with the cancelled job; 409 once it may be writing the region
     (a write cannot be torn off half way) or has ended."""

@@ -12,6 +12,7 @@ GET_ONE = 'cyborg:program:get_one'
 CREATE = 'cyborg:program:create'
 FORCE = 'cyborg:program:force'
 CANCEL = 'cyborg:program:cancel'
+STATS = 'cyborg:program:stats'
 
 _PATH = '/v2/programs'
 
@@ -34,6 +35,10 @@ RULES = [
     _rule(CANCEL, base.PROJECT_MEMBER_OR_ADMIN,
           'Cancel a programming job that has not started writing.',
           _PATH + '/{job_uuid}/cancel', 'POST'),
+    _rule(STATS, base.PROJECT_READER_OR_ADMIN,
+          'Sum the seconds of the caller\'s project\'s ended programming '
+          'jobs by namespace (every project\'s for admins).',
+          _PATH + '/stats', 'GET'),
 ]
 
 

@@ -46,6 +46,8 @@ HISTORY_ROW = {
         'project_id': _NULLABLE, 'instance_uuid': _NULLABLE,
         'namespace': _NULLABLE, 'claim_name': _NULLABLE,
         'reason': _NULLABLE, 'created_at': common.STRING,
+        # From 2.11: a programming job's end row's seconds (else null).
+        'seconds': {'type': ['number', 'null']},
     },
 }
 HISTORY = {

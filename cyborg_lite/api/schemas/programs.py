@@ -44,3 +44,23 @@ VIEW = common.view({
     'tries': {'type': 'array', 'items': TRY},
 })
 LIST = common.collection('programs', VIEW)
+
+# /v2/programs/stats (2.11).
+STATS_QUERY = {
+    'type': 'object',
+    'properties': {'project_id': {'type': 'string', 'minLength': 1,
+                                  'maxLength': 64}},
+    'additionalProperties': False,
+}
+_STATS_ROW = {
+    'type': 'object',
+    'properties': {'project_id': common.NULLABLE_STRING,
+                   'namespace': common.NULLABLE_STRING,
+                   'jobs': common.INTEGER, 'seconds': {'type': 'number'}},
+    'required': ['project_id', 'namespace', 'jobs', 'seconds'],
+    'additionalProperties': False,
+}
+STATS = {'type': 'object',
+         'properties': {'programming_seconds': {'type': 'array',
+                                                'items': _STATS_ROW}},
+         'required': ['programming_seconds'], 'additionalProperties': False}

@@ -281,6 +281,10 @@ def test_every_operation_answers_as_documented(app, conf):
     jobs_db.transition(job.uuid, 'downloading', 'failed', try_number=1,
                        error='image refused')
     assert walk('GET', '/v2/programs', 200).json['programs'][0]['tries']
+    # The failed job counted (its project is NULL: the conductor's own).
+    assert walk('GET', '/v2/programs/stats', 200).json[
+        'programming_seconds'][0]['jobs'] == 1
+    walk('GET', '/v2/programs/stats', 400, query='?project_id=')
     walk('DELETE', '/v2/bitstreams/{uuid}', 409, uuid=bitstream['uuid'])
     walk('POST', '/v2/deployables/{uuid}/clean', 202, uuid=dep.uuid)
     walk('POST', '/v2/deployables/{uuid}/clean', 409, uuid=dep.uuid)

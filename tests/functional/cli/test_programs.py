@@ -4,7 +4,10 @@ all in this process over inproc:// messaging."""
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
+from cyborg_lite.db import models
+from cyborg_lite.db.sql import session
 from tests.functional.cli import bitstream_cli as b
 from tests.functional import programming_env as pe
 from tests.functional.programming_env import make_env  # noqa: F401
@@ -120,3 +123,25 @@ def test_api_refusals_are_one_line(cli, env, tmp_path):
     # A bitstream a job refers to cannot be deleted.
     cli('program', 'create', env.region().uuid, bitstream, '--wait')
     b.one_line_error(cli('bitstream', 'delete', bitstream), 'HTTP 409')
+
+
+def test_stats_sum_the_job_records(cli, env, tmp_path):
+    """``program stats [--project]``: the seconds of the ended jobs, by
+    project and namespace, as the job records say (API 2.11)."""
+    bitstream = _bitstream(cli, tmp_path)
+    jobs = [cli('program', 'create', env.region(region).uuid, bitstream,
+                '--wait', '-f', 'json').json
+            for region in ('region0', 'region1')]
+    # noauth without [api]noauth_default_project_id: no project.
+    assert {j['project_id'] for j in jobs} == {None}
+    with session.reader() as sess:
+        seconds = sum((job.finished_at - job.created_at).total_seconds()
+                      for job in sess.scalars(sa.select(
+                          models.ProgrammingJob)))
+    [row] = cli('program', 'stats', '-f', 'json').json
+    assert (row['project_id'], row['namespace'], row['jobs']) == (
+        None, None, 2)
+    assert row['seconds'] == pytest.approx(seconds)
+    assert cli('program', 'stats', '--project', 'nobody', '-f',
+               'json').json == []
+
