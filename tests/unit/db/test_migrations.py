@@ -1,4 +1,6 @@
 """The migrated schema equals the models, on SQLite, PostgreSQL and MariaDB."""
+import logging
+
 import pytest
 import sqlalchemy as sa
 from alembic import autogenerate
@@ -113,7 +115,15 @@ def test_0003_gives_each_function_in_use_one_key(db_url, conf, caplog):
         for row in rows:
             conn.execute(sa.text(row))
 
-    migration.upgrade(url=db_url)
+    # NOTE: heard on the migration's own logger: another test of this
+    # worker may have set up logging that stops alembic's at the root.
+    logger = logging.getLogger('alembic.runtime.migration')
+    caplog.set_level(logging.WARNING, logger=logger.name)
+    logger.addHandler(caplog.handler)
+    try:
+        migration.upgrade(url=db_url)
+    finally:
+        logger.removeHandler(caplog.handler)
 
     with session.get_engine(db_url).connect() as conn:
         keys = dict(conn.execute(sa.text(
