@@ -50,6 +50,7 @@ from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
@@ -318,7 +319,8 @@ class AgentManager(rpc_loop.RpcLoop):
         self._heartbeat_thread.start()
         if self.kubelet_plugin is not None:
             self.kubelet_plugin.start()
-        LOG.info('Agent on %s started with drivers %s', self.host,
+        LOG.info('Agent on %s started (release %s) with drivers %s',
+                 self.host, version.VERSION,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
     def stop(self, drain_jobs=True):

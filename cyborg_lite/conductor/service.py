@@ -20,6 +20,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import liveness
@@ -118,8 +119,8 @@ class ConductorService(rpc_loop.RpcLoop):
         self.manager.publisher.start()
         self._start_rpc_loop(rpc.CONDUCTOR_TOPIC, [self.manager],
                              'conductor-periodic')
-        LOG.info('Conductor %s started (topic %s)', self.host,
-                 rpc.CONDUCTOR_TOPIC)
+        LOG.info('Conductor %s started (release %s, topic %s)', self.host,
+                 version.VERSION, rpc.CONDUCTOR_TOPIC)
 
     def stop(self):
         """Stop taking RPC calls, finish those in flight, end the loop."""
