@@ -58,6 +58,7 @@ from cyborg_lite.metrics import counted as metrics
 from cyborg_lite.rpc import conductor_client as conductor_rpcapi
 from cyborg_lite.rpc import server_loop as rpc_loop
 from cyborg_lite.rpc import transport as rpc
+from cyborg_lite.rpc import versions as rpc_versions
 
 LOG = logging.getLogger(__name__)
 # Where the hash of the NUMA nodes the conductor acknowledged is kept
@@ -206,7 +207,8 @@ class AgentManager(rpc_loop.RpcLoop):
             # NOTE: waits one interval at most: the next heartbeat is due.
             self.conductor.agent_heartbeat(
                 context.get_admin_context(), self.host,
-                timeout=self.conf.agent.heartbeat_interval)
+                timeout=self.conf.agent.heartbeat_interval,
+                release=version.VERSION, rpc_versions=rpc_versions.spoken())
         except Exception as exc:
             if self._heartbeat_ok is not False:
                 LOG.warning('Heartbeat not acknowledged (%s: %s); trying '
