@@ -60,6 +60,8 @@ VERSIONS = [
             # /v2/trusted_keys (+ /revoke); /v2/signature_policies.
     '2.9',  # GET /v2/devices/{uuid}/history: a device's transitions
             # (DEVICE_HISTORY).
+    '2.10',  # GET /v2/services: each agent, conductor and API, its
+             # release, RPC versions, state and last heartbeat (SERVICES).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
@@ -67,6 +69,8 @@ TOPOLOGY = '2.6'
 DEVICE_HEALTH = '2.7'
 # Where GET /v2/devices/{uuid}/history starts (the same).
 DEVICE_HISTORY = '2.9'
+# Where GET /v2/services starts (the same).
+SERVICES = '2.10'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

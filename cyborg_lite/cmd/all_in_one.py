@@ -189,6 +189,8 @@ class AllInOne:
     def _start_api(self):
         from cyborg_lite.api import deploy
         from cyborg_lite.api import server
+        from cyborg_lite.api import service_heartbeat
+        service_heartbeat.start(CONF.host, CONF.agent.heartbeat_interval)
         api = server.Server(deploy.loadapp_serving(CONF), '127.0.0.1',
                             self.args.api_port).start()
         self._stack.append(api.stop)

@@ -2,6 +2,9 @@
 versions with its heartbeat (db/services.py), over the real RPC path
 (inproc://) into a real database; an agent beside a conductor of the
 previous release still heartbeats."""
+import json
+import signal
+
 import oslo_messaging as messaging
 import pytest
 
@@ -17,7 +20,9 @@ from cyborg_lite.drivers import fake
 from cyborg_lite.rpc import conductor_client as conductor_rpcapi
 from cyborg_lite.rpc import transport as rpc
 from cyborg_lite.rpc import versions as rpc_versions
+from tests import servers
 from tests import waiting
+from tests.functional import console
 from tests.unit.conductor import report_helpers as h
 
 HOST = 'node1'
@@ -107,3 +112,33 @@ def test_a_bad_release_is_refused_and_records_nothing(fake_rpc, sqlite_db,
         assert _service('agent', HOST) is None
     finally:
         conductor.stop()
+
+
+def test_the_api_under_gunicorn_records_itself_and_lists_it(tmp_path):
+    # The real cyborg-lite-api: its worker beats into the database; the
+    # real cyborg-lite reads it back over HTTP.
+    db = tmp_path / 'db.sqlite'
+    port = servers.free_port()
+    path = tmp_path / 'api.conf'
+    path.write_text('\n'.join([
+        '[DEFAULT]', 'transport_url = inproc://', 'host = api-host-1',
+        'state_path = %s' % tmp_path,
+        '[database]', 'connection = sqlite:///%s' % db,
+        '[api]', 'port = %d' % port, 'workers = 1',
+        'auth_strategy = noauth', '']))
+    assert console.Script('cyborg-lite-dbsync', '--config-file', path,
+                          'upgrade').run() == 0
+    api = console.Script('cyborg-lite-api', '--config-file', path).start()
+    try:
+        api.wait_for('Booting worker')
+        env = {'CYBORG_LITE_URL': 'http://127.0.0.1:%d' % port}
+
+        def listed():
+            script = console.Script('cyborg-lite', 'service', 'list',
+                                    '-f', 'json', env=env)
+            return json.loads(script.stdout) if script.run() == 0 else None
+        rows = waiting.read_until(listed, lambda rows: bool(rows))
+    finally:
+        assert api.finish(signal.SIGTERM) == 0, api.stderr
+    assert [(r['host'], r['kind'], r['release'], r['state'])
+            for r in rows] == [('api-host-1', 'api', version.VERSION, 'up')]
