@@ -58,6 +58,17 @@ def test_each_release_commit_is_in_this_history(release):
         assert tag.stdout.strip() == commit
 
 
+@pytest.mark.parametrize('release', _releases(),
+                         ids=lambda r: str(r['version']))
+def test_each_release_schema_is_its_commits_alembic_head(release):
+    if _git('rev-parse', '--git-dir').returncode:
+        pytest.skip('not a git checkout')
+    listed = _git('ls-tree', '--name-only', release['commit'],
+                  'db/migrations/versions/').stdout.split()
+    assert max(os.path.basename(p)[:4] for p in listed
+               if p.endswith('.py')) == str(release['schema'])
+
+
 def test_release_notes_lint_clean():
     reno = os.path.join(os.path.dirname(sys.executable), 'reno')
     result = subprocess.run([reno, 'lint'], cwd=ROOT, capture_output=True,
