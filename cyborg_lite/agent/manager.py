@@ -50,6 +50,7 @@ from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conf import CONF
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
@@ -57,6 +58,7 @@ from cyborg_lite.metrics import counted as metrics
 from cyborg_lite.rpc import conductor_client as conductor_rpcapi
 from cyborg_lite.rpc import server_loop as rpc_loop
 from cyborg_lite.rpc import transport as rpc
+from cyborg_lite.rpc import versions as rpc_versions
 
 LOG = logging.getLogger(__name__)
 # Where the hash of the NUMA nodes the conductor acknowledged is kept
@@ -205,7 +207,8 @@ class AgentManager(rpc_loop.RpcLoop):
             # NOTE: waits one interval at most: the next heartbeat is due.
             self.conductor.agent_heartbeat(
                 context.get_admin_context(), self.host,
-                timeout=self.conf.agent.heartbeat_interval)
+                timeout=self.conf.agent.heartbeat_interval,
+                release=version.VERSION, rpc_versions=rpc_versions.spoken())
         except Exception as exc:
             if self._heartbeat_ok is not False:
                 LOG.warning('Heartbeat not acknowledged (%s: %s); trying '
@@ -318,7 +321,8 @@ class AgentManager(rpc_loop.RpcLoop):
         self._heartbeat_thread.start()
         if self.kubelet_plugin is not None:
             self.kubelet_plugin.start()
-        LOG.info('Agent on %s started with drivers %s', self.host,
+        LOG.info('Agent on %s started (release %s) with drivers %s',
+                 self.host, version.VERSION,
                  ', '.join(d.name for d in self.drivers) or '(none)')
 
     def stop(self, drain_jobs=True):

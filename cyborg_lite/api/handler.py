@@ -26,6 +26,7 @@ from cyborg_lite.api.handlers import programs
 from cyborg_lite.api.handlers import provider_trees
 from cyborg_lite.api.handlers import resource_slices
 from cyborg_lite.api.handlers import root
+from cyborg_lite.api.handlers import services
 from cyborg_lite.api.handlers import trusted_keys
 from cyborg_lite.api import wsgi_wrapper
 from cyborg_lite.common import exception
@@ -39,6 +40,7 @@ ROUTE_DECLARATIONS = {
     '/v2/devices/{uuid}/enable': {'POST': devices.enable_device},
     # From microversion 2.7 (microversion.DEVICE_HISTORY).
     '/v2/devices/{uuid}/history': {'GET': devices.show_history},
+    '/v2/services': {'GET': services.list_services},
     '/v2/deployables': {'GET': deployables.list_deployables},
     '/v2/deployables/{uuid}': {'GET': deployables.show_deployable},
     # From microversion 2.5.

@@ -64,6 +64,8 @@ VERSIONS = [
              # groups get no accelerator (PROFILE_EXPLAIN).
     '2.11',  # GET /v2/programs/stats: programming seconds by project and
              # namespace; a history row shows seconds (PROGRAMMING_STATS).
+    '2.12',  # GET /v2/services: each agent, conductor and API, its
+             # release, RPC versions, state and last heartbeat (SERVICES).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
@@ -76,6 +78,8 @@ PROFILE_EXPLAIN = '2.10'
 # Programming seconds by project: /v2/programs/stats, a history row's
 # seconds.
 PROGRAMMING_STATS = '2.11'
+# Where GET /v2/services starts (the same).
+SERVICES = '2.12'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

@@ -26,6 +26,7 @@ from cyborg_lite.api.schemas import devices as dev_s
 from cyborg_lite.api.schemas import programs as prog_s
 from cyborg_lite.api.schemas import provider_trees as tree_s
 from cyborg_lite.api.schemas import resource_slices as slices_s
+from cyborg_lite.api.schemas import services as services_s
 from cyborg_lite.api.schemas import trusted_keys as keys_s
 from cyborg_lite.api.schemas import versions as versions_s
 from cyborg_lite.bitstreams import signatures
@@ -65,6 +66,10 @@ OPERATIONS = {
         "A device's transitions, oldest first: what, when, who held it, "
         'why (admin; from %s).' % microversion.DEVICE_HISTORY, query=dev_s.HISTORY_QUERY,
         errors=(400, 403, 404)),
+    ('/v2/services', 'GET'): _op(
+        'Each agent, conductor and API: host, release, RPC versions, state '
+        '(up or down by its heartbeat) and last heartbeat (admin; from '
+        '%s).' % microversion.SERVICES, errors=(403, 404)),
     ('/v2/deployables', 'GET'): _op('List deployables.',
                                     query=dep_s.LIST_QUERY,
                                     errors=(400, 403)),
@@ -207,6 +212,7 @@ RESPONSES = {
     ('/v2/devices', 'GET'): dev_s.LIST,
     ('/v2/devices/{uuid}', 'GET'): dev_s.VIEW,
     ('/v2/devices/{uuid}/history', 'GET'): dev_s.HISTORY,
+    ('/v2/services', 'GET'): services_s.LIST,
     ('/v2/deployables', 'GET'): dep_s.LIST,
     ('/v2/deployables/{uuid}', 'GET'): dep_s.VIEW,
     ('/v2/deployables/{uuid}/clean', 'POST'): dep_s.VIEW,

@@ -8,6 +8,7 @@ usual oslo.config search for cyborg_lite.conf).
 import os
 
 from cyborg_lite.api import deploy
+from cyborg_lite.api import service_heartbeat
 from cyborg_lite.common import config
 from cyborg_lite.conf import CONF
 
@@ -18,4 +19,5 @@ def init_application(argv=None):
         path = os.environ.get('CYBORG_LITE_CONFIG_FILE')
         argv = ['--config-file', path] if path else []
     config.parse_args(argv)
+    service_heartbeat.start(CONF.host, CONF.agent.heartbeat_interval)
     return deploy.loadapp_serving(CONF)

@@ -7,7 +7,6 @@
 Errors print one line on stderr and exit 1 (cliff's own handling of an
 exception from a command); ``--debug`` shows the traceback.
 """
-import importlib.metadata
 import logging
 import sys
 
@@ -16,6 +15,7 @@ from cliff import commandmanager
 
 from cyborg_lite.cli import auth
 from cyborg_lite.cli import commands
+from cyborg_lite.common import version
 
 
 class ClientManager:
@@ -31,13 +31,6 @@ class ClientManager:
         if self._client is None:
             self._client = auth.make_client(self._options)
         return self._client
-
-
-def _version():
-    try:
-        return importlib.metadata.version('cyborg_lite')
-    except importlib.metadata.PackageNotFoundError:
-        return 'unknown'
 
 
 def build_command_manager():
@@ -58,7 +51,7 @@ class CyborgLiteApp(app.App):
         self.client_manager = None
         super().__init__(
             description='Manage accelerators through the cyborg_lite API',
-            version=_version(),
+            version=version.VERSION,
             command_manager=build_command_manager(),
             deferred_help=True)
 

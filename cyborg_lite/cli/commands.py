@@ -18,6 +18,7 @@ from cyborg_lite.cli import provider_trees
 from cyborg_lite.cli import resource_slices
 from cyborg_lite.cli import samples
 from cyborg_lite.cli import signatures
+from cyborg_lite.cli import services
 
 # Names as `openstack accelerator <name>`: resources of API 2.4 and 2.5
 # that neither python-openstackclient nor python-cyborgclient has.
@@ -70,5 +71,7 @@ COMMANDS = {
     # Write local files, talk to no API: standalone only.
     'bitstream sample': samples.SampleBitstream,
     'bitstream sign': signatures.SignBitstream,
+    # Not in OSC: `openstack accelerator service` would read as Cyborg's.
+    'service list': services.ListService,
 }
 COMMANDS.update(OSC_COMMANDS)

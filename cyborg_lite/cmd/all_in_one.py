@@ -29,6 +29,7 @@ from cyborg_lite.cmd import placement_server
 from cyborg_lite.cmd import stop_signals
 from cyborg_lite.common import config
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
 from cyborg_lite.db.sql import session
@@ -69,6 +70,8 @@ def _bounded_int(low, high):
 def _parse_cli(argv):
     parser = _Parser(prog=PROG, description=__doc__.split('\n')[0])
     port = _bounded_int(1, 65535)
+    parser.add_argument('--version', action='version',
+                        version=version.VERSION)
     parser.add_argument('--state-dir', default=os.path.abspath('state'))
     parser.add_argument('--api-port', type=port, default=DEFAULT_API_PORT)
     parser.add_argument('--placement-port', type=port,
@@ -186,6 +189,8 @@ class AllInOne:
     def _start_api(self):
         from cyborg_lite.api import deploy
         from cyborg_lite.api import server
+        from cyborg_lite.api import service_heartbeat
+        service_heartbeat.start(CONF.host, CONF.agent.heartbeat_interval)
         api = server.Server(deploy.loadapp_serving(CONF), '127.0.0.1',
                             self.args.api_port).start()
         self._stack.append(api.stop)

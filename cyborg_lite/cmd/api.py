@@ -50,6 +50,9 @@ class _Server(gunicorn_base.BaseApplication):
         # NOTE: loaded in each worker after fork, so no database
         # connection or RPC transport is shared between processes.
         from cyborg_lite.api import deploy
+        from cyborg_lite.api import service_heartbeat
+        # Each worker beats: the API on this host is up while one lives.
+        service_heartbeat.start(CONF.host, CONF.agent.heartbeat_interval)
         return deploy.loadapp_serving(CONF)
 
 

@@ -8,12 +8,16 @@ failing later (oslo.config converts a value only when it is read: a bad
 """
 import os
 import re
+import sys
 
 from oslo_config import cfg
 from oslo_log import log
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conf import CONF
+
+LOG = log.getLogger(__name__)
 
 _LOG_REGISTERED = False
 
@@ -31,6 +35,9 @@ def parse_args(argv, conf=CONF, default_config_files=None,
 
     A config file named with --config-file that does not exist is a
     ConfigError with the path in the message, not an oslo traceback.
+    ``--version`` prints the release and exits. The first line logged
+    names the program and its release (mid-upgrade, an operator reads
+    which code each service started as).
     """
     _register_logging(conf)
     for path in _named_config_files(argv):
@@ -39,6 +46,7 @@ def parse_args(argv, conf=CONF, default_config_files=None,
                 reason='config file %s does not exist' % path)
     try:
         conf(argv, project='cyborg_lite', prog=None,
+             version=version.VERSION,
              default_config_files=default_config_files)
     except cfg.ConfigFilesNotFoundError as exc:
         raise exception.ConfigError(
@@ -50,6 +58,8 @@ def parse_args(argv, conf=CONF, default_config_files=None,
     check_transport_urls(conf)
     if setup_logging:
         log.setup(conf, 'cyborg_lite')
+        LOG.info('%s %s starting', os.path.basename(sys.argv[0]),
+                 version.VERSION)
 
 
 # oslo.config's message names the option and where its value came from,

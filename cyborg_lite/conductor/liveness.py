@@ -28,18 +28,30 @@ LOG = logging.getLogger(__name__)
 MAX_HOSTNAME = 255
 
 
-def heartbeat(hostname, publisher):
-    """Record the agent's heartbeat; publish its host if it came back."""
+def heartbeat(hostname, publisher, release=None, rpc_versions=None):
+    """Record the agent's heartbeat, with the release and RPC versions it
+    runs (its services row); publish its host if it came back."""
     if not isinstance(hostname, str) or \
             not 0 < len(hostname) <= MAX_HOSTNAME:
         raise exception.Invalid(reason='hostname must be a string of 1 to '
                                 '%d characters' % MAX_HOSTNAME)
-    came_back = agents_db.heartbeat(hostname)
+    if release is not None and not (
+            isinstance(release, str) and 0 < len(release) <= 64 and
+            (rpc_versions is None or _is_versions(rpc_versions))):
+        raise exception.Invalid(reason='release must be a string of 1 to '
+                                '64 characters and rpc_versions a map of '
+                                'topic to version strings')
+    came_back = agents_db.heartbeat(hostname, release, rpc_versions)
     if came_back:
         LOG.warning('Agent of %s is heartbeating again: its devices are '
                     'offered again', hostname)
         publisher.publish_requested()
     return {'hostname': hostname, 'came_back': came_back}
+
+
+def _is_versions(value):
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
 def mark_silent_down(publisher, down_time=None):

@@ -34,7 +34,7 @@ _PROGRAM_REFUSALS = (exception.Invalid, exception.NotFound,
 class ConductorManager:
     # NOTE: must stay equal to ConductorAPI.RPC_API_VERSION's major and at
     # least its minor, or calls for newer methods are refused.
-    target = messaging.Target(version='1.9')
+    target = messaging.Target(version='1.10')
 
     def __init__(self, host, after_report=None, programming=None,
                  publisher=None, cleaning=None, claims=None):
@@ -115,8 +115,11 @@ class ConductorManager:
     # --- availability (1.3), see liveness.py and db/publish_requests.py -
 
     @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
-    def agent_heartbeat(self, ctxt, hostname):
-        return liveness.heartbeat(hostname, self.publisher)
+    def agent_heartbeat(self, ctxt, hostname, release=None,
+                        rpc_versions=None):
+        # release, rpc_versions: 1.10 (what the agent runs).
+        return liveness.heartbeat(hostname, self.publisher, release,
+                                  rpc_versions)
 
     def publish_requested(self, ctxt):
         """The API changed what a host offers (a device enabled): publish

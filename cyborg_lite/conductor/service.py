@@ -20,6 +20,7 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import liveness
@@ -28,8 +29,10 @@ from cyborg_lite.conductor import programming
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import device_history
+from cyborg_lite.db import services as services_db
 from cyborg_lite.rpc import server_loop as rpc_loop
 from cyborg_lite.rpc import transport as rpc
+from cyborg_lite.rpc import versions as rpc_versions
 
 LOG = logging.getLogger(__name__)
 
@@ -88,6 +91,15 @@ class ConductorService(rpc_loop.RpcLoop):
         # Old history rows go, by age and per device by count.
         self.add_periodic(self.prune_history,
                           interval=conf.device_history.prune_interval)
+        # Which release this conductor runs, at the agents' pace (one
+        # [conductor]agent_down_time tells each kind's silence).
+        self.add_periodic(self.heartbeat,
+                          interval=conf.agent.heartbeat_interval,
+                          run_immediately=True)
+
+    def heartbeat(self):
+        services_db.beat('conductor', self.host, version.VERSION,
+                         rpc_versions.spoken())
 
     def prune_history(self):
         history = self.conf.device_history
@@ -118,8 +130,8 @@ class ConductorService(rpc_loop.RpcLoop):
         self.manager.publisher.start()
         self._start_rpc_loop(rpc.CONDUCTOR_TOPIC, [self.manager],
                              'conductor-periodic')
-        LOG.info('Conductor %s started (topic %s)', self.host,
-                 rpc.CONDUCTOR_TOPIC)
+        LOG.info('Conductor %s started (release %s, topic %s)', self.host,
+                 version.VERSION, rpc.CONDUCTOR_TOPIC)
 
     def stop(self):
         """Stop taking RPC calls, finish those in flight, end the loop."""

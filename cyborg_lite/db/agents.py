@@ -21,6 +21,7 @@ from sqlalchemy import exc as sa_exc
 from cyborg_lite.db import device_history
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
+from cyborg_lite.db import services
 from cyborg_lite.db.sql import clock
 from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import session
@@ -29,12 +30,15 @@ from cyborg_lite.notifications import events as notifications
 AGENT = models.Agent
 
 
-def heartbeat(hostname):
+def heartbeat(hostname, release=None, rpc_versions=None):
     """Record that the agent of ``hostname`` is alive; True when this
-    brought the host back up (it was down)."""
+    brought the host back up (it was down). Its services row (the
+    ``release`` and ``rpc_versions`` it said, None from an agent of a
+    release that does not) is written in the same transaction."""
     for _attempt in range(2):
         try:
             with session.writer() as s:
+                services.record(s, 'agent', hostname, release, rpc_versions)
                 return _heartbeat(s, hostname)
         except sa_exc.IntegrityError:
             # NOTE: two heartbeats of a new host inserted at once; the

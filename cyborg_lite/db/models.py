@@ -479,6 +479,26 @@ class Agent(TimestampMixin, Base):
         sa.DateTime)
 
 
+class Service(TimestampMixin, Base):
+    """One running service (kind: agent, conductor, api) on one host: the
+    release and RPC versions it said with its last heartbeat (see
+    db/services.py)."""
+    __tablename__ = 'services'
+    __table_args__ = (sa.UniqueConstraint('kind', 'host',
+                                          name='uniq_services0kind0host'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True,
+                                            autoincrement=True)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(32), nullable=False)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                              nullable=False)
+    release: orm.Mapped[str | None] = orm.mapped_column(sa.String(64))
+    rpc_versions: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    # The database's clock (db/sql/clock.py), as every cross-host timestamp.
+    heartbeat_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, nullable=False)
+
+
 class PublishRequest(Base):
     """A host whose offer changed (a report, a loaded function, a clean, a
     bind on a shared function, a device disabled, an agent down): written

@@ -39,6 +39,9 @@ API version history:
         (which publishes nothing more). A conductor without 1.9 refuses
         it before doing anything; the API then makes 1.7's publish_hosts
         and 1.4's start_cleaning.
+* 1.10 - agent_heartbeat takes release and rpc_versions: what the agent
+        runs (db/services.py). A conductor without 1.10 refuses it; the
+        agent then sends 1.3's heartbeat (its release unrecorded).
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
@@ -75,7 +78,7 @@ _REMOTE_EXCEPTIONS = {
 
 
 class ConductorAPI:
-    RPC_API_VERSION = '1.9'
+    RPC_API_VERSION = '1.10'
 
     def __init__(self, timeout=None):
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
@@ -181,11 +184,27 @@ class ConductorAPI:
 
     # --- availability (1.3) -------------------------------------------
 
-    def agent_heartbeat(self, ctxt, hostname, timeout=None):
+    def agent_heartbeat(self, ctxt, hostname, timeout=None, release=None,
+                        rpc_versions=None):
         """The agent of ``hostname`` is alive; returns {'hostname',
         'came_back'}. ``timeout``: seconds to wait for a conductor (a
-        heartbeat older than the next one is worth nothing)."""
+        heartbeat older than the next one is worth nothing).
+        ``release`` and ``rpc_versions`` ({topic: version}), what the
+        agent runs, go at 1.10, or not at all when no conductor allowed
+        to receive it has 1.10 (it says so; the heartbeat goes at 1.3)."""
         extra = {} if timeout is None else {'timeout': timeout}
+        if release is not None and self.client.can_send_version('1.10'):
+            try:
+                with _translate():
+                    return self.client.prepare(version='1.10', **extra).call(
+                        ctxt, 'agent_heartbeat', hostname=hostname,
+                        release=release, rpc_versions=rpc_versions)
+            except messaging.UnsupportedVersion:
+                pass
+            except messaging.RemoteError as exc:
+                # Over RabbitMQ an older conductor's refusal (see release).
+                if exc.exc_type != 'UnsupportedVersion':
+                    raise
         cctxt = self.client.prepare(version='1.3', **extra)
         with _translate():
             return cctxt.call(ctxt, 'agent_heartbeat', hostname=hostname)

@@ -1,9 +1,11 @@
 """Every console script starts quietly on threads: no eventlet imported,
 no eventlet warning on stderr (operators read such a warning as a fault)."""
+import re
 import signal
 
 import pytest
 
+from cyborg_lite.common import version
 from tests import servers
 from tests.functional import console
 
@@ -22,6 +24,13 @@ def test_help_imports_no_eventlet(name, tmp_path):
     assert script.run() == 0, script.stderr
     assert 'usage' in script.stdout.lower()
     _assert_no_eventlet(script)
+
+
+@pytest.mark.parametrize('name', SCRIPTS)
+def test_version_is_the_release(name):
+    script = console.Script(name, '--version')
+    assert script.run() == 0, script.stderr
+    assert script.stdout.split()[-1] == version.VERSION, script.stdout
 
 
 @pytest.fixture
@@ -48,8 +57,10 @@ def _aio_args(tmp_path):
 
 
 @pytest.mark.parametrize('name, args, started', [
-    ('cyborg-lite-conductor', None, r'Conductor \S+ started'),
-    ('cyborg-lite-agent', None, r'Agent on \S+ started'),
+    ('cyborg-lite-conductor', None,
+     r'Conductor \S+ started \(release %s' % re.escape(version.VERSION)),
+    ('cyborg-lite-agent', None,
+     r'Agent on \S+ started \(release %s' % re.escape(version.VERSION)),
     ('cyborg-lite-api', None, r'Booting worker'),
     pytest.param('cyborg-lite-all-in-one', _aio_args, 'all-in-one is running',
                  marks=pytest.mark.xdist_group('all_in_one'))])
@@ -60,6 +71,9 @@ def test_services_run_on_threads_without_eventlet(service_conf, tmp_path,
                             modules_dir=tmp_path / name).start()
     try:
         script.wait_for(started)
+        # The first line says which release started (read mid-upgrade).
+        script.wait_for(r'%s %s starting' % (re.escape(name),
+                                             re.escape(version.VERSION)))
     finally:
         status = script.finish(signal.SIGTERM)
     assert status == 0, script.stderr

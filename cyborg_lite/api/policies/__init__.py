@@ -17,6 +17,7 @@ from cyborg_lite.api.policies import metrics
 from cyborg_lite.api.policies import programs
 from cyborg_lite.api.policies import provider_trees
 from cyborg_lite.api.policies import resource_slices
+from cyborg_lite.api.policies import services
 from cyborg_lite.api.policies import trusted_keys
 
 
@@ -34,4 +35,5 @@ def list_rules():
         resource_slices.list_rules(),
         trusted_keys.list_rules(),
         metrics.list_rules(),
+        services.list_rules(),
     ))

@@ -17,6 +17,7 @@ from cyborg_lite.api import openapi
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.db import programming_jobs as jobs_db
+from cyborg_lite.db import services as services_db
 from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api import conftest as fx
 from tests.functional.api.conftest import ADMIN
@@ -301,6 +302,9 @@ def test_every_operation_answers_as_documented(app, conf):
     walk('GET', '/v2/devices/{uuid}/history', 400, uuid=device.uuid,
          query='?limit=x')
     _walk_signatures(walk, bitstream['uuid'], data)
+    services_db.beat('conductor', 'cond1', '2026.2.0', {'t': '1.10'})
+    assert walk('GET', '/v2/services', 200).json['services'][0][
+        'state'] == 'up'
 
     unwalked = openapi.served_routes() - walk.seen - {
         ('/v2/programs/{uuid}/cancel', 'POST')}

@@ -230,11 +230,13 @@ class HeartbeatConductor:
         self.beats = []
         self.down = False
 
-    def agent_heartbeat(self, ctxt, hostname, timeout=None):
+    def agent_heartbeat(self, ctxt, hostname, timeout=None, release=None,
+                        rpc_versions=None):
         if self.down:
             raise TimeoutError('no conductor answered')
         self.beats.append((hostname, timeout))
-        return self.manager.agent_heartbeat(ctxt, hostname)
+        return self.manager.agent_heartbeat(ctxt, hostname, release,
+                                            rpc_versions)
 
 
 def test_heartbeat_failures_are_logged_once(db, conf, publisher, caplog):
