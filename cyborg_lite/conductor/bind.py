@@ -234,21 +234,28 @@ def _choose_sibling(started, device, offered, group, keep, project_id):
     if wanted_bs:
         region_type = bitstreams_db.region_type_of(wanted_bs)
 
-    def loaded(dep):
+    def runs_wanted(dep):
         try:
-            if checks.programming_needed(group, dep.bitstream_id,
-                                         dep.function_id) is not None:
-                return False
+            return checks.programming_needed(
+                group, dep.bitstream_id, dep.function_id) is None
         except exception.Invalid:
             return False
-        return (checks.wanted_image(group) is None or
-                checks.loaded_image_trusted(dep.bitstream_id,
-                                            dep.function_id, project_id))
+
+    def loaded(dep):
+        return runs_wanted(dep) and (
+            checks.wanted_image(group) is None or
+            checks.loaded_image_trusted(dep.bitstream_id, dep.function_id,
+                                        project_id))
     asked = history_db.last_asked(device.uuid, list(by_uuid))
+
+    def asked_at(dep):
+        # NOTE: a region that runs what the group asks for (an image to be
+        # reloaded, or no programming at all) loses no function in demand.
+        return None if runs_wanted(dep) else asked.get(dep.uuid)
     chosen, why = host_inventory.choose_member(
         view, members,
         lambda dep: provider_tree.mismatch(view, dep, group, region_type),
-        loaded, lambda dep: asked.get(dep.uuid))
+        loaded, asked_at)
     if chosen is None:
         raise _failed(started, 'no deployable behind resource provider %s '
                       'can serve the request now: %s'

@@ -261,7 +261,10 @@ def _parent(tmp_path, driver, url, flush_timeout):
          str(tmp_path / 'child.log'), str(flush_timeout)],
         stdout=subprocess.PIPE, cwd=ROOT,
         env=dict(os.environ, PYTHONPATH=ROOT))
-    child = int(proc.stdout.readline())
+    # The child's pid is the one line of digits; the service's log (its
+    # start line) may come first on the same stdout.
+    child = next(int(line) for line in iter(proc.stdout.readline, b'')
+                 if line.strip().isdigit())
     return proc, child
 
 
