@@ -448,17 +448,7 @@ def parse_args(argv):
                              'the process)')
     parser.add_argument('--workdir', help='keep databases and logs here')
     parser.add_argument('--output')
-    # prepare_db, run by start_ours in the tree it serves.
-    parser.add_argument('--child', action='store_true',
-                        help=argparse.SUPPRESS)
-    parser.add_argument('--root', default=api_servers.ROOT,
-                        help=argparse.SUPPRESS)
-    parser.add_argument('--db', help=argparse.SUPPRESS)
-    parser.add_argument('--publish-cards', type=int, default=0,
-                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
-        return args
     if args.binds > args.devices:
         parser.error('--binds may not exceed --devices (one card each)')
     if args.baseline and not os.path.isdir(
@@ -469,9 +459,6 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    if args.child:
-        print(json.dumps(api_servers.prepare_db(args)))
-        return
     trees = {'ours': api_servers.ROOT}
     if args.baseline:
         trees['baseline'] = os.path.abspath(args.baseline)
@@ -528,8 +515,7 @@ def main(argv=None):
         print_table(report, list(servers))
         result = {'bench': 'api', 'machine': machine,
                   'params': {k: v for k, v in vars(args).items()
-                             if k not in ('output', 'workdir', 'child',
-                                          'root', 'db', 'publish_cards')},
+                             if k not in ('output', 'workdir')},
                   'trees': {side: {'root': root,
                                    'commit': api_servers.tree_commit(root)}
                             for side, root in trees.items()},

@@ -19,7 +19,7 @@ from cyborg_lite.cmd import processes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SCRIPT = os.path.join(HERE, 'api.py')
+SCRIPT = os.path.join(HERE, 'ours_server.py')
 CYBORG_VENV = os.path.join(HERE, '.cyborg-venv')
 CYBORG_REQUIREMENT = 'openstack-cyborg==17.0.0'
 HEADERS = {'X-Roles': 'admin,member',
@@ -99,7 +99,7 @@ def start_ours(workdir, devices, nova_url, http_server='cheroot',
                root=ROOT, name='ours', placement_url=None,
                publish_cards=0, extra=()):
     """bench/ours_server.py on the code of the checkout ``root``, over a
-    new SQLite database that code migrated and seeded (``prepare_db``);
+    new SQLite database that code migrated and seeded (its ``--child``);
     with ``placement_url``, publishing there, the hosts of the first
     ``publish_cards`` cards published before it is ready; ``extra``: more
     of its arguments."""
@@ -108,7 +108,7 @@ def start_ours(workdir, devices, nova_url, http_server='cheroot',
         '--db', db, '--devices', str(devices),
         '--publish-cards', str(publish_cards if placement_url else 0)])
     port = placement_server.free_port()
-    argv = [sys.executable, os.path.join(HERE, 'ours_server.py'),
+    argv = [sys.executable, SCRIPT,
             '--db', db, '--port', str(port), '--nova-url', nova_url,
             '--server', http_server]
     if placement_url:
@@ -116,32 +116,6 @@ def start_ours(workdir, devices, nova_url, http_server='cheroot',
     argv += list(extra)
     return Server(name, argv, port, workdir, env=common.tree_env(root),
                   cwd=root)
-
-
-def prepare_db(args):
-    """``--child`` (common.run_in_tree): migrate and seed ``--db`` with
-    this process's code tree, and request a publish of the hosts of the
-    first ``--publish-cards`` cards (their agents' first reports would
-    have); where cyborg_lite came from."""
-    sys.path.insert(0, args.root)
-    from cyborg_lite.common import config
-    from cyborg_lite.conf import CONF
-    from cyborg_lite.db import migration
-    from cyborg_lite.db import publish_requests
-    from cyborg_lite.db.sql import session
-    config.parse_args([], default_config_files=[])
-    common.quiet()
-    CONF.set_override('connection', args.db, group='database')
-    migration.upgrade()
-    seed.seed_ours(args.db, args.devices)
-    hosts = sorted({seed.host_of(i) for i in range(args.publish_cards)})
-    with session.writer(args.db) as s:
-        for hostname in hosts:
-            publish_requests.add(s, hostname, 'bench: reported')
-    session.dispose_all()
-    import cyborg_lite
-    return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),
-            'publish_hosts': hosts}
 
 
 def start_placement(workdir, name):

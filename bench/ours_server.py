@@ -20,15 +20,57 @@ periodic task would, before it serves HTTP.
 Cyborg's (unpaged) list does. Metrics are on ([metrics] defaults, GET
 /metrics without a token) unless ``--no-metrics``; notifications are off
 unless ``--notifications DRIVER`` (bench/api.py ``--observability``).
-The database must already be migrated and seeded (bench/seed.py).
+The database must already be migrated and seeded (bench/seed.py):
+
+    python bench/ours_server.py --child --root TREE --db URL --devices N
+        [--publish-cards K]
+
+does that with the code of TREE (run with TREE first on the path,
+bench/common.run_in_tree), and requests a publish of the hosts of the
+first K cards, as their agents' first reports would have. Both steps
+run on older checkouts too (bench/api.py --baseline), so the modules
+that moved since the first release are imported where each tree has
+them (``_module``).
 """
 import argparse
+import importlib
+import json
+import os
 import sys
 
 from bench import serving
 
 
+# New home first, then where the first release (2026.1.0) had it.
+_MOVED = {
+    'stop_signals': ('cyborg_lite.cmd.stop_signals',
+                     'cyborg_lite.common.stop_signals'),
+    'placement_server': ('cyborg_lite.cmd.placement_server',
+                         'cyborg_lite.common.placement_server'),
+    'session': ('cyborg_lite.db.sql.session', 'cyborg_lite.db.session'),
+    'notifications': ('cyborg_lite.notifications.events',
+                      'cyborg_lite.common.notifications'),
+}
+
+
+def _module(concept):
+    """The module of ``concept`` in the cyborg_lite tree under test,
+    wherever that tree keeps it; ImportError when it has none."""
+    names = _MOVED[concept]
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name is None or not name.startswith(e.name):
+                raise
+    raise ImportError('the tree under test has none of %s' % (names,))
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ['--child']:
+        print(json.dumps(prepare_db(argv[1:])))
+        return 0
     parser = argparse.ArgumentParser()
     parser.add_argument('--db', required=True)
     parser.add_argument('--port', type=int, required=True)
@@ -53,7 +95,6 @@ def main(argv=None):
 
     from cyborg_lite.api import deploy
     from cyborg_lite.common import config
-    from cyborg_lite.cmd import stop_signals
     from cyborg_lite.conductor import service
     from cyborg_lite.conf import CONF
 
@@ -78,7 +119,7 @@ def main(argv=None):
         conductor.manager.publisher.publish_requested()
     stop_serving = serving.serve(args.server, deploy.loadapp(CONF),
                                  args.port, args.threads)
-    stops = stop_signals.StopSignals()
+    stops = _module('stop_signals').StopSignals()
     print('ready', flush=True)
     stops.wait()
     stop_serving()
@@ -112,9 +153,9 @@ def configuration(args, conf):
             'driver': [args.notifications],
             'transport_url': args.notifications_url}
     if args.placement_url:
-        from cyborg_lite.cmd import placement_server
         overrides['placement'] = {
-            'auth_type': 'admin_token', 'token': placement_server.TOKEN,
+            'auth_type': 'admin_token',
+            'token': _module('placement_server').TOKEN,
             'endpoint_override': args.placement_url,
             'create_compute_node_rp': True}
     return overrides
@@ -122,11 +163,43 @@ def configuration(args, conf):
 
 def _has_notifications():
     try:
-        from cyborg_lite.notifications import (  # noqa: F401
-            events as notifications)
+        _module('notifications')
     except ImportError:
         return False
     return True
+
+
+def prepare_db(argv):
+    """Migrate and seed ``--db`` with the code tree ``--root``, and
+    request a publish of the hosts of the first ``--publish-cards``
+    cards; where cyborg_lite came from (common.run_in_tree checks it)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--root', required=True)
+    parser.add_argument('--db', required=True)
+    parser.add_argument('--devices', type=int, required=True)
+    parser.add_argument('--publish-cards', type=int, default=0)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, args.root)
+    from bench import common
+    from bench import seed
+    from cyborg_lite.common import config
+    from cyborg_lite.conf import CONF
+    from cyborg_lite.db import migration
+    from cyborg_lite.db import publish_requests
+    session = _module('session')
+    config.parse_args([], default_config_files=[])
+    common.quiet()
+    CONF.set_override('connection', args.db, group='database')
+    migration.upgrade()
+    seed.seed_ours(args.db, args.devices)
+    hosts = sorted({seed.host_of(i) for i in range(args.publish_cards)})
+    with session.writer(args.db) as s:
+        for hostname in hosts:
+            publish_requests.add(s, hostname, 'bench: reported')
+    session.dispose_all()
+    import cyborg_lite
+    return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),
+            'publish_hosts': hosts}
 
 
 if __name__ == '__main__':

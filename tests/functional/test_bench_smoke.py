@@ -407,3 +407,42 @@ def test_ours_server_runs_on_a_tree_without_metrics(conf):
     for group in ('database', 'api', 'arq', 'nova'):
         for name, value in overrides[group].items():
             older.set_override(name, value, group=group)
+
+
+def _first_release_tree(tmp_path):
+    """The first release's code (releases.yaml), extracted from this
+    clone's history."""
+    import yaml
+    with open(os.path.join(ROOT, 'releases.yaml')) as f:
+        commit = yaml.safe_load(f)['releases'][0]['commit']
+    tree = tmp_path / 'first-release'
+    tree.mkdir()
+    archive = subprocess.run(['git', 'archive', commit], cwd=ROOT,
+                             check=True, capture_output=True).stdout
+    subprocess.run(['tar', '-x', '-C', str(tree)], input=archive,
+                   check=True)
+    return str(tree)
+
+
+def test_api_bench_prepares_the_first_releases_database(tmp_path):
+    # bench/api.py --baseline measures an older tree with this tree's
+    # bench/ours_server.py: its --child step imports the modules that
+    # moved since where that tree has them.
+    tree = _first_release_tree(tmp_path)
+    db = 'sqlite:///%s' % (tmp_path / 'first.sqlite')
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, 'bench', 'ours_server.py'),
+         '--child', '--root', tree, '--db', db, '--devices', '3',
+         '--publish-cards', '2'],
+        env=dict(os.environ, PYTHONPATH=tree), cwd=tree,
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert os.path.realpath(result['root']) == os.path.realpath(tree)
+    assert result['publish_hosts']
+    import sqlite3
+    with sqlite3.connect(str(tmp_path / 'first.sqlite')) as conn:
+        assert conn.execute('SELECT count(*) FROM deployables').fetchone() \
+            == (3,)
+        assert conn.execute('SELECT version_num FROM alembic_version'
+                            ).fetchone() == ('0015',)
