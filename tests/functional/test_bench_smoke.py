@@ -325,6 +325,13 @@ def test_post_cost_bench_tiny(tmp_path):
         assert set(trial['cpu_ms_per_post']) == keys
         assert all(v > 0 for v in trial['cpu_ms_per_post'].values())
     assert set(result['baseline_over_this']) == keys
+    # The same code counts about the same calls (an ARQ's vary a little
+    # with what the database and caches hold).
+    calls = result['python_calls_per_post']
+    assert set(calls['this']) == set(calls['baseline']) == {'profile', 'arq'}
+    for name, count in calls['this'].items():
+        assert count > 100
+        assert abs(count - calls['baseline'][name]) < 0.1 * count
 
 
 def test_signatures_bench_tiny(tmp_path):
