@@ -71,6 +71,19 @@ OPTS = [
                help='Absolute path of the directory where the agent writes '
                     'one CDI spec per prepared claim, read by the container '
                     'runtime.'),
+    cfg.StrOpt('plugin_instance_uid',
+               regex=r'^[A-Za-z0-9][A-Za-z0-9-]{0,62}$',
+               help='The UID of the pod the agent runs in, for a rolling '
+                    'update of the agents\' DaemonSet with maxSurge '
+                    '(kubelet 1.33+): the kubelet plugin\'s sockets carry '
+                    'it (<driver_name>-<uid>-reg.sock, dra-<uid>.sock), so '
+                    'that the new agent registers beside the old one and '
+                    'takes over its prepared claims before the old one '
+                    'stops. The DaemonSet passes metadata.uid through the '
+                    'downward API as the environment variable '
+                    'OS_KUBERNETES__PLUGIN_INSTANCE_UID. Unset: the '
+                    'sockets of one agent a node (<driver_name>-reg.sock, '
+                    'dra.sock), which a second agent would take over.'),
     cfg.StrOpt('plugin_state_dir',
                default='$state_path/dra',
                help='Absolute path of the directory where the kubelet plugin '

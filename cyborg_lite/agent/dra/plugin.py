@@ -100,38 +100,52 @@ class DraPlugin:
 
     def _prepare_claim(self, ref):
         try:
-            claim = self._reader.get(ref.namespace, ref.name)
-            allocated = claims.allocated_devices(
-                claim, ref, self.driver_name, self.node_name)
-            groups = self._group(allocated)
-            prepared = self._prepare_devices(ref, groups,
-                                             claims.pods_of(claim, ref))
-            cdi.write_spec(self.cdi_dir, self.driver_name, ref.uid,
-                           [(key[1], device) for key, device in prepared])
-            record = state.PreparedClaim(
-                uid=ref.uid, namespace=ref.namespace, name=ref.name,
-                devices=tuple(self._record(ref, key, groups[key])
-                              for key, _ in prepared))
-            with self._lock:
-                self.store.put(record)
-                self._running.pop(ref.uid, None)
-            LOG.info('Prepared ResourceClaim %s/%s (%s): %s', ref.namespace,
-                     ref.name, ref.uid,
-                     ', '.join(d.device_name for d in record.devices))
-            return ClaimOutcome(devices=record.devices)
+            with self.store.claim_lock(ref.uid):
+                return self._prepare_unless_prepared(ref)
         except Exception as e:
-            if isinstance(e, (claims.ClaimError,
-                              device_api.DevicePrepareError)):
-                LOG.warning('ResourceClaim %s/%s not prepared: %s',
-                            ref.namespace, ref.name, e)
-                message = str(e)
-            else:
-                LOG.exception('ResourceClaim %s/%s not prepared',
-                              ref.namespace, ref.name)
-                message = 'unexpected error: %s' % (e,)
-            with self._lock:
-                self._running.pop(ref.uid, None)
-            return ClaimOutcome(error=message)
+            return self._failed(ref, e)
+
+    def _prepare_unless_prepared(self, ref):
+        # NOTE: another agent on this node (a rolling update) may have
+        # prepared the claim while this one waited for its lock.
+        prepared = self.store.get(ref.uid)
+        if prepared is None:
+            prepared = self._prepare_new(ref)
+        with self._lock:
+            self._running.pop(ref.uid, None)
+        return ClaimOutcome(devices=prepared.devices)
+
+    def _prepare_new(self, ref):
+        claim = self._reader.get(ref.namespace, ref.name)
+        allocated = claims.allocated_devices(
+            claim, ref, self.driver_name, self.node_name)
+        groups = self._group(allocated)
+        prepared = self._prepare_devices(ref, groups,
+                                         claims.pods_of(claim, ref))
+        cdi.write_spec(self.cdi_dir, self.driver_name, ref.uid,
+                       [(key[1], device) for key, device in prepared])
+        record = state.PreparedClaim(
+            uid=ref.uid, namespace=ref.namespace, name=ref.name,
+            devices=tuple(self._record(ref, key, groups[key])
+                          for key, _ in prepared))
+        self.store.put(record)
+        LOG.info('Prepared ResourceClaim %s/%s (%s): %s', ref.namespace,
+                 ref.name, ref.uid,
+                 ', '.join(d.device_name for d in record.devices))
+        return record
+
+    def _failed(self, ref, e):
+        if isinstance(e, (claims.ClaimError, device_api.DevicePrepareError)):
+            LOG.warning('ResourceClaim %s/%s not prepared: %s',
+                        ref.namespace, ref.name, e)
+            message = str(e)
+        else:
+            LOG.exception('ResourceClaim %s/%s not prepared',
+                          ref.namespace, ref.name)
+            message = 'unexpected error: %s' % (e,)
+        with self._lock:
+            self._running.pop(ref.uid, None)
+        return ClaimOutcome(error=message)
 
     @staticmethod
     def _group(allocated):
@@ -218,14 +232,8 @@ class DraPlugin:
 
     def _undo(self, ref):
         try:
-            cdi.remove_spec(self.cdi_dir, self.driver_name, ref.uid)
-            prepared = self.store.get(ref.uid)
-            for device in prepared.devices if prepared else ():
-                self._release_device(ref.uid, device.pool_name,
-                                     device.device_name)
-            if prepared is None and self._release_claim is not None:
-                self._release_claim(ref.uid)
-            self.store.remove(ref.uid)
+            with self.store.claim_lock(ref.uid, last=True):
+                prepared = self._undo_locked(ref)
         except Exception as e:
             LOG.exception('ResourceClaim %s/%s not unprepared',
                           ref.namespace, ref.name)
@@ -235,3 +243,16 @@ class DraPlugin:
             LOG.info('Unprepared ResourceClaim %s/%s (%s)', ref.namespace,
                      ref.name, ref.uid)
         return ''
+
+    def _undo_locked(self, ref):
+        """Unprepare ``ref`` holding its lock, whichever agent on this node
+        prepared it; what was prepared, or None."""
+        cdi.remove_spec(self.cdi_dir, self.driver_name, ref.uid)
+        prepared = self.store.get(ref.uid)
+        for device in prepared.devices if prepared else ():
+            self._release_device(ref.uid, device.pool_name,
+                                 device.device_name)
+        if prepared is None and self._release_claim is not None:
+            self._release_claim(ref.uid)
+        self.store.remove(ref.uid)
+        return prepared

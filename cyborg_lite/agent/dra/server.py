@@ -9,6 +9,13 @@ Two gRPC servers, as the kubelet expects of a DRA driver
 * the DRA service, ``<plugins dir>/<driver>/dra.sock``: DRAPlugin in v1
   (kubelet 1.34+) and v1beta1 (1.32, 1.33), both answered by one
   DraPlugin.
+
+With an instance uid (the pod's, ``[kubernetes]plugin_instance_uid``)
+both names carry it, ``<driver>-<uid>-reg.sock`` and ``dra-<uid>.sock``,
+as the kubeletplugin helper's RollingUpdate option names them: a new
+agent then serves beside the old one during a DaemonSet rolling update
+with maxSurge (kubelet 1.33+ keeps both registered and calls the newest),
+and each removes only its own sockets.
 """
 import concurrent.futures
 import logging
@@ -34,12 +41,18 @@ SUPPORTED_SERVICES = ('v1.DRAPlugin', 'v1beta1.DRAPlugin')
 MAX_SOCKET_PATH = 107
 
 
-def registration_socket(registry_dir, driver_name):
-    return os.path.join(registry_dir, '%s-reg.sock' % driver_name)
+def registration_socket(registry_dir, driver_name, instance_uid=None):
+    return os.path.join(registry_dir, '%s%s-reg.sock' % (
+        driver_name, _uid_part(instance_uid)))
 
 
-def dra_socket(plugins_dir, driver_name):
-    return os.path.join(plugins_dir, driver_name, 'dra.sock')
+def dra_socket(plugins_dir, driver_name, instance_uid=None):
+    return os.path.join(plugins_dir, driver_name,
+                        'dra%s.sock' % _uid_part(instance_uid))
+
+
+def _uid_part(instance_uid):
+    return '-%s' % instance_uid if instance_uid else ''
 
 
 class SocketPathError(ValueError):
@@ -137,11 +150,13 @@ def _serve(path, add_services, workers):
 class KubeletPluginServer:
     """Serves a DraPlugin to the kubelet until ``stop()``."""
 
-    def __init__(self, plugin, registry_dir, plugins_dir, workers=4):
+    def __init__(self, plugin, registry_dir, plugins_dir, workers=4,
+                 instance_uid=None):
         self.plugin = plugin
-        self.registration_path = registration_socket(registry_dir,
-                                                     plugin.driver_name)
-        self.dra_path = dra_socket(plugins_dir, plugin.driver_name)
+        self.registration_path = registration_socket(
+            registry_dir, plugin.driver_name, instance_uid)
+        self.dra_path = dra_socket(plugins_dir, plugin.driver_name,
+                                   instance_uid)
         self.registration = _RegistrationService(plugin.driver_name,
                                                  self.dra_path)
         self._workers = workers

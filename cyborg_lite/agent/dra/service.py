@@ -39,5 +39,6 @@ def create_server(conf, prepare_device, release_device, api_client=None,
         claims.KubeClaimReader(api_client), prepare_device, release_device,
         cdi_dir=group.cdi_dir, state_dir=group.plugin_state_dir,
         prepare_timeout=group.prepare_timeout, release_claim=release_claim)
-    return server.KubeletPluginServer(dra_plugin, group.kubelet_registry_dir,
-                                      group.kubelet_plugins_dir)
+    return server.KubeletPluginServer(
+        dra_plugin, group.kubelet_registry_dir, group.kubelet_plugins_dir,
+        instance_uid=group.plugin_instance_uid)

@@ -41,9 +41,18 @@ class TestKubelet:
         self._channels.append(channel)
         return channel
 
-    def register(self):
-        """What the plugin watcher does with the socket it finds."""
-        (socket,) = glob.glob(os.path.join(self.registry_dir, '*-reg.sock'))
+    def sockets(self):
+        """The registration sockets the plugin watcher sees."""
+        return sorted(os.path.basename(path) for path in glob.glob(
+            os.path.join(self.registry_dir, '*-reg.sock')))
+
+    def register(self, socket_name=None):
+        """What the plugin watcher does with the socket it finds (of
+        several, as during a rolling update, the one named: the kubelet
+        calls the instance that registered last)."""
+        if socket_name is None:
+            (socket_name,) = self.sockets()
+        socket = os.path.join(self.registry_dir, socket_name)
         stub = reg_grpc.RegistrationStub(self._channel(socket))
         self.info = stub.GetInfo(reg_pb2.InfoRequest(), timeout=CALL_TIMEOUT)
         stub.NotifyRegistrationStatus(
