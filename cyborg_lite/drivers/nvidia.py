@@ -13,7 +13,9 @@ the text "None". The XML carries no MIG profile name (that is only in
 
 vGPU types are the mdev types the vGPU host driver publishes in
 <sysfs>/bus/pci/devices/<address>/mdev_supported_types/<type>/{name,
-available_instances,device_api} (as Cyborg's nvidia driver reads them).
+available_instances,device_api} (as Cyborg's nvidia driver reads them),
+or, on the vendor-specific VFIO framework (kernel >= 6.8, no mdev), the
+types its SR-IOV VFs can make (drivers/nvidia_vgpu_vfio.py).
 
 A GPU is offered one way at a time: as MIG instances when MIG is on, as
 vGPU types when the host driver publishes them, else whole (``pgpu``).
@@ -37,6 +39,7 @@ from cyborg_lite.common import health
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import nvidia_health
+from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
@@ -160,8 +163,21 @@ def _board_info(gpu):
     return info
 
 
-def gpu_record(gpu, sysfs_root, places=None):
-    """The DeviceRecord of one <gpu> element; HostDataError if unusable."""
+def _vfio_deployables(sysfs_root, address, info, traits, supported_types):
+    """The vGPU types of a vendor-VFIO PF, or None if it is not one."""
+    if not nvidia_vgpu_vfio.is_vfio_pf(sysfs_root, address):
+        return None
+    supported = supported_types(address) if supported_types else {}
+    return nvidia_vgpu_vfio.deployables(
+        nvidia_vgpu_vfio.read_vfs(sysfs_root, address), supported,
+        info.get('device_id', '0x0000'), traits)
+
+
+def gpu_record(gpu, sysfs_root, places=None, supported_types=None):
+    """The DeviceRecord of one <gpu> element; HostDataError if unusable.
+
+    ``supported_types(address)``: {vGPU type id: (name, Max Instances)}
+    of a vendor-VFIO GPU (``nvidia-smi vgpu -s -v``)."""
     address = sysfs.normalise_pci_address(
         _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
     where = 'nvidia-smi gpu %s' % address
@@ -171,8 +187,11 @@ def gpu_record(gpu, sysfs_root, places=None):
     if (_text(gpu, 'mig_mode/current_mig') or '').lower() == 'enabled':
         deployables = mig_deployables(gpu, traits, where)
     else:
-        deployables = (vgpu_deployables(sysfs_root, address, traits) or
-                       [_pgpu(address, memory, traits)])
+        deployables = (
+            _vfio_deployables(sysfs_root, address, _board_info(gpu),
+                              traits, supported_types) or
+            vgpu_deployables(sysfs_root, address, traits) or
+            [_pgpu(address, memory, traits)])
     vendor_info = {'uuid': _text(gpu, 'uuid') or '',
                    'mig_mode': _text(gpu, 'mig_mode/current_mig') or 'N/A'}
     if memory is not None:
@@ -184,7 +203,7 @@ def gpu_record(gpu, sysfs_root, places=None):
         topology=(places or topology.Reader(sysfs_root)).pci(address))
 
 
-def parse_nvidia_smi(data, sysfs_root, elements=None):
+def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None):
     """DeviceRecords from ``nvidia-smi -q -x`` output (bytes);
     ``elements``, a dict, gets {identity: <gpu> element} of each."""
     if not data.strip():
@@ -199,7 +218,8 @@ def parse_nvidia_smi(data, sysfs_root, elements=None):
     places = topology.Reader(sysfs_root)
     for gpu in root.findall('gpu'):
         try:
-            records.append(gpu_record(gpu, sysfs_root, places))
+            records.append(gpu_record(gpu, sysfs_root, places,
+                                      supported_types))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
             continue
@@ -240,8 +260,15 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
     def _scan(self, tool):
         output = self.run_tool(self._name, [tool, '-q', '-x'], self.timeout)
         gpus = {}
+
+        def supported_types(address):
+            return nvidia_vgpu_vfio.parse_supported(self.run_tool(
+                self._name, [tool, 'vgpu', '-s', '-v', '-i', address],
+                self.timeout).decode('utf-8', 'replace'),
+                'nvidia-smi vgpu -s -v -i %s' % address)
         try:
-            records = parse_nvidia_smi(output, self.sysfs_root, gpus)
+            records = parse_nvidia_smi(output, self.sysfs_root, gpus,
+                                       supported_types)
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
