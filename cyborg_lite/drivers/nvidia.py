@@ -109,6 +109,18 @@ def mig_deployables(gpu, traits, where):
         for (sms, memory), instances in groups.items()]
 
 
+def mdev_attach_info(mdev_type, parent, index):
+    """A Cyborg MDEV handle's attach_info, as Cyborg's nvidia driver
+    writes it and Nova's libvirt driver reads it
+    (``LibvirtDriver._allocate_cyborg_mdevs``: the mdev of type
+    ``asked_type`` is made under the parent's PCI address with the
+    handle's uuid): the parent's domain, bus, device and function,
+    ``asked_type`` and ``vgpu_mark`` (``<type>_<n>``, one per instance
+    the type can hold, made or not)."""
+    return dict(sysfs.pci_attach_info(parent), asked_type=mdev_type,
+                vgpu_mark='%s_%d' % (mdev_type, index))
+
+
 def _mdev_type(type_dir, address, traits):
     name = os.path.basename(type_dir)
     available = sysfs.read_int(os.path.join(type_dir,
@@ -118,10 +130,8 @@ def _mdev_type(type_dir, address, traits):
         raise exception.HostDataError(where=type_dir,
                                       reason='no available_instances')
     created = sysfs.list_dir(os.path.join(type_dir, 'devices'))
-    handles = [{'mdev_type': name, 'parent': address, 'uuid': uuid}
-               for uuid in created]
-    handles += [{'mdev_type': name, 'parent': address,
-                 'slot': str(len(created) + i)} for i in range(available)]
+    handles = [mdev_attach_info(name, address, i)
+               for i in range(len(created) + available)]
     return device_records.DeployableRecord(
         name='vgpu_%s' % name, resource_class='VGPU',
         num_accelerators=len(handles), traits=list(traits),
