@@ -141,7 +141,10 @@ def deployables(vfs, supported, device_id, traits):
             name='vgpu_%d' % type_id, resource_class='VGPU',
             num_accelerators=can_still_make(vfs, type_id, most),
             traits=list(traits) + [type_trait(device_id, name)],
-            attributes={'vgpu_type_id': str(type_id),
+            # NOTE: no bind writes current_vgpu_type yet: shown, not
+            # offered (inventory/views.py 'bind_unsupported').
+            attributes={'bind': 'unsupported',
+                        'vgpu_type_id': str(type_id),
                         'vgpu_type_name': name,
                         'made': str(sum(1 for vf in vfs
                                         if vf.current == type_id))}))

@@ -50,7 +50,8 @@ CARD = pe.CARD
 GPU_A, GPU_B = gpu_host.GPUS
 HEALTH_CHANGE = 'accelerator.device.health_change'
 RESOURCE = {'fpga': 'FPGA', 'gpu': 'PGPU', 'vgpu': 'VGPU'}
-SLICE_DEVICES = {'fpga': 2, 'gpu': 2, 'vgpu': 0}
+SLICE_DEVICES = {'fpga': 2, 'gpu': 2,
+                 'vgpu': len(vgpu_vfio_host.H200X_TYPES)}
 TAINT_PREFIX = 'cyborg-lite.openstack.org/'
 
 
