@@ -170,7 +170,9 @@ class AttachHandleRecord:
     attach_type: str
     # PCI: {"domain": "0000", "bus": "5e", "device": "00", "function": "1"}
     #      (+ "physical_network" for a network function's VF)
-    # MDEV: {"mdev_type": "nvidia-35", "parent": ..., "uuid"|"slot": ...}
+    # MDEV: Cyborg's, what Nova's libvirt driver reads: the parent's
+    #       {"domain", "bus", "device", "function"} + "asked_type"
+    #       ("nvidia-35") and "vgpu_mark" ("nvidia-35_0")
     attach_info: dict
 
     def key(self):

@@ -13,7 +13,9 @@ the text "None". The XML carries no MIG profile name (that is only in
 
 vGPU types are the mdev types the vGPU host driver publishes in
 <sysfs>/bus/pci/devices/<address>/mdev_supported_types/<type>/{name,
-available_instances,device_api} (as Cyborg's nvidia driver reads them).
+available_instances,device_api} (as Cyborg's nvidia driver reads them),
+or, on the vendor-specific VFIO framework (kernel >= 6.8, no mdev), the
+types its SR-IOV VFs can make (drivers/nvidia_vgpu_vfio.py).
 
 A GPU is offered one way at a time: as MIG instances when MIG is on, as
 vGPU types when the host driver publishes them, else whole (``pgpu``).
@@ -37,6 +39,7 @@ from cyborg_lite.common import health
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import nvidia_health
+from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
@@ -106,6 +109,18 @@ def mig_deployables(gpu, traits, where):
         for (sms, memory), instances in groups.items()]
 
 
+def mdev_attach_info(mdev_type, parent, index):
+    """A Cyborg MDEV handle's attach_info, as Cyborg's nvidia driver
+    writes it and Nova's libvirt driver reads it
+    (``LibvirtDriver._allocate_cyborg_mdevs``: the mdev of type
+    ``asked_type`` is made under the parent's PCI address with the
+    handle's uuid): the parent's domain, bus, device and function,
+    ``asked_type`` and ``vgpu_mark`` (``<type>_<n>``, one per instance
+    the type can hold, made or not)."""
+    return dict(sysfs.pci_attach_info(parent), asked_type=mdev_type,
+                vgpu_mark='%s_%d' % (mdev_type, index))
+
+
 def _mdev_type(type_dir, address, traits):
     name = os.path.basename(type_dir)
     available = sysfs.read_int(os.path.join(type_dir,
@@ -115,10 +130,8 @@ def _mdev_type(type_dir, address, traits):
         raise exception.HostDataError(where=type_dir,
                                       reason='no available_instances')
     created = sysfs.list_dir(os.path.join(type_dir, 'devices'))
-    handles = [{'mdev_type': name, 'parent': address, 'uuid': uuid}
-               for uuid in created]
-    handles += [{'mdev_type': name, 'parent': address,
-                 'slot': str(len(created) + i)} for i in range(available)]
+    handles = [mdev_attach_info(name, address, i)
+               for i in range(len(created) + available)]
     return device_records.DeployableRecord(
         name='vgpu_%s' % name, resource_class='VGPU',
         num_accelerators=len(handles), traits=list(traits),
@@ -160,8 +173,21 @@ def _board_info(gpu):
     return info
 
 
-def gpu_record(gpu, sysfs_root, places=None):
-    """The DeviceRecord of one <gpu> element; HostDataError if unusable."""
+def _vfio_deployables(sysfs_root, address, info, traits, supported_types):
+    """The vGPU types of a vendor-VFIO PF, or None if it is not one."""
+    if not nvidia_vgpu_vfio.is_vfio_pf(sysfs_root, address):
+        return None
+    supported = supported_types(address) if supported_types else {}
+    return nvidia_vgpu_vfio.deployables(
+        nvidia_vgpu_vfio.read_vfs(sysfs_root, address), supported,
+        info.get('device_id', '0x0000'), traits)
+
+
+def gpu_record(gpu, sysfs_root, places=None, supported_types=None):
+    """The DeviceRecord of one <gpu> element; HostDataError if unusable.
+
+    ``supported_types(address)``: {vGPU type id: (name, Max Instances)}
+    of a vendor-VFIO GPU (``nvidia-smi vgpu -s -v``)."""
     address = sysfs.normalise_pci_address(
         _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
     where = 'nvidia-smi gpu %s' % address
@@ -171,8 +197,11 @@ def gpu_record(gpu, sysfs_root, places=None):
     if (_text(gpu, 'mig_mode/current_mig') or '').lower() == 'enabled':
         deployables = mig_deployables(gpu, traits, where)
     else:
-        deployables = (vgpu_deployables(sysfs_root, address, traits) or
-                       [_pgpu(address, memory, traits)])
+        deployables = (
+            _vfio_deployables(sysfs_root, address, _board_info(gpu),
+                              traits, supported_types) or
+            vgpu_deployables(sysfs_root, address, traits) or
+            [_pgpu(address, memory, traits)])
     vendor_info = {'uuid': _text(gpu, 'uuid') or '',
                    'mig_mode': _text(gpu, 'mig_mode/current_mig') or 'N/A'}
     if memory is not None:
@@ -184,7 +213,7 @@ def gpu_record(gpu, sysfs_root, places=None):
         topology=(places or topology.Reader(sysfs_root)).pci(address))
 
 
-def parse_nvidia_smi(data, sysfs_root, elements=None):
+def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None):
     """DeviceRecords from ``nvidia-smi -q -x`` output (bytes);
     ``elements``, a dict, gets {identity: <gpu> element} of each."""
     if not data.strip():
@@ -199,7 +228,8 @@ def parse_nvidia_smi(data, sysfs_root, elements=None):
     places = topology.Reader(sysfs_root)
     for gpu in root.findall('gpu'):
         try:
-            records.append(gpu_record(gpu, sysfs_root, places))
+            records.append(gpu_record(gpu, sysfs_root, places,
+                                      supported_types))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
             continue
@@ -240,8 +270,15 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
     def _scan(self, tool):
         output = self.run_tool(self._name, [tool, '-q', '-x'], self.timeout)
         gpus = {}
+
+        def supported_types(address):
+            return nvidia_vgpu_vfio.parse_supported(self.run_tool(
+                self._name, [tool, 'vgpu', '-s', '-v', '-i', address],
+                self.timeout).decode('utf-8', 'replace'),
+                'nvidia-smi vgpu -s -v -i %s' % address)
         try:
-            records = parse_nvidia_smi(output, self.sysfs_root, gpus)
+            records = parse_nvidia_smi(output, self.sysfs_root, gpus,
+                                       supported_types)
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())

@@ -193,6 +193,12 @@ _RULES = (
     ('shared_function_unclean', 'its PCI function (or mdev) also reaches a '
      'sibling deployable that is not wiped yet after its last tenant',
      lambda dev, dep: dep is not None and _shared_with_unclean(dev, dep)),
+    # A driver may report what a device could make before it can bind it
+    # (vGPU types of the vendor-specific VFIO framework): its counts are
+    # shown, nothing of it is offered.
+    ('bind_unsupported', 'its driver reports it but cannot bind it yet',
+     lambda dev, dep: dep is not None and
+     ('bind', 'unsupported') in dep.attributes),
 ) + tuple(
     # The wipe after its last tenant (common/states.DEVICE): waiting,
     # running, or failed until an operator cleans it again.

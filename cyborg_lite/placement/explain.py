@@ -26,9 +26,12 @@ STEPS = ('resource_class', 'traits', 'region_type', 'local_memory',
          'agent_down', 'in_use')
 PERMANENT = frozenset(STEPS[:6])
 # unavailable_reasons names -> step; every other reason is 'cleaning'.
+# What its driver cannot bind yet waits for the operator's upgrade, as a
+# maintenance does: 'maintenance', never 'cleaning'.
 _REASON_STEP = dict(
     [(r, 'health') for r in states.HEALTH_UNAVAILABLE] +
-    [('maintaining', 'maintenance'), ('agent_down', 'agent_down'),
+    [('maintaining', 'maintenance'), ('bind_unsupported', 'maintenance'),
+     ('agent_down', 'agent_down'),
      ('handle_shared_in_use', 'in_use'), ('kubernetes_claimed', 'in_use')])
 NEAR_MISSES_SHOWN = 20
 _REGION_PREFIX = 'CUSTOM_FPGA_REGION_'

@@ -9,7 +9,9 @@ host the test acts on as the kernel would (``env.host``):
 * ``fpga``: the fake driver's DFL card with [fake_driver]sriov, one VF per
   region (drivers/fake_host.FakeHost), or without, every region behind
   its PF;
-* ``gpu``: two whole NVIDIA GPUs (tests/fixtures/drivers/gpu_host.GpuHost).
+* ``gpu``: two whole NVIDIA GPUs (tests/fixtures/drivers/gpu_host.GpuHost);
+* ``vgpu``: an H200 with vGPU on the vendor-specific VFIO framework
+  (tests/fixtures/drivers/vgpu_vfio_host.VgpuVfioHost).
 
 Notifications go to oslo.messaging's test driver. The test drives the
 agent's scans (``env.scan()``: the agent's own report_once, what its loop
@@ -38,6 +40,7 @@ from cyborg_lite.rpc import transport as rpc
 from tests import waiting
 from tests import releases
 from tests.fixtures.drivers import gpu_host
+from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional import programming_env as pe
 from tests.functional.placement.conftest import configure_placement
 from tests.unit.conductor import bind_helpers
@@ -46,7 +49,9 @@ from tests.unit.kubernetes import fake_apiserver
 CARD = pe.CARD
 GPU_A, GPU_B = gpu_host.GPUS
 HEALTH_CHANGE = 'accelerator.device.health_change'
-RESOURCE = {'fpga': 'FPGA', 'gpu': 'PGPU'}
+RESOURCE = {'fpga': 'FPGA', 'gpu': 'PGPU', 'vgpu': 'VGPU'}
+SLICE_DEVICES = {'fpga': 2, 'gpu': 2,
+                 'vgpu': len(vgpu_vfio_host.H200X_TYPES)}
 TAINT_PREFIX = 'cyborg-lite.openstack.org/'
 
 
@@ -61,6 +66,9 @@ class HostEnv(pe.Env):
         self.apiserver = apiserver
         if kind == 'gpu':
             self.host = gpu_host.GpuHost(tmp_path / 'gpus')
+            self.host.configure(conf)
+        elif kind == 'vgpu':
+            self.host = vgpu_vfio_host.VgpuVfioHost(tmp_path / 'h200')
             self.host.configure(conf)
         else:
             self.host = fake_host.FakeHost(conf.fake_driver.state_dir)
@@ -78,6 +86,16 @@ class HostEnv(pe.Env):
     def regions(self):
         return [d for device in self.inventory().devices
                 for d in device.deployables]
+
+    def start(self):
+        if self.kind != 'vgpu':
+            return super().start()
+        self.conductor.start()
+        self.start_agent()
+        # One deployable per vGPU type the H200 supports.
+        assert waiting.until(lambda: len(self.regions()) == len(
+            vgpu_vfio_host.H200X_TYPES))
+        return self
 
     def new_driver(self):
         if self.kind == 'fpga':
@@ -230,7 +248,8 @@ def make_host_env(conf, sqlite_db, tmp_path, placement):
         env = HostEnv(conf, kind, apiserver, tmp_path, hostname)
         envs.append(env)
         env.start()
-        waiting.read_until(env.slice_taints, lambda found: len(found) == 2,
+        waiting.read_until(env.slice_taints,
+                           lambda found: len(found) == SLICE_DEVICES[kind],
                            what='the host in the ResourceSlices')
         return env
     yield make

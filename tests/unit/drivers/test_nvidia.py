@@ -101,10 +101,14 @@ def test_vgpu_types_from_mdev_sysfs(conf, tool, tmp_path):
     assert (q4.resource_class, q4.num_accelerators) == ('VGPU', 6)
     assert q4.attributes == {'mdev_type_name': 'NVIDIA A10-4Q',
                              'device_api': 'vfio-pci'}
-    assert q4.attach_handles[0].attach_type == 'MDEV'
-    assert q4.attach_handles[0].attach_info == {
-        'mdev_type': 'nvidia-588', 'parent': MIG_GPU,
-        'uuid': 'c0a1d5e4-6b2f-4f3e-9a7d-1e2f3a4b5c6d'}
+    # Cyborg's MDEV handle, what Nova's libvirt driver reads: the
+    # parent's address, asked_type; one vgpu_mark per instance, the one
+    # made (devices/<uuid>) among them.
+    assert {h.attach_type for h in q4.attach_handles} == {'MDEV'}
+    assert [h.attach_info for h in q4.attach_handles] == [
+        {'domain': '0000', 'bus': '3b', 'device': '00', 'function': '0',
+         'asked_type': 'nvidia-588', 'vgpu_mark': 'nvidia-588_%d' % i}
+        for i in range(6)]
     assert types['vgpu_nvidia-593'].num_accelerators == 0
     # Where the GPU sits comes from the same tree: its root; the fixture
     # has no numa_node file, which is unknown, never node 0.

@@ -97,8 +97,8 @@ def test_each_reason_is_named_by_the_one_predicate():
     assert set(host_inventory.REASONS) == {
         'maintaining', 'unhealthy', 'recovering', 'agent_down',
         'handle_shared_in_use', 'kubernetes_claimed',
-        'shared_function_unclean', 'pending_cleaning', 'cleaning',
-        'cleaning_failed'}
+        'shared_function_unclean', 'bind_unsupported', 'pending_cleaning',
+        'cleaning', 'cleaning_failed'}
 
 
 @pytest.mark.parametrize('state,reason', [
@@ -275,3 +275,18 @@ def test_a_sibling_with_its_own_function_is_no_reason():
                                        deployables=(dirty, clean))
     assert host_inventory.unavailable_reasons(device, clean) == ()
     assert device.siblings_sharing(clean) == ()
+
+
+def test_what_its_driver_cannot_bind_yet_is_shown_not_offered():
+    made = host_inventory.DeployableView(
+        'v', 'n_vgpu_1426', num_accelerators=4, resource_class='VGPU',
+        attributes=(('bind', 'unsupported'), ('vgpu_type_id', '1426')))
+    other = host_inventory.DeployableView(
+        'w', 'n_vgpu_588', num_accelerators=4, resource_class='VGPU',
+        attributes=(('vgpu_type_id', '588'),))
+    device = host_inventory.DeviceView('d', 'GPU', 'v', 'i',
+                                       deployables=(made, other))
+    assert host_inventory.unavailable_reasons(device, made) == (
+        'bind_unsupported',)
+    assert host_inventory.unavailable_reasons(device, other) == ()
+    assert host_inventory.unavailable_reasons(device) == ()

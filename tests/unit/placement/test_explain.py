@@ -194,3 +194,7 @@ def test_every_unavailable_reason_has_a_transient_step():
     from cyborg_lite.inventory import views
     for reason in views.REASONS:
         assert explain.reason_step(reason) in STEPS[6:]
+
+
+def test_what_a_driver_cannot_bind_yet_is_not_told_as_cleaning():
+    assert explain.reason_step('bind_unsupported') == 'maintenance'
