@@ -25,6 +25,7 @@ from cyborg_lite.db.sql import session
 from cyborg_lite.metrics import multiproc_dir as metrics_dir
 from cyborg_lite.notifications import events as notifications
 from cyborg_lite.rpc import inproc as inproc_messaging
+from cyborg_lite.rpc import pins
 from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ def load_config(argv):
     a ConfigError instead of later in a thread."""
     config.parse_args(argv)
     try:
+        pins.check(CONF)
         rpc.get_transport()
     except (cfg.Error, ValueError, messaging.MessagingException) as exc:
         raise exception.ConfigError(reason='%s: %s'
