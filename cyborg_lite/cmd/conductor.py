@@ -78,6 +78,19 @@ def _check_database():
                    'cyborg-lite-dbsync upgrade' % session.get_engine().url)
 
 
+def _check_peers():
+    """ServiceTooOld for the first running service (heartbeat within
+    [conductor]agent_down_time) of a release older than the previous one:
+    this conductor may not run beside it (Nova's conductor refuses too old
+    computes the same way)."""
+    from cyborg_lite.common import version
+    from cyborg_lite.db import services as services_db
+    for service in services_db.list_all():
+        if service['heartbeat_age'] < CONF.conductor.agent_down_time:
+            version.refuse_if_too_old(service['kind'], service['host'],
+                                      service['release'])
+
+
 def _run_one(metrics_port=None):
     # NOTE: imported late so a forked worker builds its own transport and
     # engine after the fork.
@@ -128,6 +141,7 @@ def main(argv=None):
     try:
         load_config(argv)
         _check_database()
+        _check_peers()
     except exception.CyborgLiteException as exc:
         return fail(prog, exc)
     except Exception as exc:  # a database that refuses us, for instance

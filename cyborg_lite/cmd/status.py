@@ -12,7 +12,6 @@ offers the microversion this code sends (placement/client.MICROVERSION).
 import sys
 
 from oslo_upgradecheck import upgradecheck
-from packaging import version as pep440
 
 from cyborg_lite.common import version
 from cyborg_lite.conf import CONF
@@ -37,11 +36,10 @@ def check_service_releases():
         # The services table may not be there yet (revision 0017).
         return Result(Code.WARNING, 'not checked: the schema is not at '
                       'head')
-    oldest = pep440.Version(version.PREVIOUS_RELEASE)
-    too_old = ['%s %s runs %s' % (s['kind'], s['host'], s['release'])
+    too_old = ['%s %s runs %s' % (s['kind'], s['host'],
+                                  s['release'] or version.UNRECORDED_RELEASE)
                for s in services_db.list_all()
-               if s['release'] is not None and
-               pep440.Version(s['release']) < oldest]
+               if version.too_old(s['release'])]
     if too_old:
         return Result(Code.FAILURE, 'older than the previous release %s '
                       '(upgrade them to it first): %s'

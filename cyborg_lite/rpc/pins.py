@@ -25,7 +25,8 @@ def version_cap(topic, level, running=None):
 
     ``running``: for ``auto``, a callable returning the RPC versions
     ({topic: version}, or None for a service of a release that records
-    none: the previous release) of every running service of that topic.
+    none: common/version.UNRECORDED_RELEASE) of every running service of
+    that topic.
     None of them running: no cap (a fresh deployment; nothing older to
     wait for).
     """
@@ -70,8 +71,8 @@ def check(conf):
 def _oldest(topic, peers):
     if not peers:
         return None
-    previous = versions.RELEASED[version.PREVIOUS_RELEASE][topic]
-    spoken = [(peer or {}).get(topic) or previous for peer in peers]
+    silent = versions.RELEASED[version.UNRECORDED_RELEASE][topic]
+    spoken = [(peer or {}).get(topic) or silent for peer in peers]
     return min(spoken, key=_key)
 
 

@@ -101,7 +101,7 @@ def test_auto_is_checked_at_start_without_reading_who_runs(conf):
     pins.check(conf)
 
 
-def test_auto_follows_the_oldest_running_and_a_silent_release_is_the_previous():
+def test_auto_follows_the_oldest_running_and_a_silent_one_is_2026_1():
     def auto(*peers):
         return pins.version_cap(rpc.CONDUCTOR_TOPIC, 'auto',
                                 lambda: list(peers))
@@ -111,7 +111,7 @@ def test_auto_follows_the_oldest_running_and_a_silent_release_is_the_previous():
     assert auto({rpc.CONDUCTOR_TOPIC: '1.10'},
                 {rpc.CONDUCTOR_TOPIC: '1.9'}) == '1.9'
     assert auto({rpc.CONDUCTOR_TOPIC: '1.10'}, None) == \
-        versions.RELEASED[version.PREVIOUS_RELEASE][rpc.CONDUCTOR_TOPIC]
+        versions.RELEASED[version.UNRECORDED_RELEASE][rpc.CONDUCTOR_TOPIC]
 
 
 def test_auto_reads_the_running_services_of_the_peer_kind(sqlite_db):
