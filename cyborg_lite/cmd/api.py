@@ -86,6 +86,8 @@ def main(argv=None):
         # 500 on each of them instead of this one line.
         session.validate_url(CONF.database.connection)
         pins.check(CONF)
+        from cyborg_lite.api import version_pin
+        version_pin.check(CONF)
     except exception.ConfigError as exc:
         print('cyborg-lite-api: error: %s' % exc, file=sys.stderr)
         return 1

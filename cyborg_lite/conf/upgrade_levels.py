@@ -31,6 +31,19 @@ OPTS = [
                help='The newest agent RPC version the conductors send, '
                     'so that an agent of an older release still accepts '
                     'each message. ' + _VALUES % {'peer': 'agent'}),
+    cfg.StrOpt('api',
+               regex=_LEVEL,
+               help='The newest API microversion this API serves, so that '
+                    'during a mixed API tier (behind one load balancer) a '
+                    'client never sees the maximum go backwards. Empty: '
+                    'this code\'s newest. "auto": the oldest running '
+                    'API\'s, from the services table, checked again '
+                    'after each heartbeat (the pin lifts once the last '
+                    'older API stopped beating; an API recording no '
+                    'release is of 2026.1.0). A release name '
+                    '(2026.1.0): the newest it served. A microversion '
+                    '("2.9"): that one. A newer version asked for is '
+                    'refused with 406.'),
 ]
 
 
