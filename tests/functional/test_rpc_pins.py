@@ -188,3 +188,25 @@ def test_pinned_to_the_previous_release_every_message_is_one_it_serves(
     finally:
         for server in servers_:
             _stop(server)
+
+
+def test_the_api_s_and_the_conductor_s_clients_carry_their_pins(conf,
+                                                                 sqlite_db):
+    from cyborg_lite.api import wsgi_wrapper
+    from cyborg_lite.conductor import rpc_clients
+    from cyborg_lite.db import services as services_db
+    try:
+        assert wsgi_wrapper.pinned_conductor_api().client.version_cap is None
+        conf.set_override('conductor', PREVIOUS, group='upgrade_levels')
+        conf.set_override('agent', 'auto', group='upgrade_levels')
+        # An agent of 2026.1.0 beats (it says no release).
+        services_db.beat('agent', HOST, None, None)
+        assert wsgi_wrapper.pinned_conductor_api().client.version_cap == '1.8'
+        assert rpc_clients.conductor_api().client.version_cap == '1.8'
+        assert rpc_clients.agent_api().client.version_cap == '1.3'
+        conf.set_override('conductor', 'auto', group='upgrade_levels')
+        services_db.beat('conductor', 'cond1', '2026.1.9',
+                         {rpc.CONDUCTOR_TOPIC: '1.9'})
+        assert wsgi_wrapper.pinned_conductor_api().client.version_cap == '1.9'
+    finally:
+        rpc.cleanup()
