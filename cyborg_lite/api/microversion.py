@@ -113,13 +113,30 @@ def parse(text):
 MIN_VERSION = parse(VERSIONS[0])
 MAX_VERSION = parse(VERSIONS[-1])
 
+# The newest version each release served: what [upgrade_levels]api pins
+# to (api/version_pin.py), as Ironic's RELEASE_MAPPING 'api'. Add a
+# release's line when it is cut.
+RELEASED = {'2026.1.0': '2.9'}
+# The pin in force in this process; None: MAX_VERSION.
+_pinned = None
+
 
 def min_version():
     return MIN_VERSION
 
 
 def max_version():
-    return MAX_VERSION
+    """The newest version served now: MAX_VERSION, or lower while
+    [upgrade_levels]api pins it (a mixed API tier)."""
+    pinned = _pinned
+    return MAX_VERSION if pinned is None else min(pinned, MAX_VERSION)
+
+
+def pin(version):
+    """Serve no version newer than ``version`` (a Version; None: no
+    pin)."""
+    global _pinned
+    _pinned = version
 
 
 class NotAcceptableVersion(ValueError):
@@ -200,13 +217,18 @@ def require(req, version, what):
                        of(req)))
 
 
-# NOTE: every response carries them: made once for each version.
-@functools.lru_cache(maxsize=64)
 def response_headers(version):
     """Headers every response carries (the negotiated one when known), a
     tuple of (name, value)."""
+    return _headers(version, max_version())
+
+
+# NOTE: every response carries them: made once for each version (and
+# maximum: a pin moves it).
+@functools.lru_cache(maxsize=64)
+def _headers(version, newest):
     headers = ((MIN_HEADER, str(min_version())),
-               (MAX_HEADER, str(max_version())),
+               (MAX_HEADER, str(newest)),
                ('Vary', HEADER))
     if version is not None:
         headers += ((HEADER, '%s %s' % (SERVICE_TYPE, version)),)

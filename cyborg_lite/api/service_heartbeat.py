@@ -6,6 +6,7 @@ import threading
 
 from oslo_log import log
 
+from cyborg_lite.api import version_pin
 from cyborg_lite.common import version
 from cyborg_lite.db import services as services_db
 from cyborg_lite.rpc import versions as rpc_versions
@@ -23,12 +24,16 @@ def beat_once(host):
 
 
 def start(host, interval):
-    """Beat now and then every ``interval`` seconds; the thread."""
+    """Pin the microversions ([upgrade_levels]api) before serving, then
+    beat now and every ``interval`` seconds, each beat followed by the
+    pin again (api/version_pin.py); the thread."""
     stop = threading.Event()
+    version_pin.refresh_or_hold()
 
     def loop():
         while True:
             beat_once(host)
+            version_pin.refresh_or_hold()
             if stop.wait(interval):
                 return
     thread = threading.Thread(target=loop, name='api-heartbeat',

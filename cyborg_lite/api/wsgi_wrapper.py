@@ -57,10 +57,21 @@ class ConductorClient:
         with self._lock:
             if self._client is None:
                 if self._factory is None:
-                    from cyborg_lite.rpc import conductor_client as rpcapi
-                    self._factory = rpcapi.ConductorAPI
+                    self._factory = pinned_conductor_api
                 self._client = self._factory()
             return self._client
+
+
+def pinned_conductor_api():
+    """The conductor client under [upgrade_levels]conductor (rpc/pins.py):
+    no message newer than the oldest conductor takes; ``auto`` reads the
+    services table once, when the first request needs the conductor."""
+    from cyborg_lite.conf import CONF
+    from cyborg_lite.db import services as services_db
+    from cyborg_lite.rpc import conductor_client as rpcapi
+    return rpcapi.ConductorAPI(version_cap=services_db.version_cap(
+        'conductor', CONF.upgrade_levels.conductor,
+        CONF.conductor.agent_down_time))
 
 
 def undecodable():

@@ -18,6 +18,7 @@ from cyborg_lite.conf import CONF
 from cyborg_lite.db.sql import session
 from cyborg_lite.metrics import multiproc_dir as metrics_dir
 from cyborg_lite.notifications import events as notifications
+from cyborg_lite.rpc import pins
 
 
 class _Server(gunicorn_base.BaseApplication):
@@ -84,6 +85,9 @@ def main(argv=None):
         # NOTE: workers connect on first request; a bad URL would be a
         # 500 on each of them instead of this one line.
         session.validate_url(CONF.database.connection)
+        pins.check(CONF)
+        from cyborg_lite.api import version_pin
+        version_pin.check(CONF)
     except exception.ConfigError as exc:
         print('cyborg-lite-api: error: %s' % exc, file=sys.stderr)
         return 1

@@ -25,6 +25,7 @@ from cyborg_lite.db.sql import session
 from cyborg_lite.metrics import multiproc_dir as metrics_dir
 from cyborg_lite.notifications import events as notifications
 from cyborg_lite.rpc import inproc as inproc_messaging
+from cyborg_lite.rpc import pins
 from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ def load_config(argv):
     a ConfigError instead of later in a thread."""
     config.parse_args(argv)
     try:
+        pins.check(CONF)
         rpc.get_transport()
     except (cfg.Error, ValueError, messaging.MessagingException) as exc:
         raise exception.ConfigError(reason='%s: %s'
@@ -74,6 +76,19 @@ def _check_database():
         raise exception.ConfigError(
             reason='database %s is not at the latest schema revision; run '
                    'cyborg-lite-dbsync upgrade' % session.get_engine().url)
+
+
+def _check_peers():
+    """ServiceTooOld for the first running service (heartbeat within
+    [conductor]agent_down_time) of a release older than the previous one:
+    this conductor may not run beside it (Nova's conductor refuses too old
+    computes the same way)."""
+    from cyborg_lite.common import version
+    from cyborg_lite.db import services as services_db
+    for service in services_db.list_all():
+        if service['heartbeat_age'] < CONF.conductor.agent_down_time:
+            version.refuse_if_too_old(service['kind'], service['host'],
+                                      service['release'])
 
 
 def _run_one(metrics_port=None):
@@ -126,6 +141,7 @@ def main(argv=None):
     try:
         load_config(argv)
         _check_database()
+        _check_peers()
     except exception.CyborgLiteException as exc:
         return fail(prog, exc)
     except Exception as exc:  # a database that refuses us, for instance

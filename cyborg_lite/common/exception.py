@@ -333,3 +333,12 @@ class SignatureCheckFailed(ProgrammingError):
     """The agent's check over the bytes it is about to write."""
     msg_fmt = ('Signature check on the agent failed for bitstream '
                '%(uuid)s: %(reason)s')
+
+
+class ServiceTooOld(CyborgLiteException):
+    """A service of a release older than the previous one: it may not run
+    beside this code (common/version.too_old); raised where it starts or
+    is heard (the conductor's start, an agent's heartbeat)."""
+    msg_fmt = ('%(kind)s on %(host)s runs release %(release)s, older than '
+               '%(oldest)s, the oldest release %(this)s runs beside: '
+               'upgrade it to %(oldest)s first.')

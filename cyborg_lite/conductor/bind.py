@@ -40,6 +40,7 @@ from cyborg_lite.bitstreams import checks
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import notifier as notifier_mod
+from cyborg_lite.conductor import rpc_clients
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arqs as arqs_db
@@ -49,7 +50,6 @@ from cyborg_lite.db import devices as devices_db
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.metrics import counted as metrics
 from cyborg_lite.placement import tree as provider_tree
-from cyborg_lite.rpc import conductor_client as rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -360,7 +360,7 @@ def _reap_reason(timeout):
 
 def cast_binds(ctxt, bindings):
     """Cast ``bindings`` to the conductors (any one takes them)."""
-    return rpcapi.ConductorAPI().bind_arqs(ctxt, bindings)
+    return rpc_clients.conductor_api().bind_arqs(ctxt, bindings)
 
 
 def resend_untaken_binds(after=None, cast=None, batch=100):

@@ -38,12 +38,12 @@ from stevedore import driver as stevedore_driver
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.conductor import rpc_clients
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning as cleaning_db
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
 from cyborg_lite.metrics import counted as metrics
-from cyborg_lite.rpc import agent_client as agent_rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class CleaningFlow:
     def agent_api(self):
         # NOTE: made on first use, once the process transport is set up.
         if self._agent_api is None:
-            self._agent_api = agent_rpcapi.AgentAPI()
+            self._agent_api = rpc_clients.agent_api()
         return self._agent_api
 
     # --- releases ------------------------------------------------------

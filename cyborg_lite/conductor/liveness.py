@@ -21,8 +21,10 @@ import time
 from oslo_log import log as logging
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import version
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import agents as agents_db
+from cyborg_lite.db import services as services_db
 
 LOG = logging.getLogger(__name__)
 MAX_HOSTNAME = 255
@@ -41,6 +43,17 @@ def heartbeat(hostname, publisher, release=None, rpc_versions=None):
         raise exception.Invalid(reason='release must be a string of 1 to '
                                 '64 characters and rpc_versions a map of '
                                 'topic to version strings')
+    try:
+        version.refuse_if_too_old('agent', hostname, release)
+    except exception.ServiceTooOld as exc:
+        # Recorded, so that the operator's service list and upgrade check
+        # show it; never marked up, so no scheduler is offered its devices.
+        services_db.beat('agent', hostname, release, rpc_versions)
+        LOG.error('Refused the heartbeat of %s: %s', hostname, exc)
+        raise
+    except ValueError:
+        raise exception.Invalid(reason='release %r is not a PEP 440 '
+                                'version' % release)
     came_back = agents_db.heartbeat(hostname, release, rpc_versions)
     if came_back:
         LOG.warning('Agent of %s is heartbeating again: its devices are '

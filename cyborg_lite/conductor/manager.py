@@ -114,7 +114,8 @@ class ConductorManager:
 
     # --- availability (1.3), see liveness.py and db/publish_requests.py -
 
-    @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
+    @messaging.expected_exceptions(exception.Invalid,
+                                   exception.ServiceTooOld, *_OUTAGE)
     def agent_heartbeat(self, ctxt, hostname, release=None,
                         rpc_versions=None):
         # release, rpc_versions: 1.10 (what the agent runs).

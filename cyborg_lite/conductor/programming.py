@@ -22,13 +22,13 @@ from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
+from cyborg_lite.conductor import rpc_clients
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import bitstreams as bitstreams_db
 from cyborg_lite.db import deployables as deployables_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.metrics import counted as metrics
-from cyborg_lite.rpc import agent_client as agent_rpcapi
 
 LOG = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class ProgrammingFlow:
     def agent_api(self):
         # NOTE: made on first use, once the process transport is set up.
         if self._agent_api is None:
-            self._agent_api = agent_rpcapi.AgentAPI()
+            self._agent_api = rpc_clients.agent_api()
         return self._agent_api
 
     def start_job(self, bitstream_uuid, deployable_uuid, is_admin=False,

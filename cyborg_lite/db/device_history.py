@@ -188,3 +188,11 @@ def _prune_counts(keep, batch):
                     HISTORY.c.device_uuid == device_uuid,
                     HISTORY.c.id <= last)).rowcount
     return deleted
+
+
+
+def set_seconds(s, row_id, seconds):
+    """Give history row ``row_id`` its job's ``seconds`` (the online
+    migration of db/programming_jobs.fill_history_seconds)."""
+    s.execute(sa.update(HISTORY).where(HISTORY.c.id == row_id)
+              .values(seconds=seconds))

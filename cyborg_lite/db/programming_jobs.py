@@ -548,3 +548,28 @@ def seconds_by_project(viewer, project_id=None):
             for (project, namespace), (jobs, seconds) in sorted(
                 sums.items(), key=lambda item: (item[0][0] or '',
                                                 item[0][1] or ''))]
+
+
+def fill_history_seconds(max_count):
+    """Online data migration (db/online_migrations.py): the history rows
+    of jobs that ended before revision 0016 (their end events) get the
+    job's ``seconds_of``, from the job's row; a row whose job was deleted
+    keeps NULL (unknown) and is not counted. (found, done): the rows
+    still to fill before this call, those filled by it (at most
+    ``max_count``)."""
+    history = models.DeviceHistory
+    todo = sa.select(history.id, Job).join(
+        Job, Job.uuid == history.object_uuid).where(
+        history.event.in_({_EVENTS[state]
+                           for state in states.JOB_TERMINAL}),
+        history.seconds.is_(None), Job.state.in_(states.JOB_TERMINAL),
+        Job.finished_at.is_not(None))
+    with session.writer() as s:
+        found = s.scalar(sa.select(sa.func.count()).select_from(
+            todo.subquery()))
+        done = 0
+        for row_id, job in s.execute(todo.order_by(history.id)
+                                     .limit(max_count)).all():
+            device_history.set_seconds(s, row_id, seconds_of(job))
+            done += 1
+    return found, done

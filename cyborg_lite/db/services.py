@@ -15,9 +15,14 @@ from cyborg_lite.db import models
 from cyborg_lite.db.sql import clock
 from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import session
+from cyborg_lite.rpc import pins
+from cyborg_lite.rpc import transport
 
 SERVICE = models.Service
 KINDS = ('agent', 'conductor', 'api')
+# The RPC topic each kind serves (an API serves none).
+TOPICS = {'agent': transport.AGENT_TOPIC,
+          'conductor': transport.CONDUCTOR_TOPIC}
 
 
 def beat(kind, host, release, rpc_versions):
@@ -69,3 +74,19 @@ def _as_dict(row, now):
             'heartbeat_at': row.heartbeat_at,
             'heartbeat_age': max(0.0, (now - row.heartbeat_at)
                                  .total_seconds())}
+
+
+def running_rpc_versions(kind, down_time):
+    """The RPC versions ({topic: version}, None when it recorded none)
+    of each ``kind`` service that beat in the last ``down_time`` seconds:
+    what an ``auto`` pin (rpc/pins.py) follows."""
+    return [s['rpc_versions'] for s in list_all()
+            if s['kind'] == kind and s['heartbeat_age'] < down_time]
+
+
+def version_cap(kind, level, down_time):
+    """The cap of a client of ``kind``'s topic under ``level`` (an
+    [upgrade_levels] value, rpc/pins.py), ``auto`` following the
+    ``kind`` services running now."""
+    return pins.version_cap(TOPICS[kind], level,
+                            lambda: running_rpc_versions(kind, down_time))

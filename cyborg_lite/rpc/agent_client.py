@@ -19,7 +19,9 @@ API version history:
         not check it, refuses it instead of writing it unchecked.
 
 Add a method: bump RPC_API_VERSION, add a line above, and the endpoint
-method with the same name on agent.manager.AgentManager.
+method with the same name on agent.manager.AgentManager; below the
+[upgrade_levels]agent pin (rpc/pins.py) it needs a fallback, as the
+conductor's client says.
 """
 from cyborg_lite.rpc import transport as rpc
 
@@ -30,9 +32,11 @@ class AgentAPI:
     # check (see the history above).
     SIGNATURE_CHECK_VERSION = '1.3'
 
-    def __init__(self, timeout=None):
+    def __init__(self, timeout=None, version_cap=None):
+        # version_cap: [upgrade_levels]agent (rpc/pins.py).
         self.client = rpc.get_client(rpc.AGENT_TOPIC, self.RPC_API_VERSION,
-                                     timeout=timeout)
+                                     timeout=timeout,
+                                     version_cap=version_cap)
 
     def request_report(self, ctxt, hostname):
         cctxt = self.client.prepare(server=hostname, version='1.0',

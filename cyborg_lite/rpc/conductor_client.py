@@ -45,7 +45,11 @@ API version history:
 
 Add a method: bump RPC_API_VERSION (minor for a compatible addition), add
 a line above, ``prepare(version=...)`` with the version that introduced it,
-and the endpoint method with the same name on ConductorManager.
+and the endpoint method with the same name on ConductorManager. A client
+pinned by [upgrade_levels]conductor (rpc/pins.py) below that version
+raises RPCVersionCapError: ask ``can_send_version`` first and fall back
+(as ``release`` and ``agent_heartbeat`` do); tests/functional/
+test_rpc_pins.py sends every method to the previous release's endpoint.
 """
 import time
 
@@ -80,9 +84,12 @@ _REMOTE_EXCEPTIONS = {
 class ConductorAPI:
     RPC_API_VERSION = '1.10'
 
-    def __init__(self, timeout=None):
+    def __init__(self, timeout=None, version_cap=None):
+        # version_cap: [upgrade_levels]conductor (rpc/pins.py); a method
+        # asks can_send_version and falls back below it.
         self.client = rpc.get_client(rpc.CONDUCTOR_TOPIC,
-                                     self.RPC_API_VERSION, timeout=timeout)
+                                     self.RPC_API_VERSION, timeout=timeout,
+                                     version_cap=version_cap)
 
     def report(self, ctxt, hostname, driver_reports, numa_nodes=None):
         """Apply an agent report; returns the acknowledgement dict.
@@ -232,9 +239,14 @@ class ConductorAPI:
         the caller answers its own client once the schedulers have it.
 
         oslo.messaging's UnsupportedVersion when the conductor is of a
-        release without 1.9 (it did nothing): the caller makes
+        release without 1.9 (it did nothing), or the client is pinned
+        below 1.9 (nothing sent): the caller makes
         ``publish_hosts`` and ``start_cleaning`` instead.
         """
+        if not self.client.can_send_version('1.9'):
+            # Pinned below 1.9 ([upgrade_levels]conductor): refused here,
+            # as the older conductor would.
+            raise messaging.UnsupportedVersion('1.9', method='release')
         extra = {} if timeout is None else {'timeout': timeout}
         cctxt = self.client.prepare(version='1.9', **extra)
         try:

@@ -22,6 +22,9 @@ MORE_BAD_VALUES = [
     ('conductor', 'workers', '0', 'greater than or equal to 1'),
     ('api', 'max_limit', '1000001', 'less than or equal to 100000'),
     ('database', 'max_retries', '-2', 'greater than or equal to -1'),
+    ('upgrade_levels', 'agent', 'latest', "doesn't match regex"),
+    # A release this code has no versions of (rpc/pins.check).
+    ('upgrade_levels', 'conductor', '2025.2.0', 'neither "auto", a release'),
     ('oslo_messaging_notifications', 'transport_url',
      'rabbbit://user:secret@broker:5672/', "no oslo.messaging driver"),
     ('oslo_messaging_notifications', 'transport_url', 'secret-broker',

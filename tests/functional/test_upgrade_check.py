@@ -78,3 +78,24 @@ def test_placement_older_than_needed_fails(conf, placement, monkeypatch):
     result = status.check_placement_microversion()
     assert result.code == status.Code.FAILURE, result.details
     assert '1.999' in result.details
+
+
+def test_an_option_this_release_does_not_know_is_a_warning(tmp_path,
+                                                           placement):
+    path = _conf(tmp_path, placement)
+    path.write_text(path.read_text() +
+                    '[conductor]\nagent_down_time = 60\n'
+                    'publish_legacy_mode = true\n')
+    _dbsync(path)
+    rc, results = _check(path)
+    assert rc == 1, results
+    details = results['Deprecated or removed options']['details']
+    assert details == ('[conductor] publish_legacy_mode is not an option '
+                       'of this release (removed?)'), details
+    assert results['Online data migrations']['result'] == 0
+
+
+def test_status_says_its_version():
+    script = console.Script('cyborg-lite-status', '--version')
+    assert script.run() == 0
+    assert script.stdout.strip() == version.VERSION

@@ -8,7 +8,7 @@ def version_document(req):
         'id': 'v2',
         'status': 'CURRENT',
         'min_version': str(microversion.MIN_VERSION),
-        'max_version': str(microversion.MAX_VERSION),
+        'max_version': str(microversion.max_version()),
         'links': [{'href': '%s/v2' % utils.base_url(req), 'rel': 'self'}],
     }
 
