@@ -8,6 +8,7 @@ venv. ``upgrade_schema`` runs this code's ``cyborg-lite-dbsync upgrade``
 on the database the old services use; ``upgrade(name)`` stops one service
 (SIGTERM) and starts this code's in its place.
 """
+import json
 import os
 import subprocess
 
@@ -61,6 +62,20 @@ class UpgradeCluster(multihost.Cluster):
         if proc.returncode != 0:
             raise RuntimeError('dbsync failed: %s%s' % (proc.stdout,
                                                        proc.stderr))
+
+    def options_unknown_to(self, bin_dir):
+        """{config file: [[section, option]]} that the release installed
+        in ``bin_dir`` does not register (unknown_options.py)."""
+        script = os.path.join(os.path.dirname(__file__),
+                              'unknown_options.py')
+        paths = sorted(self.conf_path(n) for n in
+                       list(self.services) + ['dbsync'])
+        proc = subprocess.run(
+            [os.path.join(bin_dir, 'python'), script] + paths,
+            capture_output=True, text=True, timeout=120, cwd=self.basedir,
+            env=old_release.clean_env(), check=True)
+        return {os.path.basename(p): found
+                for p, found in json.loads(proc.stdout).items() if found}
 
     def upgrade_schema(self):
         """This code's expand migrations under the running old services."""

@@ -34,6 +34,21 @@ def _steps(cluster):
     return steps
 
 
+def _works(cluster, work, loop, step):
+    """After ``step``: programming, binds and cleaning work on every
+    agent, nothing kept is lost, the API answered and no 5xx."""
+    try:
+        work.exercise()
+        work.verify_kept()
+        assert loop.answered(step), loop.seen[-5:]
+        assert loop.server_errors() == [], cluster.logs('api')
+    except AssertionError as exc:
+        exc.add_note('after step %r; running the previous release: %s' % (
+            step, sorted(n for n, b in cluster.running().items()
+                         if b != cluster.new_bin)))
+        raise
+
+
 def _every_service_runs_this_release(cluster):
     """GET /v2/services (2.12): each service up, on this release."""
     services = cluster.call('GET', '/services', 200, headers={
@@ -63,22 +78,22 @@ def _online_migrations_done(cluster):
 
 def test_one_service_at_a_time_keeps_everything_working(upgrade_cluster):
     cluster = upgrade_cluster
+    # The same config files: the previous release's, every option in
+    # them one it reads (and this code too).
+    assert cluster.options_unknown_to(cluster.old_bin) == {}
+    assert cluster.options_unknown_to(cluster.new_bin) == {}
     work = workload_mod.Workload(cluster)
     work.seed()
     loop = workload_mod.ApiLoop(cluster).start()
     try:
-        work.exercise()
-        work.verify_kept()
+        _works(cluster, work, loop, 'old')
         for name, action in _steps(cluster):
             loop.phase = name
             action()
-            work.exercise()
-            work.verify_kept()
-            assert loop.answered(name), (name, loop.seen[-5:])
+            _works(cluster, work, loop, name)
     finally:
         loop.stop()
     assert set(cluster.running().values()) == {cluster.new_bin}
-    assert loop.server_errors() == [], cluster.logs('api')
     assert loop.refused_outside('api') == []
 
     _every_service_runs_this_release(cluster)
