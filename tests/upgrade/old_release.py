@@ -38,13 +38,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def previous_release():
-    """(version, commit) of the release this code upgrades from."""
+    """releases.yaml's entry (version, commit, schema) of the release
+    this code upgrades from."""
     from cyborg_lite.common import version
     with open(os.path.join(ROOT, 'releases.yaml')) as f:
         releases = yaml.safe_load(f)['releases']
     for release in releases:
         if release['version'] == version.PREVIOUS_RELEASE:
-            return release['version'], release['commit']
+            return release
     raise LookupError('releases.yaml has no %s' % version.PREVIOUS_RELEASE)
 
 
@@ -117,7 +118,8 @@ def _check_imports_old(venv, src):
 def install(dest):
     """Install the previous release under ``dest``; returns (version,
     its venv's bin directory)."""
-    version, commit = previous_release()
+    release = previous_release()
+    version, commit = release['version'], release['commit']
     src = os.path.join(dest, 'src')
     venv = os.path.join(dest, 'venv')
     _extract(commit, src)
