@@ -46,6 +46,7 @@ class UpgradeCluster(multihost.Cluster):
         super().__init__(**kwargs)
         self.old_version, self.old_bin = old_release.install(
             os.path.join(self.basedir, 'previous-release'))
+        self.schema_upgraded = False
 
     def _add(self, name, script):
         service = Service(name, script, self.conf_path(name), self.basedir,
@@ -80,6 +81,7 @@ class UpgradeCluster(multihost.Cluster):
     def upgrade_schema(self):
         """This code's expand migrations under the running old services."""
         self._dbsync(multihost.BIN)
+        self.schema_upgraded = True
 
     def run_new(self, script, conf, *args):
         """This code's ``script`` with the config file of service
