@@ -22,7 +22,7 @@ import requests
 from oslo_config import cfg
 
 from cyborg_lite.common import context
-from tests import waiting
+from tests.functional.multihost import cluster as multihost
 from tests.unit.bitstreams import builders
 
 V24 = {'OpenStack-API-Version': 'accelerator 2.4'}
@@ -88,8 +88,8 @@ class Workload:
             assert {k: now[k] for k in ARQ_KEPT} == kept, (host, now, kept)
         assert c.handle_double_use() == []
         assert self._hardware(self.kept_region) == builders.hex32(KEPT_AFU)
-        assert c.api_function_id(self.cards[c.agent_hosts[0]][2]) == \
-            builders.hex32(KEPT_AFU)
+        assert c.call('GET', '/deployables/' + self.kept_region['uuid'],
+                      200).json()['function_id'] == builders.hex32(KEPT_AFU)
         held = c.query('SELECT device_name FROM k8s_claim_devices WHERE '
                        'claim_uid = :u', u=self.claim['claim_uid'])
         assert [r[0] for r in held] == [self.claim['device']], held
@@ -131,9 +131,11 @@ class Workload:
         return min(deps, key=lambda d: d['name'])
 
     def _hardware(self, deployable):
-        target = type(self.cards[self.cluster.agent_hosts[0]][0])(
-            deployable['name'].split('_')[0], None, deployable['name'])
-        with open(self.cluster.afu_id_path(target)) as f:
+        """What the deployable's region runs, read from its agent's
+        simulated tree (the name says the host and the region)."""
+        host = deployable['name'].split('_')[0]
+        with open(self.cluster.afu_id_path(multihost.Region(
+                host, deployable['rp_uuid'], deployable['name']))) as f:
             return f.read().strip()
 
     def _program(self, deployables, bitstream_uuid, afu):
@@ -183,6 +185,7 @@ class Workload:
         conductor_rpc(self.cluster, 'prepare_k8s_device',
                       hostname=card.host, request=claim, wait=30)
         return claim
+
 
 def conductor_rpc(cluster, method, version='1.6', **kwargs):
     """A call to the conductors' topic at ``version``, as the kubelet
