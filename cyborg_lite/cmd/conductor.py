@@ -73,9 +73,11 @@ def _check_database():
                     'says why' % (CONF.database.max_retries + 1,
                                   CONF.database.retry_interval)) from exc
     if migration.current() != migration.head():
+        # NOTE: a SQLAlchemy URL is a tuple: '%s' % url is a TypeError.
+        url = session.get_engine().url.render_as_string(hide_password=True)
         raise exception.ConfigError(
             reason='database %s is not at the latest schema revision; run '
-                   'cyborg-lite-dbsync upgrade' % session.get_engine().url)
+                   'cyborg-lite-dbsync upgrade' % url)
 
 
 def _check_peers():
