@@ -112,16 +112,13 @@ def test_one_service_at_a_time_keeps_everything_working(upgrade_cluster):
     work.release_kept()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    'the conductor records any release an agent says it runs: the refusal '
-    'of a peer older than the previous release comes with branch i45-pins '
-    '(issue 45, [upgrade_levels])'))
 def test_an_agent_older_than_the_previous_release_is_refused(
         upgrade_cluster):
     """The heartbeat an agent of a release before the previous one sends
     (RPC 1.10, the release it runs) is refused by this code's conductor
-    with an error naming both releases, and the agent is not counted
-    (neither up nor recorded)."""
+    with an error naming both releases; the agent is never up (no agents
+    row: no scheduler is offered its devices), and its services row says
+    what it runs, for the operator's service list and upgrade check."""
     cluster = upgrade_cluster
     if not cluster.schema_upgraded:  # run alone
         cluster.upgrade_schema()
@@ -138,7 +135,8 @@ def test_an_agent_older_than_the_previous_release_is_refused(
                           'cyborg-lite-conductor': '1.8'})
     message = str(refused.value)
     assert ancient in message and version_mod.PREVIOUS_RELEASE in message
-    assert cluster.query("SELECT host FROM services WHERE host = "
-                         "'host-ancient'") == []
+    assert [tuple(r) for r in cluster.query(
+        "SELECT host, release FROM services WHERE host = 'host-ancient'")] \
+        == [('host-ancient', ancient)]
     assert cluster.query("SELECT hostname FROM agents WHERE hostname = "
                          "'host-ancient'") == []
