@@ -40,6 +40,9 @@ RESOURCE = '/apis/resource.k8s.io/v1'
 SLICES_RE = re.compile(RESOURCE + r'/resourceslices(?:/([^/]+))?')
 CLAIMS_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims')
 CLAIM_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims/([^/]+)')
+ALL_CLAIMS_PATH = RESOURCE + '/resourceclaims'
+DEVICE_CLASSES_PATH = RESOURCE + '/deviceclasses'
+EVENTS_RE = re.compile(r'/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events')
 NODES_PATH = '/api/v1/nodes'
 NODE_RE = re.compile(r'/api/v1/nodes/([^/]+)')
 SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
@@ -74,6 +77,12 @@ def _rfc3339(text):
         '%Y-%m-%dT%H:%M:%SZ')
 
 
+def _unversioned(obj):
+    meta = {k: v for k, v in obj['metadata'].items()
+            if k != 'resourceVersion'}
+    return dict(obj, metadata=meta)
+
+
 def _field_filter(selector):
     terms = []
     for term in filter(None, (selector or '').split(',')):
@@ -92,6 +101,8 @@ class FakeKubeApiServer:
     def __init__(self):
         self.slices = {}
         self.claims = {}
+        self.device_classes = {}
+        self.k8s_events = []         # events.k8s.io/v1 Events created
         self.nodes = {}
         self.requests = []           # (method, path) of every request
         self.refused = []            # (code, message) of every error sent
@@ -130,8 +141,23 @@ class FakeKubeApiServer:
         return self.nodes[name]['metadata']['uid']
 
     def put_claim(self, claim):
+        """Store ``claim`` as a writer left it: a new resourceVersion
+        when it changed (or had none)."""
+        claim = copy.deepcopy(claim)
         meta = claim['metadata']
-        self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
+        key = (meta['namespace'], meta['name'])
+        with self._lock:
+            old = self.claims.get(key)
+            if old is not None and _unversioned(old) == _unversioned(claim):
+                return
+            meta['resourceVersion'] = self._next_version()
+            self.claims[key] = claim
+
+    def put_device_class(self, device_class):
+        errors = schemas.schema_errors(device_class)
+        assert errors == [], errors
+        self.device_classes[device_class['metadata']['name']] = \
+            copy.deepcopy(device_class)
 
     @property
     def writes(self):
@@ -257,6 +283,15 @@ class FakeKubeApiServer:
                 return self._replace(name, payload)
             if method == 'DELETE':
                 return self._delete(name, payload)
+        if path == ALL_CLAIMS_PATH and method == 'GET':
+            return 200, self._list_of('ResourceClaimList', [
+                c for _, c in sorted(self.claims.items())])
+        if path == DEVICE_CLASSES_PATH and method == 'GET':
+            return 200, self._list_of('DeviceClassList', [
+                c for _, c in sorted(self.device_classes.items())])
+        match = EVENTS_RE.fullmatch(path)
+        if match and method == 'POST':
+            return self._create_event(match.group(1), payload)
         match = CLAIMS_RE.fullmatch(path)
         if match and method == 'POST':
             return self._create_claim(match.group(1), payload)
@@ -438,6 +473,30 @@ class FakeKubeApiServer:
         claim.pop('status', None)
         self.claims[(namespace, meta['name'])] = claim
         return 201, copy.deepcopy(claim)
+
+    def _list_of(self, kind, items):
+        return {'apiVersion': 'resource.k8s.io/v1', 'kind': kind,
+                'metadata': {'resourceVersion': str(self._version)},
+                'items': copy.deepcopy(items)}
+
+    def _create_event(self, namespace, event):
+        errors = schemas.schema_errors(event) + schemas.event_rule_errors(
+            event)
+        if errors:
+            raise ApiError(422, 'Invalid', '; '.join(errors))
+        meta = event['metadata']
+        if meta.get('namespace', namespace) != namespace:
+            raise ApiError(400, 'BadRequest', 'namespace mismatch')
+        if any(e['metadata']['name'] == meta['name'] and
+               e['metadata']['namespace'] == namespace
+               for e in self.k8s_events):
+            raise ApiError(409, 'AlreadyExists', 'events.events.k8s.io '
+                           '"%s" already exists' % meta['name'])
+        meta.update(namespace=namespace, uid=str(uuid.uuid4()),
+                    resourceVersion=self._next_version(),
+                    creationTimestamp=_now())
+        self.k8s_events.append(event)
+        return 201, copy.deepcopy(event)
 
     # --- what a concurrent writer does -----------------------------------
     def touch_slice(self, name):
