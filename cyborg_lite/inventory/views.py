@@ -132,7 +132,7 @@ class Facts(collections.namedtuple('Facts', [
     held by a Kubernetes claim) flags, and the states of the siblings
     behind its functions. Plain and hashable: a fleet's regions share a
     few, and each is decided once (``reasons_of``); ``facts`` makes it
-    from views, db/explain's reader from plain rows."""
+    from views, placement/explain.py from an explain's plain rows."""
     __slots__ = ()
 
 

@@ -24,7 +24,7 @@ def kube(tmp_path):
 
 def test_the_funnel_names_the_selector_that_matches_nothing(kube):
     server, cli = kube
-    server.put_claim(claims.pending_claim('train', [claims.NO_SUCH_TYPE]))
+    server.write_claim(claims.pending_claim('train', [claims.NO_SUCH_TYPE]))
     result = cli('claim', 'explain', 'ns-a/train', '-f', 'json')
     assert result.rc == 0, result.stderr
     rows = [(r['step'].split(' `')[0], r['devices'], bool(r['blocking']))
@@ -41,7 +41,7 @@ def test_the_funnel_names_the_selector_that_matches_nothing(kube):
 
 def test_a_claim_that_fits_has_no_blocking_step_and_bad_names_fail(kube):
     server, cli = kube
-    server.put_claim(claims.pending_claim('fits', count=2))
+    server.write_claim(claims.pending_claim('fits', count=2))
     result = cli('claim', 'explain', 'ns-a/fits', '-f', 'json')
     assert result.rc == 0, result.stderr
     assert [r['blocking'] for r in result.json] == [''] * 4

@@ -141,8 +141,12 @@ class FakeKubeApiServer:
         return self.nodes[name]['metadata']['uid']
 
     def put_claim(self, claim):
-        """Store ``claim`` as a writer left it: a new resourceVersion
-        when it changed (or had none)."""
+        meta = claim['metadata']
+        self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
+
+    def write_claim(self, claim):
+        """Store ``claim`` as a writer (the user, the scheduler) leaves it:
+        with a new resourceVersion when it changed (or is new)."""
         claim = copy.deepcopy(claim)
         meta = claim['metadata']
         key = (meta['namespace'], meta['name'])

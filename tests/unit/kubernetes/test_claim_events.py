@@ -55,7 +55,7 @@ def _posts(apiserver):
 
 def test_the_event_of_a_selector_matching_nothing_names_it(apiserver, sync):
     _setup(apiserver, sync)
-    apiserver.put_claim(pending_claim('train', [
+    apiserver.write_claim(pending_claim('train', [
         'device.attributes["%s"].programmable' % DRIVER, NO_SUCH_TYPE]))
     explainer = _explainer(apiserver)
     assert len(explainer.run_once()) == 1
@@ -74,7 +74,7 @@ def test_the_event_of_a_selector_matching_nothing_names_it(apiserver, sync):
 def test_an_unchanged_claim_gets_no_second_event(apiserver, sync):
     _setup(apiserver, sync)
     claim = pending_claim('train', [NO_SUCH_TYPE])
-    apiserver.put_claim(claim)
+    apiserver.write_claim(claim)
     explainer = _explainer(apiserver)
     assert len(explainer.run_once()) == 1
     assert explainer.run_once() == []
@@ -84,7 +84,7 @@ def test_an_unchanged_claim_gets_no_second_event(apiserver, sync):
     assert len(apiserver.k8s_events) == 1
     # A change of the claim is a new version: explained again.
     claim['metadata']['labels'] = {'try': '2'}
-    apiserver.put_claim(claim)
+    apiserver.write_claim(claim)
     assert len(explainer.run_once()) == 1
     assert len(apiserver.k8s_events) == 2
 
@@ -94,21 +94,21 @@ def test_an_allocated_claim_gets_none(apiserver, sync):
     claim = pending_claim('done', [NO_SUCH_TYPE])
     claim['status'] = resource_claims.allocated_claim(
         'done', [('fpga', 'x')], namespace='ns-a')['status']
-    apiserver.put_claim(claim)
+    apiserver.write_claim(claim)
     assert _explainer(apiserver).run_once() == []
     assert _posts(apiserver) == []
 
 
 def test_a_claim_our_devices_can_serve_gets_none(apiserver, sync):
     _setup(apiserver, sync)
-    apiserver.put_claim(pending_claim('fits', count=4))
+    apiserver.write_claim(pending_claim('fits', count=4))
     assert _explainer(apiserver).run_once() == []
     assert _posts(apiserver) == []
 
 
 def test_a_count_beyond_what_matches_is_named(apiserver, sync):
     _setup(apiserver, sync)
-    apiserver.put_claim(pending_claim('many', count=5))
+    apiserver.write_claim(pending_claim('many', count=5))
     _explainer(apiserver).run_once()
     (event,) = apiserver.k8s_events
     assert event['note'] == 'fpga: asks for 5 devices; 4 match'
@@ -122,13 +122,13 @@ def test_an_untolerated_taint_is_named(apiserver, sync):
             host, card, unavailable=('unhealthy',),
             health_signal='catfatal_errors')
     sync.sync(host)
-    apiserver.put_claim(pending_claim('sick'))
+    apiserver.write_claim(pending_claim('sick'))
     _explainer(apiserver).run_once()
     (event,) = apiserver.k8s_events
     assert 'has a taint it does not tolerate, first %s/unhealthy=' \
         'catfatal_errors:NoSchedule' % DRIVER in event['note']
     # Tolerated, it is not blocked by it.
-    apiserver.put_claim(pending_claim('brave', tolerations=[
+    apiserver.write_claim(pending_claim('brave', tolerations=[
         {'key': DRIVER + '/unhealthy', 'operator': 'Exists'}]))
     _explainer(apiserver).run_once()
     assert len(apiserver.k8s_events) == 1
@@ -141,7 +141,7 @@ def test_a_claim_of_another_drivers_class_gets_none(apiserver, sync):
         'metadata': {'name': 'gpu.example.com'},
         'spec': {'selectors': [{'cel': {
             'expression': 'device.driver == "gpu.example.com"'}}]}})
-    apiserver.put_claim(pending_claim('theirs', [NO_SUCH_TYPE],
+    apiserver.write_claim(pending_claim('theirs', [NO_SUCH_TYPE],
                                       device_class='gpu.example.com'))
     assert _explainer(apiserver).run_once() == []
 
@@ -150,7 +150,7 @@ def test_the_sinks_periodic_task_explains_quietly_through_an_outage(
         apiserver, sync, conf):
     from cyborg_lite.kubernetes import sink as sink_mod
     _setup(apiserver, sync)
-    apiserver.put_claim(pending_claim('train', [NO_SUCH_TYPE]))
+    apiserver.write_claim(pending_claim('train', [NO_SUCH_TYPE]))
     client = apiserver.api_client()
     sink = sink_mod.KubernetesSink(client, conf)
     assert len(sink.explain_claims()) == 1

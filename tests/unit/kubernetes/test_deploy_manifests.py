@@ -167,7 +167,7 @@ def test_the_conductor_role_grants_every_call_of_the_claim_explainer():
     try:
         server.add_node('node-1')
         claims._setup(server, slice_sync.SliceSync(client, DRIVER))
-        server.put_claim(claims.pending_claim('c', [claims.NO_SUCH_TYPE]))
+        server.write_claim(claims.pending_claim('c', [claims.NO_SUCH_TYPE]))
         server.requests.clear()
         assert claim_events.ClaimExplainer(client, DRIVER, 'c1').run_once()
         needed = set()
