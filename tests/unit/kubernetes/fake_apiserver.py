@@ -4,13 +4,15 @@
 It serves exactly the paths cyborg_lite and its real-cluster test use:
 resource.k8s.io/v1 resourceslices (list and watch with field selectors
 spec.nodeName / spec.driver, create, get, replace, delete with
-preconditions, DeleteCollection as the kubelet's wipe), namespaced resourceclaims (get; create and delete for the
-real-cluster test) and core v1 nodes (get, list). It behaves as the real one
-does where our code depends on it: resourceVersion on every write and 409
-Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
-fields, taint timeAdded filled in, and every body validated against the
-strict schemas of Kubernetes 1.34-1.37 plus the apiserver's rules the
-schemas omit (422 Invalid), so a bad object fails the test that wrote it.
+preconditions, DeleteCollection as the kubelet's wipe), resourceclaims
+(get; create and delete for the real-cluster test; list across namespaces),
+deviceclasses (list), events.k8s.io/v1 events (create) and core v1 nodes
+(get, list). It behaves as the real one does where our code depends on
+it: resourceVersion on every write and 409 Conflict on a stale one, 409
+AlreadyExists, 404 NotFound, immutable fields, taint timeAdded filled in,
+and every body validated against the strict schemas of Kubernetes
+1.34-1.37 plus the apiserver's rules the schemas omit (422 Invalid), so a
+bad object fails the test that wrote it.
 It answers a create with ``dryRun=All`` without storing it, and plays the
 DRADeviceTaints and DRAPartitionableDevices feature gates both ways
 (``device_taints``, ``partitionable_devices``: off, their fields are
@@ -40,8 +42,8 @@ RESOURCE = '/apis/resource.k8s.io/v1'
 SLICES_RE = re.compile(RESOURCE + r'/resourceslices(?:/([^/]+))?')
 CLAIMS_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims')
 CLAIM_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims/([^/]+)')
-ALL_CLAIMS_PATH = RESOURCE + '/resourceclaims'
-DEVICE_CLASSES_PATH = RESOURCE + '/deviceclasses'
+LISTS = {RESOURCE + '/resourceclaims': ('ResourceClaimList', 'claims'),
+         RESOURCE + '/deviceclasses': ('DeviceClassList', 'device_classes')}
 EVENTS_RE = re.compile(r'/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events')
 NODES_PATH = '/api/v1/nodes'
 NODE_RE = re.compile(r'/api/v1/nodes/([^/]+)')
@@ -78,9 +80,8 @@ def _rfc3339(text):
 
 
 def _unversioned(obj):
-    meta = {k: v for k, v in obj['metadata'].items()
-            if k != 'resourceVersion'}
-    return dict(obj, metadata=meta)
+    return dict(obj, metadata={k: v for k, v in obj['metadata'].items()
+                               if k != 'resourceVersion'})
 
 
 def _field_filter(selector):
@@ -145,8 +146,7 @@ class FakeKubeApiServer:
         self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
 
     def write_claim(self, claim):
-        """Store ``claim`` as a writer (the user, the scheduler) leaves it:
-        with a new resourceVersion when it changed (or is new)."""
+        """Store ``claim`` with a new resourceVersion if it changed."""
         claim = copy.deepcopy(claim)
         meta = claim['metadata']
         key = (meta['namespace'], meta['name'])
@@ -158,8 +158,7 @@ class FakeKubeApiServer:
             self.claims[key] = claim
 
     def put_device_class(self, device_class):
-        errors = schemas.schema_errors(device_class)
-        assert errors == [], errors
+        assert schemas.schema_errors(device_class) == []
         self.device_classes[device_class['metadata']['name']] = \
             copy.deepcopy(device_class)
 
@@ -287,12 +286,12 @@ class FakeKubeApiServer:
                 return self._replace(name, payload)
             if method == 'DELETE':
                 return self._delete(name, payload)
-        if path == ALL_CLAIMS_PATH and method == 'GET':
-            return 200, self._list_of('ResourceClaimList', [
-                c for _, c in sorted(self.claims.items())])
-        if path == DEVICE_CLASSES_PATH and method == 'GET':
-            return 200, self._list_of('DeviceClassList', [
-                c for _, c in sorted(self.device_classes.items())])
+        if path in LISTS and method == 'GET':
+            kind, store = LISTS[path]
+            return 200, {'apiVersion': 'resource.k8s.io/v1', 'kind': kind,
+                         'metadata': {'resourceVersion': str(self._version)},
+                         'items': [copy.deepcopy(o) for _, o in sorted(
+                             getattr(self, store).items())]}
         match = EVENTS_RE.fullmatch(path)
         if match and method == 'POST':
             return self._create_event(match.group(1), payload)
@@ -478,11 +477,6 @@ class FakeKubeApiServer:
         self.claims[(namespace, meta['name'])] = claim
         return 201, copy.deepcopy(claim)
 
-    def _list_of(self, kind, items):
-        return {'apiVersion': 'resource.k8s.io/v1', 'kind': kind,
-                'metadata': {'resourceVersion': str(self._version)},
-                'items': copy.deepcopy(items)}
-
     def _create_event(self, namespace, event):
         errors = schemas.schema_errors(event) + schemas.event_rule_errors(
             event)
@@ -491,9 +485,8 @@ class FakeKubeApiServer:
         meta = event['metadata']
         if meta.get('namespace', namespace) != namespace:
             raise ApiError(400, 'BadRequest', 'namespace mismatch')
-        if any(e['metadata']['name'] == meta['name'] and
-               e['metadata']['namespace'] == namespace
-               for e in self.k8s_events):
+        if any(e['metadata']['name'] == meta['name'] and e['metadata'][
+                'namespace'] == namespace for e in self.k8s_events):
             raise ApiError(409, 'AlreadyExists', 'events.events.k8s.io '
                            '"%s" already exists' % meta['name'])
         meta.update(namespace=namespace, uid=str(uuid.uuid4()),
