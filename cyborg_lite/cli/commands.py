@@ -10,6 +10,7 @@ must list exactly OSC_COMMANDS; a unit test checks that.
 """
 from cyborg_lite.cli import accelerator_requests as arqs
 from cyborg_lite.cli import bitstreams
+from cyborg_lite.cli import claims
 from cyborg_lite.cli import deployables
 from cyborg_lite.cli import device_profiles
 from cyborg_lite.cli import devices
@@ -73,5 +74,7 @@ COMMANDS = {
     'bitstream sign': signatures.SignBitstream,
     # Not in OSC: `openstack accelerator service` would read as Cyborg's.
     'service list': services.ListService,
+    # Reads the Kubernetes cluster (the caller's kubeconfig), no API.
+    'claim explain': claims.ExplainClaim,
 }
 COMMANDS.update(OSC_COMMANDS)

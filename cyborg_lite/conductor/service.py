@@ -115,6 +115,10 @@ class ConductorService(rpc_loop.RpcLoop):
         publisher = publishing.Publisher.from_conf(self.conf)
         if publisher:
             self.add_periodic(publisher.retry_pending)
+        for sink in publisher.sinks if publisher else ():
+            # The Kubernetes sink: why a pending claim gets none of ours.
+            if hasattr(sink, 'explain_claims'):
+                self.add_periodic(sink.explain_claims)
         return publisher
 
     def add_periodic(self, func, interval=None, run_immediately=False):

@@ -261,73 +261,84 @@ def load_inventory(hostname, url=None, previous=None):
     return views.from_rows(hostname, host_rows(hostname, url), previous)
 
 
-def _fleet_statements(hostname):
-    """The host statements above for every host (``hostname`` None) or
-    one, each with the device's hostname to group by."""
-    devices = (sa.select(*(DEVICE.__table__.c[n]
-                           for n in _DEVICE_VIEW_COLUMNS),
-                         DEVICE.hostname,
-                         models.Agent.state.label('agent_state'))
-               .select_from(DEVICE.__table__.outerjoin(
-                   models.Agent.__table__,
-                   models.Agent.hostname == DEVICE.hostname))
-               .order_by(DEVICE.id))
-    deps = (sa.select(*(_DEP.c[n] for n in _DEPLOYABLE_VIEW_COLUMNS))
-            .order_by(_DEP.c.id))
-    handles = (sa.select(*(_HANDLE.c[n] for n in _HANDLE_VIEW_COLUMNS))
-               .order_by(_HANDLE.c.id))
-    attributes = (sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
-                            _ATTR.c.value)
-                  .order_by(_ATTR.c.deployable_id, _ATTR.c.key))
+FleetRows = collections.namedtuple(
+    'FleetRows', ['regions', 'attributes', 'handles', 'blocked',
+                  'k8s_claims', 'hostnames'])
+_AGENT = models.Agent.__table__
+# A region with its device's and its host agent's columns: what an
+# explain asks of it (placement/explain.RegionRow), and no more.
+_FLEET_REGIONS = (
+    sa.select(DEVICE.hostname, _AGENT.c.state.label('agent_state'),
+              DEVICE.id.label('device_id'),
+              DEVICE.uuid.label('device_uuid'),
+              DEVICE.type.label('device_type'), DEVICE.vendor,
+              DEVICE.status, DEVICE.health.label('device_health'),
+              DEVICE.numa_node.label('device_numa_node'), _DEP.c.id,
+              _DEP.c.uuid, _DEP.c.name, _DEP.c.num_accelerators,
+              _DEP.c.region_type, _DEP.c.function_id,
+              _DEP.c.local_memory_mb, _DEP.c.device_state, _DEP.c.health,
+              _DEP.c.numa_node)
+    .select_from(_DEP.join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+                 .outerjoin(_AGENT, _AGENT.c.hostname == DEVICE.hostname))
+    .order_by(DEVICE.hostname, DEVICE.id, _DEP.c.id))
+_FLEET_HANDLES = (sa.select(_HANDLE.c.id, _HANDLE.c.deployable_id,
+                            _HANDLE.c.attach_info, _HANDLE.c.in_use,
+                            _HANDLE.c.in_use_function)
+                  .order_by(_HANDLE.c.id))
+# Only the resource class and the traits: what Placement is offered.
+_FLEET_ATTRIBUTES = (sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
+                               _ATTR.c.value)
+                     .where(sa.or_(_ATTR.c.key.in_(('rc', 'bind')),
+                                   _ATTR.c.key.like('trait%'))))
+_FLEET_CLAIMS = sa.select(
+    models.KubernetesClaimDevice.attach_handle_id,
+    models.KubernetesClaimDevice.claim_uid).where(
+        models.KubernetesClaimDevice.attach_handle_id.is_not(None))
+
+
+def fleet_rows(s, hostname=None):
+    """The FleetRows of every region (of ``hostname`` alone), read in
+    ``s``'s transaction with five statements for the fleet, as plain
+    rows (placement/explain.Fleet), with the ``hostnames`` of the hosts
+    that have a device (a whole GPU has no region): an explain asks a
+    few columns of thousands of regions, and building each host's views
+    was most of its time (docs/benchmarks.md)."""
+    conn = s.connection()
+    regions, handles, attributes = (_FLEET_REGIONS, _FLEET_HANDLES,
+                                    _FLEET_ATTRIBUTES)
     if hostname is not None:
-        devices = devices.where(DEVICE.hostname == hostname)
-        ids = sa.select(DEVICE.id).where(DEVICE.hostname == hostname)
-        deps = deps.where(_DEP.c.device_id.in_(ids))
-        of_host = sa.select(_DEP.c.id).where(_DEP.c.device_id.in_(ids))
+        regions = regions.where(DEVICE.hostname == hostname)
+        of_host = (sa.select(_DEP.c.id)
+                   .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
+                   .where(DEVICE.hostname == hostname))
         handles = handles.where(_HANDLE.c.deployable_id.in_(of_host))
         attributes = attributes.where(_ATTR.c.deployable_id.in_(of_host))
-    return devices, deps, handles, attributes
-
-
-def fleet_inventories(s, hostname=None):
-    """The HostInventory of every host with a device (or of
-    ``hostname`` alone), in hostname order, read in ``s``'s transaction
-    with four statements for the fleet: what load_inventory builds one
-    host at a time."""
-    conn = s.connection()
-    stmts = _fleet_statements(hostname)
-    devices = conn.execute(stmts[0]).all()
-    deps = conn.execute(stmts[1]).all() if devices else []
-    handles = collections.defaultdict(list)
-    attributes = collections.defaultdict(dict)
-    if deps:
-        for handle in conn.execute(stmts[2]):
-            handles[handle.deployable_id].append(handle)
-        for dep_id, key, value in conn.execute(stmts[3]):
-            attributes[dep_id][key] = value
-    host_of = {d.id: d.hostname for d in devices}
-    by_host = collections.defaultdict(lambda: ([], []))
-    for device in devices:
-        by_host[device.hostname][0].append(device)
-    for dep in deps:
-        by_host[host_of[dep.device_id]][1].append(dep)
-    handles_of = {host: {d.id: handles[d.id] for d in host_deps
-                         if d.id in handles}
-                  for host, (_devices, host_deps) in by_host.items()}
-    blocked = attach_handles.blocked_on_hosts(s, {
-        host: [h for hs in of.values() for h in hs]
-        for host, of in handles_of.items()})
-    claims = _k8s_claims(s, handles)
-    inventories = []
-    for host in sorted(by_host):
-        host_devices, host_deps = by_host[host]
-        rows = _rows_of(s, host_devices, host_deps, host,
-                        {d.id: attributes[d.id] for d in host_deps
-                         if d.id in attributes}, handles_of[host],
-                        agent_state=host_devices[0].agent_state,
-                        blocked=blocked[host], k8s_claims=claims)
-        inventories.append(views.from_rows(host, rows))
-    return tuple(inventories)
+    hosts = sa.select(DEVICE.hostname).distinct()
+    if hostname is not None:
+        hosts = hosts.where(DEVICE.hostname == hostname)
+    hostnames = sorted(conn.execute(hosts).scalars())
+    regions = conn.execute(regions).all()
+    if not regions:
+        return FleetRows([], {}, {}, {}, {}, hostnames)
+    host_of = {r.id: r.hostname for r in regions}
+    handles_of = collections.defaultdict(list)
+    of_host = collections.defaultdict(list)
+    for handle in conn.execute(handles):
+        handles_of[handle.deployable_id].append(handle)
+        of_host[host_of[handle.deployable_id]].append(handle)
+    attrs = collections.defaultdict(dict)
+    for dep_id, key, value in conn.execute(attributes):
+        attrs[dep_id][key] = value
+    blocked = {}
+    for found in attach_handles.blocked_on_hosts(s, of_host).values():
+        blocked.update(found)
+    # Every claim's handle, kept for a handle in use (as _k8s_claims):
+    # fewer rows than the fleet's handles would be to name.
+    in_use = {h.id for hs in handles_of.values() for h in hs if h.in_use}
+    claims = {handle_id: uid for handle_id, uid
+              in conn.execute(_FLEET_CLAIMS) if handle_id in in_use}
+    return FleetRows(regions, dict(attrs), dict(handles_of), blocked,
+                     claims, hostnames)
 
 
 def holders(s, hostname=None):

@@ -1,7 +1,8 @@
 """What a device profile explain reads (api/handlers/device_profiles.py):
 the profile, the images its groups name, the hosts' inventories and who
 holds what, in one read transaction that sees one moment of the
-database (session.snapshot_reader). Each table is read by its own home
+database (session.snapshot_reader). The fleet is plain rows of the
+columns the funnel asks (db/devices.fleet_rows), not host views. Each table is read by its own home
 (db/device_profiles, db/bitstreams, db/devices); the funnel itself is
 placement/explain.py, pure."""
 import collections
@@ -12,7 +13,7 @@ from cyborg_lite.db import devices
 from cyborg_lite.db.sql import session
 
 Snapshot = collections.namedtuple(
-    'Snapshot', ['profile', 'groups', 'inventories', 'holders',
+    'Snapshot', ['profile', 'groups', 'fleet', 'holders',
                  'bitstream_region_types', 'function_region_types'])
 
 
@@ -28,6 +29,6 @@ def snapshot(visible_to, name, hostname=None):
             {g['accel:function_id'].strip() for g in groups
              if g.get('accel:function_id')}, profile.project_id)
         return Snapshot(profile, groups,
-                        devices.fleet_inventories(s, hostname),
+                        devices.fleet_rows(s, hostname),
                         devices.holders(s, hostname), region_types,
                         functions)

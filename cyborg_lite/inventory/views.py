@@ -19,6 +19,7 @@ db/k8s_claims.claim import). Which of
 the siblings behind one function a bind takes is decided here too
 (``choose_member``): siblings are an inventory fact.
 """
+import collections
 import dataclasses
 import functools
 import json
@@ -121,18 +122,51 @@ class HostInventory:
                                            repr=False)
 
 
-def _shared_function_in_use(deployable):
+class Facts(collections.namedtuple('Facts', [
+        'status', 'device_health', 'agent_down', 'region_health',
+        'device_state', 'handles', 'sibling_states', 'bind_unsupported'])):
+    """What ``unavailable_reasons`` decides from, and nothing else:
+    the device's status and health, whether its agent is down, and, when
+    a region is asked about (None for the device as a whole), its health,
+    its ``device_state``, its handles as (in use, held through a sibling,
+    held by a Kubernetes claim) flags, the states of the siblings
+    behind its functions, and whether its driver says it cannot bind it
+    yet (attribute ``bind: unsupported``). Plain and hashable: a fleet's regions share a
+    few, and each is decided once (``reasons_of``); ``facts`` makes it
+    from views, placement/explain.py from an explain's plain rows."""
+    __slots__ = ()
+
+
+def facts(device, deployable=None):
+    """The Facts of ``deployable`` of ``device`` (views), or of the
+    device as a whole."""
+    if deployable is None:
+        return Facts(device.status, device.health, device.agent_down,
+                     None, None, None, None, None)
+    return Facts(
+        device.status, device.health, device.agent_down, deployable.health,
+        deployable.device_state,
+        tuple((bool(h.in_use), h.held_by is not None,
+               h.k8s_claim is not None) for h in deployable.attach_handles),
+        tuple(s.device_state for s in device.siblings_sharing(deployable)),
+        ('bind', 'unsupported') in deployable.attributes)
+
+
+def _is_region(f):
+    return f.device_state is not None
+
+
+def _shared_function_in_use(f):
     """Every free handle of the deployable names a function a sibling
     holds (a deployable whose handles are all its own and in use is
     simply allocated, which its consumer already knows)."""
-    free = [h for h in deployable.attach_handles if not h.in_use]
-    return bool(free) and all(h.held_by is not None for h in free)
+    free = [held for in_use, held, _k8s in f.handles if not in_use]
+    return bool(free) and all(free)
 
 
-def _health_is(device, deployable, state):
+def _health_is(f, state):
     """The device, or the region asked about, is in health ``state``."""
-    return device.health == state or (deployable is not None and
-                                      deployable.health == state)
+    return f.device_health == state or f.region_health == state
 
 
 def health_of(device, deployable=None):
@@ -153,16 +187,15 @@ def advisories(device, deployable=None):
     return (state,) if state in states.HEALTH_ADVISORY else ()
 
 
-def _kubernetes_claimed(deployable):
-    return any(h.k8s_claim is not None for h in deployable.attach_handles)
+def _kubernetes_claimed(f):
+    return any(k8s for _in_use, _held, k8s in f.handles)
 
 
-def _shared_with_unclean(device, deployable):
+def _shared_with_unclean(f):
     """A sibling behind the same function waits for its wipe, is being
     wiped, or failed it: attaching the function would hand its last
     tenant's data to the next."""
-    return any(s.device_state not in states.DEVICE_SCHEDULABLE
-               for s in device.siblings_sharing(deployable))
+    return any(s not in states.DEVICE_SCHEDULABLE for s in f.sibling_states)
 
 
 # A device_state that keeps a deployable from schedulers, named as a
@@ -170,51 +203,55 @@ def _shared_with_unclean(device, deployable):
 _CLEANING_REASON = {'error': 'cleaning_failed'}
 
 # The reasons, in the order they are reported: (name, what it means,
-# test(device, deployable or None)). A deployable-level test is given
-# deployable None when the device as a whole is asked about. Add a
-# reason with one line here.
+# test(Facts)). A region-level test sees the device as a whole (no
+# region: ``_is_region`` false) too. Add a reason with one line here,
+# reading only Facts (a new input is a new Facts field).
 _RULES = (
     ('maintaining', 'the device is disabled for maintenance',
-     lambda dev, dep: dev.status == 'maintaining'),
+     lambda f: f.status == 'maintaining'),
     ('unhealthy', 'its hardware reports a fault',
-     lambda dev, dep: _health_is(dev, dep, 'unhealthy')),
+     lambda f: _health_is(f, 'unhealthy')),
     ('recovering', 'its fault cleared; it is watched before it is '
      'offered again',
-     lambda dev, dep: _health_is(dev, dep, 'recovering')),
+     lambda f: _health_is(f, 'recovering')),
     ('agent_down', 'the agent of its host stopped sending heartbeats',
-     lambda dev, dep: dev.agent_down),
+     lambda f: f.agent_down),
     ('handle_shared_in_use', 'its PCI function (or mdev) is attached '
      'through a sibling deployable that shares it',
-     lambda dev, dep: dep is not None and _shared_function_in_use(dep)),
+     lambda f: _is_region(f) and _shared_function_in_use(f)),
     # Nova does not know Kubernetes' allocations: Placement must not offer
     # it (the Kubernetes sink leaves this reason out: it is its own).
     ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
-     lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
+     lambda f: _is_region(f) and _kubernetes_claimed(f)),
     ('shared_function_unclean', 'its PCI function (or mdev) also reaches a '
      'sibling deployable that is not wiped yet after its last tenant',
-     lambda dev, dep: dep is not None and _shared_with_unclean(dev, dep)),
+     lambda f: _is_region(f) and _shared_with_unclean(f)),
     # A driver may report what a device could make before it can bind it
     # (vGPU types of the vendor-specific VFIO framework): its counts are
     # shown, nothing of it is offered.
     ('bind_unsupported', 'its driver reports it but cannot bind it yet',
-     lambda dev, dep: dep is not None and
-     ('bind', 'unsupported') in dep.attributes),
+     lambda f: _is_region(f) and f.bind_unsupported),
 ) + tuple(
     # The wipe after its last tenant (common/states.DEVICE): waiting,
     # running, or failed until an operator cleans it again.
     (_CLEANING_REASON.get(state, state), why,
-     lambda dev, dep, state=state: dep is not None and
-     dep.device_state == state)
+     lambda f, state=state: f.device_state == state)
     for state, why in states.DEVICE_UNSCHEDULABLE_WHY.items())
 REASONS = {name: meaning for name, meaning, _test in _RULES}
+
+
+@functools.lru_cache(maxsize=4096)
+def reasons_of(f):
+    """The REASONS names that Facts ``f`` gives, in order; () when it may
+    be offered and bound."""
+    return tuple(name for name, _meaning, test in _RULES if test(f))
 
 
 def unavailable_reasons(device, deployable=None):
     """Why ``deployable`` of ``device`` (or the device as a whole, when
     ``deployable`` is None) may not be offered or bound now: a tuple of
     REASONS names, empty when it may."""
-    return tuple(name for name, _meaning, test in _RULES
-                 if test(device, deployable))
+    return reasons_of(facts(device, deployable))
 
 
 def describe(reasons, device, deployable=None):

@@ -27,6 +27,7 @@ from oslo_log import log as logging
 from cyborg_lite.db import agents as agents_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.inventory import sink as inventory_sink
+from cyborg_lite.kubernetes import claim_events
 from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import resync
 from cyborg_lite.kubernetes import slice_sync
@@ -70,6 +71,20 @@ class KubernetesSink(inventory_sink.InventorySink):
             conf.placement.sync_retry_max_interval, clock)
         self.resync_delay = resync_delay
         self._watching = None
+        self.claims = claim_events.ClaimExplainer(
+            api_client, group.driver_name, conf.host)
+
+    def explain_claims(self):
+        """Post an Event on each pending claim our devices cannot serve
+        (kubernetes/claim_events.py): a periodic task of every conductor,
+        once per claim version whichever posts it. Quiet while the
+        apiserver is unreachable (its outage is logged by the sync)."""
+        try:
+            return self.claims.run_once()
+        except Exception as e:
+            if k8s_client.is_outage(e):
+                return []
+            raise
 
     def start(self):
         """Watch our slices and publish a host again when someone else

@@ -14,9 +14,21 @@ later (**transient**).
 
 What a deployable offers alone is ``placement/tree._alone``'s, as the
 bind's ``tree.mismatch`` reads it: one home for both.
-"""
-import dataclasses
 
+Its input is plain rows (``Fleet``: db/explain.py reads them in one
+snapshot), not host views: a fleet of 8,000 regions is read and
+explained in well under the 200 ms an explain may take
+(docs/benchmarks.md). What does not depend on the group (a region's
+offer, its availability) is worked out once per region (``regions``),
+and each distinct offer and ``views.Facts`` once per fleet or group:
+a fleet's regions share a few.
+"""
+import collections
+import dataclasses
+import functools
+import json
+
+from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.inventory import views
 from cyborg_lite.placement import tree
@@ -111,56 +123,183 @@ def _placement_failures(device, dep, group, images):
     return failed
 
 
-def failures(device, dep, group, images=Images()):
-    """{step: why} of every step ``dep`` of ``device`` fails for request
-    group ``group``; empty when it could be bound for it now."""
-    failed = _placement_failures(device, dep, group, images)
-    for reason in views.unavailable_reasons(device, dep):
+# One region of the fleet, its device's and its host agent's columns
+# with it (db/explain.py reads them so; tests build them).
+RegionRow = collections.namedtuple('RegionRow', [
+    'hostname', 'agent_state', 'device_id', 'device_uuid', 'device_type',
+    'vendor', 'status', 'device_health', 'device_numa_node', 'id', 'uuid',
+    'name', 'num_accelerators', 'region_type', 'function_id',
+    'local_memory_mb', 'device_state', 'health', 'numa_node'])
+HandleRow = collections.namedtuple('HandleRow',
+                                   ['id', 'attach_info', 'in_use'])
+
+
+class Fleet(collections.namedtuple('Fleet', [
+        'regions', 'attributes', 'handles', 'blocked', 'k8s_claims',
+        'hostnames'], defaults=[()])):
+    """What an explain reads: ``regions`` (RegionRow-like rows, by
+    hostname, device, region), ``attributes`` {region id: {key: value}}
+    (its ``rc`` and ``trait*`` ones), ``handles`` {region id: [HandleRow-
+    like rows]}, ``blocked`` {handle id: holder} of the free handles whose
+    function a sibling's handle holds (db/attach_handles), ``k8s_claims``
+    {handle id: claim uid}; ``hostnames``, the hosts looked at (those
+    with a device; the funnel reads only ``regions``)."""
+    __slots__ = ()
+
+
+# What tree._alone reads of a device and a region: an offer is decided
+# once per distinct pair.
+_Device = collections.namedtuple('_Device', ['type', 'vendor', 'numa_node'])
+_Offer = collections.namedtuple('_Offer', [
+    'traits', 'numa_node', 'region_type', 'function_id', 'resource_class',
+    'num_accelerators', 'local_memory_mb'])
+
+
+class Region(collections.namedtuple('Region', [
+        'hostname', 'device_uuid', 'uuid', 'name', 'offer', 'unavailable',
+        'sibling_uuids'])):
+    """A region with what every group asks of it worked out: ``offer``
+    ((_Device, _Offer), the key of its Placement steps), ``unavailable``
+    ({step: why} of its availability steps, shared: never changed) and
+    the uuids of the siblings behind its functions."""
+    __slots__ = ()
+
+
+def _siblings(device_regions, handles):
+    """{region name: names of the regions behind one of its functions}
+    of one device's regions (views.DeviceView.shared_groups from rows);
+    a device of one region shares nothing with itself."""
+    if len(device_regions) < 2:
+        return {}
+    return shared_functions.groups(
+        (r.name, [shared_functions.handle_key(json.loads(h.attach_info))
+                  for h in handles.get(r.id, ())])
+        for r in device_regions)
+
+
+@functools.lru_cache(maxsize=4096)
+def _unavailable_steps(facts):
+    """{step: why} of the availability steps of views.Facts ``facts``,
+    in the order the views decide them (views.reasons_of). Shared by
+    every region of those facts: read, never changed."""
+    failed = {}
+    for reason in views.reasons_of(facts):
         failed.setdefault(reason_step(reason), reason)
-    if not any(not h.in_use and h.held_by is None
-               for h in dep.attach_handles):
+    if facts.handles is not None and not any(
+            not in_use and not held for in_use, held, _k8s in facts.handles):
         failed.setdefault('in_use', 'no free attach handle')
     return failed
 
 
-def first_failure(device, dep, group, images=Images()):
-    """The first step (STEPS order) ``dep`` fails for ``group``, or None."""
-    failed = failures(device, dep, group, images)
+def _facts(row, handles, siblings, fleet):
+    """views.Facts of region ``row`` from its rows."""
+    return views.Facts(
+        row.status, row.device_health, row.agent_state == 'down',
+        row.health, row.device_state,
+        tuple((bool(h.in_use), h.id in fleet.blocked,
+               h.id in fleet.k8s_claims) for h in handles),
+        tuple(s.device_state for s in siblings),
+        fleet.attributes.get(row.id, {}).get('bind') == 'unsupported')
+
+
+def _offer(row, attrs):
+    return (_Device(row.device_type, row.vendor, row.device_numa_node),
+            _Offer(tuple(v for k, v in attrs if k.startswith('trait') and v),
+                   row.numa_node, row.region_type, row.function_id,
+                   dict(attrs).get('rc') or None, row.num_accelerators or 0,
+                   row.local_memory_mb or 0))
+
+
+def regions(fleet):
+    """The Region of each row of ``fleet``, in its order."""
+    by_device = collections.defaultdict(list)
+    for row in fleet.regions:
+        by_device[row.device_id].append(row)
+    offers, result = {}, []
+    for device_regions in by_device.values():
+        groups = _siblings(device_regions, fleet.handles)
+        for row in device_regions:
+            group = groups.get(row.name)
+            siblings = [r for r in device_regions
+                        if r.name in group and r.name != row.name] \
+                if group else ()
+            # What _offer reads, as one key: equal rows, one offer.
+            attrs = tuple(sorted(fleet.attributes.get(row.id, {}).items()))
+            key = (row.device_type, row.vendor, row.device_numa_node,
+                   row.numa_node, row.region_type, row.function_id,
+                   row.num_accelerators, row.local_memory_mb, attrs)
+            offer = offers.get(key)
+            if offer is None:
+                offer = offers[key] = _offer(row, attrs)
+            result.append(Region(
+                row.hostname, row.device_uuid, row.uuid, row.name, offer,
+                _unavailable_steps(_facts(
+                    row, fleet.handles.get(row.id, ()), siblings, fleet)),
+                tuple(s.uuid for s in siblings)))
+    return result
+
+
+def failures(region, group, images=Images(), placement=None):
+    """{step: why} of every step ``region`` (a Region) fails for request
+    group ``group``; empty when it could be bound for it now.
+    ``placement``: a dict the caller keeps for one group, so that each
+    distinct offer is checked once."""
+    if placement is None:
+        placement = {}
+    failed = placement.get(region.offer)
+    if failed is None:
+        failed = placement[region.offer] = _placement_failures(
+            region.offer[0], region.offer[1], group, images)
+    # Placement's steps and availability's are disjoint.
+    return {**failed, **region.unavailable}
+
+
+def first_failure(region, group, images=Images()):
+    """The first step (STEPS order) ``region`` fails for ``group``, or
+    None."""
+    failed = failures(region, group, images)
     return next((step for step in STEPS if step in failed), None)
 
 
-def _holders(device, dep, holders):
-    """Who holds ``dep`` or a sibling behind its function: ``holders``
+def _holders(region, holders):
+    """Who holds ``region`` or a sibling behind its function: ``holders``
     {deployable uuid: [holder dict]}."""
     found = []
-    for each in (dep,) + device.siblings_sharing(dep):
-        found.extend(holders.get(each.uuid, ()))
+    for uuid in (region.uuid,) + region.sibling_uuids:
+        found.extend(holders.get(uuid, ()))
     return found
 
 
-def _group_result(index, group, inventories, holders, images):
-    passing = {step: [set(), 0] for step in STEPS}
-    near, blocked_holders = [], {}
-    for inventory in inventories:
-        for device in inventory.devices:
-            for dep in device.deployables:
-                failed = failures(device, dep, group, images)
-                first = next((s for s in STEPS if s in failed), None)
-                for step in STEPS[:STEPS.index(first) if first
-                                  else len(STEPS)]:
-                    passing[step][0].add(inventory.hostname)
-                    passing[step][1] += 1
-                if len(failed) == 1:
-                    near.append({'hostname': inventory.hostname,
-                                 'device_uuid': device.uuid,
-                                 'deployable_uuid': dep.uuid,
-                                 'deployable_name': dep.name,
-                                 'failed': first, 'why': failed[first]})
-                if first == 'in_use':
-                    for h in _holders(device, dep, holders):
-                        blocked_holders[repr(sorted(h.items()))] = h
-    funnel = [{'step': s, 'hosts': len(passing[s][0]),
-               'devices': passing[s][1]} for s in STEPS]
+_INDEX = {step: index for index, step in enumerate(STEPS)}
+
+
+def _group_result(index, group, fleet_regions, holders, images):
+    # Per region, the index of its first failing step (len(STEPS): none);
+    # a step is passed by every region stopped after it.
+    stopped = [[set(), 0] for _ in range(len(STEPS) + 1)]
+    near, blocked_holders, placement = [], {}, {}
+    for region in fleet_regions:
+        failed = failures(region, group, images, placement)
+        first = min(map(_INDEX.__getitem__, failed), default=len(STEPS))
+        stopped[first][0].add(region.hostname)
+        stopped[first][1] += 1
+        if len(failed) == 1:
+            step = STEPS[first]
+            near.append({'hostname': region.hostname,
+                         'device_uuid': region.device_uuid,
+                         'deployable_uuid': region.uuid,
+                         'deployable_name': region.name,
+                         'failed': step, 'why': failed[step]})
+        if first == _INDEX['in_use']:
+            for h in _holders(region, holders):
+                blocked_holders[repr(sorted(h.items()))] = h
+    funnel, hosts, devices = [], set(), 0
+    for position in range(len(STEPS), 0, -1):
+        hosts |= stopped[position][0]
+        devices += stopped[position][1]
+        funnel.append({'step': STEPS[position - 1], 'hosts': len(hosts),
+                       'devices': devices})
+    funnel.reverse()
     blocking = next((f['step'] for f in funnel if f['devices'] == 0), None)
     result = {'group': index, 'request': dict(group), 'funnel': funnel,
               'blocking': None,
@@ -175,12 +314,12 @@ def _group_result(index, group, inventories, holders, images):
     return result
 
 
-def explain(groups, inventories, holders=None, images=Images()):
-    """The funnel of each request group of ``groups`` over
-    ``inventories`` (inventory/views.HostInventory), as JSON-ready dicts:
-    per step the hosts and deployables passing it and every step before;
-    ``blocking``, the first step none passes, with its kind and, for
-    'in_use', the holders of the deployables stopped there."""
-    inventories = tuple(inventories)
-    return [_group_result(i, g, inventories, holders or {}, images)
+def explain(groups, fleet, holders=None, images=Images()):
+    """The funnel of each request group of ``groups`` over ``fleet`` (a
+    Fleet), as JSON-ready dicts: per step the hosts and deployables
+    passing it and every step before; ``blocking``, the first step none
+    passes, with its kind and, for 'in_use', the holders of the
+    deployables stopped there."""
+    fleet_regions = regions(fleet)
+    return [_group_result(i, g, fleet_regions, holders or {}, images)
             for i, g in enumerate(groups)]

@@ -194,17 +194,17 @@ def explain_profile(req, name):
     hostname = params.get('hostname')
     snapshot = explain_db.snapshot(utils.visible_to(req), checked_name(name),
                                    hostname)
-    if hostname is not None and not snapshot.inventories:
+    if hostname is not None and not snapshot.fleet.hostnames:
         raise exception.NotFound(
             message='No device of host %s is known.' % hostname)
     groups = explain.explain(
-        snapshot.groups, snapshot.inventories, snapshot.holders,
+        snapshot.groups, snapshot.fleet, snapshot.holders,
         explain.Images(snapshot.bitstream_region_types,
                        snapshot.function_region_types))
     return utils.response({
         'device_profile': snapshot.profile.name,
         'hostname': hostname,
-        'hosts': len(snapshot.inventories),
+        'hosts': len(snapshot.fleet.hostnames),
         'result': 'no_candidates' if any(g['blocking'] for g in groups)
         else 'candidates',
         'groups': groups})

@@ -152,3 +152,23 @@ def test_a_region_whose_pf_a_sibling_holds_is_in_use_by_its_holder(pg_app):
     assert group['blocking']['step'] == 'in_use'
     whys = sorted(m['why'] for m in group['near_misses'])
     assert whys == ['handle_shared_in_use', 'no free attach handle']
+
+
+def test_a_regions_stored_traits_are_what_the_traits_step_reads(fleet):
+    """rc and trait* attributes read from the database: a region with the
+    trait passes the traits step, one with another trait (or a
+    non-trait attribute of that name) does not."""
+    device = fx.add_device(hostname='host3')
+    fx.add_handle(fx.add_deployable(device, attributes=[
+        ('rc', 'FPGA'), ('trait0', 'CUSTOM_FAST')]), in_use=False)
+    fx.add_handle(fx.add_deployable(device, attributes=[
+        ('rc', 'FPGA'), ('trait0', 'CUSTOM_SLOW'),
+        ('note', 'CUSTOM_FAST')]), in_use=False)
+    fx.create_profile(fleet, ADMIN, name='dp-fast', groups=[
+        {'resources:FPGA': '1', 'trait:CUSTOM_FAST': 'required'}])
+    body = _explain(fleet, 'dp-fast', '?hostname=host3').json
+    (group,) = body['groups']
+    assert _funnel(group)['traits'] == (1, 1)
+    assert group['blocking'] is None
+    assert [m['why'] for m in group['near_misses']] == [
+        'trait CUSTOM_FAST is required']

@@ -4,13 +4,15 @@
 It serves exactly the paths cyborg_lite and its real-cluster test use:
 resource.k8s.io/v1 resourceslices (list and watch with field selectors
 spec.nodeName / spec.driver, create, get, replace, delete with
-preconditions, DeleteCollection as the kubelet's wipe), namespaced resourceclaims (get; create and delete for the
-real-cluster test) and core v1 nodes (get, list). It behaves as the real one
-does where our code depends on it: resourceVersion on every write and 409
-Conflict on a stale one, 409 AlreadyExists, 404 NotFound, immutable
-fields, taint timeAdded filled in, and every body validated against the
-strict schemas of Kubernetes 1.34-1.37 plus the apiserver's rules the
-schemas omit (422 Invalid), so a bad object fails the test that wrote it.
+preconditions, DeleteCollection as the kubelet's wipe), resourceclaims
+(get; create and delete for the real-cluster test; list across namespaces),
+deviceclasses (list), events.k8s.io/v1 events (create) and core v1 nodes
+(get, list). It behaves as the real one does where our code depends on
+it: resourceVersion on every write and 409 Conflict on a stale one, 409
+AlreadyExists, 404 NotFound, immutable fields, taint timeAdded filled in,
+and every body validated against the strict schemas of Kubernetes
+1.34-1.37 plus the apiserver's rules the schemas omit (422 Invalid), so a
+bad object fails the test that wrote it.
 It answers a create with ``dryRun=All`` without storing it, and plays the
 DRADeviceTaints and DRAPartitionableDevices feature gates both ways
 (``device_taints``, ``partitionable_devices``: off, their fields are
@@ -40,6 +42,9 @@ RESOURCE = '/apis/resource.k8s.io/v1'
 SLICES_RE = re.compile(RESOURCE + r'/resourceslices(?:/([^/]+))?')
 CLAIMS_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims')
 CLAIM_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims/([^/]+)')
+LISTS = {RESOURCE + '/resourceclaims': ('ResourceClaimList', 'claims'),
+         RESOURCE + '/deviceclasses': ('DeviceClassList', 'device_classes')}
+EVENTS_RE = re.compile(r'/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events')
 NODES_PATH = '/api/v1/nodes'
 NODE_RE = re.compile(r'/api/v1/nodes/([^/]+)')
 SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
@@ -74,6 +79,11 @@ def _rfc3339(text):
         '%Y-%m-%dT%H:%M:%SZ')
 
 
+def _unversioned(obj):
+    return dict(obj, metadata={k: v for k, v in obj['metadata'].items()
+                               if k != 'resourceVersion'})
+
+
 def _field_filter(selector):
     terms = []
     for term in filter(None, (selector or '').split(',')):
@@ -92,6 +102,8 @@ class FakeKubeApiServer:
     def __init__(self):
         self.slices = {}
         self.claims = {}
+        self.device_classes = {}
+        self.k8s_events = []         # events.k8s.io/v1 Events created
         self.nodes = {}
         self.requests = []           # (method, path) of every request
         self.refused = []            # (code, message) of every error sent
@@ -132,6 +144,23 @@ class FakeKubeApiServer:
     def put_claim(self, claim):
         meta = claim['metadata']
         self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
+
+    def write_claim(self, claim):
+        """Store ``claim`` with a new resourceVersion if it changed."""
+        claim = copy.deepcopy(claim)
+        meta = claim['metadata']
+        key = (meta['namespace'], meta['name'])
+        with self._lock:
+            old = self.claims.get(key)
+            if old is not None and _unversioned(old) == _unversioned(claim):
+                return
+            meta['resourceVersion'] = self._next_version()
+            self.claims[key] = claim
+
+    def put_device_class(self, device_class):
+        assert schemas.schema_errors(device_class) == []
+        self.device_classes[device_class['metadata']['name']] = \
+            copy.deepcopy(device_class)
 
     @property
     def writes(self):
@@ -257,6 +286,15 @@ class FakeKubeApiServer:
                 return self._replace(name, payload)
             if method == 'DELETE':
                 return self._delete(name, payload)
+        if path in LISTS and method == 'GET':
+            kind, store = LISTS[path]
+            return 200, {'apiVersion': 'resource.k8s.io/v1', 'kind': kind,
+                         'metadata': {'resourceVersion': str(self._version)},
+                         'items': [copy.deepcopy(o) for _, o in sorted(
+                             getattr(self, store).items())]}
+        match = EVENTS_RE.fullmatch(path)
+        if match and method == 'POST':
+            return self._create_event(match.group(1), payload)
         match = CLAIMS_RE.fullmatch(path)
         if match and method == 'POST':
             return self._create_claim(match.group(1), payload)
@@ -438,6 +476,24 @@ class FakeKubeApiServer:
         claim.pop('status', None)
         self.claims[(namespace, meta['name'])] = claim
         return 201, copy.deepcopy(claim)
+
+    def _create_event(self, namespace, event):
+        errors = schemas.schema_errors(event) + schemas.event_rule_errors(
+            event)
+        if errors:
+            raise ApiError(422, 'Invalid', '; '.join(errors))
+        meta = event['metadata']
+        if meta.get('namespace', namespace) != namespace:
+            raise ApiError(400, 'BadRequest', 'namespace mismatch')
+        if any(e['metadata']['name'] == meta['name'] and e['metadata'][
+                'namespace'] == namespace for e in self.k8s_events):
+            raise ApiError(409, 'AlreadyExists', 'events.events.k8s.io '
+                           '"%s" already exists' % meta['name'])
+        meta.update(namespace=namespace, uid=str(uuid.uuid4()),
+                    resourceVersion=self._next_version(),
+                    creationTimestamp=_now())
+        self.k8s_events.append(event)
+        return 201, copy.deepcopy(event)
 
     # --- what a concurrent writer does -----------------------------------
     def touch_slice(self, name):

@@ -164,3 +164,36 @@ def slice_rule_errors(obj, counter_sets_with_devices=False):
                 errors.append('device %s: taint value %r' % (
                     name, taint.get('value')))
     return errors
+
+
+_QUALIFIED_NAME = re.compile(r'([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]')
+
+
+def event_rule_errors(event):
+    """What the apiserver's events.k8s.io/v1 validation adds to the
+    schema (ValidateEventCreate): eventTime, reportingController (a
+    qualified name), reportingInstance, action and reason (at most 128
+    characters), note at most 1 kB, type Normal or Warning, a subdomain
+    name, and regarding in the Event's namespace."""
+    errors = []
+    if not _subdomain(event['metadata'].get('name')):
+        errors.append('metadata.name: not a DNS subdomain')
+    if not event.get('eventTime'):
+        errors.append('eventTime: Required value')
+    controller = event.get('reportingController') or ''
+    prefix, _, name = controller.rpartition('/')
+    if not name or not _QUALIFIED_NAME.fullmatch(name) or (
+            prefix and not _subdomain(prefix)):
+        errors.append('reportingController: not a qualified name')
+    for field in ('reportingInstance', 'action', 'reason'):
+        if not event.get(field) or len(event[field]) > 128:
+            errors.append('%s: Required, at most 128 characters' % field)
+    if len(event.get('note') or '') > 1024:
+        errors.append('note: Too long: at most 1024 bytes')
+    if event.get('type') not in ('Normal', 'Warning'):
+        errors.append('type: Unsupported value')
+    regarding = event.get('regarding') or {}
+    if regarding.get('namespace') not in (
+            None, event['metadata'].get('namespace')):
+        errors.append('regarding.namespace: does not match event.namespace')
+    return errors

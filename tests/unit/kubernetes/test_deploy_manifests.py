@@ -157,3 +157,30 @@ def test_the_conductor_role_grants_every_call_of_a_sync_and_watch():
 def test_the_agent_role_reads_claims_only():
     assert _role('cyborg-lite-agent') == {
         ('resource.k8s.io', 'resourceclaims', 'get')}
+
+
+def test_the_conductor_role_grants_every_call_of_the_claim_explainer():
+    from cyborg_lite.kubernetes import claim_events
+    from tests.unit.kubernetes import test_claim_events as claims
+    server = fake_apiserver.FakeKubeApiServer().start()
+    client = server.api_client()
+    try:
+        server.add_node('node-1')
+        claims._setup(server, slice_sync.SliceSync(client, DRIVER))
+        server.write_claim(claims.pending_claim('c', [claims.NO_SUCH_TYPE]))
+        server.requests.clear()
+        assert claim_events.ClaimExplainer(client, DRIVER, 'c1').run_once()
+        needed = set()
+        for method, path in server.requests:
+            group = path.split('/')[2]
+            resource = path.rsplit('/', 1)[1]
+            needed.add((group, resource,
+                        'list' if method == 'GET' else _VERBS[method]))
+    finally:
+        client.close()
+        server.stop()
+    assert needed == {('resource.k8s.io', 'resourceclaims', 'list'),
+                      ('resource.k8s.io', 'deviceclasses', 'list'),
+                      ('resource.k8s.io', 'resourceslices', 'list'),
+                      ('events.k8s.io', 'events', 'create')}
+    assert needed <= _role('cyborg-lite-conductor')

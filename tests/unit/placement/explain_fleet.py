@@ -1,14 +1,15 @@
 """A generated fleet for the explain tests and bench: plain specs (dicts)
 of hosts, cards and regions with every cause of an empty answer present,
-and the inventories (inventory/views) made from them.
+and the rows (placement/explain.Fleet) made from them.
 
 Each region gets at most a few causes, drawn at random (seeded); some
 region types exist only on regions that have one given transient cause,
 so a profile asking for that type is blocked exactly there.
 """
+import json
 import random
 
-from cyborg_lite.inventory import views
+from cyborg_lite.placement import explain
 
 TRANSIENT_CAUSES = ('unhealthy', 'recovering', 'maintaining',
                     'pending_cleaning', 'cleaning', 'error', 'agent_down',
@@ -76,59 +77,69 @@ def fleet_spec(hosts=1000, seed=44):
     return spec
 
 
-def _handles(card, region, index):
-    """The region's attach handles: its own VF, or the card's PF shared
-    with its sibling (then the held one is in use, the other held_by)."""
+def _handles(card, region, index, handle_id):
+    """The region's attach handle, and whether a sibling holds it
+    through the card's PF, or a Kubernetes claim: (HandleRow, blocked,
+    k8s claim or None). Its own VF, or the card's PF shared with its
+    sibling (then the held one is in use, the other blocked)."""
     causes = region['causes']
-    in_use = bool(causes & {'bound', 'k8s'})
     if card['shared']:
         info = {'bus': '5e', 'device': '00', 'function': '0'}
-        if 'sibling_held' in causes:
-            return (views.AttachHandleView(
-                uuid=region['uuid'] + '-h', attach_type='PCI',
-                attach_info=info, in_use=False,
-                held_by=('arq-sibling', 'sibling')),)
     else:
         info = {'bus': '5e', 'device': '00', 'function': str(index + 1)}
-    return (views.AttachHandleView(
-        uuid=region['uuid'] + '-h', attach_type='PCI', attach_info=info,
-        in_use=in_use,
-        k8s_claim='claim-' + region['uuid'] if 'k8s' in causes else None),)
+    held = card['shared'] and 'sibling_held' in causes
+    row = explain.HandleRow(handle_id, json.dumps(info),
+                            not held and bool(causes & {'bound', 'k8s'}))
+    return (row, held,
+            'claim-' + region['uuid'] if 'k8s' in causes else None)
 
 
-def _region_view(card, region, index):
+def _region_row(host, card, device_id, region, region_id):
     causes = region['causes']
-    health = next((h for h in ('unhealthy', 'recovering') if h in causes),
-                  'healthy')
-    state = next((s for s in ('pending_cleaning', 'cleaning', 'error')
-                  if s in causes), 'available')
-    return views.DeployableView(
-        uuid=region['uuid'], name=region['name'],
-        resource_class=region['rc'], region_type=region['region_type'],
+    card_causes = card['causes'] | set().union(
+        *(r['causes'] & {'maintaining'} for r in card['regions']))
+    return explain.RegionRow(
+        hostname=host['hostname'],
+        agent_state='down' if host['agent_down'] else 'up',
+        device_id=device_id, device_uuid=card['identity'],
+        device_type='FPGA', vendor=card['vendor'],
+        status='maintaining' if 'maintaining' in card_causes
+        else 'enabled',
+        device_health='unhealthy' if 'unhealthy' in card['causes']
+        else 'healthy',
+        device_numa_node=None, id=region_id, uuid=region['uuid'],
+        name=region['name'], num_accelerators=1,
+        region_type=region['region_type'],
         function_id=region['function_id'],
         local_memory_mb=region['memory'],
-        traits=(region['trait'],) if region['trait'] else (),
-        attach_handles=_handles(card, region, index), device_state=state,
-        numa_node=region['numa'], health=health)
+        device_state=next((s for s in ('pending_cleaning', 'cleaning',
+                                       'error') if s in causes),
+                          'available'),
+        health=next((h for h in ('unhealthy', 'recovering')
+                     if h in causes), 'healthy'),
+        numa_node=region['numa'])
 
 
-def inventories(spec):
-    """The inventory/views.HostInventory of each host of ``spec``."""
-    result = []
+def fleet(spec):
+    """The placement/explain.Fleet of ``spec``: the rows db/explain.py
+    would read of it."""
+    regions, attributes, handles, blocked, claims = [], {}, {}, {}, {}
     for host in spec:
-        devices = []
         for card in host['cards']:
-            causes = card['causes'] | set().union(
-                *(r['causes'] & {'maintaining'} for r in card['regions']))
-            devices.append(views.DeviceView(
-                uuid=card['identity'], type='FPGA', vendor=card['vendor'],
-                identity=card['identity'],
-                health='unhealthy' if 'unhealthy' in card['causes']
-                else 'healthy',
-                status='maintaining' if 'maintaining' in causes
-                else 'enabled',
-                agent_down=host['agent_down'],
-                deployables=tuple(_region_view(card, r, i)
-                                  for i, r in enumerate(card['regions']))))
-        result.append(views.HostInventory(host['hostname'], tuple(devices)))
-    return result
+            device_id = len(regions) + 1
+            for index, region in enumerate(card['regions']):
+                region_id = len(regions) + 1
+                regions.append(_region_row(host, card, device_id, region,
+                                           region_id))
+                attributes[region_id] = {'rc': region['rc']}
+                if region['trait']:
+                    attributes[region_id]['trait0'] = region['trait']
+                row, held, claim = _handles(card, region, index,
+                                            region_id * 10)
+                handles[region_id] = [row]
+                if held:
+                    blocked[row.id] = ('arq-sibling', 'sibling')
+                if claim:
+                    claims[row.id] = claim
+    return explain.Fleet(regions, attributes, handles, blocked, claims,
+                         tuple(h['hostname'] for h in spec))

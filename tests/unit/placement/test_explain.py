@@ -100,7 +100,7 @@ def _oracle(spec, group, images=None):
 
 
 SPEC = fleet.fleet_spec()
-INVENTORIES = fleet.inventories(SPEC)
+FLEET = fleet.fleet(SPEC)
 BITSTREAM = '0b5e0000-0000-4000-8000-000000000001'
 IMAGES = {BITSTREAM: 'bb02'}
 BASE = {'resources:FPGA': '1'}
@@ -149,7 +149,7 @@ def test_each_empty_answer_names_the_oracles_first_failing_constraint(
         group, images, expected):
     first, funnel, blocking, near = _oracle(SPEC, group, images)
     assert blocking == expected
-    (result,) = explain.explain([group], INVENTORIES, {}, _images(images))
+    (result,) = explain.explain([group], FLEET, {}, _images(images))
     assert [(f['step'], f['hosts'], f['devices'])
             for f in result['funnel']] == funnel
     assert (result['blocking'] or {}).get('step') == blocking
@@ -160,10 +160,9 @@ def test_each_empty_answer_names_the_oracles_first_failing_constraint(
     assert all(near[m['deployable_uuid']] == m['failed']
                for m in result['near_misses'])
     # Region by region, 100% agreement.
-    found = {dep.uuid: explain.first_failure(device, dep, group,
-                                             _images(images))
-             for inv in INVENTORIES for device in inv.devices
-             for dep in device.deployables}
+    found = {region.uuid: explain.first_failure(region, group,
+                                                _images(images))
+             for region in explain.regions(FLEET)}
     assert found == first
 
 
@@ -184,7 +183,7 @@ def test_holders_of_the_regions_stopped_in_use_are_named():
                                 'pods': ['job-7']}],
             'host0009-c1-r0': [{'kind': 'arq', 'project_id': 'p3',
                                 'instance_uuid': 'i3'}]}
-    (result,) = explain.explain([group], INVENTORIES, held)
+    (result,) = explain.explain([group], FLEET, held)
     assert result['blocking']['step'] == 'in_use'
     assert sorted(h['project_id'] for h in result['blocking']['holders']) \
         == ['p1', 'p2']
@@ -198,3 +197,11 @@ def test_every_unavailable_reason_has_a_transient_step():
 
 def test_what_a_driver_cannot_bind_yet_is_not_told_as_cleaning():
     assert explain.reason_step('bind_unsupported') == 'maintenance'
+
+
+def test_a_region_a_kubernetes_claim_holds_is_a_near_miss_saying_so():
+    group = dict(BASE, **{'trait:CUSTOM_FPGA_REGION_RARE_K8S': 'required'})
+    (result,) = explain.explain([group], FLEET)
+    assert result['blocking']['step'] == 'in_use'
+    assert {m['why'] for m in result['near_misses']
+            if m['failed'] == 'in_use'} == {'kubernetes_claimed'}
