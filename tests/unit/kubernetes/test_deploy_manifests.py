@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 from cyborg_lite.conf import kubernetes as k8s_conf
 from cyborg_lite.kubernetes import slice_sync
 from cyborg_lite.kubernetes import slice_watch
@@ -152,6 +152,19 @@ def test_the_conductor_role_grants_every_call_of_a_sync_and_watch():
     assert {v for _, _, v in needed} == {'list', 'watch', 'create',
                                          'update', 'delete', 'get'}
     assert needed <= _role('cyborg-lite-conductor')
+
+
+def test_the_conductor_role_grants_the_binding_conditions_calls():
+    # kubernetes/claim_watch.py lists and watches every namespace's
+    # claims; kubernetes/binding.py reads one and replaces its status
+    # (status.devices: resourceclaims/driver from 1.36, as a controller
+    # serving any node).
+    role = _role('cyborg-lite-conductor')
+    assert {('resource.k8s.io', 'resourceclaims', verb)
+            for verb in ('get', 'list', 'watch')} <= role
+    assert ('resource.k8s.io', 'resourceclaims/status', 'update') in role
+    assert ('resource.k8s.io', 'resourceclaims/driver',
+            'arbitrary-node:update') in role
 
 
 def test_the_agent_role_reads_claims_only():

@@ -5,7 +5,7 @@ import re
 
 import yaml
 
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 from tests.unit.kubernetes import inventories
 from tests.unit.kubernetes import schemas
 
