@@ -211,3 +211,31 @@ def test_without_the_feature_prepare_programs_as_before(env, kubelet,
     assert job.state == 'succeeded' and write.asked == [DELAY]
     assert env.hardware('region0') == pe.NEW_FUNCTION
     assert _conditions(apiserver, claim) == {}
+
+
+def test_a_job_end_missed_by_the_watch_is_written_when_it_lists_again(
+        env, apiserver, write):
+    """The conductor that saw the job's end could not move the condition
+    (its claim watch and binding stopped, as a conductor killed between
+    the job's end and the write): the next list of the claims, at a
+    start or a resync, writes it."""
+    manager = env.conductor.manager
+    bitstream = env.add_bitstream()
+    claim = _allocated(apiserver, bitstream.uuid)
+    assert waiting.until(lambda: write.asked == [DELAY])
+    manager.stop_watching_claims()
+    manager.binding = None
+    write.finish()
+    (job,) = jobs_db.list_jobs()
+    env.wait_job(job.uuid)
+    assert env.hardware('region0') == pe.NEW_FUNCTION
+    assert _conditions(apiserver, claim)[PROGRAMMED]['status'] == 'False'
+    client = apiserver.api_client()
+    try:
+        manager.watch_claims(client)
+        assert waiting.until(lambda: _conditions(apiserver, claim)[
+            PROGRAMMED]['status'] == 'True')
+    finally:
+        manager.stop_watching_claims()
+        client.close()
+    assert len(jobs_db.list_jobs()) == 1        # nothing programmed again
