@@ -14,8 +14,10 @@ cluster without it (the gate off: the fields dropped), Prepare programs,
 as before binding conditions."""
 import threading
 
+import kubernetes
 import pytest
 
+from cyborg_lite.db import k8s_claims as claims_db
 from cyborg_lite.db import programming_jobs as jobs_db
 from tests import waiting
 from tests.functional import programming_env as pe
@@ -239,3 +241,19 @@ def test_a_job_end_missed_by_the_watch_is_written_when_it_lists_again(
         manager.stop_watching_claims()
         client.close()
     assert len(jobs_db.list_jobs()) == 1        # nothing programmed again
+
+
+def test_a_claim_deleted_before_its_pod_binds_frees_its_region(
+        env, apiserver, write):
+    bitstream = env.add_bitstream()
+    claim = _allocated(apiserver, bitstream.uuid)
+    assert waiting.until(lambda: write.asked == [DELAY])
+    (job,) = jobs_db.list_jobs()
+    assert claims_db.of_job(job.uuid).claim_uid == claim['metadata']['uid']
+    client = apiserver.api_client()
+    try:
+        api = kubernetes.client.ResourceV1Api(client)
+        api.delete_namespaced_resource_claim('aes', NAMESPACE)
+    finally:
+        client.close()
+    assert waiting.until(lambda: claims_db.of_job(job.uuid) is None)

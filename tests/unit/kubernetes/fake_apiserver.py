@@ -20,7 +20,9 @@ Watches stream one JSON event a line (chunked) from the resourceVersion
 asked, a DELETED event carrying the deletion's own version; a version
 older than the history (``compact()``) gets an ERROR event 410 Expired;
 ``stop()`` cuts the streams as a restart does, and ``start(port)`` serves
-the same objects again.
+the same objects again. Claims of every namespace are listed and watched,
+and their status replaced, as fake_claims.py serves them; it plays the
+DRADeviceBindingConditions gate both ways too (``binding_conditions``).
 """
 import copy
 import datetime
@@ -286,6 +288,8 @@ class FakeKubeApiServer:
                                'found' % match.group(2))
             if method == 'DELETE':
                 del self.claims[match.groups()]
+                if claim['metadata'].get('resourceVersion'):
+                    self._record_deletion(claim)    # watched claims
             return 200, claim
         if path == NODES_PATH and method == 'GET':
             return 200, {'apiVersion': 'v1', 'kind': 'NodeList',
