@@ -9,9 +9,10 @@ regions of one type, all blank at first; ``--requests`` requests, each
 for one of ``--bitstreams`` bitstreams (weights 5:3:1, then 1 each;
 seeded), arriving with exponential gaps (mean ``--mean-gap`` s) and
 holding their region for an exponential time (mean ``--mean-hold`` s)
-once it is ready. A request takes a free region at once, or waits in arrival order
-for one to be freed; a region that runs another bitstream (or none) is
-programmed first, taking ``--program-seconds``. Three choices of region:
+once it is ready. A request takes a free region at once, or waits in
+arrival order for one to be freed; a region that runs another bitstream
+(or none) is programmed first, taking ``--program-seconds``. Three
+choices of region:
 
 - ``now``: what a bind chooses today, inventory/views.choose_member on
   views of the regions (busy ones hold their attach handle): a free one
