@@ -18,6 +18,7 @@ from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import release as release_mod
 from cyborg_lite.conductor import report
+from cyborg_lite.kubernetes import binding as k8s_binding
 from cyborg_lite.kubernetes import claims as k8s_claims
 
 LOG = logging.getLogger(__name__)
@@ -60,6 +61,34 @@ class ConductorManager:
         # with it; the job's progress resumes the bind (job_progress).
         self.bind_programmer = programming_mod.BindProgrammer(
             self.programming)
+        # Binding conditions (kubernetes/binding.py): set by watch_claims
+        # where this conductor publishes to Kubernetes; a job's progress
+        # moves the condition of the claim it programs for.
+        self.binding = None
+        self._claim_watch = None
+
+    def watch_claims(self, api_client):
+        """Program the regions of claims allocated with our binding
+        condition before their pods bind (kubernetes/binding.py)."""
+        self.binding, self._claim_watch = k8s_binding.watch_claims(
+            self.claims, api_client)
+
+    def stop_watching_claims(self):
+        if self._claim_watch is not None:
+            self._claim_watch.stop()
+            self._claim_watch = None
+
+    def _claim_condition_follows(self, job_uuid):
+        # NOTE: the job's report is committed whatever this does; a
+        # condition left unwritten is written when the claim is next
+        # listed (a conductor's start) or changed.
+        if self.binding is None:
+            return
+        try:
+            self.binding.job_changed(job_uuid)
+        except Exception:
+            LOG.exception('The binding condition of the claim of job %s '
+                          'was not written', job_uuid)
 
     @messaging.expected_exceptions(exception.InvalidReport,
                                    exception.ReportConflict, *_OUTAGE)
@@ -169,6 +198,7 @@ class ConductorManager:
     def cancel_program(self, ctxt, job_uuid):
         job = self.programming.cancel(job_uuid)
         bind.resume(job_uuid, publish=self._publish_requested)
+        self._claim_condition_follows(job_uuid)
         return job
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
@@ -182,6 +212,7 @@ class ConductorManager:
             # The bind that started the job (if one waits) ends now. A
             # conductor killed before this leaves it to the bind reaper.
             bind.resume(job_uuid, publish=self._publish_requested)
+        self._claim_condition_follows(job_uuid)
         return job
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)

@@ -30,6 +30,7 @@ from cyborg_lite.conductor import publishing
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import device_history
 from cyborg_lite.db import services as services_db
+from cyborg_lite.kubernetes import sink as k8s_sink
 from cyborg_lite.rpc import server_loop as rpc_loop
 from cyborg_lite.rpc import transport as rpc
 from cyborg_lite.rpc import versions as rpc_versions
@@ -132,6 +133,10 @@ class ConductorService(rpc_loop.RpcLoop):
 
     def start(self):
         self.manager.publisher.start()
+        sink = next((s for s in self.manager.publisher.sinks
+                     if isinstance(s, k8s_sink.KubernetesSink)), None)
+        if sink is not None and self.conf.kubernetes.binding_conditions:
+            self.manager.watch_claims(sink.api_client)
         self._start_rpc_loop(rpc.CONDUCTOR_TOPIC, [self.manager],
                              'conductor-periodic')
         LOG.info('Conductor %s started (release %s, topic %s)', self.host,
@@ -140,6 +145,7 @@ class ConductorService(rpc_loop.RpcLoop):
     def stop(self):
         """Stop taking RPC calls, finish those in flight, end the loop."""
         self._stop_rpc_loop()
+        self.manager.stop_watching_claims()
         self.manager.publisher.stop()
         LOG.info('Conductor %s stopped', self.host)
 

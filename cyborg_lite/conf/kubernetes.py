@@ -125,6 +125,21 @@ OPTS = [
                      'instead, tainted while a sibling is held. False: '
                      'never publish counters (a scheduler without the gate '
                      'allocates no device that consumes counters).'),
+    cfg.BoolOpt('binding_conditions',
+                default=True,
+                help='Publish the FPGA regions with the binding conditions '
+                     '<driver_name>/programmed and <driver_name>/'
+                     'programming-failed (KEP-5007): the conductor loads '
+                     'what an allocated claim asks for while the pod waits '
+                     'in the scheduler, and the pod binds to its node only '
+                     'once the region runs it, so the kubelet\'s Prepare '
+                     'never programs. Needs the DRADeviceBindingConditions '
+                     'and DRAResourceClaimDeviceStatus feature gates (on by '
+                     'default from Kubernetes 1.36) in the apiserver and '
+                     'the scheduler: the conductor asks the apiserver with '
+                     'a dry run, and where they are dropped publishes the '
+                     'regions without them (Prepare programs, as before). '
+                     'False: never publish them.'),
     cfg.BoolOpt('numa_node_list',
                 default=False,
                 help='Publish resource.kubernetes.io/numaNode as a list '

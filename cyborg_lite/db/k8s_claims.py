@@ -173,6 +173,28 @@ def set_job(claim_id, job_uuid):
                 job.uuid == job_uuid).scalar_subquery()))
 
 
+# The claim a programming job loads a region for (``of_job``).
+JobClaim = collections.namedtuple('JobClaim', [
+    'claim_uid', 'namespace', 'claim_name', 'device_name', 'hostname'])
+
+
+def of_job(job_uuid):
+    """The JobClaim whose region ``job_uuid`` loads; None when no claim
+    holds a region for it (a bind's job, or the claim released)."""
+    job = models.ProgrammingJob
+    with session.reader() as s:
+        row = s.execute(
+            sa.select(CLAIM.claim_uid, CLAIM.namespace, CLAIM.claim_name,
+                      CLAIM.device_name, models.Device.hostname)
+            .join(job, job.id == CLAIM.programming_job_id)
+            .join(models.Deployable,
+                  models.Deployable.id == CLAIM.deployable_id)
+            .join(models.Device,
+                  models.Device.id == models.Deployable.device_id)
+            .where(job.uuid == job_uuid)).first()
+    return JobClaim(*row) if row is not None else None
+
+
 def release(claim_uid, deployable_id=None):
     """Free what the claim holds (of one region, or all), in one
     transaction; each released region waits for its wipe before the next

@@ -434,6 +434,9 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
                                   group.numa_nodes)
         self.local_memory_mb = group.local_memory_mb
         self.program_delay = group.program_delay
+        # How the simulated write takes program_delay seconds; a test
+        # replaces it to hold a long write open without sleeping.
+        self.program_wait = time.sleep
         self.fail_program = group.fail_program
         self.fail_regions = set(group.fail_program_regions)
         self.clean_delay = group.clean_delay
@@ -485,7 +488,7 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         except exception.DriverError as e:
             raise exception.ProgrammingError(reason=e.format_message())
         function_id = image_function_id(image_path, port.region_type)
-        time.sleep(self.program_delay)
+        self.program_wait(self.program_delay)
         if self._fails(identity, region_name):
             raise exception.ProgrammingError(
                 reason='simulated failure programming %s %s (failure '

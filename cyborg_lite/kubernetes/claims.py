@@ -118,10 +118,15 @@ class ClaimFlow:
             LOG.info('Region %s held for ResourceClaim %s/%s (%s)',
                      region.uuid, request['namespace'],
                      request['claim_name'], request['claim_uid'])
+        # Allocated with our binding condition: the conductor loaded the
+        # region before the pod was bound (kubernetes/binding.py); Prepare
+        # never programs then, nor waits for a job.
+        bound = bool(request.get('bound_when_programmed'))
         try:
             if config:
                 self._ensure_programmed(claimed, region.uuid, config,
-                                        project_id, wait)
+                                        project_id, 0 if bound else wait,
+                                        start=not bound)
         except exception.ClaimInProgress:
             raise
         except Exception:
@@ -133,23 +138,64 @@ class ClaimFlow:
         region, device_row = deployables_db.load_region(dep.uuid)
         return _answer(region, device_row, claimed)
 
+    def program_for_binding(self, hostname, request):
+        """Hold the region for a claim the scheduler allocated with our
+        binding condition and start the job that loads what its config
+        asks for, without waiting (kubernetes/binding.py): the job's uuid,
+        or None when the region runs it already. The checks and the hold
+        are Prepare's; a refusal or a failed start frees the region."""
+        _check_request(request)
+        _device, dep = self._region(hostname, request)
+        region, _device_row = deployables_db.load_region(dep.uuid)
+        project_id = self.conf.kubernetes.namespace_projects.get(
+            request['namespace'])
+        config = request.get('config')
+        if config and not claims_db.holds(request['claim_uid'], region.id):
+            self._check_config(region, config, project_id)
+        claimed = claims_db.claim(
+            region.id, request['claim_uid'], request['namespace'],
+            request['claim_name'], request['device'], project_id)
+        if not config:
+            return None
+        try:
+            return self._job_for(claimed, region.uuid, config, project_id)
+        except Exception:
+            self.cleaning.start(claims_db.release(request['claim_uid'],
+                                                  region.id))
+            raise
+
     def _ensure_programmed(self, claimed, deployable_uuid, config,
-                           project_id, wait):
-        holder = claims_db.holder_name(claimed.claim_uid)
-        job_uuid = claimed.job_uuid
-        if job_uuid is None or not self._job_active(job_uuid):
-            if job_uuid is not None and not config.get('force'):
-                job_uuid = None          # ended: look at the region again
-            if job_uuid is None:
-                job_uuid = self._start(claimed, deployable_uuid, config,
-                                       project_id, holder)
-                if job_uuid is None:
-                    return               # already loaded
+                           project_id, wait, start=True):
+        job_uuid = self._job_for(claimed, deployable_uuid, config,
+                                 project_id, start)
+        if job_uuid is None:
+            return                       # already loaded
         done = self._wait(claimed, deployable_uuid, job_uuid, wait)
         if done.state != 'succeeded':
             raise exception.ProgrammingError(
                 reason='job %s %s: %s' % (done.uuid, done.state,
                                           done.error or 'no reason given'))
+
+    def _job_for(self, claimed, deployable_uuid, config, project_id,
+                 start=True):
+        """The job loading the region for the claim: the one running, or
+        one started now (not when ``start`` is false: refused instead);
+        None when the region runs what the config asks for."""
+        job_uuid = claimed.job_uuid
+        if job_uuid is not None and (self._job_active(job_uuid) or
+                                     config.get('force')):
+            return job_uuid
+        if not start:
+            region, _device = deployables_db.load_region(deployable_uuid)
+            if self._to_load(region, config, project_id) is not None:
+                raise exception.ClaimRefused(
+                    claim=claimed.claim_uid, device=deployable_uuid,
+                    reason='the region does not run what the claim asks '
+                           'for, and its pod was bound on our binding '
+                           'condition: Prepare does not program')
+            return None
+        return self._start(claimed, deployable_uuid, config, project_id,
+                           claims_db.holder_name(claimed.claim_uid))
 
     @staticmethod
     def _to_load(region, config, project_id):

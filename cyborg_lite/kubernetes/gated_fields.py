@@ -6,6 +6,11 @@ gates that are off by default on releases we serve:
 
 - device taints (``DRADeviceTaints``: alpha, off by default, from 1.33;
   beta and on from 1.36; GA in 1.37);
+- binding conditions (``DRADeviceBindingConditions``, with
+  ``DRAResourceClaimDeviceStatus``: alpha, off, in 1.34; beta and on from
+  1.36; kube-apiserver and kube-scheduler), with which a region that may
+  need programming binds its pod only once programmed (KEP-5007,
+  kubernetes/binding.py);
 - the shared counters of partitionable devices (``DRAPartitionableDevices``:
   alpha, off, from 1.33; beta and on from 1.36; kube-apiserver and
   kube-scheduler), with which regions behind one PCI function are
@@ -32,7 +37,10 @@ without it, which is said once in the log:
 - without counters, each region behind a shared function is a device of
   its own, as before counters: its siblings are tainted (or left out)
   while one is held, and two claims allocated in the same instant may get
-  two of them, the second Prepare then refused.
+  two of them, the second Prepare then refused;
+- without binding conditions, a pod binds to its node as soon as its
+  claim is allocated, and the region is programmed in the kubelet's
+  Prepare, as before binding conditions (kubernetes/claims.py).
 
 A cluster found without a field is asked again after ``REASK_INTERVAL``
 seconds: an upgrade may turn it on.
@@ -65,6 +73,13 @@ def counter_counts(obj):
     return counts
 
 
+def binding_condition_counts(obj):
+    """{device name: number of binding conditions} of a ResourceSlice."""
+    return {d['name']: len(d.get('bindingConditions') or []) +
+            len(d.get('bindingFailureConditions') or [])
+            for d in obj.get('spec', {}).get('devices') or []}
+
+
 @dataclasses.dataclass(frozen=True)
 class GatedField:
     name: str                   # as said in the log
@@ -88,6 +103,15 @@ SHARED_COUNTERS = GatedField(
     'allocate two of them at once, and the second Prepare is then refused. '
     'The kube-scheduler needs the gate too.',
     'regions that share a PCI function consume its counter again.')
+
+
+BINDING_CONDITIONS = GatedField(
+    'binding conditions', 'DRADeviceBindingConditions',
+    binding_condition_counts,
+    'Regions are published without them: a pod binds to its node as soon '
+    'as its claim is allocated, and its region is programmed in the '
+    'kubelet\'s Prepare instead. The kube-scheduler needs the gate too.',
+    'a pod waits for its region to be programmed before it binds again.')
 
 
 class FieldSupport:

@@ -65,7 +65,8 @@ class KubernetesSink(inventory_sink.InventorySink):
             api_client, group.driver_name, group.publish_taints,
             group.api_conflict_retries,
             numa_node_list=group.numa_node_list,
-            shared_counters=group.shared_counters)
+            shared_counters=group.shared_counters,
+            binding_conditions=group.binding_conditions)
         self._pending = inventory_sink.PendingHosts(
             conf.placement.sync_retry_initial_interval,
             conf.placement.sync_retry_max_interval, clock)

@@ -125,7 +125,8 @@ class SliceSync:
 
     def __init__(self, api_client, driver_name, publish_taints=True,
                  conflict_retries=5, clock=time.monotonic,
-                 numa_node_list=False, shared_counters=True):
+                 numa_node_list=False, shared_counters=True,
+                 binding_conditions=False):
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self._core = kubernetes.client.CoreV1Api(api_client)
         self.driver_name = driver_name
@@ -133,9 +134,12 @@ class SliceSync:
                                                 publish_taints, clock)
         self.counters = gated_fields.FieldSupport(
             gated_fields.SHARED_COUNTERS, shared_counters, clock)
+        self.binding = gated_fields.FieldSupport(
+            gated_fields.BINDING_CONDITIONS, binding_conditions, clock)
         # The build_slices option of each gated field.
         self._gated = {'publish_taints': self.taints,
-                       'shared_counters': self.counters}
+                       'shared_counters': self.counters,
+                       'binding_conditions': self.binding}
         self.conflict_retries = conflict_retries
         self.numa_node_list = numa_node_list
         # What we wrote, for a watch of our slices (slice_watch.py).

@@ -26,6 +26,7 @@ import logging
 
 from cyborg_lite.common import states
 from cyborg_lite.common import topology
+from cyborg_lite.kubernetes import claim_config
 from cyborg_lite.kubernetes import counters as k8s_counters
 from cyborg_lite.kubernetes import names as k8s_names
 
@@ -50,6 +51,11 @@ MAX_STRING_VALUE = 64
 MAX_TAINTS = 16
 TAINT_EFFECTS = ('None', 'NoSchedule', 'NoExecute')
 ATTRIBUTE_VALUE_KEYS = ('int', 'bool', 'string', 'version', 'ints')
+# KEP-5007: a device allocated with binding conditions binds its pod only
+# once every one is True in the claim's status.devices[].conditions (the
+# conductor sets it when the region runs what the claim asked for,
+# kubernetes/binding.py), and fails the binding once a failure one is.
+MAX_BINDING_CONDITIONS = 4
 _BINARY_SUFFIXES = ('', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei')
 
 
@@ -182,6 +188,19 @@ def _taints(driver_name, deployable):
     return taints
 
 
+def may_need_programming(device, deployable):
+    """Whether allocating this device may mean loading a bitstream first:
+    a region of a programmable device."""
+    return bool(device.programmable and deployable.region_type)
+
+
+def _binding_conditions(driver_name):
+    return {'bindingConditions': [
+                claim_config.programmed_condition(driver_name)],
+            'bindingFailureConditions': [
+                claim_config.programming_failed_condition(driver_name)]}
+
+
 def _unique_names(pairs):
     """Device names for (device, deployable) pairs; names that fold to the
     same label get the hashed form, so each is unique in the pool."""
@@ -215,9 +234,11 @@ def untainted(device):
 
 
 def build_devices(inventory, driver_name, publish_taints=True,
-                  numa_node_list=False):
+                  numa_node_list=False, binding_conditions=False):
     """The ``spec.devices`` entries of a host, sorted by name; with
-    ``publish_taints`` false, as ``untainted`` leaves them."""
+    ``publish_taints`` false, as ``untainted`` leaves them; with
+    ``binding_conditions``, the regions that may need programming carry
+    ours."""
     pairs = [(d, dep) for d in inventory.devices for dep in d.deployables]
     devices = []
     for (device, deployable), name in zip(pairs, _unique_names(pairs)):
@@ -229,6 +250,8 @@ def build_devices(inventory, driver_name, publish_taints=True,
         taints = _taints(driver_name, deployable)
         if taints:
             entry['taints'] = taints
+        if binding_conditions and may_need_programming(device, deployable):
+            entry.update(_binding_conditions(driver_name))
         if not publish_taints:
             entry = untainted(entry)
             if entry is None:
@@ -262,18 +285,21 @@ def _slice(inventory, driver_name, suffix, count, **content):
 
 def build_slices(inventory, driver_name, publish_taints=True,
                  max_devices=MAX_DEVICES_PER_SLICE, numa_node_list=False,
-                 shared_counters=True):
+                 shared_counters=True, binding_conditions=False):
     """The ResourceSlice objects (dicts) that publish ``inventory``; none
     for a host without devices. ``numa_node_list``: numaNode in its list
     form (KEP-6072; the cluster must have DRAListTypeAttributes on).
     ``shared_counters``: regions that share a PCI function consume its
     counter set, published in slices of their own after the devices'
-    (kubernetes/counters.py; the cluster must have partitionable devices)."""
+    (kubernetes/counters.py; the cluster must have partitionable devices).
+    ``binding_conditions``: regions that may need programming bind their
+    pod only once programmed (KEP-5007; the cluster must have
+    DRADeviceBindingConditions)."""
     if not k8s_names.is_dns_subdomain(inventory.node_name):
         raise InvalidSlice('node name %r is not a DNS subdomain'
                            % (inventory.node_name,))
     devices = build_devices(inventory, driver_name, publish_taints,
-                            numa_node_list)
+                            numa_node_list, binding_conditions)
     sets = []
     if shared_counters:
         devices, sets = k8s_counters.partitioned(devices,
@@ -353,6 +379,15 @@ def _check_device(device):
                k8s_names.is_label_value(taint.get('value', '')) and
                taint.get('effect') in TAINT_EFFECTS,
                'device %s: bad taint %r', name, taint)
+    for field in ('bindingConditions', 'bindingFailureConditions'):
+        types = device.get(field, [])
+        _check(len(types) <= MAX_BINDING_CONDITIONS and all(
+            k8s_names.is_label_key(t) for t in types),
+            'device %s: bad %s %r', name, field, types)
+    _check(bool(device.get('bindingConditions')) ==
+           bool(device.get('bindingFailureConditions')),
+           'device %s: binding conditions without failure conditions or '
+           'the reverse', name)
     for reason in k8s_counters.device_errors(device):
         raise InvalidSlice(reason)
 

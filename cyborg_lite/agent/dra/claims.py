@@ -11,7 +11,7 @@ import dataclasses
 
 import kubernetes
 
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 from cyborg_lite.kubernetes import client as k8s_client
 from cyborg_lite.kubernetes import names as k8s_names
 
@@ -36,6 +36,9 @@ class AllocatedDevice:
     admin_access: bool = False
     share_id: str | None = None
     config: claim_config.FpgaConfig | None = None
+    # The scheduler waited for our binding conditions (the allocation
+    # result carries them): the region was programmed before the bind.
+    bound_when_programmed: bool = False
 
     @property
     def base_request(self):
@@ -121,5 +124,7 @@ def allocated_devices(claim, ref, driver_name, pool_name):
             request=item.get('request', ''), pool=item['pool'],
             device=item.get('device', ''),
             admin_access=bool(item.get('adminAccess')),
-            share_id=item.get('shareID'), config=config))
+            share_id=item.get('shareID'), config=config,
+            bound_when_programmed=claim_config.bound_when_programmed(
+                item, driver_name)))
     return result

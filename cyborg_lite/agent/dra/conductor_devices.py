@@ -10,7 +10,9 @@ ClaimInProgress after ``wait`` seconds and this asks again, on the same
 job, until ``[programming]bind_wait_timeout`` has passed. The plugin
 meanwhile answers the kubelet "still being prepared" and its retries wait
 on this same preparation; after a restart of the agent, the retry's call
-finds the conductor's job and waits on it.
+finds the conductor's job and waits on it. A device allocated with our
+binding condition was programmed before the pod was bound
+(kubernetes/binding.py): its prepare neither programs nor waits.
 """
 import time
 
@@ -45,7 +47,8 @@ class ConductorDevices:
             'device': request.device,
             'admin_access': bool(request.admin_access),
             'config': request.config.to_dict() if request.config else None,
-            'pods': list(request.pods)}
+            'pods': list(request.pods),
+            'bound_when_programmed': bool(request.bound_when_programmed)}
         deadline = time.monotonic() + self.total
         while True:
             try:
@@ -54,6 +57,12 @@ class ConductorDevices:
                     self.wait)
                 break
             except exception.ClaimInProgress as e:
+                if request.bound_when_programmed:
+                    # NOTE: the pod was to bind once the region runs its
+                    # bitstream; Prepare does not wait for the job.
+                    raise device_api.DevicePrepareError(
+                        'the region is still being programmed (its binding '
+                        'condition is not True yet): %s' % e)
                 if time.monotonic() >= deadline:
                     raise device_api.DevicePrepareError(str(e))
                 LOG.info('%s; asking again', e)

@@ -21,7 +21,7 @@ import dataclasses
 import os
 import re
 
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 
 _ENV_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _PERMISSIONS_RE = re.compile(r'[rwm]{1,3}')
@@ -42,6 +42,9 @@ class DevicePrepareRequest:
     admin_access: bool = False       # monitoring access: never program
     config: claim_config.FpgaConfig | None = None
     pods: tuple = ()                 # the claim's status.reservedFor pods
+    # Allocated with our binding conditions (KEP-5007): the conductor
+    # programmed the region before the pod was bound; never program here.
+    bound_when_programmed: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -173,7 +173,8 @@ class DraPlugin:
                     claim_name=ref.name, request=first.base_request,
                     pool=first.pool, device=first.device,
                     admin_access=all(i.admin_access for i in items),
-                    config=first.config, pods=pods))
+                    config=first.config, pods=pods,
+                    bound_when_programmed=first.bound_when_programmed))
                 if not isinstance(device, device_api.PreparedDevice):
                     raise device_api.DevicePrepareError(
                         'prepare_device returned %r' % (device,))

@@ -93,27 +93,29 @@ def _cel(selectors):
 
 
 def _wanted(objects):
-    """(what, [CEL expressions a device must all match]) of every class
-    and every request of a claim (its class's selectors with its own)."""
+    """(what, [[CEL expressions a device must all match], ...]) of every
+    class and every request of a claim (its class's selectors with its
+    own): one list, or one per subrequest of a firstAvailable request (a
+    device matching any of them serves it)."""
     classes = {o['metadata']['name']: _cel(o['spec'].get('selectors'))
                for _, o in objects if o['kind'] == 'DeviceClass'}
     wanted = [('%s DeviceClass %s' % (where, o['metadata']['name']),
-               classes[o['metadata']['name']])
+               [classes[o['metadata']['name']]])
               for where, o in objects if o['kind'] == 'DeviceClass']
     for where, obj in objects:
         if obj['kind'] != 'ResourceClaimTemplate':
             continue
         for request in obj['spec']['spec']['devices']['requests']:
-            exactly = request['exactly']
-            if exactly['deviceClassName'] not in classes:
+            choices = request.get('firstAvailable') or [request['exactly']]
+            if any(c['deviceClassName'] not in classes for c in choices):
                 # Another driver's device (the CPUs of dra.cpu beside a
                 # region, deploy/kubernetes/numa-aligned-claim.yaml).
                 continue
             wanted.append((
                 '%s %s request %s' % (where, obj['metadata']['name'],
                                       request['name']),
-                classes[exactly['deviceClassName']] +
-                _cel(exactly.get('selectors'))))
+                [classes[c['deviceClassName']] + _cel(c.get('selectors'))
+                 for c in choices]))
     return wanted
 
 
@@ -142,13 +144,14 @@ def test_every_documented_selector_finds_a_device_of_make_run(
     devices = _all_in_one_devices(conf, tmp_path)
     assert len(devices) == 4
     wanted = _wanted(_documented())
-    # deploy/: 4 classes, a claim and the region of the NUMA-aligned
-    # claim; the docs: 2 classes and a claim.
-    assert len(wanted) == 9
+    # deploy/: 4 classes, a claim, the region of the NUMA-aligned claim
+    # and the warm claim; the docs: 2 classes, a claim and the warm one.
+    assert len(wanted) == 11
     # Every class but the GPU's selects the all-in-one's FPGA regions.
-    for what, expressions in wanted:
+    for what, alternatives in wanted:
         found = [d['name'] for d in devices
-                 if all(matches(e, d) for e in expressions)]
+                 if any(all(matches(e, d) for e in expressions)
+                        for expressions in alternatives)]
         if 'gpu.' in what:
             assert found == [], what
         else:

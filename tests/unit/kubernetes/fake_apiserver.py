@@ -22,7 +22,9 @@ Watches stream one JSON event a line (chunked) from the resourceVersion
 asked, a DELETED event carrying the deletion's own version; a version
 older than the history (``compact()``) gets an ERROR event 410 Expired;
 ``stop()`` cuts the streams as a restart does, and ``start(port)`` serves
-the same objects again.
+the same objects again. Claims of every namespace are listed and watched,
+and their status replaced, as fake_claims.py serves them; it plays the
+DRADeviceBindingConditions gate both ways too (``binding_conditions``).
 """
 import copy
 import datetime
@@ -36,15 +38,17 @@ import uuid
 
 import kubernetes
 
+from tests.unit.kubernetes import fake_claims
 from tests.unit.kubernetes import schemas
 
 RESOURCE = '/apis/resource.k8s.io/v1'
 SLICES_RE = re.compile(RESOURCE + r'/resourceslices(?:/([^/]+))?')
 CLAIMS_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims')
 CLAIM_RE = re.compile(RESOURCE + r'/namespaces/([^/]+)/resourceclaims/([^/]+)')
-LISTS = {RESOURCE + '/resourceclaims': ('ResourceClaimList', 'claims'),
-         RESOURCE + '/deviceclasses': ('DeviceClassList', 'device_classes')}
+LISTS = {RESOURCE + '/deviceclasses': ('DeviceClassList', 'device_classes')}
 EVENTS_RE = re.compile(r'/apis/events\.k8s\.io/v1/namespaces/([^/]+)/events')
+ALL_CLAIMS = RESOURCE + '/resourceclaims'
+CLAIM_STATUS_RE = re.compile(CLAIM_RE.pattern + '/status')
 NODES_PATH = '/api/v1/nodes'
 NODE_RE = re.compile(r'/api/v1/nodes/([^/]+)')
 SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
@@ -53,6 +57,8 @@ SLICE_FIELDS = {'metadata.name': lambda s: s['metadata']['name'],
 IMMUTABLE = ('driver', 'nodeName')
 DRY_RUN = '?dryRun=All'     # how a dry run is recorded in ``requests``
 PER_DEVICE_NODES = ('nodeName', 'nodeSelector', 'allNodes')
+BINDING_FIELDS = ('bindingConditions', 'bindingFailureConditions',
+                  'bindsToNode')
 
 
 class ApiError(Exception):
@@ -119,6 +125,9 @@ class FakeKubeApiServer:
         # must consume from a counter set of its own slice.
         self.partitionable_devices = True
         self.counter_sets_with_devices = False
+        # DRADeviceBindingConditions (beta, on from 1.36): off, the binding
+        # (failure) conditions and bindsToNode of devices are dropped.
+        self.binding_conditions = True
         self._version = 0
         self._lock = threading.Lock()
         self._httpd = None
@@ -128,8 +137,9 @@ class FakeKubeApiServer:
         self._compacted = 0
         self._changed = threading.Condition(self._lock)
         self._running = False
-        self.watches = 0            # watch streams open now
+        self.watches = 0            # slice watch streams open now
         self.watches_opened = 0
+        self.claim_watches = 0      # claim watch streams open now
         self._watches_ended = 0     # end_watches() calls
         self._watch_gate = threading.Event()
         self._watch_gate.set()
@@ -142,6 +152,7 @@ class FakeKubeApiServer:
         return self.nodes[name]['metadata']['uid']
 
     def put_claim(self, claim):
+        """Store ``claim`` exactly as it is (no event for the watches)."""
         meta = claim['metadata']
         self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
 
@@ -154,13 +165,18 @@ class FakeKubeApiServer:
             old = self.claims.get(key)
             if old is not None and _unversioned(old) == _unversioned(claim):
                 return
-            meta['resourceVersion'] = self._next_version()
-            self.claims[key] = claim
+            fake_claims.put(self, claim)
 
     def put_device_class(self, device_class):
         assert schemas.schema_errors(device_class) == []
         self.device_classes[device_class['metadata']['name']] = \
             copy.deepcopy(device_class)
+
+    def add_claim(self, claim):
+        """Store ``claim`` as a write does: a resourceVersion, an event
+        for the watches of claims (fake_claims.put)."""
+        with self._lock:
+            return copy.deepcopy(fake_claims.put(self, copy.deepcopy(claim)))
 
     @property
     def writes(self):
@@ -286,6 +302,8 @@ class FakeKubeApiServer:
                 return self._replace(name, payload)
             if method == 'DELETE':
                 return self._delete(name, payload)
+        if path.startswith(ALL_CLAIMS) or CLAIM_STATUS_RE.fullmatch(path):
+            return fake_claims.route(self, method, path, payload)
         if path in LISTS and method == 'GET':
             kind, store = LISTS[path]
             return 200, {'apiVersion': 'resource.k8s.io/v1', 'kind': kind,
@@ -306,6 +324,8 @@ class FakeKubeApiServer:
                                'found' % match.group(2))
             if method == 'DELETE':
                 del self.claims[match.groups()]
+                if claim['metadata'].get('resourceVersion'):
+                    self._record_deletion(claim)    # watched claims
             return 200, claim
         if path == NODES_PATH and method == 'GET':
             return 200, {'apiVersion': 'v1', 'kind': 'NodeList',
@@ -370,6 +390,11 @@ class FakeKubeApiServer:
             'perDeviceNodeSelection' in old_spec or any(
                 d.get('consumesCounters') or set(d) & set(PER_DEVICE_NODES)
                 for d in old_devices)
+        if not (self.binding_conditions or any(
+                set(d) & set(BINDING_FIELDS) for d in old_devices)):
+            for device in devices:
+                for field in BINDING_FIELDS:
+                    device.pop(field, None)
         if not (self.partitionable_devices or partitioned):
             obj['spec'].pop('sharedCounters', None)
             obj['spec'].pop('perDeviceNodeSelection', None)
@@ -527,8 +552,9 @@ class FakeKubeApiServer:
         url = urllib.parse.urlsplit(raw_path)
         query = dict(urllib.parse.parse_qsl(url.query))
         return (method == 'GET' and query.get('watch') in ('true', '1')
-                and SLICES_RE.fullmatch(url.path) is not None
-                and SLICES_RE.fullmatch(url.path).group(1) is None)
+                and (url.path == ALL_CLAIMS or (
+                    SLICES_RE.fullmatch(url.path) is not None
+                    and SLICES_RE.fullmatch(url.path).group(1) is None)))
 
     def watch(self, handler):
         """Stream the changes of the selected slices after the
@@ -541,7 +567,12 @@ class FakeKubeApiServer:
         with self._lock:
             self.requests.append(('GET', url.path + '?watch'))
         self._watch_gate.wait()
-        keep = _field_filter(query.get('fieldSelector'))
+        kind = 'ResourceClaim' if url.path == ALL_CLAIMS else 'ResourceSlice'
+        selected = _field_filter(query.get('fieldSelector'))
+
+        def keep(obj):
+            return obj.get('kind', kind) == kind and (
+                kind == 'ResourceClaim' or selected(obj))
         deadline = time.monotonic() + float(query.get('timeoutSeconds')
                                             or 1800)
         handler.send_response(200)
@@ -550,8 +581,11 @@ class FakeKubeApiServer:
         handler.end_headers()
         handler.close_connection = True
         with self._lock:
-            self.watches += 1
-            self.watches_opened += 1
+            if kind == 'ResourceClaim':
+                self.claim_watches += 1
+            else:
+                self.watches += 1
+                self.watches_opened += 1
             since = query.get('resourceVersion')
             if since and int(since) < self._compacted:
                 pending = [('ERROR', {
@@ -563,8 +597,9 @@ class FakeKubeApiServer:
             elif since:
                 pending = []
             else:       # from now, the current objects first
-                pending = [('ADDED', copy.deepcopy(o))
-                           for _, o in sorted(self.slices.items())]
+                pending = [('ADDED', copy.deepcopy(o)) for _, o in sorted(
+                    (self.claims if kind == 'ResourceClaim'
+                     else self.slices).items())]
             position = int(since) if since else self._version
             ended = self._watches_ended
         try:
@@ -573,7 +608,10 @@ class FakeKubeApiServer:
             pass        # the client went away
         finally:
             with self._lock:
-                self.watches -= 1
+                if kind == 'ResourceClaim':
+                    self.claim_watches -= 1
+                else:
+                    self.watches -= 1
 
     def _stream(self, handler, keep, pending, position, deadline, ended):
         while True:

@@ -163,6 +163,31 @@ def slice_rule_errors(obj, counter_sets_with_devices=False):
             if not _LABEL_VALUE.fullmatch(taint.get('value', '')):
                 errors.append('device %s: taint value %r' % (
                     name, taint.get('value')))
+        errors += _binding_condition_errors(device)
+    return errors
+
+
+def _condition_type(value):
+    """A metav1.Condition type: a qualified name, ``[prefix/]name``."""
+    prefix, _, name = value.rpartition('/')
+    return ((not prefix or _subdomain(prefix)) and len(name) <= 63 and
+            _LABEL_VALUE.fullmatch(name) is not None and name != '')
+
+
+def _binding_condition_errors(device):
+    """KEP-5007: at most 4 of each, valid condition types, and the two
+    lists set together."""
+    errors = []
+    name = device.get('name', '')
+    conditions = device.get('bindingConditions') or []
+    failures = device.get('bindingFailureConditions') or []
+    for field, types in (('bindingConditions', conditions),
+                         ('bindingFailureConditions', failures)):
+        if len(types) > 4 or not all(map(_condition_type, types)):
+            errors.append('device %s: bad %s %r' % (name, field, types))
+    if bool(conditions) != bool(failures):
+        errors.append('device %s: bindingConditions and '
+                      'bindingFailureConditions go together' % name)
     return errors
 
 

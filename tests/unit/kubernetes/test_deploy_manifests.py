@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 from cyborg_lite.conf import kubernetes as k8s_conf
 from cyborg_lite.kubernetes import slice_sync
 from cyborg_lite.kubernetes import slice_watch
@@ -92,10 +92,30 @@ def test_cel_names_only_what_the_conductor_publishes():
 
 def test_every_fpga_config_is_accepted_by_the_plugin():
     opaque = [o for _, obj in _objects() for o in _walk(obj, 'opaque')]
-    assert len(opaque) == 2
+    assert len(opaque) == 3
     for entry in opaque:
         assert entry['driver'] == DRIVER
         claim_config.parse(entry['parameters'], DRIVER)
+
+
+def test_the_warm_template_tries_the_running_function_first():
+    (template,) = [obj for name, obj in _objects()
+                   if name == 'warm-claim.yaml']
+    (request,) = template['spec']['spec']['devices']['requests']
+    subrequests = request['firstAvailable']
+    assert [s['name'] for s in subrequests] == ['warm', 'blank', 'any']
+    function_id = template['spec']['spec']['devices']['config'][0][
+        'opaque']['parameters']['functionID']
+    warm, blank, _any = [s['selectors'][0]['cel']['expression']
+                         for s in subrequests]
+    assert '.functionID == "%s"' % function_id in warm
+    assert '.functionID == ""' in blank
+    # Each config entry covers the subrequests of the request it names.
+    for sub in subrequests:
+        assert claim_config.for_request(
+            [dict(template['spec']['spec']['devices']['config'][0],
+                  source='FromClaim')], 'fpga/' + sub['name'],
+            DRIVER).function_id == function_id
 
 
 def _role(name):
@@ -152,6 +172,19 @@ def test_the_conductor_role_grants_every_call_of_a_sync_and_watch():
     assert {v for _, _, v in needed} == {'list', 'watch', 'create',
                                          'update', 'delete', 'get'}
     assert needed <= _role('cyborg-lite-conductor')
+
+
+def test_the_conductor_role_grants_the_binding_conditions_calls():
+    # kubernetes/claim_watch.py lists and watches every namespace's
+    # claims; kubernetes/binding.py reads one and replaces its status
+    # (status.devices: resourceclaims/driver from 1.36, as a controller
+    # serving any node).
+    role = _role('cyborg-lite-conductor')
+    assert {('resource.k8s.io', 'resourceclaims', verb)
+            for verb in ('get', 'list', 'watch')} <= role
+    assert ('resource.k8s.io', 'resourceclaims/status', 'update') in role
+    assert ('resource.k8s.io', 'resourceclaims/driver',
+            'arbitrary-node:update') in role
 
 
 def test_the_agent_role_reads_claims_only():

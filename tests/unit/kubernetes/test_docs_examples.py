@@ -5,7 +5,7 @@ import re
 
 import yaml
 
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 from tests.unit.kubernetes import inventories
 from tests.unit.kubernetes import schemas
 
@@ -34,11 +34,12 @@ def _opaque_parameters(obj):
 def test_doc_manifests_are_valid():
     manifests = _manifests()
     assert [m['kind'] for m in manifests] == [
-        'DeviceClass', 'DeviceClass', 'ResourceClaimTemplate', 'Pod']
+        'DeviceClass', 'DeviceClass', 'ResourceClaimTemplate', 'Pod',
+        'ResourceClaimTemplate']
     for manifest in manifests:
         assert schemas.schema_errors(manifest) == [], manifest['kind']
     opaque = [o for m in manifests for o in _opaque_parameters(m)]
-    assert len(opaque) == 2
+    assert len(opaque) == 3
     for entry in opaque:
         assert entry['driver'] == inventories.DRIVER
         claim_config.parse(entry['parameters'], inventories.DRIVER)

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from cyborg_lite.agent.dra import cdi
-from cyborg_lite.agent.dra import claim_config
+from cyborg_lite.kubernetes import claim_config
 from cyborg_lite.agent.dra import claims
 from cyborg_lite.agent.dra import device_api
 from cyborg_lite.agent.dra import server

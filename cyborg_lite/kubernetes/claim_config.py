@@ -91,6 +91,24 @@ def _uuid(value):
     return str(parsed)
 
 
+def programmed_condition(driver_name):
+    """The binding condition our regions are published with (KEP-5007):
+    True once the region runs what the claim asked for."""
+    return driver_name + '/programmed'
+
+
+def programming_failed_condition(driver_name):
+    return driver_name + '/programming-failed'
+
+
+def bound_when_programmed(result, driver_name):
+    """Whether an allocation result waited for our binding condition: the
+    scheduler copies a device's bindingConditions into the result only
+    where the cluster has DRADeviceBindingConditions."""
+    return programmed_condition(driver_name) in (
+        result.get('bindingConditions') or ())
+
+
 def _applies(entry_requests, request):
     """Whether a config entry for ``requests`` covers a result's request
     (``main`` or a subrequest ``main/sub`` of firstAvailable)."""

@@ -1,0 +1,36 @@
+"""bench/program_trace's simulation on hand-made traces whose answers
+are known: the choices differ exactly where a warm region exists."""
+from bench import program_trace as pt
+
+PROGRAM = 10.0
+
+
+def _run(requests, regions, choose):
+    return pt.simulate(requests, regions, PROGRAM, pt.CHOICES[choose])
+
+
+def test_a_warm_region_is_taken_and_needs_no_programming():
+    # Two regions, one request at a time: a, b, a. The first free region
+    # (region0) is reprogrammed each time; the warm choice reloads none.
+    requests = [(0.0, 0, 1.0), (100.0, 1, 1.0), (200.0, 0, 1.0)]
+    assert _run(requests, 2, 'first_free') == (3, [PROGRAM] * 3)
+    assert _run(requests, 2, 'now') == (2, [PROGRAM, PROGRAM, 0.0])
+    assert _run(requests, 2, 'optimum') == (2, [PROGRAM, PROGRAM, 0.0])
+
+
+def test_the_optimum_keeps_the_function_asked_for_next():
+    # Two regions running a and b; c comes, then a. Least recently asked
+    # evicts a (asked first); knowing the trace, b is evicted instead.
+    requests = [(0.0, 0, 1.0), (50.0, 1, 1.0), (100.0, 2, 1.0),
+                (150.0, 0, 1.0)]
+    assert _run(requests, 2, 'now')[0] == 4
+    assert _run(requests, 2, 'optimum')[0] == 3
+
+
+def test_a_request_waits_for_a_region_to_be_freed():
+    # One region held 5 s after programming: the second request waits
+    # for it, then needs no programming (same bitstream).
+    requests = [(0.0, 0, 5.0), (1.0, 0, 5.0)]
+    reprograms, ready = _run(requests, 1, 'now')
+    assert reprograms == 1
+    assert ready == [PROGRAM, PROGRAM + 5.0 - 1.0]
