@@ -433,6 +433,7 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
                                   group.initial_function_id, group.sriov,
                                   group.numa_nodes)
         self.local_memory_mb = group.local_memory_mb
+        self.whole_card = group.whole_card
         self.program_delay = group.program_delay
         self.fail_program = group.fail_program
         self.fail_regions = set(group.fail_program_regions)
@@ -457,7 +458,8 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         places = topology.Reader(self.tree.sys)
         self._cards = dfl.scan_cards(self.tree.sys)
         return [dfl.card_to_record(card, self.local_memory_mb,
-                                   {'simulated': True}, places)
+                                   {'simulated': True}, places,
+                                   whole_card=self.whole_card)
                 for card in self._cards]
 
     def read_health(self, devices, missing):
