@@ -25,15 +25,19 @@ CARD = {'resources:FPGA': '2',
         'trait:%s' % shared_functions.WHOLE_CARD_TRAIT: 'required'}
 
 
-@pytest.fixture
-def host(placement, configured, conf, sqlite_db, hostname, tmp_path):
-    configured(placement)
+def _host(server, configured, conf, hostname, tmp_path, whole_card=True):
+    configured(server)
     conf.set_override('transport_url', 'inproc://')
     fake_host.configure_card(conf, tmp_path / 'fake_fpga', sriov=True)
-    conf.set_override('whole_card', True, group='fake_driver')
-    host = fake_host.Host(conf, placement, hostname)
+    conf.set_override('whole_card', whole_card, group='fake_driver')
+    host = fake_host.Host(conf, server, hostname)
     assert host.report()['changed']
     return host
+
+
+@pytest.fixture
+def host(placement, configured, conf, sqlite_db, hostname, tmp_path):
+    return _host(placement, configured, conf, hostname, tmp_path)
 
 
 def _candidates(host, groups):
@@ -88,6 +92,8 @@ def _bound_names(arqs):
 
 def test_the_cards_provider_offers_the_card_and_its_regions(host):
     assert set(host.regions().values()) == {'card+region0+region1'}
+    # The report stored the provider the tree offers each through.
+    assert not host.report()['changed']
     [card_rp] = host.regions()
     inventory = host.placement.get(
         '/resource_providers/%s/inventories' % card_rp)['inventories']
@@ -141,3 +147,26 @@ def test_a_region_not_wiped_yet_keeps_the_card_from_schedulers(host):
 
     host.wipe()
     assert _candidates(host, [CARD]) == [{1: card_rp}]
+
+
+def test_turning_it_on_moves_a_regions_allocation_to_the_cards_provider(
+        reshaping_placement, configured, conf, sqlite_db, hostname,
+        tmp_path):
+    host = _host(reshaping_placement, configured, conf, hostname, tmp_path,
+                 whole_card=False)
+    region_rps = {name: rp for rp, name in host.regions().items()}
+    assert set(region_rps) == {'region0', 'region1'}
+    [arq] = _take(host, [REGION])
+    bound = _bound_names([arq])
+
+    conf.set_override('whole_card', True, group='fake_driver')
+    host.driver = fake_host.fake.FakeDriver(conf)
+    assert host.report()['changed']
+
+    [card_rp] = host.regions()
+    assert host.placement.get('/allocations/%s' % arq.instance_uuid)[
+        'allocations'][card_rp]['resources']['FPGA'] == 1
+    assert _candidates(host, [CARD]) == []
+    assert _candidates(host, [REGION]) == [{1: card_rp}]
+    # Still Bound where it was: the move changed no database row of it.
+    assert _bound_names([h.get_arq(arq.uuid)]) == bound
