@@ -165,10 +165,27 @@ def _shared_with_unclean(device, deployable):
                for s in device.siblings_sharing(deployable))
 
 
+def _whole_card_conflict(device, deployable):
+    """A whole card one of whose regions is held, or a region whose
+    whole card is held (common/shared_functions.py): the card and its
+    regions are one choice. (Placement counts this itself, by the card
+    provider's slots: placement/tree.py leaves the reason out.)"""
+    if not shared_functions.offered_by_card(
+            (d.name, d.traits) for d in device.deployables):
+        return False
+    card = shared_functions.is_whole_card(deployable.traits)
+    return any(h.in_use for other in device.deployables
+               if other.name != deployable.name and
+               shared_functions.is_whole_card(other.traits) != card
+               for h in other.attach_handles)
+
+
 # A device_state that keeps a deployable from schedulers, named as a
 # reason where the state's own name would be unclear.
 _CLEANING_REASON = {'error': 'cleaning_failed'}
 
+# The reason a card and its regions exclude each other by.
+WHOLE_CARD_IN_USE = 'whole_card_in_use'
 # The reasons, in the order they are reported: (name, what it means,
 # test(device, deployable or None)). A deployable-level test is given
 # deployable None when the device as a whole is asked about. Add a
@@ -190,6 +207,9 @@ _RULES = (
     # it (the Kubernetes sink leaves this reason out: it is its own).
     ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
      lambda dev, dep: dep is not None and _kubernetes_claimed(dep)),
+    (WHOLE_CARD_IN_USE, 'it is a whole card one of whose regions is '
+     'held, or a region of a whole card that is held',
+     lambda dev, dep: dep is not None and _whole_card_conflict(dev, dep)),
     ('shared_function_unclean', 'its PCI function (or mdev) also reaches a '
      'sibling deployable that is not wiped yet after its last tenant',
      lambda dev, dep: dep is not None and _shared_with_unclean(dev, dep)),

@@ -162,6 +162,13 @@ def offered_by_card(device):
         (d.name, d.traits) for d in device.deployables)
 
 
+def _unavailable_in_card(device, dep):
+    """Why ``dep`` may not be bound, but for its card or a region of it
+    being held: the allocation of the card provider's slots says that."""
+    return any(reason != host_inventory.WHOLE_CARD_IN_USE for reason in
+               host_inventory.unavailable_reasons(device, dep))
+
+
 def _card_inventories(device, deps):
     """A whole card and its regions: one slot of the regions' class per
     region (a region asks for one, the whole card for all) and every
@@ -170,14 +177,13 @@ def _card_inventories(device, deps):
     may not be. So the whole card is offered only while every region is
     free, and no region while the card is held (its allocation takes
     every slot)."""
-    card_out = any(host_inventory.unavailable_reasons(device, d)
-                   for d in deps if shared_functions.is_whole_card(d.traits))
+    card_out = any(_unavailable_in_card(device, d) for d in deps
+                   if shared_functions.is_whole_card(d.traits))
     total, reserved = {}, {}
     for region in deps:
         if shared_functions.is_whole_card(region.traits):
             continue
-        out = card_out or bool(
-            host_inventory.unavailable_reasons(device, region))
+        out = card_out or _unavailable_in_card(device, region)
         for rc, amount in ((deployable_rc(device, region),
                             region.num_accelerators),
                            (LOCAL_MEMORY_RC, region.local_memory_mb)):
