@@ -26,6 +26,12 @@ functions, so they agree and an unchanged report writes nothing.
 WHOLE_CARD_TRAIT = 'CUSTOM_FPGA_WHOLE_CARD'
 
 
+# The attribute each region of a card offered whole carries (the card
+# deployable's name): its bind knows to look at the card, with no query
+# for any other region.
+WHOLE_CARD_ATTRIBUTE = 'whole_card'
+
+
 def is_whole_card(traits):
     """Whether a deployable of these traits is its card's whole card."""
     return WHOLE_CARD_TRAIT in traits

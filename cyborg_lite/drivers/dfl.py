@@ -333,6 +333,16 @@ def _whole_card(card):
             attach_info=sysfs.pci_attach_info(card.pci_address))])]
 
 
+def _deployables(card, local_memory_mb, places, whole_card):
+    regions = [_deployable(card, p, local_memory_mb, places)
+               for p in card.ports]
+    whole = _whole_card(card) if whole_card else []
+    for region in regions if whole else ():
+        region.attributes[shared_functions.WHOLE_CARD_ATTRIBUTE] = \
+            WHOLE_CARD_NAME
+    return regions + whole
+
+
 def card_to_record(card, local_memory_mb=0, extra_info=None, places=None,
                    whole_card=False):
     """The DeviceRecord of a card; ``extra_info`` goes to vendor info;
@@ -356,9 +366,7 @@ def card_to_record(card, local_memory_mb=0, extra_info=None, places=None,
         std_board_info={'vendor_id': '0x%04x' % card.vendor_id,
                         'device_id': '0x%04x' % card.device_id},
         vendor_board_info=vendor_info,
-        deployables=[_deployable(card, p, local_memory_mb, places)
-                     for p in card.ports] +
-        (_whole_card(card) if whole_card else []),
+        deployables=_deployables(card, local_memory_mb, places, whole_card),
         topology=places.pci(card.pci_address) if places is not None
         else None)
 

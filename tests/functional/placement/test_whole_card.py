@@ -85,7 +85,7 @@ def _take(host, groups):
 def _bound_names(arqs):
     by_id = {d.id: d.name.rsplit('_', 1)[-1]
              for d in devices_db.host_rows(arqs[0].hostname).deployables}
-    assert all(a.state == 'Bound' for a in arqs), [a.last_error
+    assert all(a.state == 'Bound' for a in arqs), [a.error
                                                   for a in arqs]
     return sorted(by_id[a.deployable_id] for a in arqs)
 
@@ -170,3 +170,27 @@ def test_turning_it_on_moves_a_regions_allocation_to_the_cards_provider(
     assert _candidates(host, [REGION]) == [{1: card_rp}]
     # Still Bound where it was: the move changed no database row of it.
     assert _bound_names([h.get_arq(arq.uuid)]) == bound
+
+
+def _bind_unclaimed(host, groups):
+    """A bind Placement never saw (an admin's, or one racing a claim):
+    the database decides alone."""
+    [card_rp] = host.regions()
+    profile = h.make_profile(groups)
+    arq = h.make_arq(profile_id=profile, group_id=0)
+    host.conductor.bind_arqs(host.ctxt, {arq: {
+        'hostname': host.hostname, 'device_rp_uuid': card_rp,
+        'instance_uuid': str(uuid.uuid4())}})
+    return h.get_arq(arq)
+
+
+@pytest.mark.parametrize('held,refused', [(CARD, REGION), (REGION, CARD)])
+def test_the_database_refuses_the_other_side_of_what_is_held(host, held,
+                                                             refused):
+    assert _bind_unclaimed(host, [held]).state == 'Bound'
+
+    arq = _bind_unclaimed(host, [refused])
+
+    assert arq.state == 'BindFailed'
+    assert 'whole_card_in_use' in arq.error
+    h.check_no_handle_double_use()
