@@ -2,16 +2,15 @@
 (common/shared_functions.py): whichever transaction claims first holds
 its handle open; the other waits on the card's row lock and then sees
 the claim, so exactly one is Bound."""
-import json
-import uuid
-
 import pytest
 
+from cyborg_lite.agent import manager as agent_manager
+from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.common import shared_functions
+from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.db import arq_binds
-from cyborg_lite.db import models
-from cyborg_lite.db.sql import session
+from cyborg_lite.db import devices as devices_db
+from cyborg_lite.drivers import fake
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
@@ -19,40 +18,25 @@ from tests.unit.db.held import blocked_behind
 pytestmark = pytest.mark.postgresql
 
 
-def _whole_card():
-    """Two regions on their own VFs and the card on its PF (function 0 of
-    the regions' bus), with the
-    attributes the report stores for them (dfl._deployables)."""
-    regions = h.make_card(sriov=True)
-    with session.writer() as s:
-        region = s.get(models.Deployable, regions[0]['deployable_id'])
-        card = models.Deployable(
-            uuid=str(uuid.uuid4()), device_id=region.device_id,
-            rp_uuid=regions[0]['device_rp_uuid'],
-            name=region.name.rsplit('_', 1)[0] + '_card',
-            driver_name='fake')
-        s.add(card)
-        s.flush()
-        for key, value in (('rc', 'FPGA'),
-                           ('trait0', shared_functions.WHOLE_CARD_TRAIT)):
-            s.add(models.Attribute(uuid=str(uuid.uuid4()),
-                                   deployable_id=card.id, key=key,
-                                   value=value))
-        for r in regions:
-            s.add(models.Attribute(
-                uuid=str(uuid.uuid4()), deployable_id=r['deployable_id'],
-                key=shared_functions.WHOLE_CARD_ATTRIBUTE, value='card'))
-        bus = json.loads(s.get(models.AttachHandle, s.scalars(
-            models.AttachHandle.__table__.select().with_only_columns(
-                models.AttachHandle.id).where(
-                models.AttachHandle.deployable_id == region.id)).first())
-            .attach_info)['bus']
-        s.add(models.AttachHandle(
-            uuid=str(uuid.uuid4()), deployable_id=card.id, attach_type='PCI',
-            attach_info=h.pci_info(int(bus, 16), 0)))
-        made = dict(regions[0], deployable_id=card.id,
-                    deployable_uuid=card.uuid)
-    return made, regions[0]
+def _whole_card(conf, tmp_path):
+    """Two regions on their own VFs and the card on its PF, as the fake
+    driver reports them and the conductor stores them: (card, region0)
+    as bind_helpers.make_region describes a region."""
+    for name, value in (('num_cards', 1), ('regions_per_card', 2),
+                        ('sriov', True), ('whole_card', True),
+                        ('state_dir', str(tmp_path / 'fake'))):
+        conf.set_override(name, value, group='fake_driver')
+    records = fake.FakeDriver(conf).discover()
+    conductor_manager.ConductorManager('cond1').report(
+        context.get_admin_context(), 'host1', [agent_manager.driver_entry(
+            'fake', [r.to_dict() for r in records])])
+    rows = {d.name.rsplit('_', 1)[-1]: d
+            for d in devices_db.host_rows('host1').deployables}
+    return [{'rp_uuid': rows[name].rp_uuid,
+             'deployable_uuid': rows[name].uuid,
+             'deployable_id': rows[name].id,
+             'device_rp_uuid': rows[name].rp_uuid}
+            for name in ('card', 'region0')]
 
 
 def _bind(target):
@@ -78,9 +62,9 @@ def _held_after_claim(monkeypatch, deployable_id):
 
 
 @pytest.mark.parametrize('card_first', [True, False])
-def test_a_card_and_its_region_bound_at_once(pg_db, monkeypatch,
-                                             card_first):
-    card, region = _whole_card()
+def test_a_card_and_its_region_bound_at_once(pg_db, conf, tmp_path,
+                                             monkeypatch, card_first):
+    card, region = _whole_card(conf, tmp_path)
     (card_started, bind_card), (region_started, bind_region) = (
         _bind(card), _bind(region))
     first, second = (bind_card, bind_region) if card_first else (

@@ -309,6 +309,9 @@ def test_whole_card_is_reported_through_the_pf_of_an_sriov_card(fake_conf):
     assert (card.resource_class, card.num_accelerators,
             card.region_type) == ('FPGA', 1, None)
     assert card.attributes == {'regions': '3'}
+    # Each region names the card: its bind looks at it (db/devices.py).
+    assert {d.attributes.get('whole_card')
+            for d in records[0].deployables[:-1]} == {'card'}
     assert records[0].shared_groups() == {}
 
 
