@@ -110,6 +110,10 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
                  loaded)
 
     def clean(self, identity, deployable_name):
+        if deployable_name == dfl.WHOLE_CARD_NAME:
+            # Its regions are wiped each on its own: the card's release
+            # sends them to cleaning with it (db/cleaning.release).
+            return
         try:
             _card, port = dfl.find_port(self.sysfs_root, identity,
                                         deployable_name)

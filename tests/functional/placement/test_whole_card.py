@@ -194,3 +194,23 @@ def test_the_database_refuses_the_other_side_of_what_is_held(host, held,
     assert arq.state == 'BindFailed'
     assert 'whole_card_in_use' in arq.error
     h.check_no_handle_double_use()
+
+
+def test_the_cards_release_wipes_every_region_before_anything_is_offered(
+        host):
+    [card_rp] = host.regions()
+    [arq] = _take(host, [CARD])
+    host.placement.delete('/allocations/%s' % arq.instance_uuid)
+    host.unbind(arq)
+
+    states = {d.name.rsplit('_', 1)[-1]: d.device_state
+              for d in devices_db.host_rows(host.hostname).deployables}
+    # Each waits for, or runs, its wipe: the card's holder had them all.
+    assert set(states) == {'card', 'region0', 'region1'}
+    assert set(states.values()) <= {'pending_cleaning', 'cleaning'}
+    assert host.reserved()['card+region0+region1']['FPGA'] == 2
+    assert _candidates(host, [REGION]) == []
+
+    host.wipe()
+    assert _candidates(host, [CARD]) == [{1: card_rp}]
+    assert _candidates(host, [REGION]) == [{1: card_rp}]

@@ -327,3 +327,11 @@ def test_no_whole_card_for_a_single_region(fake_conf):
     records = _driver(fake_conf, sriov=True, whole_card=True,
                       regions_per_card=1).discover()
     assert [d.name for d in records[0].deployables] == ['region0']
+
+
+def test_cleaning_the_whole_card_leaves_its_regions_to_their_own(fake_conf):
+    driver = _driver(fake_conf, sriov=True, whole_card=True)
+    driver.discover()
+    driver.clean(CARD0, 'card')      # nothing of its own to wipe
+    with pytest.raises(exception.CleaningError):
+        driver.clean(CARD0, 'region7')
