@@ -103,6 +103,13 @@ class DeviceView:
                         for h in dep.attach_handles])
             for dep in self.deployables)
 
+    @functools.cached_property
+    def offered_by_card(self):
+        """Whether its whole card and its regions are one choice
+        (common/shared_functions.offered_by_card)."""
+        return shared_functions.offered_by_card(
+            (dep.name, dep.traits) for dep in self.deployables)
+
     def siblings_sharing(self, deployable):
         """The other deployables behind ``deployable``'s function."""
         group = self.shared_groups.get(deployable.name, ())
@@ -170,8 +177,7 @@ def _whole_card_conflict(device, deployable):
     whole card is held (common/shared_functions.py): the card and its
     regions are one choice. (Placement counts this itself, by the card
     provider's slots: placement/tree.py leaves the reason out.)"""
-    if not shared_functions.offered_by_card(
-            (d.name, d.traits) for d in device.deployables):
+    if not device.offered_by_card:
         return False
     card = shared_functions.is_whole_card(deployable.traits)
     return any(h.in_use for other in device.deployables

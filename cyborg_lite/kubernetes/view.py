@@ -76,8 +76,7 @@ def _shares_function(hostname, device, dep):
 def _card_counters(hostname, device, dep):
     """The counters of its card's set ``dep`` consumes (one per region,
     named as the region): a region its own, the whole card all."""
-    members = [(d.name, d.traits) for d in device.deployables]
-    if not shared_functions.offered_by_card(members):
+    if not device.offered_by_card:
         return ()
     regions = [d for d in device.deployables
                if not shared_functions.is_whole_card(d.traits)]

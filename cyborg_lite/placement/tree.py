@@ -136,7 +136,7 @@ def _offer_inventories(device, deps):
     not removed, when none of them may be bound now: reserved = total
     keeps the provider and any allocation on it, and makes Placement
     offer none of it."""
-    if offered_by_card(device):
+    if device.offered_by_card:
         return _card_inventories(device, deps)
     hidden = all(host_inventory.unavailable_reasons(device, dep)
                  for dep in deps)
@@ -153,13 +153,6 @@ def _offer_inventories(device, deps):
     if memory > 0:
         inv[LOCAL_MEMORY_RC] = memory
     return {rc: _inventory(total, hidden) for rc, total in inv.items()}
-
-
-def offered_by_card(device):
-    """Whether the card's provider offers its whole card and its regions
-    as one choice (common/shared_functions.offered_by_card)."""
-    return shared_functions.offered_by_card(
-        (d.name, d.traits) for d in device.deployables)
 
 
 def _unavailable_in_card(device, dep):
@@ -204,7 +197,7 @@ def _carrier_name(device_name, device, dep):
     class (a PGPU) and for siblings that are the whole device behind one
     function, else a child (common/shared_functions.carrier_rp_name)."""
     if deployable_rc(device, dep) in DEVICE_LEVEL_RCS or \
-            offered_by_card(device):
+            device.offered_by_card:
         return device_name
     group = device.shared_groups.get(dep.name)
     if group is None:
