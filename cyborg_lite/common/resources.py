@@ -6,6 +6,8 @@ FPGA region with 4096 MiB of local memory, not 4097 accelerators, so
 classes that measure a size (Placement's own ``MEMORY_MB``, ``DISK_GB``
 naming: a unit suffix) qualify the accelerator and make no ARQ.
 """
+from cyborg_lite.common import shared_functions
+
 # Resource classes a deployable offers as the whole device: its provider
 # is the device's own (a whole GPU passed through is the card).
 WHOLE_DEVICE_RESOURCE_CLASSES = ('PGPU',)
@@ -18,7 +20,14 @@ def is_size_class(resource_class):
 
 
 def accelerator_count(group):
-    """The number of accelerators one device profile group asks for."""
+    """The number of accelerators one device profile group asks for: one
+    for a whole card (its ``resources:`` count every region's slot,
+    common/shared_functions.py)."""
+    if any(key.startswith('trait:') and
+           key[len('trait:'):].strip() ==
+           shared_functions.WHOLE_CARD_TRAIT and
+           value == 'required' for key, value in group.items()):
+        return 1
     total = 0
     for key, value in group.items():
         if key.startswith('resources:') and \

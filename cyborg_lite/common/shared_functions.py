@@ -8,10 +8,42 @@ offered through one resource provider (``carrier_rp_name``), and one of
 them may be given to a tenant only while every sibling behind the
 function is clean (inventory/views.unavailable_reasons).
 
+A card whose regions each have their own function (SR-IOV VFs) may also
+report its whole card: a deployable reached through its PF, carrying
+``WHOLE_CARD_TRAIT``. The card and its regions are one choice: the card
+holds every region, a region keeps the card. So they are offered through
+the card's provider too (``offered_by_card``), whose FPGA inventory is
+one slot per region: a region takes one slot, the whole card all of them
+(placement/tree.py), and Placement itself never offers both.
+
 Both the conductor's report (the rp_uuid it stores for each deployable)
 and the provider tree (the provider it offers them through) use these
 functions, so they agree and an unchanged report writes nothing.
 """
+
+# The trait of a whole-card deployable, and of the request for one: a
+# device profile group asks for a whole card with it required.
+WHOLE_CARD_TRAIT = 'CUSTOM_FPGA_WHOLE_CARD'
+
+
+# The attribute each region of a card offered whole carries (the card
+# deployable's name): its bind knows to look at the card, with no query
+# for any other region.
+WHOLE_CARD_ATTRIBUTE = 'whole_card'
+
+
+def is_whole_card(traits):
+    """Whether a deployable of these traits is its card's whole card."""
+    return WHOLE_CARD_TRAIT in traits
+
+
+def offered_by_card(members):
+    """Whether a device's deployables, ``members`` ((name, traits) each),
+    are offered by the device's own provider as one choice: a whole card
+    beside the regions it holds."""
+    members = list(members)
+    return len(members) > 1 and any(is_whole_card(traits)
+                                    for _name, traits in members)
 from cyborg_lite.common import canonical_json
 
 

@@ -346,6 +346,9 @@ def _rp_name(hostname, record, dep, shared):
     """The provider offering ``dep`` (``shared``: the record's
     shared_groups()): the provider tree's (placement/tree.py), so a
     stored rp_uuid is never rewritten."""
+    if shared_functions.offered_by_card(
+            (d.name, d.traits) for d in record.deployables):
+        return naming.device_rp_name(hostname, record.identity)
     group = shared.get(dep.name)
     if group is None or dep.resource_class in \
             resources.WHOLE_DEVICE_RESOURCE_CLASSES:

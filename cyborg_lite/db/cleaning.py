@@ -222,7 +222,7 @@ def mark_allocated(s, deployable_id, current_state=None):
 def release(s, handle_id):
     """A handle of a region was freed: the region must be wiped before the
     next tenant, and so must every idle region behind the handle's
-    function (``_wipe_with``). The region's hostname while any of them
+    function, or held by the whole card released (``_wipe_with``). The region's hostname while any of them
     waits for its clean (to dispatch it), else None."""
     deployable_id = s.scalar(sa.select(HANDLE.deployable_id)
                              .where(HANDLE.id == handle_id))
@@ -230,8 +230,11 @@ def release(s, handle_id):
         return None
     moved, with_it = False, False
     # NOTE: in id order, as every writer of several regions locks them.
+    # A whole card's holder had every region of it (its PF): each is
+    # wiped as one behind a shared function is.
     for region_id in sorted({deployable_id, *deployables.behind_function(
-            s, handle_id)}):
+            s, handle_id), *deployables.regions_of_whole_card(
+            s, deployable_id)}):
         if region_id == deployable_id:
             moved = _move(s, region_id, states.DEVICE_RELEASABLE,
                           'pending_cleaning', **_NEW_CLEAN)

@@ -6,6 +6,7 @@ import sqlalchemy as sa
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import resources
+from cyborg_lite.common import shared_functions
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -192,6 +193,29 @@ def behind_function(s, handle_id):
     PF, common/shared_functions.py)."""
     return list(s.connection().execute(
         _BEHIND_HANDLE, {'handle_id': handle_id}).scalars())
+
+
+_ATTR_TABLE = models.Attribute.__table__
+_OTHERS_IF_WHOLE_CARD = (
+    sa.select(_REGION_TABLE.c.id)
+    .where(_REGION_TABLE.c.device_id == sa.select(_REGION_TABLE.c.device_id)
+           .where(_REGION_TABLE.c.id == sa.bindparam('deployable_id'))
+           .scalar_subquery(),
+           _REGION_TABLE.c.id != sa.bindparam('deployable_id'),
+           sa.select(_ATTR_TABLE.c.id).where(
+               _ATTR_TABLE.c.deployable_id == sa.bindparam('deployable_id'),
+               _ATTR_TABLE.c.key.like('trait%'),
+               _ATTR_TABLE.c.value == shared_functions.WHOLE_CARD_TRAIT)
+           .exists())
+    .order_by(_REGION_TABLE.c.id))
+
+
+def regions_of_whole_card(s, deployable_id):
+    """The ids of the regions a whole card holds (every other deployable
+    of its device: common/shared_functions.py), in id order; none when
+    ``deployable_id`` is not a whole card."""
+    return list(s.connection().execute(
+        _OTHERS_IF_WHOLE_CARD, {'deployable_id': deployable_id}).scalars())
 
 
 _ACTIVE_JOB_ON_ANY = (sa.select(_JOB.uuid, _REGION_TABLE.c.name)

@@ -9,6 +9,7 @@ import collections
 import sqlalchemy as sa
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import shared_functions
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import device_history
@@ -407,13 +408,59 @@ def region_rows(s, device, deployable):
     siblings = conn.execute(_SIBLINGS_SHARING, {
         'device_id': device.id, 'deployable_id': deployable.id,
         'infos': sorted({h.attach_info for h in own})}).all() if own else []
+    side, side_attributes = _whole_card_side(conn, device, deployable,
+                                             attributes)
+    siblings += [d for d in side if d.id not in {x.id for x in siblings}]
     if siblings:
         for handle in conn.execute(_HANDLES_OF, {
                 'ids': [d.id for d in siblings]}):
             handles.setdefault(handle.deployable_id, []).append(handle)
+    if attributes:
+        side_attributes[deployable.id] = attributes
     return _rows_of(s, [device], [deployable] + siblings, device.hostname,
-                    {deployable.id: attributes} if attributes else {},
-                    handles)
+                    side_attributes, handles)
+
+
+# A whole card and its regions are one choice (common/shared_functions.py).
+_WHOLE_CARDS = (sa.select(_DEP.c.id)
+                .join(_ATTR, _ATTR.c.deployable_id == _DEP.c.id)
+                .where(_DEP.c.device_id == sa.bindparam('device_id'),
+                       _ATTR.c.key.like('trait%'),
+                       _ATTR.c.value == shared_functions.WHOLE_CARD_TRAIT))
+_CARDS_LOCKED = (sa.select(*(_DEP.c[n] for n in _DEPLOYABLE_VIEW_COLUMNS))
+                 .where(_DEP.c.id.in_(sa.bindparam('ids', expanding=True)))
+                 .order_by(_DEP.c.id).with_for_update())
+_OTHERS_OF_DEVICE = (
+    sa.select(*(_DEP.c[n] for n in _DEPLOYABLE_VIEW_COLUMNS))
+    .where(_DEP.c.device_id == sa.bindparam('device_id'),
+           _DEP.c.id != sa.bindparam('deployable_id'))
+    .order_by(_DEP.c.id))
+_ATTRIBUTES_OF = sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
+                           _ATTR.c.value).where(
+    _ATTR.c.deployable_id.in_(sa.bindparam('ids', expanding=True)))
+
+
+def _whole_card_side(conn, device, deployable, attributes):
+    """(rows, {id: attributes}) of what a bind of ``deployable`` must find
+    free besides itself: a whole card's regions, a region's whole card;
+    nothing, and no query, for any other deployable. A region's bind
+    locks the card's row after its own, which the card's bind holds: of a
+    card and a region bound at once, the second sees the first's claim."""
+    traits = [v for k, v in attributes.items() if k.startswith('trait')]
+    params = {'device_id': device.id, 'deployable_id': deployable.id}
+    if shared_functions.is_whole_card(traits):
+        rows = conn.execute(_OTHERS_OF_DEVICE, params).all()
+    elif attributes.get(shared_functions.WHOLE_CARD_ATTRIBUTE):
+        ids = list(conn.execute(_WHOLE_CARDS, params).scalars())
+        rows = conn.execute(_CARDS_LOCKED, {'ids': ids}).all() if ids \
+            else []
+    else:
+        return [], {}
+    found = {}
+    for dep_id, key, value in conn.execute(
+            _ATTRIBUTES_OF, {'ids': [r.id for r in rows]}) if rows else ():
+        found.setdefault(dep_id, {})[key] = value
+    return rows, found
 
 
 # --- what the metrics show (api/device_metrics.py) ----------------------

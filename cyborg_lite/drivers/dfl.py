@@ -38,11 +38,14 @@ import os
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import health
+from cyborg_lite.common import shared_functions
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import sysfs
 
 LOG = logging.getLogger(__name__)
 
+# The deployable of a whole card beside its regions (``_whole_card``).
+WHOLE_CARD_NAME = 'card'
 # (vendor, device) -> (model, trait suffix). Device ids from the kernel's
 # drivers/fpga/dfl-pci.c and DPDK's ifpga_rawdev.c.
 KNOWN_CARDS = {
@@ -312,10 +315,40 @@ def _deployable(card, port, local_memory_mb, places):
         else None)
 
 
-def card_to_record(card, local_memory_mb=0, extra_info=None, places=None):
+def _whole_card(card):
+    """The card as one deployable, reached through its PF: reported only
+    for a card of several regions each behind its own VF. A card whose
+    regions sit behind the PF has one function for all of them already
+    (a region's bind hands over the whole card), and a single region is
+    the card."""
+    if len(card.ports) < 2 or any(p.pci_address == card.pci_address
+                                  for p in card.ports):
+        return []
+    return [device_records.DeployableRecord(
+        name=WHOLE_CARD_NAME, resource_class='FPGA',
+        traits=card_traits(card) + [shared_functions.WHOLE_CARD_TRAIT],
+        attributes={'regions': str(len(card.ports))},
+        attach_handles=[device_records.AttachHandleRecord(
+            attach_type='PCI',
+            attach_info=sysfs.pci_attach_info(card.pci_address))])]
+
+
+def _deployables(card, local_memory_mb, places, whole_card):
+    regions = [_deployable(card, p, local_memory_mb, places)
+               for p in card.ports]
+    whole = _whole_card(card) if whole_card else []
+    for region in regions if whole else ():
+        region.attributes[shared_functions.WHOLE_CARD_ATTRIBUTE] = \
+            WHOLE_CARD_NAME
+    return regions + whole
+
+
+def card_to_record(card, local_memory_mb=0, extra_info=None, places=None,
+                   whole_card=False):
     """The DeviceRecord of a card; ``extra_info`` goes to vendor info;
     ``places`` (drivers/topology.Reader of the card's tree) says where
-    the card and its regions sit."""
+    the card and its regions sit; ``whole_card``: the card itself
+    offered too, exclusive with its regions (``_whole_card``)."""
     known = KNOWN_CARDS.get((card.vendor_id, card.device_id))
     model = known[0] if known else 'DFL FPGA %04x:%04x' % (card.vendor_id,
                                                            card.device_id)
@@ -333,8 +366,7 @@ def card_to_record(card, local_memory_mb=0, extra_info=None, places=None):
         std_board_info={'vendor_id': '0x%04x' % card.vendor_id,
                         'device_id': '0x%04x' % card.device_id},
         vendor_board_info=vendor_info,
-        deployables=[_deployable(card, p, local_memory_mb, places)
-                     for p in card.ports],
+        deployables=_deployables(card, local_memory_mb, places, whole_card),
         topology=places.pci(card.pci_address) if places is not None
         else None)
 

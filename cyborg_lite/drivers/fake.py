@@ -433,6 +433,7 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
                                   group.initial_function_id, group.sriov,
                                   group.numa_nodes)
         self.local_memory_mb = group.local_memory_mb
+        self.whole_card = group.whole_card
         self.program_delay = group.program_delay
         # How the simulated write takes program_delay seconds; a test
         # replaces it to hold a long write open without sleeping.
@@ -460,7 +461,8 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         places = topology.Reader(self.tree.sys)
         self._cards = dfl.scan_cards(self.tree.sys)
         return [dfl.card_to_record(card, self.local_memory_mb,
-                                   {'simulated': True}, places)
+                                   {'simulated': True}, places,
+                                   whole_card=self.whole_card)
                 for card in self._cards]
 
     def read_health(self, devices, missing):
@@ -499,6 +501,10 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
                  region_name, function_id)
 
     def clean(self, identity, deployable_name):
+        if deployable_name == dfl.WHOLE_CARD_NAME:
+            # Its regions are wiped each on its own: the card's release
+            # sends them to cleaning with it (db/cleaning.release).
+            return
         self._ensure_tree()
         try:
             _card, port = dfl.find_port(self.tree.sys, identity,

@@ -54,6 +54,7 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
         self.sysfs_root = group.sysfs_root
         self.dev_root = group.dev_root
         self.local_memory_mb = group.local_memory_mb
+        self.whole_card = group.whole_card
         self.scrub_images = parse_scrub_bitstreams(group.scrub_bitstreams)
         self.correctable_step = conf.health.correctable_errors_per_scan
         # The hardware edge: fcntl.ioctl(fd, request, arg). Tests replace
@@ -74,8 +75,9 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
         records = []
         for card in cards:
             try:
-                records.append(dfl.card_to_record(card, self.local_memory_mb,
-                                                  places=places))
+                records.append(dfl.card_to_record(
+                    card, self.local_memory_mb, places=places,
+                    whole_card=self.whole_card))
             except exception.HostDataError as e:
                 LOG.warning('Skipping DFL card %s: %s', card.pci_address, e)
         return records
@@ -108,6 +110,10 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
                  loaded)
 
     def clean(self, identity, deployable_name):
+        if deployable_name == dfl.WHOLE_CARD_NAME:
+            # Its regions are wiped each on its own: the card's release
+            # sends them to cleaning with it (db/cleaning.release).
+            return
         try:
             _card, port = dfl.find_port(self.sysfs_root, identity,
                                         deployable_name)

@@ -104,6 +104,13 @@ class DeviceView:
                         for h in dep.attach_handles])
             for dep in self.deployables)
 
+    @functools.cached_property
+    def offered_by_card(self):
+        """Whether its whole card and its regions are one choice
+        (common/shared_functions.offered_by_card)."""
+        return shared_functions.offered_by_card(
+            (dep.name, dep.traits) for dep in self.deployables)
+
     def siblings_sharing(self, deployable):
         """The other deployables behind ``deployable``'s function."""
         group = self.shared_groups.get(deployable.name, ())
@@ -124,14 +131,16 @@ class HostInventory:
 
 class Facts(collections.namedtuple('Facts', [
         'status', 'device_health', 'agent_down', 'region_health',
-        'device_state', 'handles', 'sibling_states', 'bind_unsupported'])):
+        'device_state', 'handles', 'sibling_states', 'bind_unsupported',
+        'whole_card_conflict'])):
     """What ``unavailable_reasons`` decides from, and nothing else:
     the device's status and health, whether its agent is down, and, when
     a region is asked about (None for the device as a whole), its health,
     its ``device_state``, its handles as (in use, held through a sibling,
     held by a Kubernetes claim) flags, the states of the siblings
-    behind its functions, and whether its driver says it cannot bind it
-    yet (attribute ``bind: unsupported``). Plain and hashable: a fleet's regions share a
+    behind its functions, whether its driver says it cannot bind it
+    yet (attribute ``bind: unsupported``), and whether it is a whole card
+    one of whose regions is held or a region whose card is held. Plain and hashable: a fleet's regions share a
     few, and each is decided once (``reasons_of``); ``facts`` makes it
     from views, placement/explain.py from an explain's plain rows."""
     __slots__ = ()
@@ -142,14 +151,15 @@ def facts(device, deployable=None):
     device as a whole."""
     if deployable is None:
         return Facts(device.status, device.health, device.agent_down,
-                     None, None, None, None, None)
+                     None, None, None, None, None, None)
     return Facts(
         device.status, device.health, device.agent_down, deployable.health,
         deployable.device_state,
         tuple((bool(h.in_use), h.held_by is not None,
                h.k8s_claim is not None) for h in deployable.attach_handles),
         tuple(s.device_state for s in device.siblings_sharing(deployable)),
-        ('bind', 'unsupported') in deployable.attributes)
+        ('bind', 'unsupported') in deployable.attributes,
+        _whole_card_conflict(device, deployable))
 
 
 def _is_region(f):
@@ -198,10 +208,26 @@ def _shared_with_unclean(f):
     return any(s not in states.DEVICE_SCHEDULABLE for s in f.sibling_states)
 
 
+def _whole_card_conflict(device, deployable):
+    """A whole card one of whose regions is held, or a region whose
+    whole card is held (common/shared_functions.py): the card and its
+    regions are one choice. (Placement counts this itself, by the card
+    provider's slots: placement/tree.py leaves the reason out.)"""
+    if not device.offered_by_card:
+        return False
+    card = shared_functions.is_whole_card(deployable.traits)
+    return any(h.in_use for other in device.deployables
+               if other.name != deployable.name and
+               shared_functions.is_whole_card(other.traits) != card
+               for h in other.attach_handles)
+
+
 # A device_state that keeps a deployable from schedulers, named as a
 # reason where the state's own name would be unclear.
 _CLEANING_REASON = {'error': 'cleaning_failed'}
 
+# The reason a card and its regions exclude each other by.
+WHOLE_CARD_IN_USE = 'whole_card_in_use'
 # The reasons, in the order they are reported: (name, what it means,
 # test(Facts)). A region-level test sees the device as a whole (no
 # region: ``_is_region`` false) too. Add a reason with one line here,
@@ -223,6 +249,9 @@ _RULES = (
     # it (the Kubernetes sink leaves this reason out: it is its own).
     ('kubernetes_claimed', 'it is prepared for a Kubernetes ResourceClaim',
      lambda f: _is_region(f) and _kubernetes_claimed(f)),
+    (WHOLE_CARD_IN_USE, 'it is a whole card one of whose regions is '
+     'held, or a region of a whole card that is held',
+     lambda f: _is_region(f) and f.whole_card_conflict),
     ('shared_function_unclean', 'its PCI function (or mdev) also reaches a '
      'sibling deployable that is not wiped yet after its last tenant',
      lambda f: _is_region(f) and _shared_with_unclean(f)),

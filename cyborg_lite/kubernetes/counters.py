@@ -8,7 +8,11 @@ such function gets a counter set with one counter, ``function``, of value
 counter is spent, so the kube-scheduler itself allocates no second one,
 neither to another request of the same claim nor to another claim in the
 same instant. A region that shares nothing (one VF each) consumes no
-counter.
+counter, unless its card is offered whole beside it
+(common/shared_functions.py): then the card's set has one counter per
+region, named as the region, of value 1; a region consumes its own, the
+whole card every one (as NVIDIA's DRA driver counts a GPU's memory
+slices, one counter each).
 
 A counter set is named like the accelerator Placement is offered
 (shared_functions.carrier_rp_name): the device (``fpga-0000-5e-00-0``)
@@ -67,14 +71,52 @@ def counter_sets(names):
             for name in sorted(set(names))]
 
 
+def _card_set_name(device):
+    # Named as the device, as Placement's provider of the card is.
+    return k8s_names.dns_label(device.type.lower(), device.identity)
+
+
+def consuming_card(entry, set_name, counters):
+    """The ``spec.devices`` entry consuming ``counters`` of its card's
+    set: a region its own, the whole card every region's."""
+    return dict(entry, consumesCounters=[{
+        'counterSet': set_name,
+        'counters': {c: {'value': ONE} for c in counters}}])
+
+
+def _card_sets(named):
+    """{card set name: every region's counter} of the cards offered whole
+    beside their regions."""
+    sets = {}
+    for device, dep in named.values():
+        if dep.card_counters:
+            sets.setdefault(_card_set_name(device), set()).update(
+                dep.card_counters)
+    return sets
+
+
 def partitioned(devices, named):
     """(``devices`` with their consumption, the counter sets they consume)
-    for a cluster with partitionable devices."""
+    for a cluster with partitionable devices: a function's set (regions
+    behind one PF), or a card's (a whole card and its regions: one
+    counter per region, of value 1)."""
     sets = set_names(named)
-    devices = [consuming(d, sets[d['name']]) if d['name'] in sets else d
-               for d in devices]
-    return devices, counter_sets(sets[d['name']] for d in devices
-                                 if d['name'] in sets)
+    cards = _card_sets(named)
+    out = []
+    for entry in devices:
+        device, dep = named[entry['name']]
+        if entry['name'] in sets:
+            entry = consuming(entry, sets[entry['name']])
+        elif dep.card_counters:
+            entry = consuming_card(entry, _card_set_name(device),
+                                   dep.card_counters)
+        out.append(entry)
+    used = counter_sets(sets[d['name']] for d in devices
+                        if d['name'] in sets)
+    used += [{'name': name, 'counters': {c: {'value': ONE}
+                                         for c in sorted(counters)}}
+             for name, counters in sorted(cards.items())]
+    return out, sorted(used, key=lambda s: s['name'])
 
 
 def _counter_errors(where, counters):

@@ -32,6 +32,10 @@ class Deployable:
     # a card without SR-IOV reports its PF in every region); empty when it
     # shares none.
     shares_function: frozenset = frozenset()
+    # The counters of its card's counter set it consumes, where the card
+    # is offered whole beside its regions (common/shared_functions.py):
+    # a region its own, the whole card every region's; empty otherwise.
+    card_counters: tuple = ()
     # Offered still, each with an informational taint (effect None):
     # ('degraded',) when its health is.
     advisories: tuple = ()

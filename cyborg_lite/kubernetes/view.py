@@ -13,6 +13,7 @@ degraded one (host_inventory.advisories) an informational taint.
 import re
 
 from cyborg_lite.common import device_records
+from cyborg_lite.common import shared_functions
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import inventory
 from cyborg_lite.kubernetes import names as k8s_names
@@ -59,6 +60,7 @@ def _deployable(hostname, device, dep, conf):
         numa_node=dep.numa_node, pcie_root=dep.pcie_root,
         pci_bus_id=dep.pci_bus_id,
         shares_function=_shares_function(hostname, device, dep),
+        card_counters=_card_counters(hostname, device, dep),
         advisories=(host_inventory.advisories(device, dep)
                     if conf.informational_taints else ()),
         health_signal=_health_signal(device, dep),
@@ -69,6 +71,19 @@ def _shares_function(hostname, device, dep):
     group = device.shared_groups.get(dep.name, ())
     return frozenset(_name_in_device(hostname, device, d)
                      for d in device.deployables if d.name in group)
+
+
+def _card_counters(hostname, device, dep):
+    """The counters of its card's set ``dep`` consumes (one per region,
+    named as the region): a region its own, the whole card all."""
+    if not device.offered_by_card:
+        return ()
+    regions = [d for d in device.deployables
+               if not shared_functions.is_whole_card(d.traits)]
+    if not shared_functions.is_whole_card(dep.traits):
+        regions = [dep]
+    return tuple(sorted(k8s_names.dns_label(
+        _name_in_device(hostname, device, d)) for d in regions))
 
 
 def _name_in_device(hostname, device, dep):

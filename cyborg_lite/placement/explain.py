@@ -44,7 +44,8 @@ _REASON_STEP = dict(
     [(r, 'health') for r in states.HEALTH_UNAVAILABLE] +
     [('maintaining', 'maintenance'), ('bind_unsupported', 'maintenance'),
      ('agent_down', 'agent_down'),
-     ('handle_shared_in_use', 'in_use'), ('kubernetes_claimed', 'in_use')])
+     ('handle_shared_in_use', 'in_use'), ('kubernetes_claimed', 'in_use'),
+     ('whole_card_in_use', 'in_use')])
 NEAR_MISSES_SHOWN = 20
 _REGION_PREFIX = 'CUSTOM_FPGA_REGION_'
 _FUNCTION_PREFIX = 'CUSTOM_FUNCTION_ID_'
@@ -191,7 +192,7 @@ def _unavailable_steps(facts):
     return failed
 
 
-def _facts(row, handles, siblings, fleet):
+def _facts(row, handles, siblings, fleet, card_conflicts):
     """views.Facts of region ``row`` from its rows."""
     return views.Facts(
         row.status, row.device_health, row.agent_state == 'down',
@@ -199,7 +200,29 @@ def _facts(row, handles, siblings, fleet):
         tuple((bool(h.in_use), h.id in fleet.blocked,
                h.id in fleet.k8s_claims) for h in handles),
         tuple(s.device_state for s in siblings),
-        fleet.attributes.get(row.id, {}).get('bind') == 'unsupported')
+        fleet.attributes.get(row.id, {}).get('bind') == 'unsupported',
+        row.id in card_conflicts)
+
+
+def _traits(row, fleet):
+    return [v for k, v in fleet.attributes.get(row.id, {}).items()
+            if k.startswith('trait') and v]
+
+
+def _card_conflicts(device_regions, fleet):
+    """The ids of a device's rows that are a whole card one of whose
+    regions is held, or a region whose whole card is held (as
+    views._whole_card_conflict decides it from views)."""
+    cards = {row.id: shared_functions.is_whole_card(_traits(row, fleet))
+             for row in device_regions}
+    if not shared_functions.offered_by_card(
+            (row.name, _traits(row, fleet)) for row in device_regions):
+        return frozenset()
+    held = {row.id for row in device_regions
+            if any(h.in_use for h in fleet.handles.get(row.id, ()))}
+    return frozenset(row.id for row in device_regions if any(
+        other in held and cards[other] != cards[row.id]
+        for other in cards if other != row.id))
 
 
 def _offer(row, attrs):
@@ -218,6 +241,7 @@ def regions(fleet):
     offers, result = {}, []
     for device_regions in by_device.values():
         groups = _siblings(device_regions, fleet.handles)
+        card_conflicts = _card_conflicts(device_regions, fleet)
         for row in device_regions:
             group = groups.get(row.name)
             siblings = [r for r in device_regions
@@ -234,7 +258,8 @@ def regions(fleet):
             result.append(Region(
                 row.hostname, row.device_uuid, row.uuid, row.name, offer,
                 _unavailable_steps(_facts(
-                    row, fleet.handles.get(row.id, ()), siblings, fleet)),
+                    row, fleet.handles.get(row.id, ()), siblings, fleet,
+                    card_conflicts)),
                 tuple(s.uuid for s in siblings)))
     return result
 

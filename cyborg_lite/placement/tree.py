@@ -136,6 +136,8 @@ def _offer_inventories(device, deps):
     not removed, when none of them may be bound now: reserved = total
     keeps the provider and any allocation on it, and makes Placement
     offer none of it."""
+    if device.offered_by_card:
+        return _card_inventories(device, deps)
     hidden = all(host_inventory.unavailable_reasons(device, dep)
                  for dep in deps)
     inv = {}
@@ -153,11 +155,49 @@ def _offer_inventories(device, deps):
     return {rc: _inventory(total, hidden) for rc, total in inv.items()}
 
 
+def _unavailable_in_card(device, dep):
+    """Why ``dep`` may not be bound, but for its card or a region of it
+    being held: the allocation of the card provider's slots says that."""
+    return any(reason != host_inventory.WHOLE_CARD_IN_USE for reason in
+               host_inventory.unavailable_reasons(device, dep))
+
+
+def _card_inventories(device, deps):
+    """A whole card and its regions: one slot of the regions' class per
+    region (a region asks for one, the whole card for all) and every
+    region's local memory, a region taking at most its own; reserved for
+    each region that may not be bound now, all of it when the card itself
+    may not be. So the whole card is offered only while every region is
+    free, and no region while the card is held (its allocation takes
+    every slot)."""
+    card_out = any(_unavailable_in_card(device, d) for d in deps
+                   if shared_functions.is_whole_card(d.traits))
+    total, reserved = {}, {}
+    for region in deps:
+        if shared_functions.is_whole_card(region.traits):
+            continue
+        out = card_out or _unavailable_in_card(device, region)
+        for rc, amount in ((deployable_rc(device, region),
+                            region.num_accelerators),
+                           (LOCAL_MEMORY_RC, region.local_memory_mb)):
+            if amount > 0:
+                total[rc] = total.get(rc, 0) + amount
+                reserved[rc] = reserved.get(rc, 0) + (amount if out else 0)
+    inv = {rc: dict(_inventory(amount, False), reserved=reserved[rc])
+           for rc, amount in total.items()}
+    if LOCAL_MEMORY_RC in inv:
+        # A region takes its own memory, never a sibling's too.
+        inv[LOCAL_MEMORY_RC]['max_unit'] = max(
+            d.local_memory_mb for d in deps)
+    return inv
+
+
 def _carrier_name(device_name, device, dep):
     """The provider that offers ``dep``: the device's for a whole-device
     class (a PGPU) and for siblings that are the whole device behind one
     function, else a child (common/shared_functions.carrier_rp_name)."""
-    if deployable_rc(device, dep) in DEVICE_LEVEL_RCS:
+    if deployable_rc(device, dep) in DEVICE_LEVEL_RCS or \
+            device.offered_by_card:
         return device_name
     group = device.shared_groups.get(dep.name)
     if group is None:
@@ -291,6 +331,11 @@ def _alone(device, dep):
     provider of its own."""
     inv = {deployable_rc(device, dep): dep.num_accelerators,
            LOCAL_MEMORY_RC: dep.local_memory_mb}
+    if shared_functions.is_whole_card(dep.traits):
+        # The whole card takes every region's slot.
+        inv[deployable_rc(device, dep)] = sum(
+            d.num_accelerators for d in device.deployables
+            if not shared_functions.is_whole_card(d.traits))
     return ({OWNER_TRAIT, vendor_trait(device)} |
             _deployable_traits(device, dep), inv)
 
@@ -300,6 +345,13 @@ def mismatch(device, dep, group, region_type=None):
     profile group: resources:RC, trait:NAME required|forbidden), or None.
     ``region_type``: the one of the bitstream the group loads."""
     traits, inv = _alone(device, dep)
+    asks_card = any(key.partition(':')[0] == 'trait' and
+                    key.partition(':')[2].strip() ==
+                    shared_functions.WHOLE_CARD_TRAIT and value == 'required'
+                    for key, value in group.items())
+    if asks_card != shared_functions.is_whole_card(traits):
+        return 'the group asks for %s' % ('the whole card' if asks_card
+                                          else 'a region, not the card')
     for key, value in sorted(group.items()):
         kind, _, name = key.partition(':')
         name = name.strip()

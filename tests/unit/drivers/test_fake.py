@@ -292,3 +292,46 @@ def test_clean_takes_the_configured_delay(fake_conf, monkeypatch):
 def test_cleaning_an_unknown_region_is_a_cleaning_error(fake_conf):
     with pytest.raises(exception.CleaningError, match='region9'):
         _driver(fake_conf).clean(CARD0, 'region9')
+
+
+# --- the whole card ---------------------------------------------------------
+
+
+def test_whole_card_is_reported_through_the_pf_of_an_sriov_card(fake_conf):
+    records = _driver(fake_conf, sriov=True, whole_card=True,
+                      regions_per_card=3).discover()
+    names = [d.name for d in records[0].deployables]
+    assert names == ['region0', 'region1', 'region2', 'card']
+    card = records[0].deployables[-1]
+    assert device_records.pci_address(
+        card.attach_handles[0].attach_info) == CARD0
+    assert 'CUSTOM_FPGA_WHOLE_CARD' in card.traits
+    assert (card.resource_class, card.num_accelerators,
+            card.region_type) == ('FPGA', 1, None)
+    assert card.attributes == {'regions': '3'}
+    # Each region names the card: its bind looks at it (db/devices.py).
+    assert {d.attributes.get('whole_card')
+            for d in records[0].deployables[:-1]} == {'card'}
+    assert records[0].shared_groups() == {}
+
+
+def test_no_whole_card_where_the_regions_share_the_pf_or_by_default(
+        fake_conf):
+    shared = _driver(fake_conf, whole_card=True).discover()
+    assert [d.name for d in shared[0].deployables] == ['region0', 'region1']
+    default = _driver(fake_conf, sriov=True, whole_card=False).discover()
+    assert [d.name for d in default[0].deployables] == ['region0', 'region1']
+
+
+def test_no_whole_card_for_a_single_region(fake_conf):
+    records = _driver(fake_conf, sriov=True, whole_card=True,
+                      regions_per_card=1).discover()
+    assert [d.name for d in records[0].deployables] == ['region0']
+
+
+def test_cleaning_the_whole_card_leaves_its_regions_to_their_own(fake_conf):
+    driver = _driver(fake_conf, sriov=True, whole_card=True)
+    driver.discover()
+    driver.clean(CARD0, 'card')      # nothing of its own to wipe
+    with pytest.raises(exception.CleaningError):
+        driver.clean(CARD0, 'region7')

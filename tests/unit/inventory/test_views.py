@@ -96,7 +96,7 @@ def test_each_reason_is_named_by_the_one_predicate():
         'maintaining', 'unhealthy', 'agent_down')
     assert set(host_inventory.REASONS) == {
         'maintaining', 'unhealthy', 'recovering', 'agent_down',
-        'handle_shared_in_use', 'kubernetes_claimed',
+        'handle_shared_in_use', 'kubernetes_claimed', 'whole_card_in_use',
         'shared_function_unclean', 'bind_unsupported', 'pending_cleaning',
         'cleaning', 'cleaning_failed'}
 
