@@ -214,3 +214,25 @@ def test_the_cards_release_wipes_every_region_before_anything_is_offered(
     host.wipe()
     assert _candidates(host, [CARD]) == [{1: card_rp}]
     assert _candidates(host, [REGION]) == [{1: card_rp}]
+
+
+def test_the_explain_tells_what_the_views_tell_of_a_card_and_its_regions(
+        host):
+    # The explain decides availability from its own plain rows
+    # (placement/explain.py); a card held through one of its regions is
+    # in use there as in the views (inventory/views.py).
+    from cyborg_lite.db.sql import session
+    from cyborg_lite.placement import explain
+
+    def explained():
+        with session.snapshot_reader() as s:
+            fleet = devices_db.fleet_rows(s, host.hostname)
+        return {r.name.rsplit('_', 1)[1]: r.unavailable
+                for r in explain.regions(fleet)}
+
+    assert explained() == {'card': {}, 'region0': {}, 'region1': {}}
+    _take(host, [REGION])
+    found = explained()
+    assert found['card'] == {'in_use': 'whole_card_in_use'}
+    assert found['region0'] == {'in_use': 'no free attach handle'}
+    assert found['region1'] == {}
