@@ -9,85 +9,32 @@ and hands each claim it sees (listed, added or modified) to
 (kubernetes/binding.py decides what is ours). Listing first is how a
 conductor started (or killed and started again) catches up with claims
 allocated meanwhile; it lists again each time the server ends a watch
-(``slice_watch.WATCH_SECONDS``), and after a 410 Gone or a broken
-connection; a refused connection waits ``backoff`` seconds, doubling, logged
-by k8s_client.OUTAGE. Nothing is polled: between events the watch waits
-on the open connection.
+(kubernetes/list_watch.py).
 """
 import logging
-import threading
-import time
 
 import kubernetes
-import urllib3
 
 from cyborg_lite.kubernetes import client as k8s_client
-from cyborg_lite.kubernetes import slice_watch
+from cyborg_lite.kubernetes import list_watch
 
 LOG = logging.getLogger(__name__)
 
 
-class ClaimWatch:
+class ClaimWatch(list_watch.ListWatch):
+    KIND = 'ResourceClaim'
 
     def __init__(self, api_client, seen, gone, backoff=(0.5, 30.0)):
+        super().__init__(backoff)
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self.seen = seen
         self.gone = gone
-        self.backoff = backoff
-        self._watch = None
-        self._stopping = threading.Event()
-        self._thread = None
-
-    def start(self):
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='resourceclaim-watch')
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stopping.set()
-        if self._thread is None:
-            return
-        deadline = time.monotonic() + slice_watch.STOP_WAIT
-        while self._thread.is_alive() and time.monotonic() < deadline:
-            watch = self._watch
-            if watch is not None:
-                watch.stop()
-            self._thread.join(0.1)
-
-    def _run(self):
-        wait = self.backoff[0]
-        while not self._stopping.is_set():
-            try:
-                version = self._list()
-                wait = self.backoff[0]
-                self._follow(version)
-            except kubernetes.client.exceptions.ApiException as e:
-                if e.status == slice_watch.GONE:
-                    continue
-                self._failed(e)
-            except (urllib3.exceptions.HTTPError, OSError) as e:
-                if self._stopping.is_set():
-                    return
-                self._failed(e)
-            except Exception:   # keep watching whatever happened
-                LOG.exception('ResourceClaim watch failed')
-            self._stopping.wait(wait)
-            wait = min(wait * 2, self.backoff[1])
-
-    @staticmethod
-    def _failed(error):
-        if k8s_client.is_outage(error):
-            k8s_client.OUTAGE.failed(k8s_client.KubernetesUnreachable(
-                reason='watch ResourceClaims: %s' % error))
-        else:
-            LOG.warning('ResourceClaim watch refused: %s', error)
 
     def _list(self):
         body = k8s_client.raw_json(
             self._resource.list_resource_claim_for_all_namespaces(
                 _preload_content=False, _request_timeout=(
-                    slice_watch.CONNECT_TIMEOUT, slice_watch.READ_TIMEOUT)))
+                    list_watch.CONNECT_TIMEOUT, list_watch.READ_TIMEOUT)))
         k8s_client.OUTAGE.succeeded()
         for claim in body.get('items') or []:
             self._hand(self.seen, claim)
@@ -106,9 +53,9 @@ class ClaimWatch:
             for event in self._watch.stream(
                     self._resource.list_resource_claim_for_all_namespaces,
                     resource_version=version, allow_watch_bookmarks=True,
-                    timeout_seconds=slice_watch.WATCH_SECONDS,
-                    _request_timeout=(slice_watch.CONNECT_TIMEOUT,
-                                      slice_watch.READ_TIMEOUT)):
+                    timeout_seconds=list_watch.WATCH_SECONDS,
+                    _request_timeout=(list_watch.CONNECT_TIMEOUT,
+                                      list_watch.READ_TIMEOUT)):
                 kind, obj = event['type'], event['raw_object']
                 version = obj.get('metadata', {}).get(
                     'resourceVersion') or version

@@ -17,11 +17,9 @@ One watch for all the nodes this conductor publishes, selected by
 ``spec.driver`` (the field selector the controller and the kubelet use),
 not one per node. The watch is opened from the list's resourceVersion and
 again from the last one seen each time the server ends it
-(``WATCH_SECONDS``). After a 410 Gone (that version is compacted away) or
-a broken connection (an apiserver restart), the slices are listed again
-and compared with those known, so what changed meanwhile is seen too; a
-connection refused waits ``backoff`` seconds, doubling, logged by
-k8s_client.OUTAGE.
+(kubernetes/list_watch.py). Each list after the first is compared with
+the slices known, so what changed while no watch was open (a 410 Gone,
+an apiserver restart) is seen too.
 
 Our own writes are told apart by ``OwnWrites``: the resourceVersion each
 answer of a create or update carried, and the uid of each slice deleted
@@ -34,26 +32,16 @@ import threading
 import time
 
 import kubernetes
-import urllib3
 
 from cyborg_lite.kubernetes import client as k8s_client
+from cyborg_lite.kubernetes import list_watch
 
 LOG = logging.getLogger(__name__)
 
-# Seconds the server keeps one watch open before it ends it (client-go
-# asks for 5 to 10 minutes); the watch is opened again at once.
-WATCH_SECONDS = 300
-# Seconds without a byte (the server sends none while nothing changes)
-# after which the connection is taken as dead.
-READ_TIMEOUT = WATCH_SECONDS + 30
-CONNECT_TIMEOUT = 10
-GONE = 410
 # Deletes remembered until their event comes back; writes of one slice
 # remembered (their events may come after the next write).
 MAX_OWN_DELETES = 10000
 MAX_VERSIONS_PER_SLICE = 8
-# Seconds stop() waits for the watch thread to end.
-STOP_WAIT = 30
 # Seconds an event waits for our writes in flight before it is taken as
 # someone else's (at worst, one sync too many).
 MAX_WRITE_WAIT = 30
@@ -140,81 +128,29 @@ class _Known:
         self.uid = obj['metadata'].get('uid')
 
 
-class SliceWatch:
+class SliceWatch(list_watch.ListWatch):
     """Watches the slices of ``driver_name`` in a thread of its own; calls
     ``changed(node)`` (from that thread) for each node of ``nodes`` whose
     slices someone else changed."""
+    KIND = 'ResourceSlice'
 
     def __init__(self, api_client, driver_name, nodes, changed, own,
                  backoff=(0.5, 30.0)):
+        super().__init__(backoff)
         self._resource = kubernetes.client.ResourceV1Api(api_client)
         self.selector = 'spec.driver=%s' % driver_name
         self.nodes = frozenset(nodes)
         self.changed = changed
         self.own = own
-        self.backoff = backoff
         self._known = None          # name: _Known, once listed
-        self._watch = None
-        self._stopping = threading.Event()
-        self._thread = None
 
-    def start(self):
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name='resourceslice-watch')
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stopping.set()
-        if self._thread is None:
-            return
-        deadline = time.monotonic() + STOP_WAIT
-        while self._thread.is_alive() and time.monotonic() < deadline:
-            # NOTE: again and again: a watch stopped before its request
-            # went out starts anyway (Watch.stream resets the flag), but
-            # one in flight has its socket shut.
-            watch = self._watch
-            if watch is not None:
-                watch.stop()
-            self._thread.join(0.1)
-
-    def _run(self):
-        wait = self.backoff[0]
-        while not self._stopping.is_set():
-            try:
-                version = self._relist()
-                wait = self.backoff[0]
-                self._follow(version)
-            except kubernetes.client.exceptions.ApiException as e:
-                if e.status == GONE:
-                    LOG.info('ResourceSlice watch expired (%s): listing '
-                             'again', e.reason)
-                    continue
-                self._failed(e)
-            except (urllib3.exceptions.HTTPError, OSError) as e:
-                if self._stopping.is_set():
-                    return
-                self._failed(e)
-            except Exception:   # keep watching whatever happened
-                LOG.exception('ResourceSlice watch failed')
-            self._stopping.wait(wait)
-            wait = min(wait * 2, self.backoff[1])
-
-    @staticmethod
-    def _failed(error):
-        if k8s_client.is_outage(error):
-            k8s_client.OUTAGE.failed(
-                k8s_client.KubernetesUnreachable(
-                    reason='watch ResourceSlices: %s' % error))
-        else:
-            LOG.warning('ResourceSlice watch refused: %s', error)
-
-    def _relist(self):
+    def _list(self):
         """List the slices, tell about those changed since the last list
         (none the first time), and return the list's resourceVersion."""
         body = k8s_client.raw_json(self._resource.list_resource_slice(
             field_selector=self.selector, _preload_content=False,
-            _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)))
+            _request_timeout=(list_watch.CONNECT_TIMEOUT,
+                              list_watch.READ_TIMEOUT)))
         k8s_client.OUTAGE.succeeded()
         listed = {o['metadata']['name']: o for o in body.get('items') or []}
         if self._known is not None:
@@ -253,8 +189,9 @@ class SliceWatch:
                     self._resource.list_resource_slice,
                     field_selector=self.selector, resource_version=version,
                     allow_watch_bookmarks=True,
-                    timeout_seconds=WATCH_SECONDS,
-                    _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)):
+                    timeout_seconds=list_watch.WATCH_SECONDS,
+                    _request_timeout=(list_watch.CONNECT_TIMEOUT,
+                              list_watch.READ_TIMEOUT)):
                 version = self._seen(event) or version
             self._watch = None
 
