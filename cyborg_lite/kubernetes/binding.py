@@ -30,6 +30,7 @@ result's bindingConditions) never programs (kubernetes/claims.py). An
 unchanged condition is not written again.
 """
 import datetime
+import threading
 
 import kubernetes
 from oslo_log import log as logging
@@ -69,18 +70,31 @@ class ClaimBinding:
         self.hosts = {k8s_view.node_name(conf, h): h
                       for h in conf.kubernetes.hosts}
         self._resource = kubernetes.client.ResourceV1Api(api_client)
+        # The claim watch's thread and the RPC workers reporting jobs.
+        self._lock = threading.Lock()
 
     # --- the scheduler allocated a claim -------------------------------
     def seen(self, claim):
-        for result in self._waiting(claim):
-            self._start(claim, result)
+        if not self._waiting(claim):
+            return
+        # NOTE: the watch's copy may be older than a job's end written
+        # meanwhile (and its region freed): decided on the claim as it is
+        # now, one claim event or job end at a time.
+        with self._lock:
+            meta = claim['metadata']
+            claim = self._read(meta['namespace'], meta['name'])
+            if claim is None or claim['metadata'].get('uid') != meta['uid']:
+                return
+            for result in self._waiting(claim):
+                self._start(claim, result)
 
     def gone(self, claim):
         """A claim deleted before its pod was bound: what it holds goes."""
         uid = claim['metadata'].get('uid')
-        for result in self._results(claim):
-            self.flow.release(self.hosts[result['pool']], uid,
-                              result['device'])
+        with self._lock:
+            for result in self._results(claim):
+                self.flow.release(self.hosts[result['pool']], uid,
+                                  result['device'])
 
     def _results(self, claim):
         allocation = (claim.get('status') or {}).get('allocation') or {}
@@ -139,6 +153,10 @@ class ClaimBinding:
         held = claims_db.of_job(job_uuid)
         if held is None:
             return
+        with self._lock:
+            self._job_changed(held, job_uuid)
+
+    def _job_changed(self, held, job_uuid):
         pool = k8s_view.node_name(self.conf, held.hostname)
         claim = self._read(held.namespace, held.claim_name)
         if claim is None or claim['metadata'].get('uid') != held.claim_uid:

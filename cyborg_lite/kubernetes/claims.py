@@ -103,17 +103,8 @@ class ClaimFlow:
             # Monitoring access shares the device with its tenant: nothing
             # is held or loaded for it.
             return _answer(region, device_row, None)
-        project_id = self.conf.kubernetes.namespace_projects.get(
-            request['namespace'])
-        config = request.get('config')
-        if config and not claims_db.holds(request['claim_uid'], region.id):
-            # A prepare the job's checks refuse holds, writes and
-            # records nothing: refused before the region is held.
-            self._check_config(region, config, project_id)
-        claimed = claims_db.claim(
-            region.id, request['claim_uid'], request['namespace'],
-            request['claim_name'], request['device'], project_id,
-            pods=request.get('pods') or ())
+        claimed, project_id, config = self._hold(
+            region, request, pods=request.get('pods') or ())
         if claimed.new:
             LOG.info('Region %s held for ResourceClaim %s/%s (%s)',
                      region.uuid, request['namespace'],
@@ -147,22 +138,32 @@ class ClaimFlow:
         _check_request(request)
         _device, dep = self._region(hostname, request)
         region, _device_row = deployables_db.load_region(dep.uuid)
-        project_id = self.conf.kubernetes.namespace_projects.get(
-            request['namespace'])
-        config = request.get('config')
-        if config and not claims_db.holds(request['claim_uid'], region.id):
-            self._check_config(region, config, project_id)
-        claimed = claims_db.claim(
-            region.id, request['claim_uid'], request['namespace'],
-            request['claim_name'], request['device'], project_id)
+        claimed, project_id, config = self._hold(region, request)
         if not config:
             return None
         try:
-            return self._job_for(claimed, region.uuid, config, project_id)
+            return self._job_for(claimed, region.uuid, config, project_id,
+                                 reuse_ended=True)
         except Exception:
             self.cleaning.start(claims_db.release(request['claim_uid'],
                                                   region.id))
             raise
+
+    def _hold(self, region, request, pods=()):
+        """Hold ``region`` for the claim of ``request``, its config
+        checked first unless the claim holds it already: (db Claimed, the
+        namespace's project, the config)."""
+        project_id = self.conf.kubernetes.namespace_projects.get(
+            request['namespace'])
+        config = request.get('config')
+        if config and not claims_db.holds(request['claim_uid'], region.id):
+            # A prepare the job's checks refuse holds, writes and
+            # records nothing: refused before the region is held.
+            self._check_config(region, config, project_id)
+        claimed = claims_db.claim(
+            region.id, request['claim_uid'], request['namespace'],
+            request['claim_name'], request['device'], project_id, pods=pods)
+        return claimed, project_id, config
 
     def _ensure_programmed(self, claimed, deployable_uuid, config,
                            project_id, wait, start=True):
@@ -177,12 +178,16 @@ class ClaimFlow:
                                           done.error or 'no reason given'))
 
     def _job_for(self, claimed, deployable_uuid, config, project_id,
-                 start=True):
+                 start=True, reuse_ended=False):
         """The job loading the region for the claim: the one running, or
         one started now (not when ``start`` is false: refused instead);
-        None when the region runs what the config asks for."""
+        None when the region runs what the config asks for. With
+        ``reuse_ended`` the claim's job is its answer even once ended: a
+        binding condition follows that job's end, and a failed one is not
+        tried again (the scheduler allocates again)."""
         job_uuid = claimed.job_uuid
-        if job_uuid is not None and (self._job_active(job_uuid) or
+        if job_uuid is not None and (reuse_ended or
+                                     self._job_active(job_uuid) or
                                      config.get('force')):
             return job_uuid
         if not start:

@@ -190,6 +190,11 @@ def test_a_failed_job_fails_the_binding_with_its_error(env, kubelet,
     assert job.uuid in conditions[FAILED]['message']
     assert conditions[PROGRAMMED]['status'] == 'False'
     assert env.hardware('region0') == pe.OLD_FUNCTION
+    # A watch event of the claim as it was before (delivered late, its
+    # region freed meanwhile) starts nothing: decided on the claim now.
+    env.conductor.manager.binding.seen(claim)
+    assert len(jobs_db.list_jobs()) == 1
+    assert _conditions(apiserver, claim) == conditions
 
 
 @pytest.mark.parametrize('env', [{'gate': False}], indirect=True)
