@@ -79,6 +79,14 @@ class TestKubelet:
                     for ns, name, uid in claims]), timeout=CALL_TIMEOUT)
 
 
+def answer(response, uid):
+    """(error, [(pool, device, CDI ids)]) of claim ``uid`` in a
+    NodePrepareResources response."""
+    entry = response.claims[uid]
+    return entry.error, [(d.pool_name, d.device_name, list(d.cdi_device_ids))
+                         for d in entry.devices]
+
+
 def wipe_resource_slices(api_client, node_name, driver_name):
     """What the kubelet does at every start, and 30 s after a driver's
     plugin stopped being usable (wipeResourceSlices in

@@ -24,20 +24,6 @@ REGION1 = 'fpga-0000-5e-00-0-region1'
 VERSIONS = ('v1', 'v1beta1')
 
 
-@pytest.fixture
-def node(conf, short_dir):
-    conf.set_override('state_dir', os.path.join(short_dir, 'sim'),
-                      group='fake_driver')
-    conf.set_override('program_delay', 0, group='fake_driver')
-    conf.set_override('num_cards', 1, group='fake_driver')
-    node = fake_node.FakeNode(conf, NODE)
-    path, function_id = fake_node.raw_image(short_dir, 'aes.bin',
-                                            b'aes-256 accelerator')
-    node.add_bitstream(fake_node.Bitstream(str(uuid.uuid4()), path,
-                                           function_id))
-    return node
-
-
 class Host:
     """The plugin and its servers, restartable over the same directories."""
 

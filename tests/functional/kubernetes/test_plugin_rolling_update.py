@@ -9,7 +9,6 @@ wipes its slices: its wipe follows the last instance going away)."""
 import os
 import sys
 import threading
-import uuid
 
 import pytest
 
@@ -18,7 +17,6 @@ from cyborg_lite.agent.dra import plugin as plugin_mod
 from cyborg_lite.agent.dra import server as server_mod
 from cyborg_lite.agent.dra import service as service_mod
 from tests import waiting
-from tests.functional.kubernetes import fake_node
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import resource_claims as rc
@@ -28,21 +26,7 @@ NODE = 'node-1'
 REGION0 = 'fpga-0000-5e-00-0-region0'
 OLD_UID = '0b6b1f3c-9d2e-4c55-a1b7-6f1f2a3b4c5d'
 NEW_UID = '7e0d5a64-3c1b-4f0e-9a8d-2b6c4d1e0f99'
-
-
-@pytest.fixture
-def node(conf, short_dir):
-    conf.set_override('state_dir', os.path.join(short_dir, 'sim'),
-                      group='fake_driver')
-    conf.set_override('program_delay', 0, group='fake_driver')
-    conf.set_override('num_cards', 1, group='fake_driver')
-    node = fake_node.FakeNode(conf, NODE)
-    path, function_id = fake_node.raw_image(short_dir, 'aes.bin',
-                                            b'aes-256 accelerator')
-    node.add_bitstream(fake_node.Bitstream(str(uuid.uuid4()), path,
-                                           function_id))
-    return node
-
+_answer = kubelet_mod.answer
 
 class Agents:
     """The old and the new agent's plugins of one node: same directories,
@@ -94,12 +78,6 @@ def _claim(apiserver, node, name='fpga'):
         rc.fpga_config(bitstreamID=bitstream.uuid)])
     apiserver.put_claim(claim)
     return claim
-
-
-def _answer(response, uid):
-    entry = response.claims[uid]
-    return entry.error, [(d.pool_name, d.device_name, list(d.cdi_device_ids))
-                         for d in entry.devices]
 
 
 def test_sockets_carry_the_pod_uid(agents, kubelet, short_dir):

@@ -16,6 +16,7 @@ from cyborg_lite.db.sql import session
 from cyborg_lite.inventory import views as host_inventory
 from tests import waiting
 from tests.functional import programming_env as pe
+from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.kubernetes import wired_env
 from tests.unit.kubernetes import resource_claims as rc
 
@@ -25,7 +26,7 @@ REGION0 = wired_env.REGION0
 REGION1 = wired_env.REGION1
 NAMESPACE = 'team-a'
 PROJECT = 'project-a'
-
+_answer = kubelet_mod.answer
 
 @pytest.fixture
 def env(request, conf, sqlite_db, tmp_path, short_dir, apiserver):
@@ -48,12 +49,6 @@ def _claim(apiserver, name, device, namespace=NAMESPACE, pods=(),
         config=[rc.fpga_config(**config)] if config else [], pods=pods)
     apiserver.put_claim(claim)
     return claim
-
-
-def _answer(response, uid):
-    entry = response.claims[uid]
-    return entry.error, [(d.pool_name, d.device_name, list(d.cdi_device_ids))
-                         for d in entry.devices]
 
 
 def _retried(kubelet, claim, timeout=30):
