@@ -14,22 +14,18 @@ import uuid
 
 import pytest
 import requests
-import webtest
 
-from cyborg_lite.agent import manager as agent_manager
-from cyborg_lite.api import deploy
-from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.drivers import nvidia
-from cyborg_lite.rpc import transport as rpc
 from tests import nova
 from tests import waiting
-from tests.functional.placement.conftest import configure_placement
-from tests.functional.placement.test_sriov_nic_e2e import ACCEL
-from tests.functional.placement.test_sriov_nic_e2e import ADMIN
-from tests.functional.placement.test_sriov_nic_e2e import MEMBER
-from tests.functional.placement.test_sriov_nic_e2e import PLACEMENT
-from tests.functional.placement.test_sriov_nic_e2e import _placement
+from tests.functional.placement import one_host
+from tests.functional.placement.one_host import ACCEL
+from tests.functional.placement.one_host import ADMIN
+from tests.functional.placement.one_host import MEMBER
+from tests.functional.placement.one_host import PLACEMENT
 from tests.unit.drivers.conftest import fixture_path
+
+_placement = one_host.placement_get
 
 GPU = '0000:3b:00.0'
 PROFILE = [{'name': 'vgpu-a10', 'groups': [
@@ -94,24 +90,13 @@ def cloud(sqlite_db, conf, placement, hostname, tmp_path):
     tool.write_text('#!/bin/sh\n[ "$1 $2" = "-q -x" ] || exit 64\ncat "%s"\n'
                     % fixture_path('nvidia', 'vgpu_host.xml'))
     tool.chmod(0o755)
-    conf.set_override('transport_url', 'inproc://')
-    conf.set_override('auth_strategy', 'noauth', group='api')
-    conf.set_override('report_interval', 3600, group='agent')
-    configure_placement(conf, placement.endpoint)
+    one_host.configure(conf, placement)
     conf.set_override('nvidia_smi_path', str(tool), group='nvidia_driver')
     conf.set_override('sysfs_root', str(sysfs), group='nvidia_driver')
     driver = nvidia.NvidiaDriver(conf)
     driver.name = 'nvidia'
-    conductor = conductor_service.ConductorService(conf, host='cond-vgpu')
-    agent = agent_manager.AgentManager(conf, host=hostname, drivers=[driver])
-    conductor.start()
-    agent.start()
-    try:
-        yield webtest.TestApp(deploy.loadapp(conf))
-    finally:
-        agent.stop()
-        conductor.stop()
-        rpc.cleanup()
+    with one_host.serving(conf, hostname, driver, 'cond-vgpu') as app:
+        yield app
 
 
 def _vgpu_providers(server, hostname):

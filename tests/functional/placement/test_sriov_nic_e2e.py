@@ -15,16 +15,10 @@ import uuid
 
 import pytest
 import requests
-import webtest
 
-from cyborg_lite.agent import manager as agent_manager
-from cyborg_lite.api import deploy
-from cyborg_lite.cmd import placement_server
-from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.drivers import sriov_nic
-from cyborg_lite.rpc import transport as rpc
-from tests.functional.placement.conftest import configure_placement
 from tests import nova
+from tests.functional.placement import one_host
 from tests.unit.drivers.conftest import fixture_path
 from tests.unit.drivers.test_sriov_nic import nova_port_binding_profile
 from tests import waiting
@@ -32,12 +26,10 @@ from tests import waiting
 PF0 = '0000:1b:00.0'     # two VFs enabled
 PF1 = '0000:1b:00.1'     # no VFs: nothing to offer
 VF_SLOTS = {'0000:1b:02.0', '0000:1b:02.1'}
-PLACEMENT = {'X-Auth-Token': placement_server.TOKEN,
-             'OpenStack-API-Version': 'placement 1.39'}
-MEMBER = {'X-Roles': 'member,reader', 'X-Project-Id': 'tenant-1',
-          'X-User-Id': 'alice'}
-ADMIN = {'X-Roles': 'admin', 'X-Project-Id': 'admin-project'}
-ACCEL = {'OpenStack-API-Version': 'accelerator 2.3'}
+PLACEMENT = one_host.PLACEMENT
+MEMBER = one_host.MEMBER
+ADMIN = one_host.ADMIN
+ACCEL = one_host.ACCEL
 # What the port's device profile must be for Nova (nova/network/
 # neutron.py create_resource_requests): exactly one device in all its
 # groups, or Nova refuses the port ("request multiple devices for single
@@ -69,10 +61,7 @@ def cloud(sqlite_db, conf, placement, hostname, tmp_path):
     """Placement, conductor, an agent with sriov_nic, and the API."""
     sysfs = tmp_path / 'host'
     shutil.copytree(fixture_path('nic_host'), sysfs, symlinks=True)
-    conf.set_override('transport_url', 'inproc://')
-    conf.set_override('auth_strategy', 'noauth', group='api')
-    conf.set_override('report_interval', 3600, group='agent')
-    configure_placement(conf, placement.endpoint)
+    one_host.configure(conf, placement)
     conf.set_override('sysfs_root', str(sysfs / 'sys'),
                       group='sriov_nic_driver')
     conf.set_override('physical_device_mappings',
@@ -82,23 +71,11 @@ def cloud(sqlite_db, conf, placement, hostname, tmp_path):
                       group='sriov_nic_driver')
     driver = sriov_nic.SriovNicDriver(conf)
     driver.name = 'sriov_nic'
-    conductor = conductor_service.ConductorService(conf, host='cond-nic')
-    agent = agent_manager.AgentManager(conf, host=hostname, drivers=[driver])
-    conductor.start()
-    agent.start()
-    try:
-        yield webtest.TestApp(deploy.loadapp(conf))
-    finally:
-        agent.stop()
-        conductor.stop()
-        rpc.cleanup()
+    with one_host.serving(conf, hostname, driver, 'cond-nic') as app:
+        yield app
 
 
-def _placement(server, path, **params):
-    resp = requests.get(server.endpoint + path, headers=PLACEMENT,
-                        params=params, timeout=30)
-    assert resp.status_code == 200, resp.text
-    return resp.json()
+_placement = one_host.placement_get
 
 
 def _nic_providers(server, hostname):
