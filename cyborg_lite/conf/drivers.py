@@ -17,6 +17,23 @@ SRIOV_NIC = cfg.OptGroup(
 
 _HEX32 = r'^[0-9a-f]{32}\Z'
 
+
+def _whole_card():
+    # The same option in [fake_driver] and [fpga_sysfs]: both report DFL
+    # cards.
+    return cfg.BoolOpt(
+        'whole_card', default=False,
+        help='Report each card of several regions, each behind its own '
+             'SR-IOV virtual function, as a whole-card deployable too '
+             '(reached through its physical function, trait '
+             'CUSTOM_FPGA_WHOLE_CARD), exclusive with its regions: the '
+             'card\'s resource provider then offers the card and its '
+             'regions as one FPGA slot per region, and allocations on the '
+             'regions\' providers move there. Cards whose regions share '
+             'the physical function, and single-region cards, are whole '
+             'cards already.')
+
+
 FAKE_OPTS = [
     cfg.IntOpt('num_cards', default=2, min=0, max=64,
                help='Number of simulated FPGA cards.'),
@@ -44,16 +61,7 @@ FAKE_OPTS = [
                      'own attach handle. When false, all regions of a card '
                      'are reached through its physical function and share '
                      'it as attach handle.'),
-    cfg.BoolOpt('whole_card', default=False,
-                help='Report each card of several regions, each behind its '
-                     'own SR-IOV virtual function, as a whole-card deployable '
-                     'too (reached through its physical function, trait '
-                     'CUSTOM_FPGA_WHOLE_CARD), exclusive with its regions: '
-                     'the card\'s resource provider then offers the card '
-                     'and its regions as one FPGA slot per region, and '
-                     'allocations on the regions\' providers move there. '
-                     'Cards whose regions share the physical function, '
-                     'and single-region cards, are whole cards already.'),
+    _whole_card(),
     cfg.IntOpt('numa_nodes', default=1, min=1, max=8,
                help='NUMA nodes of the simulated host, two per socket '
                     'from three on (distance 10 to itself, 12 within a '
@@ -98,16 +106,7 @@ FPGA_SYSFS_OPTS = [
     cfg.IntOpt('local_memory_mb', default=0, min=0, max=1 << 30,
                help='Local memory per region in MiB. DFL sysfs does not '
                     'show the card memory, so it is configured.'),
-    cfg.BoolOpt('whole_card', default=False,
-                help='Report each card of several regions, each behind its '
-                     'own SR-IOV virtual function, as a whole-card deployable '
-                     'too (reached through its physical function, trait '
-                     'CUSTOM_FPGA_WHOLE_CARD), exclusive with its regions: '
-                     'the card\'s resource provider then offers the card '
-                     'and its regions as one FPGA slot per region, and '
-                     'allocations on the regions\' providers move there. '
-                     'Cards whose regions share the physical function, '
-                     'and single-region cards, are whole cards already.'),
+    _whole_card(),
     cfg.ListOpt('scrub_bitstreams', default=[],
                 item_type=cfg.types.String(
                     regex=r'^[0-9a-f]{32}:/[^,]+\Z'),
