@@ -11,9 +11,6 @@ import os
 
 from cliff import lister
 
-from cyborg_lite.kubernetes import claim_events
-from cyborg_lite.kubernetes import client as k8s_client
-
 DEFAULT_DRIVER = 'cyborg-lite.openstack.org'
 
 
@@ -41,6 +38,10 @@ class ExplainClaim(lister.Lister):
         namespace, sep, name = parsed_args.claim.partition('/')
         if not sep or not namespace or not name:
             raise SystemExit('claim must be <namespace>/<name>')
+        # NOTE: imported here: the kubernetes client (and requests) would
+        # slow every other command's start (bench/cli_startup.py).
+        from cyborg_lite.kubernetes import claim_events
+        from cyborg_lite.kubernetes import client as k8s_client
         api_client = k8s_client.new_api_client(parsed_args.kubeconfig)
         try:
             answer = claim_events.ClaimExplainer(

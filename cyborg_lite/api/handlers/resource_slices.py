@@ -4,8 +4,8 @@ conductor would publish for a host (read only, from microversion 2.5).
 Computed from the database by the code the conductor's Kubernetes sink
 runs (kubernetes/view.of_host + kubernetes/slices.build_slices) with this
 service's [kubernetes] options (driver_name, node_names, publish_taints,
-numa_node_list, shared_counters: keep them as the conductor's), so an
-operator sees them without a cluster. ``served`` says whether the host is
+numa_node_list, shared_counters, binding_conditions: keep them as the
+conductor's), so an operator sees them without a cluster. ``served`` says whether the host is
 in [kubernetes]hosts, i.e. whether a conductor with the Kubernetes sink
 publishes it at all. The pool generation is left at 0: the sync sets it.
 """
@@ -36,7 +36,8 @@ def show_slices(req, hostname):
         slices = k8s_slices.build_slices(
             inventory, group.driver_name, group.publish_taints,
             numa_node_list=group.numa_node_list,
-            shared_counters=group.shared_counters)
+            shared_counters=group.shared_counters,
+            binding_conditions=group.binding_conditions)
     except k8s_slices.InvalidSlice as exc:
         raise exception.Conflict(reason='the ResourceSlices of host %s '
                                  'cannot be built: %s' % (hostname, exc))

@@ -152,9 +152,14 @@ class FakeKubeApiServer:
         return self.nodes[name]['metadata']['uid']
 
     def put_claim(self, claim):
-        """Store ``claim`` exactly as it is (no event for the watches)."""
+        """Store ``claim`` as it is (no event for the watches), with a
+        resourceVersion if it has none: every object the apiserver
+        serves has one."""
+        claim = copy.deepcopy(claim)
         meta = claim['metadata']
-        self.claims[(meta['namespace'], meta['name'])] = copy.deepcopy(claim)
+        with self._lock:
+            meta.setdefault('resourceVersion', self._next_version())
+            self.claims[(meta['namespace'], meta['name'])] = claim
 
     def write_claim(self, claim):
         """Store ``claim`` with a new resourceVersion if it changed."""

@@ -116,7 +116,8 @@ def test_claim_reader_uses_the_api(conf):
         claim = rc.allocated_claim('c', [('a', 'dev-a')], namespace='team-a')
         apiserver.put_claim(claim)
         reader = claims.KubeClaimReader(client)
-        assert reader.get('team-a', 'c') == claim
+        assert reader.get('team-a', 'c') == apiserver.claims[('team-a', 'c')]
+        assert reader.get('team-a', 'c')['spec'] == claim['spec']
         with pytest.raises(claims.ClaimError, match='not found'):
             reader.get('team-b', 'c')
     finally:
