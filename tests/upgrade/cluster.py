@@ -99,16 +99,11 @@ class UpgradeCluster(multihost.Cluster):
         service = self.services[name]
         service.stop()
         service.use(multihost.BIN)
-        offset = service.log_size()
-        service.start()
-        if name in self.conductor_names:
-            started = 'Conductor %s started' % name
-            self.wait_for(lambda: started in service.read_log_since(offset)
-                          or not service.alive(), 90, started)
-        elif name == 'api':
+        self.start_again(name)
+        if name == 'api':
             multihost.servers.wait_for_port(self.api_port, 90,
                                             proc=service.proc)
-        assert service.alive(), service.read_log_since(offset)
+        assert service.alive(), service.read_log()
         return service
 
     @property

@@ -325,11 +325,15 @@ class Cluster:
         return self.services[name].kill9()
 
     def restart(self, name):
-        """Stop ``name`` and start it again; a conductor is waited for
+        """Stop ``name`` and start it again (``start_again``)."""
+        self.services[name].stop()
+        return self.start_again(name)
+
+    def start_again(self, name):
+        """Start the stopped service ``name``; a conductor is waited for
         until it serves (a test that went on at once could take away the
         database it was still connecting to)."""
         service = self.services[name]
-        service.stop()
         offset = service.log_size()
         service.start()
         if name in self.conductor_names:
