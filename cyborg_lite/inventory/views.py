@@ -17,7 +17,8 @@ reason (Placement: reserved = total) and the bind path refuses it under
 its locks (``region_refusal``, which db/arq_binds.finish_bind and
 db/k8s_claims.claim import). Which of
 the siblings behind one function a bind takes is decided here too
-(``choose_member``): siblings are an inventory fact.
+(``choose_member``, in the order of inventory/warm.py): siblings are an
+inventory fact.
 """
 import collections
 import dataclasses
@@ -26,6 +27,7 @@ import json
 
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
+from cyborg_lite.inventory import warm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -417,12 +419,11 @@ def choose_member(device, members, mismatch, loaded=None, asked_at=None):
     ``device``, offered by one provider) that a bind takes: one that
     serves the request on its own (``mismatch(dep)``: why it could not,
     or None; placement/tree.mismatch for a device profile group), may be
-    bound now and has a free attach handle, preferring one for which
-    ``loaded(dep)`` says no programming is needed; then the one whose
-    function was asked for least recently (``asked_at(dep)``: when, None
-    for never), so a region running a function in demand is the last to
-    be reprogrammed for another; then by name. Returns (deployable, None)
-    or (None, why none may)."""
+    bound now and has a free attach handle, in the order of
+    inventory/warm.preference: one for which ``loaded(dep)`` says no
+    programming is needed, then the one whose function was asked for
+    least recently (``asked_at(dep)``: when, None for never), then by
+    name. Returns (deployable, None) or (None, why none may)."""
     why = {}
     fit = []
     for dep in members:
@@ -443,12 +444,7 @@ def choose_member(device, members, mismatch, loaded=None, asked_at=None):
     if not fit:
         return None, '; '.join('%s: %s' % item for item in sorted(
             why.items()))
-    fit.sort(key=lambda d: (not (loaded and loaded(d)),
-                            _asked(asked_at, d), d.name))
+    fit.sort(key=lambda d: (warm.preference(
+        bool(loaded and loaded(d)), asked_at(d) if asked_at else None),
+        d.name))
     return fit[0], None
-
-
-def _asked(asked_at, dep):
-    """A sort key: never asked for (or unknown) before any time."""
-    when = asked_at(dep) if asked_at else None
-    return () if when is None else (when,)

@@ -457,15 +457,18 @@ def test_api_bench_prepares_the_first_releases_database(tmp_path):
 
 def test_program_trace_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'program_trace', '--requests', '40',
-                    '--regions', '4', '--bitstreams', '3')
+                    '--regions', '4', '--bitstreams', '3', '--seeds', '43,1')
     assert result['bench'] == 'program_trace'
-    choices = result['choices']
-    assert set(choices) == {'now', 'first_free', 'optimum'}
-    for row in choices.values():
-        # Every bitstream asked for is loaded at least once, and no
-        # request is ready before it arrives.
-        assert 3 <= row['reprograms'] <= 40
-        assert 0 <= row['ready_p50_s'] <= row['ready_p95_s']
-    # Knowing the trace never does worse than the previous choice.
-    assert choices['optimum']['reprograms'] <= \
-        choices['first_free']['reprograms']
+    assert set(result['loads']) == {'default', 'heavy'}
+    for load in result['loads'].values():
+        choices = load['choices']
+        assert set(choices) == {'now', 'first_free', 'optimum', 'now_wait',
+                                'optimum_wait'}
+        for row in choices.values():
+            # Every bitstream asked for is loaded at least once in each
+            # seed's trace, and no request is ready before it arrives.
+            assert 3 * 2 <= row['reprograms'] <= 40 * 2
+            assert 0 <= row['ready_p50_s'] <= row['ready_p95_s']
+        assert choices['now']['over_optimum'] == round(
+            choices['now']['reprograms'] /
+            choices['optimum']['reprograms'], 3)

@@ -5,8 +5,9 @@ from bench import program_trace as pt
 PROGRAM = 10.0
 
 
-def _run(requests, regions, choose):
-    return pt.simulate(requests, regions, PROGRAM, pt.CHOICES[choose])
+def _run(requests, regions, name):
+    choose, wait = pt.CHOICES[name]
+    return pt.simulate(requests, regions, PROGRAM, choose, wait)
 
 
 def test_a_warm_region_is_taken_and_needs_no_programming():
@@ -34,3 +35,25 @@ def test_a_request_waits_for_a_region_to_be_freed():
     reprograms, ready = _run(requests, 1, 'now')
     assert reprograms == 1
     assert ready == [PROGRAM, PROGRAM + 5.0 - 1.0]
+
+
+def test_a_request_waits_for_a_busy_warm_region_freed_sooner():
+    # Two regions: region0 loaded with a, region1 with b, holds of 1-4 s
+    # seen (shorter than programming). The last a comes while region0
+    # (a) is held until 84 s: without waiting region1 is reprogrammed;
+    # waiting takes region0 when it is freed, 3 s later, unprogrammed.
+    requests = [(0.0, 0, 1.0), (20.0, 0, 4.0), (21.0, 1, 1.0),
+                (50.0, 1, 1.0), (80.0, 0, 4.0), (81.0, 0, 1.0)]
+    assert _run(requests, 2, 'now') == (
+        3, [PROGRAM, 0.0, PROGRAM, 0.0, 0.0, PROGRAM])
+    assert _run(requests, 2, 'now_wait') == (
+        2, [PROGRAM, 0.0, PROGRAM, 0.0, 0.0, 3.0])
+
+
+def test_no_wait_when_holds_outlast_programming():
+    # The same trace with holds longer than programming: waiting would
+    # be slower, so the second request for a reprograms region1.
+    requests = [(0.0, 0, 30.0), (50.0, 1, 30.0), (100.0, 0, 30.0),
+                (101.0, 0, 30.0)]
+    assert _run(requests, 2, 'now_wait') == _run(requests, 2, 'now')
+    assert _run(requests, 2, 'now_wait')[0] == 3
