@@ -5,8 +5,10 @@ import uuid
 
 import pytest
 import sqlalchemy as sa
+import webtest
 
 from cyborg_lite.agent import manager as agent_manager
+from cyborg_lite.api import deploy
 from cyborg_lite.bitstreams import signatures
 from cyborg_lite.bitstreams import store as image_store
 from cyborg_lite.common import context
@@ -111,6 +113,11 @@ class Env:
         return waiting.until(lambda: all(
             a.jobs.idle() and a.cleaner.idle() for a in self.killed),
             timeout)
+
+    def api_app(self, api_conf):
+        """The API app (webtest) whose casts reach this conductor."""
+        return webtest.TestApp(deploy.loadapp(
+            api_conf, conductor_factory=lambda: self.api))
 
     def stop(self):
         if self.agent is not None:

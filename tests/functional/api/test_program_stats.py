@@ -6,9 +6,7 @@ by a Kubernetes claim's Prepare is accounted to its namespace."""
 import prometheus_client
 import pytest
 import sqlalchemy as sa
-import webtest
 
-from cyborg_lite.api import deploy
 from cyborg_lite.common import context
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
@@ -38,8 +36,7 @@ def env(make_env, conf):  # noqa: F811
 
 @pytest.fixture
 def app(env, api_conf):
-    return webtest.TestApp(deploy.loadapp(
-        api_conf, conductor_factory=lambda: env.api))
+    return env.api_app(api_conf)
 
 
 def _metric(project, namespace=''):

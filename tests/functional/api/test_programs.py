@@ -30,8 +30,7 @@ def env(make_env):  # noqa: F811
 
 @pytest.fixture
 def rpc_app(env, api_conf):
-    return webtest.TestApp(deploy.loadapp(
-        api_conf, conductor_factory=lambda: env.api))
+    return env.api_app(api_conf)
 
 
 def _bitstream(app, caller=MEMBER_A, image=None, **values):

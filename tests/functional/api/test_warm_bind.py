@@ -11,9 +11,7 @@ The API app, the real ConductorService and an agent with the FAKE driver
 over inproc:// (tests/functional/programming_env.py)."""
 import pytest
 import sqlalchemy as sa
-import webtest
 
-from cyborg_lite.api import deploy
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from tests import waiting
@@ -35,12 +33,6 @@ READER = dict(ADMIN, **{'OpenStack-API-Version': 'accelerator 2.9'})
 @pytest.fixture
 def env(make_env):  # noqa: F811
     return make_env()
-
-
-@pytest.fixture
-def app(env, api_conf):
-    return webtest.TestApp(deploy.loadapp(
-        api_conf, conductor_factory=lambda: env.api))
 
 
 def _bind(app, env, function_id):
@@ -73,7 +65,9 @@ def _jobs(app):
     return app.get('/v2/programs', headers=READER).json['programs']
 
 
-def test_a_bind_takes_the_sibling_already_running_the_function(app, env):
+def test_a_bind_takes_the_sibling_already_running_the_function(env,
+                                                               api_conf):
+    app = env.api_app(api_conf)
     bitstream = env.add_bitstream()
     # region1 (second by name) runs the function; region0 the old one.
     loaded = env.wait_job(env.program(bitstream.uuid, 'region1')['uuid'])
@@ -90,10 +84,11 @@ def test_a_bind_takes_the_sibling_already_running_the_function(app, env):
     assert env.hardware('region0') == pe.OLD_FUNCTION
 
 
-def test_the_region_asked_for_longest_ago_is_reprogrammed(app, env):
+def test_the_region_asked_for_longest_ago_is_reprogrammed(env, api_conf):
     """Neither region runs the function asked for: the bind reprograms
     the one whose function was asked for least recently (region1, loaded
     before region0), not the first by name, and leaves region0's."""
+    app = env.api_app(api_conf)
     first = env.add_bitstream()
     env.wait_job(env.program(first.uuid, 'region1')['uuid'])
     recent_afu = '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e60'
