@@ -312,7 +312,11 @@ class MariaDBServer:
                 '--innodb-buffer-pool-size=64M',
                 '--innodb-log-file-size=32M',
                 '--innodb-flush-log-at-trx-commit=0',
-                '--innodb-doublewrite=0', '--skip-innodb-adaptive-hash-index']
+                '--innodb-doublewrite=0', '--skip-innodb-adaptive-hash-index',
+                # Every test copies some 25 tables into a new database: in
+                # the one system tablespace a CREATE TABLE makes no file of
+                # its own (0.3 s a copy instead of 1.1 s).
+                '--innodb-file-per-table=0']
         if self._run_as is not None:
             args.append('--user=' + self._run_as.pw_name)
         return args

@@ -3,6 +3,7 @@ our two rules): on every schema the API validates with, a document the
 fast test accepts is one the reference accepts, and the other way round
 for documents without floats, which the fast test leaves to the
 reference by design."""
+import functools
 import importlib
 import pkgutil
 import re
@@ -131,6 +132,18 @@ def near(schema, depth=0):
     return st.one_of(options)
 
 
+# One strategy per schema for the whole run: building it again for every
+# example cost more than drawing from it.
+_NEAR = {}
+
+
+def _near_once(schema):
+    key = id(schema)
+    if key not in _NEAR:
+        _NEAR[key] = near(schema)
+    return _NEAR[key]
+
+
 def _reference_valid(schema, data):
     return not any(True for _ in
                    validator.for_schema(schema).iter_errors(data))
@@ -143,7 +156,7 @@ def _reference_valid(schema, data):
                                  HealthCheck.data_too_large])
 @given(data=st.data())
 def test_fast_test_agrees_with_the_reference(schema, data):
-    document = data.draw(near(schema))
+    document = data.draw(_near_once(schema))
     fast = validator.accepts(schema, document)
     reference = _reference_valid(schema, document)
     if fast:
@@ -193,16 +206,21 @@ def _patterns(schema, found):
 PATTERNS = sorted(_patterns([p.values[0] for p in SCHEMAS], set()))
 
 
+@functools.lru_cache(maxsize=None)
+def _texts_near(pattern):
+    python = re.compile(validator.whole_string_pattern(pattern))
+    return st.from_regex(python, fullmatch=True).flatmap(
+        lambda s: st.sampled_from([s, s + '\n', '\n' + s, s + 'x',
+                                   s[:-1], s.upper(), s.lower()])) \
+        | st.text(max_size=12)
+
+
 @pytest.mark.parametrize('pattern', PATTERNS)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_patterns_read_alike(pattern, data):
     python = re.compile(validator.whole_string_pattern(pattern))
-    text = data.draw(
-        st.from_regex(python, fullmatch=True).flatmap(
-            lambda s: st.sampled_from([s, s + '\n', '\n' + s, s + 'x',
-                                       s[:-1], s.upper(), s.lower()]))
-        | st.text(max_size=12))
+    text = data.draw(_texts_near(pattern))
     fast = validator.accepts({'type': 'string', 'pattern': pattern}, text)
     assert fast == bool(python.search(text)), text
 
