@@ -124,13 +124,8 @@ def _placement_failures(device, dep, group, images):
     return failed
 
 
-# One region of the fleet, its device's and its host agent's columns
-# with it (db/explain.py reads them so; tests build them).
-RegionRow = collections.namedtuple('RegionRow', [
-    'hostname', 'agent_state', 'device_id', 'device_uuid', 'device_type',
-    'vendor', 'status', 'device_health', 'device_numa_node', 'id', 'uuid',
-    'name', 'num_accelerators', 'region_type', 'function_id',
-    'local_memory_mb', 'device_state', 'health', 'numa_node'])
+# One region of the fleet (db/explain.py reads them so; tests build them).
+RegionRow = views.RegionRow
 HandleRow = collections.namedtuple('HandleRow',
                                    ['id', 'attach_info', 'in_use'])
 
