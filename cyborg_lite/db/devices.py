@@ -331,14 +331,15 @@ def _region_rows(agent_rows, device_rows, deployable_rows):
     state = dict(agent_rows)
     by_device = collections.defaultdict(list)
     for dep in deployable_rows:
-        by_device[dep[0]].append(tuple(dep)[1:])
+        by_device[dep[0]].append(dep[1:])
     regions = []
+    make = tuple.__new__     # RegionRow._make without its length check
     for device in device_rows:
         deps = by_device.get(device[1])
         if deps:
-            head = (device[0], state.get(device[0])) + tuple(device)[1:]
-            regions.extend(views.RegionRow._make(head + dep)
-                           for dep in deps)
+            head = (device[0], state.get(device[0])) + device[1:]
+            regions.extend([make(views.RegionRow, head + dep)
+                            for dep in deps])
     return regions
 
 

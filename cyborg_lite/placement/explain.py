@@ -261,10 +261,13 @@ class _Counter:
         return tuple(attrs.items()) if attrs else ()
 
     def _flags(self, row):
-        fleet = self.fleet
-        return tuple((bool(h.in_use), h.id in fleet.blocked,
-                      h.id in fleet.k8s_claims)
-                     for h in fleet.handles.get(row.id, ()))
+        handles = self.fleet.handles.get(row.id, ())
+        blocked, claims = self.fleet.blocked, self.fleet.k8s_claims
+        if len(handles) == 1:       # most regions: no generator to run
+            [h] = handles
+            return ((bool(h.in_use), h.id in blocked, h.id in claims),)
+        return tuple([(bool(h.in_use), h.id in blocked, h.id in claims)
+                      for h in handles])
 
     def _kind(self, row, attrs, flags, siblings=(), conflict=False,
               deployables=()):
@@ -323,11 +326,11 @@ def kinds(fleet):
     distinct offer and Facts, with their hosts and positions."""
     counter = _Counter(fleet)
     rows = fleet.regions
+    devices = [row.device_id for row in rows] + [None]
     position = 0
     while position < len(rows):
         end = position + 1
-        while end < len(rows) and \
-                rows[end].device_id == rows[position].device_id:
+        while devices[end] == devices[position]:
             end += 1
         if end == position + 1:
             counter.alone(position, rows[position])
