@@ -13,6 +13,7 @@ answer names, and the groups of a served profile reach every region
 anyway (docs/benchmarks-history.md section 12)."""
 import collections
 
+from cyborg_lite.common import collector
 from cyborg_lite.db import bitstreams
 from cyborg_lite.db import device_profiles
 from cyborg_lite.db import devices
@@ -23,6 +24,7 @@ Snapshot = collections.namedtuple(
                  'bitstream_region_types', 'function_region_types'])
 
 
+@collector.held_off
 def snapshot(visible_to, name, hostname=None):
     """The Snapshot for profile ``name`` (as the caller may see it;
     DeviceProfileNotFound otherwise) over every host, or ``hostname``."""

@@ -33,6 +33,7 @@ import heapq
 import itertools
 import json
 
+from cyborg_lite.common import collector
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.inventory import views
@@ -456,6 +457,7 @@ def _blocked_holders(found, held, holders):
     return list(distinct.values())
 
 
+@collector.held_off
 def explain(groups, fleet, holders=None, images=Images()):
     """The funnel of each request group of ``groups`` over ``fleet`` (a
     Fleet), as JSON-ready dicts: per step the hosts and deployables
