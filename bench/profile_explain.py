@@ -169,6 +169,7 @@ def _table(trees):
 
 
 def run(args):
+    machine = common.machine()      # the load before the first explain
     workdir = tempfile.mkdtemp(prefix='bench-explain-')
     try:
         prepare(workdir, args.hosts)
@@ -184,7 +185,7 @@ def run(args):
                     root, script, ['--db', db, '--runs', str(args.runs)]))
         reports = {tree: summary(found) for tree, found in trials.items()}
         _table(reports)
-        result = {'bench': 'profile_explain', 'machine': common.machine(),
+        result = {'bench': 'profile_explain', 'machine': machine,
                   'params': {'hosts': args.hosts, 'runs': args.runs,
                              'trials': args.trials,
                              'cards_per_host': seed.CARDS_PER_HOST,
