@@ -212,12 +212,6 @@ def _unavailable_steps(facts):
     return failed
 
 
-def _handle_flags(handles, fleet):
-    """views.Facts' handles of a region's handle rows."""
-    return tuple((bool(h.in_use), h.id in fleet.blocked,
-                  h.id in fleet.k8s_claims) for h in handles)
-
-
 def _traits(attrs):
     return tuple(v for k, v in attrs if k.startswith('trait') and v)
 
@@ -240,8 +234,9 @@ def _card_conflicts(device_regions, attrs, fleet):
 
 
 def _offer(row, attrs):
-    return _Offer(tuple(sorted(_traits(attrs))), row.numa_node, row.region_type,
-                  row.function_id, dict(attrs).get('rc') or None,
+    return _Offer(tuple(sorted(_traits(attrs))), row.numa_node,
+                  row.region_type, row.function_id,
+                  dict(attrs).get('rc') or None,
                   row.num_accelerators or 0, row.local_memory_mb or 0)
 
 
@@ -357,8 +352,8 @@ def regions(fleet):
 
 
 def failures(region, group, images=Images(), placement=None):
-    """{step: why} of every step ``region`` (a Region, or a Kind) fails for request
-    group ``group``; empty when it could be bound for it now.
+    """{step: why} of every step ``region`` (a Region, or a Kind) fails
+    for request group ``group``; empty when it could be bound for it now.
     ``placement``: a dict the caller keeps for one group, so that each
     distinct offer is checked once."""
     if placement is None:
