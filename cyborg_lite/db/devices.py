@@ -279,7 +279,7 @@ def _text(column):
 # An explain reads each table once, in plain scans joined here: the
 # three-table join's index look-ups cost more than the scans
 # (docs/benchmarks-history.md section 12). A region's row is its
-# device's columns, then its own (placement/explain.RegionRow).
+# device's columns, then its own (inventory/views.RegionRow).
 _FLEET_AGENTS = sa.select(_AGENT.c.hostname, _text(_AGENT.c.state))
 _FLEET_DEVICES = (sa.select(DEVICE.hostname, DEVICE.id, DEVICE.uuid,
                             _text(DEVICE.type), DEVICE.vendor,
