@@ -1,7 +1,7 @@
 """A device profile's explain at fleet size, against its 200 ms limit.
 
     .venv/bin/python -m bench.profile_explain [--hosts 1000] [--runs 10]
-        [--output explain.json]
+        [--trials 3] [--baseline CHECKOUT] [--output explain.json]
 
 One SQLite file holds ``--hosts`` hosts of 8 cards each (bench/seed.py:
 one region, one attach handle each), half of the cards' ARQs Bound to
@@ -12,10 +12,17 @@ every 13th, an agent down every 17th host. Three profiles: one served
 one blocked for a permanent one (a trait no card has). Each explain is
 timed as the API runs it, the one read transaction
 (db/explain.snapshot) and the pure funnel (placement/explain.explain),
-and reported with its parts; the median of ``--runs`` against the
+and reported with its parts: per profile the median and p95 of
+``--runs`` explains in each of ``--trials`` child processes, against the
 issue's limit of 200 ms per explain at 1,000 hosts.
+
+``--baseline``: a checkout of older code (``git worktree add /tmp/base
+<commit>``) explains the same file in child processes alternated with
+this tree's (bench/common.run_in_tree), so that both share the
+machine's moments; each answer's digest must be the same in both.
 """
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +33,7 @@ import time
 from bench import common
 from bench import seed
 
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT_MS = 200
 PROFILES = {
     'served': [{'resources:FPGA': '1', 'trait:CUSTOM_FPGA_INTEL':
@@ -83,13 +91,10 @@ def prepare(workdir, hosts):
 
 
 def explain_once(name):
-    """(read ms, funnel ms, the answer's blocking steps, CPU ms of this
-    process for both: on a busy machine, less of the neighbours' load
-    than the wall clock)."""
+    """(read ms, funnel ms, the answer's digest, its blocking steps)."""
     from cyborg_lite.db import explain as explain_db
     from cyborg_lite.db.sql import pagination
     from cyborg_lite.placement import explain
-    cpu = time.process_time()
     start = time.perf_counter()
     snap = explain_db.snapshot(pagination.ALL, name)
     read = time.perf_counter()
@@ -97,47 +102,120 @@ def explain_once(name):
                              explain.Images(snap.bitstream_region_types,
                                             snap.function_region_types))
     done = time.perf_counter()
+    digest = hashlib.sha256(json.dumps(groups, sort_keys=True).encode())
     return ((read - start) * 1000, (done - read) * 1000,
-            [(g['blocking'] or {}).get('step') for g in groups],
-            (time.process_time() - cpu) * 1000)
+            digest.hexdigest()[:16],
+            [(g['blocking'] or {}).get('step') for g in groups])
 
 
-def measure(runs):
-    report = {}
+def child(args):
+    """One trial: ``args.runs`` explains of each profile over the file
+    ``args.db``, with the code this process imported."""
+    from cyborg_lite.common import config
+    from cyborg_lite.conf import CONF
+    config.parse_args([], default_config_files=[])
+    common.quiet()
+    CONF.set_override('connection', 'sqlite:///' + args.db,
+                      group='database')
+    profiles = {}
     for name in PROFILES:
         explain_once(name)      # warm: statements compiled, pool open
-        timings = [explain_once(name) for _ in range(runs)]
-        total = [r + f for r, f, _, _ in timings]
+        timings = [explain_once(name) for _ in range(args.runs)]
+        profiles[name] = {
+            'read_ms': [round(r, 2) for r, _f, _d, _b in timings],
+            'funnel_ms': [round(f, 2) for _r, f, _d, _b in timings],
+            'digest': timings[0][2], 'blocking': timings[0][3]}
+    import cyborg_lite
+    return {'root': os.path.dirname(os.path.dirname(cyborg_lite.__file__)),
+            'profiles': profiles}
+
+
+def _p95(values):
+    return sorted(values)[max(0, -(-len(values) * 95 // 100) - 1)]
+
+
+def summary(trials):
+    """Per profile, the figures of every explain of ``trials`` (child
+    results of one tree) together."""
+    report = {}
+    for name in PROFILES:
+        entries = [t['profiles'][name] for t in trials]
+        read = [r for e in entries for r in e['read_ms']]
+        funnel = [f for e in entries for f in e['funnel_ms']]
+        total = [r + f for r, f in zip(read, funnel)]
         report[name] = {
-            'blocking': timings[0][2],
-            'read_ms_median': round(statistics.median(
-                r for r, _, _, _ in timings), 1),
-            'funnel_ms_median': round(statistics.median(
-                f for _, f, _, _ in timings), 1),
-            'cpu_ms_median': round(statistics.median(
-                c for _, _, _, c in timings), 1),
+            'blocking': entries[0]['blocking'],
+            'digest': entries[0]['digest'],
+            'explains': len(total),
+            'read_ms_median': round(statistics.median(read), 1),
+            'funnel_ms_median': round(statistics.median(funnel), 1),
             'total_ms_median': round(statistics.median(total), 1),
+            'total_ms_p95': round(_p95(total), 1),
             'total_ms_max': round(max(total), 1),
             'limit_ms': LIMIT_MS,
             'within_limit': statistics.median(total) <= LIMIT_MS}
     return report
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--hosts', type=int, default=1000)
-    parser.add_argument('--runs', type=int, default=10)
-    parser.add_argument('--output')
-    args = parser.parse_args(argv)
+def _table(trees):
+    for tree, report in trees.items():
+        for name, entry in report.items():
+            common.log('%-8s %-7s read %7.1f funnel %7.1f median %7.1f '
+                       'p95 %7.1f ms (limit %d)' % (
+                           tree, name, entry['read_ms_median'],
+                           entry['funnel_ms_median'],
+                           entry['total_ms_median'], entry['total_ms_p95'],
+                           LIMIT_MS))
+
+
+def run(args):
+    machine = common.machine()      # the load before the first explain
     workdir = tempfile.mkdtemp(prefix='bench-explain-')
     try:
         prepare(workdir, args.hosts)
-        common.emit({'bench': 'profile_explain', 'machine': common.machine(),
-                     'params': {'hosts': args.hosts, 'runs': args.runs,
-                                'cards_per_host': seed.CARDS_PER_HOST},
-                     'profiles': measure(args.runs)}, args.output)
+        db = os.path.join(workdir, 'explain.sqlite')
+        trees = {'this': HERE}
+        if args.baseline:
+            trees['baseline'] = os.path.abspath(args.baseline)
+        script = os.path.join(HERE, 'bench', 'profile_explain.py')
+        trials = {tree: [] for tree in trees}
+        for _ in range(args.trials):
+            for tree, root in trees.items():
+                trials[tree].append(common.run_in_tree(
+                    root, script, ['--db', db, '--runs', str(args.runs)]))
+        reports = {tree: summary(found) for tree, found in trials.items()}
+        _table(reports)
+        result = {'bench': 'profile_explain', 'machine': machine,
+                  'params': {'hosts': args.hosts, 'runs': args.runs,
+                             'trials': args.trials,
+                             'cards_per_host': seed.CARDS_PER_HOST,
+                             'baseline': trees.get('baseline')},
+                  'profiles': reports['this']}
+        if args.baseline:
+            result['baseline_profiles'] = reports['baseline']
+            result['same_answers'] = all(
+                reports['this'][n]['digest'] ==
+                reports['baseline'][n]['digest'] for n in PROFILES)
+        result['machine']['loadavg_at_end'] = [
+            round(x, 2) for x in os.getloadavg()]
+        return result
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv=None):
+    parser = common.tree_ab_parser(__doc__.split('\n')[0], HERE)
+    parser.add_argument('--hosts', type=int, default=1000)
+    parser.add_argument('--runs', type=int, default=10,
+                        help='explains of each profile in a trial')
+    parser.add_argument('--trials', type=int, default=3,
+                        help='child processes of each tree, alternated')
+    parser.add_argument('--db', help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    common.emit(run(args), args.output)
 
 
 if __name__ == '__main__':

@@ -266,27 +266,38 @@ FleetRows = collections.namedtuple(
     'FleetRows', ['regions', 'attributes', 'handles', 'blocked',
                   'k8s_claims', 'hostnames'])
 _AGENT = models.Agent.__table__
-# A region with its device's and its host agent's columns: what an
-# explain asks of it (placement/explain.RegionRow), and no more.
-_FLEET_REGIONS = (
-    sa.select(DEVICE.hostname, _AGENT.c.state.label('agent_state'),
-              DEVICE.id.label('device_id'),
-              DEVICE.uuid.label('device_uuid'),
-              DEVICE.type.label('device_type'), DEVICE.vendor,
-              DEVICE.status, DEVICE.health.label('device_health'),
-              DEVICE.numa_node.label('device_numa_node'), _DEP.c.id,
-              _DEP.c.uuid, _DEP.c.name, _DEP.c.num_accelerators,
-              _DEP.c.region_type, _DEP.c.function_id,
-              _DEP.c.local_memory_mb, _DEP.c.device_state, _DEP.c.health,
+_ARQ = models.AcceleratorRequest.__table__
+_CLAIM = models.KubernetesClaimDevice.__table__
+
+
+def _text(column):
+    """``column`` as the text it stores: an enum's result processor (a
+    call per value) is most of a plain read of thousands of rows."""
+    return sa.type_coerce(column, sa.String()).label(column.name)
+
+
+# An explain reads each table once, in plain scans joined here: the
+# three-table join's index look-ups cost more than the scans
+# (docs/benchmarks-history.md section 12). A region's row is its
+# device's columns, then its own (inventory/views.RegionRow).
+_FLEET_AGENTS = sa.select(_AGENT.c.hostname, _text(_AGENT.c.state))
+_FLEET_DEVICES = (sa.select(DEVICE.hostname, DEVICE.id, DEVICE.uuid,
+                            _text(DEVICE.type), DEVICE.vendor,
+                            _text(DEVICE.status),
+                            _text(DEVICE.health), DEVICE.numa_node)
+                  .order_by(DEVICE.hostname, DEVICE.id))
+_FLEET_DEPLOYABLES = (
+    sa.select(_DEP.c.device_id, _DEP.c.id, _DEP.c.uuid, _DEP.c.name,
+              _DEP.c.num_accelerators, _DEP.c.region_type,
+              _DEP.c.function_id, _DEP.c.local_memory_mb,
+              _text(_DEP.c.device_state), _text(_DEP.c.health),
               _DEP.c.numa_node)
-    .select_from(_DEP.join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
-                 .outerjoin(_AGENT, _AGENT.c.hostname == DEVICE.hostname))
-    .order_by(DEVICE.hostname, DEVICE.id, _DEP.c.id))
+    .order_by(_DEP.c.id))
 _FLEET_HANDLES = (sa.select(_HANDLE.c.id, _HANDLE.c.deployable_id,
                             _HANDLE.c.attach_info, _HANDLE.c.in_use,
                             _HANDLE.c.in_use_function)
                   .order_by(_HANDLE.c.id))
-# Only the resource class and the traits: what Placement is offered.
+# Only the resource class, the traits and the driver's bind switch.
 _FLEET_ATTRIBUTES = (sa.select(_ATTR.c.deployable_id, _ATTR.c.key,
                                _ATTR.c.value)
                      .where(sa.or_(_ATTR.c.key.in_(('rc', 'bind')),
@@ -297,49 +308,92 @@ _FLEET_CLAIMS = sa.select(
         models.KubernetesClaimDevice.attach_handle_id.is_not(None))
 
 
+def _of_host(hostname):
+    """The fleet statements narrowed to ``hostname``'s rows (all of them
+    for None)."""
+    statements = (_FLEET_AGENTS, _FLEET_DEVICES, _FLEET_DEPLOYABLES,
+                  _FLEET_HANDLES, _FLEET_ATTRIBUTES)
+    if hostname is None:
+        return statements
+    devices = sa.select(DEVICE.id).where(DEVICE.hostname == hostname)
+    deps = sa.select(_DEP.c.id).where(_DEP.c.device_id.in_(devices))
+    agents_, devices_, deps_, handles, attributes = statements
+    return (agents_.where(_AGENT.c.hostname == hostname),
+            devices_.where(DEVICE.hostname == hostname),
+            deps_.where(_DEP.c.device_id.in_(devices)),
+            handles.where(_HANDLE.c.deployable_id.in_(deps)),
+            attributes.where(_ATTR.c.deployable_id.in_(deps)))
+
+
+def _region_rows(agent_rows, device_rows, deployable_rows):
+    """Each region as its device's columns (and its host agent's state)
+    then its own, by hostname, device and id (views.RegionRow)."""
+    state = dict(agent_rows)
+    by_device = collections.defaultdict(list)
+    for dep in deployable_rows:
+        by_device[dep[0]].append(dep[1:])
+    regions = []
+    make = tuple.__new__     # RegionRow._make without its length check
+    for device in device_rows:
+        deps = by_device.get(device[1])
+        if deps:
+            head = (device[0], state.get(device[0])) + device[1:]
+            regions.extend([make(views.RegionRow, head + dep)
+                            for dep in deps])
+    return regions
+
+
 def fleet_rows(s, hostname=None):
     """The FleetRows of every region (of ``hostname`` alone), read in
-    ``s``'s transaction with five statements for the fleet, as plain
-    rows (placement/explain.Fleet), with the ``hostnames`` of the hosts
-    that have a device (a whole GPU has no region): an explain asks a
-    few columns of thousands of regions, and building each host's views
-    was most of its time (docs/benchmarks.md)."""
+    ``s``'s transaction with one statement per table, as plain tuples
+    (placement/explain.Fleet), with the ``hostnames`` of the hosts that
+    have a device (a whole GPU has no region): an explain asks a few
+    columns of thousands of regions (docs/benchmarks-history.md section
+    12)."""
     conn = s.connection()
-    regions, handles, attributes = (_FLEET_REGIONS, _FLEET_HANDLES,
-                                    _FLEET_ATTRIBUTES)
-    if hostname is not None:
-        regions = regions.where(DEVICE.hostname == hostname)
-        of_host = (sa.select(_DEP.c.id)
-                   .join(DEVICE.__table__, DEVICE.id == _DEP.c.device_id)
-                   .where(DEVICE.hostname == hostname))
-        handles = handles.where(_HANDLE.c.deployable_id.in_(of_host))
-        attributes = attributes.where(_ATTR.c.deployable_id.in_(of_host))
-    hosts = sa.select(DEVICE.hostname).distinct()
-    if hostname is not None:
-        hosts = hosts.where(DEVICE.hostname == hostname)
-    hostnames = sorted(conn.execute(hosts).scalars())
-    regions = conn.execute(regions).all()
+    agents_, devices_, deps, handles, attributes = _of_host(hostname)
+    device_rows = conn.execute(devices_).all()
+    hostnames = sorted({d[0] for d in device_rows})
+    regions = _region_rows(conn.execute(agents_).all(), device_rows,
+                           conn.execute(deps).all()) if device_rows else []
     if not regions:
         return FleetRows([], {}, {}, {}, {}, hostnames)
-    host_of = {r.id: r.hostname for r in regions}
+    host_of = {r[9]: r[0] for r in regions}
     handles_of = collections.defaultdict(list)
     of_host = collections.defaultdict(list)
-    for handle in conn.execute(handles):
-        handles_of[handle.deployable_id].append(handle)
-        of_host[host_of[handle.deployable_id]].append(handle)
+    in_use = set()
+    for handle in conn.execute(handles).all():
+        handles_of[handle[1]].append(handle)
+        of_host[host_of[handle[1]]].append(handle)
+        if handle[3]:
+            in_use.add(handle[0])
     attrs = collections.defaultdict(dict)
-    for dep_id, key, value in conn.execute(attributes):
+    for dep_id, key, value in conn.execute(attributes).all():
         attrs[dep_id][key] = value
     blocked = {}
-    for found in attach_handles.blocked_on_hosts(s, of_host).values():
-        blocked.update(found)
+    if in_use:
+        for found in attach_handles.blocked_on_hosts(s, of_host).values():
+            blocked.update(found)
     # Every claim's handle, kept for a handle in use (as _k8s_claims):
     # fewer rows than the fleet's handles would be to name.
-    in_use = {h.id for hs in handles_of.values() for h in hs if h.in_use}
     claims = {handle_id: uid for handle_id, uid
-              in conn.execute(_FLEET_CLAIMS) if handle_id in in_use}
+              in conn.execute(_FLEET_CLAIMS).all() if handle_id in in_use} \
+        if in_use else {}
     return FleetRows(regions, dict(attrs), dict(handles_of), blocked,
                      claims, hostnames)
+
+
+# Who holds a region, as an explain names them: a Bound ARQ's project
+# and instance, a Kubernetes claim's project, namespace, name and pods.
+_EXPLAIN_ARQS = (sa.select(_DEP.c.uuid, _ARQ.c.project_id,
+                           _ARQ.c.instance_uuid)
+                 .join(_DEP, _DEP.c.id == _ARQ.c.deployable_id)
+                 .where(_ARQ.c.state == 'Bound').order_by(_ARQ.c.id))
+_EXPLAIN_CLAIMS = (sa.select(_DEP.c.uuid, _CLAIM.c.project_id,
+                             _CLAIM.c.namespace, _CLAIM.c.claim_name,
+                             _CLAIM.c.pods)
+                   .join(_DEP, _DEP.c.id == _CLAIM.c.deployable_id)
+                   .order_by(_CLAIM.c.id))
 
 
 def holders(s, hostname=None):
@@ -348,19 +402,20 @@ def holders(s, hostname=None):
     'project_id', 'instance_uuid'}, a Kubernetes claim's {'kind':
     'kubernetes', 'project_id', 'namespace', 'claim', 'pods'}."""
     conn = s.connection()
-    arqs, claims = _HOLDER_ARQS, _HOLDER_CLAIMS
+    arqs, claims = _EXPLAIN_ARQS, _EXPLAIN_CLAIMS
     if hostname is not None:
-        arqs = arqs.where(DEVICE.hostname == hostname)
-        claims = claims.where(DEVICE.hostname == hostname)
+        of_host = _DEP.c.device_id.in_(
+            sa.select(DEVICE.id).where(DEVICE.hostname == hostname))
+        arqs, claims = arqs.where(of_host), claims.where(of_host)
     found = collections.defaultdict(list)
-    for row in conn.execute(arqs):
-        found[row.uuid].append({'kind': 'arq', 'project_id': row.project_id,
-                                'instance_uuid': row.instance_uuid})
-    for row in conn.execute(claims):
-        found[row.uuid].append({
-            'kind': 'kubernetes', 'project_id': row.project_id,
-            'namespace': row.namespace, 'claim': row.claim_name,
-            'pods': _pods(row.pods)})
+    for uuid, project_id, instance_uuid in conn.execute(arqs).all():
+        found[uuid].append({'kind': 'arq', 'project_id': project_id,
+                            'instance_uuid': instance_uuid})
+    for uuid, project_id, namespace, claim, pods in conn.execute(
+            claims).all():
+        found[uuid].append({
+            'kind': 'kubernetes', 'project_id': project_id,
+            'namespace': namespace, 'claim': claim, 'pods': _pods(pods)})
     return dict(found)
 
 
@@ -467,9 +522,6 @@ def _whole_card_side(conn, device, deployable, attributes):
 
 MetricRows = collections.namedtuple(
     'MetricRows', ['devices', 'regions', 'holders', 'agents'])
-_DEP = models.Deployable.__table__
-_ARQ = models.AcceleratorRequest.__table__
-_CLAIM = models.KubernetesClaimDevice.__table__
 _METRIC_DEVICES = (
     sa.select(DEVICE.uuid, DEVICE.hostname, DEVICE.type, DEVICE.vendor,
               DEVICE.identity, DEVICE.driver_name, DEVICE.status,

@@ -148,6 +148,15 @@ class Facts(collections.namedtuple('Facts', [
     __slots__ = ()
 
 
+# A region as an explain reads it (db/devices.fleet_rows): its device's
+# columns and its host agent's state with it.
+RegionRow = collections.namedtuple('RegionRow', [
+    'hostname', 'agent_state', 'device_id', 'device_uuid', 'device_type',
+    'vendor', 'status', 'device_health', 'device_numa_node', 'id', 'uuid',
+    'name', 'num_accelerators', 'region_type', 'function_id',
+    'local_memory_mb', 'device_state', 'health', 'numa_node'])
+
+
 def facts(device, deployable=None):
     """The Facts of ``deployable`` of ``device`` (views), or of the
     device as a whole."""

@@ -16,18 +16,24 @@ What a deployable offers alone is ``placement/tree._alone``'s, as the
 bind's ``tree.mismatch`` reads it: one home for both.
 
 Its input is plain rows (``Fleet``: db/explain.py reads them in one
-snapshot), not host views: a fleet of 8,000 regions is read and
-explained in well under the 200 ms an explain may take
-(docs/benchmarks.md). What does not depend on the group (a region's
-offer, its availability) is worked out once per region (``regions``),
-and each distinct offer and ``views.Facts`` once per fleet or group:
-a fleet's regions share a few.
+snapshot), not host views. The funnel works per distinct offer, not
+per region (``kinds``): regions that share every fact it reads (their
+offer, their ``views.Facts``: resource class, traits, region type,
+memory, function, NUMA node, health, maintenance, cleaning, agent,
+handles free or held) are one ``Kind``, counted once with its number
+of regions and its set of hosts; each group walks the Kinds (a few
+dozen in a fleet of thousands of regions), and only the near misses
+shown and the holders named go back to single regions, by their
+positions in the fleet's order. docs/benchmarks.md has the figures.
 """
 import collections
 import dataclasses
 import functools
+import heapq
+import itertools
 import json
 
+from cyborg_lite.common import collector
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.inventory import views
@@ -124,13 +130,8 @@ def _placement_failures(device, dep, group, images):
     return failed
 
 
-# One region of the fleet, its device's and its host agent's columns
-# with it (db/explain.py reads them so; tests build them).
-RegionRow = collections.namedtuple('RegionRow', [
-    'hostname', 'agent_state', 'device_id', 'device_uuid', 'device_type',
-    'vendor', 'status', 'device_health', 'device_numa_node', 'id', 'uuid',
-    'name', 'num_accelerators', 'region_type', 'function_id',
-    'local_memory_mb', 'device_state', 'health', 'numa_node'])
+# One region of the fleet (db/explain.py reads them so; tests build them).
+RegionRow = views.RegionRow
 HandleRow = collections.namedtuple('HandleRow',
                                    ['id', 'attach_info', 'in_use'])
 
@@ -149,8 +150,11 @@ class Fleet(collections.namedtuple('Fleet', [
 
 
 # What tree._alone reads of a device and a region: an offer is decided
-# once per distinct pair.
-_Device = collections.namedtuple('_Device', ['type', 'vendor', 'numa_node'])
+# once per distinct pair. ``deployables``: a device offered by its card
+# (a whole card beside its regions) carries its regions' _Offers, whose
+# slots the card's inventory adds up; () for any other device.
+_Device = collections.namedtuple('_Device', ['type', 'vendor', 'numa_node',
+                                             'deployables'])
 _Offer = collections.namedtuple('_Offer', [
     'traits', 'numa_node', 'region_type', 'function_id', 'resource_class',
     'num_accelerators', 'local_memory_mb'])
@@ -163,6 +167,22 @@ class Region(collections.namedtuple('Region', [
     ((_Device, _Offer), the key of its Placement steps), ``unavailable``
     ({step: why} of its availability steps, shared: never changed) and
     the uuids of the siblings behind its functions."""
+    __slots__ = ()
+
+
+class Kind(collections.namedtuple('Kind', [
+        'offer', 'unavailable', 'hosts', 'positions'])):
+    """Regions that share every fact the funnel reads: their ``offer``
+    and their views.Facts (so ``unavailable``), counted once for all of
+    them; ``hosts``, the set of their hostnames; ``positions``, theirs in
+    the fleet's order (ascending), for the near misses and holders."""
+    __slots__ = ()
+
+
+class Kinds(collections.namedtuple('Kinds', ['kinds', 'rows', 'siblings'])):
+    """The Kinds of a fleet (``kinds``, first seen first), its region
+    rows (``rows``, what a position names) and {position: uuids of the
+    siblings behind its functions} of the regions that have some."""
     __slots__ = ()
 
 
@@ -192,32 +212,20 @@ def _unavailable_steps(facts):
     return failed
 
 
-def _facts(row, handles, siblings, fleet, card_conflicts):
-    """views.Facts of region ``row`` from its rows."""
-    return views.Facts(
-        row.status, row.device_health, row.agent_state == 'down',
-        row.health, row.device_state,
-        tuple((bool(h.in_use), h.id in fleet.blocked,
-               h.id in fleet.k8s_claims) for h in handles),
-        tuple(s.device_state for s in siblings),
-        fleet.attributes.get(row.id, {}).get('bind') == 'unsupported',
-        row.id in card_conflicts)
+def _traits(attrs):
+    return tuple(v for k, v in attrs if k.startswith('trait') and v)
 
 
-def _traits(row, fleet):
-    return [v for k, v in fleet.attributes.get(row.id, {}).items()
-            if k.startswith('trait') and v]
-
-
-def _card_conflicts(device_regions, fleet):
+def _card_conflicts(device_regions, attrs, fleet):
     """The ids of a device's rows that are a whole card one of whose
     regions is held, or a region whose whole card is held (as
-    views._whole_card_conflict decides it from views)."""
-    cards = {row.id: shared_functions.is_whole_card(_traits(row, fleet))
+    views._whole_card_conflict decides it from views), when the device
+    is offered by its card (else None)."""
+    cards = {row.id: shared_functions.is_whole_card(_traits(attrs[row.id]))
              for row in device_regions}
     if not shared_functions.offered_by_card(
-            (row.name, _traits(row, fleet)) for row in device_regions):
-        return frozenset()
+            (row.name, _traits(attrs[row.id])) for row in device_regions):
+        return None
     held = {row.id for row in device_regions
             if any(h.in_use for h in fleet.handles.get(row.id, ()))}
     return frozenset(row.id for row in device_regions if any(
@@ -226,47 +234,126 @@ def _card_conflicts(device_regions, fleet):
 
 
 def _offer(row, attrs):
-    return (_Device(row.device_type, row.vendor, row.device_numa_node),
-            _Offer(tuple(v for k, v in attrs if k.startswith('trait') and v),
-                   row.numa_node, row.region_type, row.function_id,
-                   dict(attrs).get('rc') or None, row.num_accelerators or 0,
-                   row.local_memory_mb or 0))
+    return _Offer(tuple(sorted(_traits(attrs))), row.numa_node,
+                  row.region_type, row.function_id,
+                  dict(attrs).get('rc') or None,
+                  row.num_accelerators or 0, row.local_memory_mb or 0)
 
 
-def regions(fleet):
-    """The Region of each row of ``fleet``, in its order."""
-    by_device = collections.defaultdict(list)
-    for row in fleet.regions:
-        by_device[row.device_id].append(row)
-    offers, result = {}, []
-    for device_regions in by_device.values():
+class _Counter:
+    """Builds the Kinds of a fleet. Each region is looked up once by a
+    flat key of the columns its offer and Facts are made of; only a key
+    not seen yet makes its offer and Facts (and finds their Kind): a
+    fleet of thousands of regions has a few dozen keys."""
+
+    def __init__(self, fleet):
+        self.fleet = fleet
+        self.by_key, self.by_facts, self.siblings = {}, {}, {}
+
+    def _attrs(self, row):
+        # As read (not sorted: a key only saves work; attributes written
+        # in another order make another key of the same Kind).
+        attrs = self.fleet.attributes.get(row.id)
+        return tuple(attrs.items()) if attrs else ()
+
+    def _flags(self, row):
+        handles = self.fleet.handles.get(row.id, ())
+        blocked, claims = self.fleet.blocked, self.fleet.k8s_claims
+        if len(handles) == 1:       # most regions: no generator to run
+            [h] = handles
+            return ((bool(h.in_use), h.id in blocked, h.id in claims),)
+        return tuple([(bool(h.in_use), h.id in blocked, h.id in claims)
+                      for h in handles])
+
+    def _kind(self, row, attrs, flags, siblings=(), conflict=False,
+              deployables=()):
+        offer = (_Device(row.device_type, row.vendor, row.device_numa_node,
+                         deployables), _offer(row, attrs))
+        facts = views.Facts(
+            row.status, row.device_health, row.agent_state == 'down',
+            row.health, row.device_state, flags,
+            tuple(r.device_state for r in siblings),
+            ('bind', 'unsupported') in attrs, conflict)
+        kind = self.by_facts.get((offer, facts))
+        if kind is None:
+            kind = self.by_facts[(offer, facts)] = Kind(
+                offer, _unavailable_steps(facts), set(), [])
+        return kind
+
+    def alone(self, position, row):
+        """Count the one region of its device at ``position``."""
+        attrs, flags = self._attrs(row), self._flags(row)
+        # RegionRow's columns but its names and ids: device type, vendor,
+        # status, health, NUMA node; the region's every column from
+        # num_accelerators on.
+        key = (row.agent_state, row[4:9], row[12:], attrs, flags)
+        kind = self.by_key.get(key)
+        if kind is None:
+            kind = self.by_key[key] = self._kind(row, attrs, flags)
+        kind.hosts.add(row.hostname)
+        kind.positions.append(position)
+
+    def device(self, position, device_regions):
+        """Count one device's regions, the first at ``position``: the
+        siblings behind their functions and a whole card decide too."""
+        fleet = self.fleet
+        attrs = {row.id: self._attrs(row) for row in device_regions}
         groups = _siblings(device_regions, fleet.handles)
-        card_conflicts = _card_conflicts(device_regions, fleet)
-        for row in device_regions:
+        conflicts = _card_conflicts(device_regions, attrs, fleet)
+        deployables = () if conflicts is None else tuple(
+            _offer(row, attrs[row.id]) for row in device_regions)
+        for index, row in enumerate(device_regions):
             group = groups.get(row.name)
             siblings = [r for r in device_regions
                         if r.name in group and r.name != row.name] \
                 if group else ()
-            # What _offer reads, as one key: equal rows, one offer.
-            attrs = tuple(sorted(fleet.attributes.get(row.id, {}).items()))
-            key = (row.device_type, row.vendor, row.device_numa_node,
-                   row.numa_node, row.region_type, row.function_id,
-                   row.num_accelerators, row.local_memory_mb, attrs)
-            offer = offers.get(key)
-            if offer is None:
-                offer = offers[key] = _offer(row, attrs)
-            result.append(Region(
-                row.hostname, row.device_uuid, row.uuid, row.name, offer,
-                _unavailable_steps(_facts(
-                    row, fleet.handles.get(row.id, ()), siblings, fleet,
-                    card_conflicts)),
-                tuple(s.uuid for s in siblings)))
+            if siblings:
+                self.siblings[position + index] = tuple(
+                    r.uuid for r in siblings)
+            kind = self._kind(row, attrs[row.id], self._flags(row),
+                              siblings, conflicts is not None and
+                              row.id in conflicts, deployables)
+            kind.hosts.add(row.hostname)
+            kind.positions.append(position + index)
+
+
+def kinds(fleet):
+    """The Kinds of ``fleet`` (a Fleet): its regions counted once per
+    distinct offer and Facts, with their hosts and positions."""
+    counter = _Counter(fleet)
+    rows = fleet.regions
+    devices = [row.device_id for row in rows] + [None]
+    position = 0
+    while position < len(rows):
+        end = position + 1
+        while devices[end] == devices[position]:
+            end += 1
+        if end == position + 1:
+            counter.alone(position, rows[position])
+        else:
+            counter.device(position, rows[position:end])
+        position = end
+    return Kinds(list(counter.by_facts.values()), rows, counter.siblings)
+
+
+def regions(fleet):
+    """The Region of each row of ``fleet``, in its order (what each
+    region's Kind says of it, one by one)."""
+    found = kinds(fleet)
+    result = [None] * len(found.rows)
+    for kind in found.kinds:
+        for position in kind.positions:
+            row = found.rows[position]
+            result[position] = Region(
+                row.hostname, row.device_uuid, row.uuid, row.name,
+                kind.offer, kind.unavailable,
+                found.siblings.get(position, ()))
     return result
 
 
 def failures(region, group, images=Images(), placement=None):
-    """{step: why} of every step ``region`` (a Region) fails for request
-    group ``group``; empty when it could be bound for it now.
+    """{step: why} of every step ``region`` (a Region, or a Kind) fails
+    for request group ``group``; empty when it could be bound for it now.
     ``placement``: a dict the caller keeps for one group, so that each
     distinct offer is checked once."""
     if placement is None:
@@ -286,11 +373,11 @@ def first_failure(region, group, images=Images()):
     return next((step for step in STEPS if step in failed), None)
 
 
-def _holders(region, holders):
-    """Who holds ``region`` or a sibling behind its function: ``holders``
-    {deployable uuid: [holder dict]}."""
+def _holders(uuids, holders):
+    """Who holds the regions of ``uuids`` (each region and the siblings
+    behind its function): ``holders`` {deployable uuid: [holder dict]}."""
     found = []
-    for uuid in (region.uuid,) + region.sibling_uuids:
+    for uuid in uuids:
         found.extend(holders.get(uuid, ()))
     return found
 
@@ -298,26 +385,39 @@ def _holders(region, holders):
 _INDEX = {step: index for index, step in enumerate(STEPS)}
 
 
-def _group_result(index, group, fleet_regions, holders, images):
-    # Per region, the index of its first failing step (len(STEPS): none);
-    # a step is passed by every region stopped after it.
+def _near_misses(found, near):
+    """The first NEAR_MISSES_SHOWN near misses in the fleet's order, of
+    ``near`` [(Kind, step, why)]."""
+    shown = itertools.islice(heapq.merge(*(
+        zip(kind.positions, itertools.repeat(step), itertools.repeat(why))
+        for kind, step, why in near)), NEAR_MISSES_SHOWN)
+    result = []
+    for position, step, why in shown:
+        row = found.rows[position]
+        result.append({'hostname': row.hostname,
+                       'device_uuid': row.device_uuid,
+                       'deployable_uuid': row.uuid,
+                       'deployable_name': row.name,
+                       'failed': step, 'why': why})
+    return result
+
+
+def _group_result(index, group, found, holders, images):
+    # Per step, the hosts and the regions whose first failure it is
+    # (len(STEPS): none); a step is passed by every region stopped after
+    # it. Each Kind counts for all its regions.
     stopped = [[set(), 0] for _ in range(len(STEPS) + 1)]
-    near, blocked_holders, placement = [], {}, {}
-    for region in fleet_regions:
-        failed = failures(region, group, images, placement)
+    near, held, placement = [], [], {}
+    for kind in found.kinds:
+        failed = failures(kind, group, images, placement)
         first = min(map(_INDEX.__getitem__, failed), default=len(STEPS))
-        stopped[first][0].add(region.hostname)
-        stopped[first][1] += 1
+        stopped[first][0] |= kind.hosts
+        stopped[first][1] += len(kind.positions)
         if len(failed) == 1:
             step = STEPS[first]
-            near.append({'hostname': region.hostname,
-                         'device_uuid': region.device_uuid,
-                         'deployable_uuid': region.uuid,
-                         'deployable_name': region.name,
-                         'failed': step, 'why': failed[step]})
+            near.append((kind, step, failed[step]))
         if first == _INDEX['in_use']:
-            for h in _holders(region, holders):
-                blocked_holders[repr(sorted(h.items()))] = h
+            held.append(kind.positions)
     funnel, hosts, devices = [], set(), 0
     for position in range(len(STEPS), 0, -1):
         hosts |= stopped[position][0]
@@ -328,23 +428,37 @@ def _group_result(index, group, fleet_regions, holders, images):
     blocking = next((f['step'] for f in funnel if f['devices'] == 0), None)
     result = {'group': index, 'request': dict(group), 'funnel': funnel,
               'blocking': None,
-              'near_misses': near[:NEAR_MISSES_SHOWN],
-              'near_misses_total': len(near)}
+              'near_misses': _near_misses(found, near),
+              'near_misses_total': sum(len(k.positions) for k, _s, _w
+                                       in near)}
     if blocking:
         result['blocking'] = {
             'step': blocking,
             'kind': 'permanent' if blocking in PERMANENT else 'transient',
-            'holders': list(blocked_holders.values())
+            'holders': _blocked_holders(found, held, holders)
             if blocking == 'in_use' else []}
     return result
 
 
+def _blocked_holders(found, held, holders):
+    """The distinct holders of the regions at ``held`` (lists of
+    positions) and of their siblings, in the fleet's order."""
+    distinct = {}
+    for position in heapq.merge(*held):
+        uuids = (found.rows[position].uuid,) + found.siblings.get(
+            position, ())
+        for h in _holders(uuids, holders):
+            distinct[repr(sorted(h.items()))] = h
+    return list(distinct.values())
+
+
+@collector.held_off
 def explain(groups, fleet, holders=None, images=Images()):
     """The funnel of each request group of ``groups`` over ``fleet`` (a
     Fleet), as JSON-ready dicts: per step the hosts and deployables
     passing it and every step before; ``blocking``, the first step none
     passes, with its kind and, for 'in_use', the holders of the
     deployables stopped there."""
-    fleet_regions = regions(fleet)
-    return [_group_result(i, g, fleet_regions, holders or {}, images)
+    found = kinds(fleet)
+    return [_group_result(i, g, found, holders or {}, images)
             for i, g in enumerate(groups)]

@@ -258,12 +258,13 @@ def test_list_limit_bench_tiny(tmp_path):
 
 def test_profile_explain_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'profile_explain', '--hosts', '20',
-                    '--runs', '1')
+                    '--runs', '2', '--trials', '1')
     assert result['bench'] == 'profile_explain'
     assert {name: entry['blocking'] for name, entry in
             result['profiles'].items()} == {
         'served': [None], 'held': ['in_use'], 'never': ['traits']}
-    assert all(entry['limit_ms'] == 200 and entry['total_ms_median'] > 0
+    assert all(entry['limit_ms'] == 200 and entry['explains'] == 2 and
+               0 < entry['total_ms_median'] <= entry['total_ms_p95']
                for entry in result['profiles'].values())
 
 

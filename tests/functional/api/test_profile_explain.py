@@ -172,3 +172,51 @@ def test_a_regions_stored_traits_are_what_the_traits_step_reads(fleet):
     assert group['blocking'] is None
     assert [m['why'] for m in group['near_misses']] == [
         'trait CUSTOM_FAST is required']
+
+
+def test_the_near_misses_shown_are_the_first_in_the_fleets_order(pg_app):
+    """24 free regions (4 hosts of 2 cards of 3, made in reverse order,
+    every other one with a trait), each failing only the trait asked:
+    all 24 are counted, and the 20 shown are the first by hostname,
+    card and region, whichever of their kinds each is."""
+    by_host = {}
+    for host in ('near3', 'near2', 'near1', 'near0'):
+        for _card in range(2):
+            device = fx.add_device(hostname=host)
+            for n in range(3):
+                traits = [('trait0', 'CUSTOM_FAST')] if n % 2 else []
+                dep = fx.add_deployable(
+                    device, attributes=[('rc', 'FPGA')] + traits)
+                fx.add_handle(dep, in_use=False)
+                by_host.setdefault(host, []).append(dep.uuid)
+    fx.create_profile(pg_app, ADMIN, name='dp-near', groups=[
+        {'resources:FPGA': '1', 'trait:CUSTOM_NOPE': 'required'}])
+    (group,) = _explain(pg_app, 'dp-near').json['groups']
+    assert group['blocking']['step'] == 'traits'
+    assert group['near_misses_total'] == 24
+    in_order = [(host, uuid_) for host in sorted(by_host)
+                for uuid_ in by_host[host]]
+    assert [(m['hostname'], m['deployable_uuid'])
+            for m in group['near_misses']] == in_order[:20]
+
+
+def test_the_regions_of_a_host_whose_agent_is_down_stop_there(pg_app):
+    """Each host's agent state, read in the same snapshot, is its
+    regions': the host whose agent is down stops at agent_down."""
+    for host in ('agent-up', 'agent-down'):
+        fx.add_handle(fx.add_deployable(fx.add_device(hostname=host),
+                                        attributes=[('rc', 'FPGA')]),
+                      in_use=False)
+    now = models.utcnow()
+    with session.writer() as s:
+        s.add_all([models.Agent(hostname='agent-up', state='up',
+                                heartbeat_at=now),
+                   models.Agent(hostname='agent-down', state='down',
+                                heartbeat_at=now)])
+    fx.create_profile(pg_app, ADMIN, name='dp-agents',
+                      groups=[{'resources:FPGA': '1'}])
+    (group,) = _explain(pg_app, 'dp-agents').json['groups']
+    assert _funnel(group)['cleaning'] == (2, 2)
+    assert _funnel(group)['agent_down'] == (1, 1)
+    assert [(m['hostname'], m['failed']) for m in group['near_misses']] \
+        == [('agent-down', 'agent_down')]

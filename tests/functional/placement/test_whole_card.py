@@ -216,19 +216,23 @@ def test_the_cards_release_wipes_every_region_before_anything_is_offered(
     assert _candidates(host, [REGION]) == [{1: card_rp}]
 
 
+def _fleet(host):
+    """The rows an explain of ``host`` reads, in one snapshot."""
+    from cyborg_lite.db.sql import session
+    with session.snapshot_reader() as s:
+        return devices_db.fleet_rows(s, host.hostname)
+
+
 def test_the_explain_tells_what_the_views_tell_of_a_card_and_its_regions(
         host):
     # The explain decides availability from its own plain rows
     # (placement/explain.py); a card held through one of its regions is
     # in use there as in the views (inventory/views.py).
-    from cyborg_lite.db.sql import session
     from cyborg_lite.placement import explain
 
     def explained():
-        with session.snapshot_reader() as s:
-            fleet = devices_db.fleet_rows(s, host.hostname)
         return {r.name.rsplit('_', 1)[1]: r.unavailable
-                for r in explain.regions(fleet)}
+                for r in explain.regions(_fleet(host))}
 
     assert explained() == {'card': {}, 'region0': {}, 'region1': {}}
     _take(host, [REGION])
@@ -236,3 +240,19 @@ def test_the_explain_tells_what_the_views_tell_of_a_card_and_its_regions(
     assert found['card'] == {'in_use': 'whole_card_in_use'}
     assert found['region0'] == {'in_use': 'no free attach handle'}
     assert found['region1'] == {}
+
+
+def test_the_explain_counts_a_card_by_its_regions_slots(host):
+    # The card's Placement steps read its regions' slots (placement/
+    # tree._alone), as its provider offers them: a group for the whole
+    # card passes them, and is stopped in use once a region is held,
+    # while a region's group still finds the other region.
+    from cyborg_lite.placement import explain
+
+    def blocking():
+        return [(g['blocking'] or {}).get('step')
+                for g in explain.explain([CARD, REGION], _fleet(host))]
+
+    assert blocking() == [None, None]
+    _take(host, [REGION])
+    assert blocking() == ['in_use', None]

@@ -4,7 +4,8 @@ and the rows (placement/explain.Fleet) made from them.
 
 Each region gets at most a few causes, drawn at random (seeded); some
 region types exist only on regions that have one given transient cause,
-so a profile asking for that type is blocked exactly there.
+so a profile asking for that type is blocked exactly there. Cards have
+two regions, or one (about 40% of those without a rare type).
 """
 import json
 import random
@@ -38,12 +39,17 @@ def _card_spec(rng, host, card, rare):
     if not rare and rng.random() < 0.03:
         causes.add('unhealthy')
     regions = []
-    for index in range(2):
+    # Some cards have one region: the funnel counts a card of one region
+    # on a path of its own.
+    alone = not rare and rng.random() < 0.4
+    for index in range(1 if alone else 2):
         region_causes = set()
         if rare:
             region_causes.add(rare)
         elif rng.random() < 0.25:
-            region_causes.add(rng.choice(TRANSIENT_CAUSES))
+            cause = rng.choice(TRANSIENT_CAUSES)
+            region_causes.add('bound' if alone and cause == 'sibling_held'
+                              else cause)
         region = _region_spec(
             rng, host, card, index,
             'rare_' + rare if rare else rng.choice(REGION_TYPES),
