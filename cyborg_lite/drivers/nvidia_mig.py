@@ -135,7 +135,7 @@ def valid_starts(profile, free):
     return [s for s in profile.starts if slices(s, profile.size) <= free]
 
 
-def _kept_open(gpu_profiles, free):
+def kept_open(gpu_profiles, free):
     """How many placements of each profile stay possible on ``free``,
     the largest profile first: what a choice should keep highest."""
     ordered = sorted(gpu_profiles, key=lambda p: (-p.size, len(p.starts)))
@@ -152,7 +152,7 @@ def choose_start(profile, free, gpu_profiles):
     low-start large placements whole."""
     best, best_key = None, None
     for start in valid_starts(profile, free):
-        key = (_kept_open(gpu_profiles, free - slices(start, profile.size)),
+        key = (kept_open(gpu_profiles, free - slices(start, profile.size)),
                start)
         if best_key is None or key > best_key:
             best, best_key = start, key
