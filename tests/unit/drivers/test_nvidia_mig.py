@@ -61,7 +61,8 @@ def test_lgipp_with_an_unknown_line_is_refused():
 
 
 def test_lgipp_profile_missing_from_lgip_is_refused():
-    with pytest.raises(exception.HostDataError, match='profile 20 is not in -lgip'):
+    with pytest.raises(exception.HostDataError,
+                       match='profile 20 is not in -lgip'):
         nvidia_mig.profiles(_read('mig_lgip_a100_40gb.txt'),
                             _read('mig_lgipp_h100_80gb.txt'))
 
