@@ -10,9 +10,10 @@ GPUs' profiles and placements are the recorded ``nvidia-smi mig -lgip``
 / ``-lgipp`` outputs of tests/fixtures/drivers/nvidia/ read by
 drivers/nvidia_mig. ``--requests`` requests, seeded: each asks for one
 MIG profile (by id; 19 1g, 15 1g.20gb (H100 only), 14 2g, 9 3g, 5 4g,
-0 7g; weights 8:2:4:3:1:2), arrives after an exponential gap and holds
-its instance for an exponential time; a request that nothing can take
-when it arrives is refused (no queue). Two online schedulers see the
+0 7g; weights 8:2:4:3:1:2; no ``+me`` profile: a GPU's media engines
+are one, which memory-slice counters alone do not count), arrives after
+an exponential gap and holds its instance for an exponential time; a
+request that nothing can take when it arrives is refused (no queue). Two online schedulers see the
 requests in turn:
 
 - ``placement``: Placement's view. Each GPU offers one inventory per
@@ -106,14 +107,8 @@ class Gpu(object):
         """The ``-lgip`` Free count: instances of one profile that could
         still be made side by side."""
         profile = self.profiles.get(profile_id)
-        if profile is None:
-            return 0
-        free, count = self.free, 0
-        for start in profile.starts:
-            taken = nvidia_mig.slices(start, profile.size)
-            if taken <= free:
-                free, count = free - taken, count + 1
-        return count
+        return 0 if profile is None else nvidia_mig.makeable(profile,
+                                                             self.free)
 
 
 def placement_choice(gpus, profile_id):

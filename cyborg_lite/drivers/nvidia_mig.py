@@ -25,7 +25,7 @@ import re
 from cyborg_lite.common import exception
 
 Profile = collections.namedtuple(
-    'Profile', 'id name size starts memory_gib multiprocessors')
+    'Profile', 'id name size starts memory_gib multiprocessors total')
 Instance = collections.namedtuple('Instance', 'gi_id profile_id start size')
 
 _LGIP_ROW = re.compile(
@@ -47,15 +47,18 @@ def _lines(output):
 
 
 def parse_lgip(output):
-    """{profile id: (name, memory GiB, multiprocessors)} of GPU 0's
-    ``nvidia-smi mig -lgip -i <gpu>`` table."""
+    """{profile id: (name, memory GiB, multiprocessors, total)} of GPU
+    0's ``nvidia-smi mig -lgip -i <gpu>`` table (total: the most
+    instances of the profile a GPU holds, 1 for a ``+me`` profile whose
+    media engines are the GPU's only ones)."""
     rows = {}
     for line in _lines(output):
         match = _LGIP_ROW.fullmatch(line)
         if match:
             rows[int(match.group(3))] = (match.group(2),
                                          float(match.group(6)),
-                                         int(match.group(7)))
+                                         int(match.group(7)),
+                                         int(match.group(5)))
     if not rows:
         raise exception.HostDataError(where='nvidia-smi mig -lgip',
                                       reason='no profile rows')
@@ -91,8 +94,8 @@ def profiles(lgip_output, lgipp_output):
             raise exception.HostDataError(
                 where='nvidia-smi mig -lgipp',
                 reason='profile %d is not in -lgip' % pid)
-        name, gib, sms = named[pid]
-        out.append(Profile(pid, name, size, starts, gib, sms))
+        name, gib, sms, total = named[pid]
+        out.append(Profile(pid, name, size, starts, gib, sms, total))
     return sorted(out, key=lambda p: (p.size, -len(p.starts), p.id))
 
 
@@ -133,6 +136,19 @@ def free_slices(count, instances):
 def valid_starts(profile, free):
     """The starts of ``profile`` whose slices are all free."""
     return [s for s in profile.starts if slices(s, profile.size) <= free]
+
+
+def makeable(profile, free, made=0):
+    """How many instances of ``profile`` could still be made side by
+    side on ``free``, ``made`` of them being there: what ``-lgip``
+    shows as Free (starts of one size taken in order pack the most, as
+    the earliest end does; never more than the profile's total)."""
+    count = 0
+    for start in profile.starts:
+        taken = slices(start, profile.size)
+        if taken <= free:
+            free, count = free - taken, count + 1
+    return max(0, min(count, profile.total - made))
 
 
 def kept_open(gpu_profiles, free):

@@ -50,8 +50,33 @@ def test_h100_profiles_include_the_two_slice_one_g():
 
 def test_lgip_without_the_engines_row():
     rows = nvidia_mig.parse_lgip(_read('mig_lgip_a100_80gb_one_row.txt'))
-    assert rows[15] == ('1g.20gb', 19.5, 14)
+    assert rows[15] == ('1g.20gb', 19.5, 14, 4)
+    assert rows[20] == ('1g.10gb+me', 9.5, 14, 1)
     assert sorted(rows) == [0, 5, 9, 14, 15, 19, 20]
+
+
+@pytest.mark.parametrize('model', ['a100_40gb', 'h100_80gb'])
+def test_an_idle_gpu_makes_what_lgip_shows_free(model):
+    # The recorded Free column of an idle GPU: "7/7", "3/3", ...
+    free_column = {}
+    for line in _read('mig_lgip_%s.txt' % model).splitlines():
+        fields = line.strip('| ').split()
+        if len(fields) > 4 and fields[1] == 'MIG':
+            free_column[int(fields[3])] = int(fields[4].split('/')[0])
+    gpu = _gpu(model)
+    assert {p.id: nvidia_mig.makeable(p, ALL) for p in gpu} == free_column
+    # 1g at 6 and a 3g at 0 made: one 2g (at 4) fits, no 3g.
+    left = ALL - {6, 0, 1, 2, 3}
+    assert nvidia_mig.makeable(_named(gpu, '2g.10gb' if 'a100' in model
+                                      else '2g.20gb'), left) == 1
+    assert nvidia_mig.makeable(_named(gpu, '1g.5gb' if 'a100' in model
+                                      else '1g.10gb'), left) == 2
+
+
+def test_a_media_engines_profile_is_made_once():
+    me = _named(_gpu('h100_80gb'), '1g.10gb+me')
+    assert nvidia_mig.makeable(me, ALL) == 1
+    assert nvidia_mig.makeable(me, ALL - {6}, made=1) == 0
 
 
 def test_lgipp_with_an_unknown_line_is_refused():
