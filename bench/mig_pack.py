@@ -1,0 +1,235 @@
+"""MIG made at bind: accepted requests of our choices against an offline
+optimum, for the Placement view and the DRA view.
+
+    .venv/bin/python -m bench.mig_pack [--requests 1000] [--seed 42]
+        [--gpus a100_40gb:2,h100_80gb:2] [--mean-gap 1] [--mean-hold 12]
+        [--time-limit 120] [--output F]
+
+A simulation on modelled time (nothing sleeps, no service runs). The
+GPUs' profiles and placements are the recorded ``nvidia-smi mig -lgip``
+/ ``-lgipp`` outputs of tests/fixtures/drivers/nvidia/ read by
+drivers/nvidia_mig. ``--requests`` requests, seeded: each asks for one
+MIG profile (by id; 19 1g, 15 1g.20gb (H100 only), 14 2g, 9 3g, 5 4g,
+0 7g; weights 8:2:4:3:1:2; no ``+me`` profile: a GPU's media engines
+are one, which memory-slice counters alone do not count), arrives after
+an exponential gap and holds its instance for an exponential time; a
+request that nothing can take when it arrives is refused (no queue). Two online schedulers see the
+requests in turn:
+
+- ``placement``: Placement's view. Each GPU offers one inventory per
+  profile, the number of instances of it the GPU can still make (what
+  ``-lgip`` shows as Free), written before a bind returns; Placement's
+  candidates are the GPUs with one left, Nova takes the first, and the
+  agent makes the instance at nvidia_mig.choose_start (best fit).
+- ``dra``: the Kubernetes scheduler's view. Each GPU publishes one device
+  per (profile, placement), consuming that placement's
+  ``memory-slice-<i>`` counters of the GPU's counter set (KEP-4815); the
+  scheduler's allocator walks the devices in the order they are
+  published and takes the first whose device and counters are free, as
+  the structured-parameters allocator does. We publish a GPU's devices
+  GPU by GPU, each profile's starts in the order nvidia_mig.choose_start
+  ranks them on an idle GPU.
+
+An independent check replays every grant: a start the GPU's ``-lgipp``
+allows, slices not held by another instance on the same GPU at that
+time. Any failure counts as a double allocation.
+
+``optimum``: computed offline by the bench with every arrival and
+departure known, as a 0/1 program solved by HiGHS (``scipy.optimize
+.milp``): a variable per (request, GPU, allowed start), at most one per
+request, and for each GPU, memory slice and instant where the set of
+holders is largest (an arrival before a departure), at most one holder.
+Solved within ``--time-limit`` it is exact; otherwise the solver's dual
+bound (an upper bound on the optimum) is printed and the ratios are
+against it, which only understates them.
+"""
+import argparse
+import heapq
+import random
+import sys
+
+from bench import common
+from bench import mig_optimum
+from cyborg_lite.drivers import nvidia_mig
+
+FIXTURES = 'tests/fixtures/drivers/nvidia/'
+REQUEST_WEIGHTS = {19: 8, 15: 2, 14: 4, 9: 3, 5: 1, 0: 2}
+
+
+def gpu_profiles(model):
+    """{profile id: Profile} of a recorded GPU model."""
+    def read(kind):
+        with open('%smig_%s_%s.txt' % (FIXTURES, kind, model)) as f:
+            return f.read()
+    return {p.id: p for p in nvidia_mig.profiles(read('lgip'),
+                                                 read('lgipp'))}
+
+
+def fleet(spec):
+    """[(model, {profile id: Profile})] of ``model:count,...``."""
+    gpus = []
+    for part in spec.split(','):
+        model, _, count = part.partition(':')
+        profiles = gpu_profiles(model)
+        gpus += [(model, profiles)] * int(count or 1)
+    return gpus
+
+
+def trace(args):
+    """[(arrival, departure, profile id)], seeded."""
+    rng = random.Random(args.seed)
+    ids = sorted(REQUEST_WEIGHTS)
+    weights = [REQUEST_WEIGHTS[i] for i in ids]
+    now, requests = 0.0, []
+    for _ in range(args.requests):
+        now += rng.expovariate(1.0 / args.mean_gap)
+        hold = rng.expovariate(1.0 / args.mean_hold)
+        requests.append((now, now + hold, rng.choices(ids, weights)[0]))
+    return requests
+
+
+class Gpu(object):
+    """One GPU's free slices and the instances on it."""
+
+    def __init__(self, model, profiles):
+        self.model, self.profiles = model, profiles
+        self.ordered = sorted(profiles.values(),
+                              key=lambda p: (p.size, -len(p.starts)))
+        self.free = frozenset(range(nvidia_mig.slice_count(self.ordered)))
+
+    def take(self, profile, start):
+        self.free -= nvidia_mig.slices(start, profile.size)
+
+    def give(self, profile, start):
+        self.free |= nvidia_mig.slices(start, profile.size)
+
+    def makeable(self, profile_id):
+        """The ``-lgip`` Free count: instances of one profile that could
+        still be made side by side."""
+        profile = self.profiles.get(profile_id)
+        return 0 if profile is None else nvidia_mig.makeable(profile,
+                                                             self.free)
+
+
+def placement_choice(gpus, profile_id):
+    """(GPU index, start): the first GPU Placement offers, best-fit."""
+    for index, gpu in enumerate(gpus):
+        if gpu.makeable(profile_id) >= 1:
+            profile = gpu.profiles[profile_id]
+            return index, nvidia_mig.choose_start(profile, gpu.free,
+                                                  gpu.ordered)
+    return None
+
+
+def published_devices(gpus):
+    """[(GPU index, profile id, start)] in the order of the slices."""
+    devices = []
+    for index, gpu in enumerate(gpus):
+        for profile in gpu.ordered:
+            idle = gpu.free
+            ranked = sorted(
+                profile.starts, reverse=True,
+                key=lambda s: (nvidia_mig.kept_open(
+                    gpu.ordered, idle - nvidia_mig.slices(s, profile.size)),
+                    s))
+            devices += [(index, profile.id, s) for s in ranked]
+    return devices
+
+
+def dra_choice(gpus, profile_id, devices):
+    """The first published device of the profile whose counters (its
+    memory slices on its GPU) are all free."""
+    for index, pid, start in devices:
+        if pid != profile_id:
+            continue
+        gpu = gpus[index]
+        if nvidia_mig.slices(start, gpu.profiles[pid].size) <= gpu.free:
+            return index, start
+    return None
+
+
+def run(requests, gpu_specs, scheduler):
+    """[(request index, GPU index, start)] of the granted requests."""
+    gpus = [Gpu(model, profiles) for model, profiles in gpu_specs]
+    devices = published_devices(gpus)
+    holding, granted = [], []
+    for number, (arrive, depart, pid) in enumerate(requests):
+        while holding and holding[0][0] <= arrive:
+            _, index, start, held = heapq.heappop(holding)
+            gpus[index].give(gpus[index].profiles[held], start)
+        if scheduler == 'placement':
+            choice = placement_choice(gpus, pid)
+        else:
+            choice = dra_choice(gpus, pid, devices)
+        if choice is None:
+            continue
+        index, start = choice
+        gpus[index].take(gpus[index].profiles[pid], start)
+        heapq.heappush(holding, (depart, index, start, pid))
+        granted.append((number, index, start))
+    return granted
+
+
+def double_allocations(requests, gpu_specs, granted):
+    """Grants at a start -lgipp does not allow, or on slices another
+    instance on the same GPU held at that time."""
+    bad = 0
+    held = {}       # (gpu, slice) -> departure of its holder
+    for number, index, start in sorted(granted):
+        arrive, depart, pid = requests[number]
+        profile = gpu_specs[index][1].get(pid)
+        if profile is None or start not in profile.starts:
+            bad += 1
+            continue
+        for s in nvidia_mig.slices(start, profile.size):
+            if held.get((index, s), 0) > arrive:
+                bad += 1
+                break
+        for s in nvidia_mig.slices(start, profile.size):
+            held[(index, s)] = depart
+    return bad
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--requests', type=int, default=1000)
+    parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--gpus', default='a100_40gb:2,h100_80gb:2')
+    parser.add_argument('--mean-gap', type=float, default=1.0)
+    parser.add_argument('--mean-hold', type=float, default=12.0)
+    parser.add_argument('--time-limit', type=float, default=120.0)
+    parser.add_argument('--output', help='write the JSON result here')
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    requests = trace(args)
+    gpus = fleet(args.gpus)
+    result = {'bench': 'mig_pack', 'requests': len(requests),
+              'gpus': args.gpus, 'seed': args.seed,
+              'mean_gap': args.mean_gap, 'mean_hold': args.mean_hold}
+    best = mig_optimum.solve(requests, gpus, args.time_limit)
+    result['optimum'] = best
+    for scheduler in ('placement', 'dra'):
+        granted = run(requests, gpus, scheduler)
+        result[scheduler] = {
+            'accepted': len(granted),
+            'double_allocations': double_allocations(requests, gpus,
+                                                     granted),
+            'ratio': round(len(granted) / best['bound'], 4)}
+        print('%-9s accepted %4d of %d, %.1f%% of the optimum%s, '
+              '%d double allocations' % (
+                  scheduler, len(granted), len(requests),
+                  100.0 * len(granted) / best['bound'],
+                  '' if best['exact'] else ' bound',
+                  result[scheduler]['double_allocations']))
+    print('optimum   %s %d (%s, %.1f s)' % (
+        'exactly' if best['exact'] else 'at most', best['bound'],
+        best['status'], best['seconds']))
+    common.emit(result, args.output)
+    return result
+
+
+if __name__ == '__main__':
+    main()
