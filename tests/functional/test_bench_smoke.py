@@ -16,8 +16,6 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
-pytestmark = pytest.mark.xdist_group('bench_smoke')
-
 
 def _bench(tmp_path, name, *args, timeout=300):
     output = tmp_path / ('%s.json' % name)

@@ -8,6 +8,7 @@ pytest-xdist 3.8 groups by renaming each item's ``_nodeid``, which pytest
 workers (each starting its own cluster). setup.cfg keeps pytest below 9.2;
 this shows the grouping still holds with what is installed.
 """
+import os
 import re
 import subprocess
 import sys
@@ -26,11 +27,15 @@ def test_the_tests_of_a_group_run_on_one_worker(tmp_path):
     (tmp_path / 'test_probe.py').write_text(PROBE)
     # Its own (empty) configuration: not this project's conftest.
     (tmp_path / 'pytest.ini').write_text('[pytest]\n')
+    # Only xdist among the installed plugins: each worker would load
+    # schemathesis and hypothesis for nothing (most of the run's time).
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD='1')
     proc = subprocess.run(
-        [sys.executable, '-m', 'pytest', '-n', '2', '--dist', 'loadgroup',
+        [sys.executable, '-m', 'pytest', '-p', 'xdist', '-n', '2',
+         '--dist', 'loadgroup',
          '-v', '-p', 'no:cacheprovider', '--rootdir', str(tmp_path),
          '-c', str(tmp_path / 'pytest.ini'), str(tmp_path)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ran = re.findall(r'\[(gw\d+)\] .*PASSED \S*::(test_\w+)', proc.stdout)
     assert sorted(name for _, name in ran) == [
