@@ -87,6 +87,12 @@ class DriverError(CyborgLiteException):
     msg_fmt = 'Driver %(driver)s failed: %(reason)s'
 
 
+class InstanceNotMade(CyborgLiteException):
+    """An agent made no instance (a vGPU) for a bind, or removed none;
+    nothing was changed on the host."""
+    msg_fmt = 'No instance made on %(host)s: %(reason)s'
+
+
 class ProgrammingError(CyborgLiteException):
     msg_fmt = 'Programming failed: %(reason)s'
 
