@@ -29,6 +29,11 @@ the agent tells the conductor (``agent_started``) so that jobs and
 cleans its previous life left half done are failed, requeued or started
 again, never left running.
 
+A bind whose instance is made then (a vGPU type written into a VF)
+calls ``make_instance`` (its release's clean removes it): the agent's
+driver (drivers/base.InstanceInterface) makes it and the agent reports
+the host before it answers.
+
 With [kubernetes]enabled the agent also serves the kubelet DRA plugin
 (agent/dra/), whose devices the conductor prepares
 (agent/dra/conductor_devices.py).
@@ -178,13 +183,16 @@ class AgentManager(rpc_loop.RpcLoop):
         host, so that what it can still make is in the database before
         this returns; {'attach_info': what to hand over, 'reported':
         whether the conductor took the report}. InstanceNotMade (nothing
-        made) with why."""
+        made) with why, after a report of the host as it is."""
         driver = self._instance_driver(request)
         try:
             made = driver.make_instance(request['identity'],
                                         request['deployable_name'],
                                         request['attach_info'])
         except exception.DriverError as exc:
+            # NOTE: refused, the card was not as the last report said (a
+            # vGPU someone else made since): the conductor hears it now.
+            self.report_once()
             raise exception.InstanceNotMade(host=self.host,
                                             reason=exc.format_message())
         return {'attach_info': made,

@@ -367,8 +367,15 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 % (self.nvidia_smi_path, identity))
         try:
             deployable = self._deployable(tool, identity, deployable_name)
+            if 'vgpu_type_id' in deployable.attributes:
+                nvidia_vgpu_vfio.remove_made_here(
+                    self.sysfs_root, identity,
+                    int(deployable.attributes['vgpu_type_id']),
+                    self.made_here, self.write_attribute)
             for argv in self._clean_commands(tool, identity, deployable):
                 self.run_tool(self._name, argv, self.timeout)
+        except exception.InstanceBusy:
+            raise       # a guest still has it: tried again (agent/cleaning)
         except exception.DriverError as e:
             raise exception.CleaningError(reason=e.format_message())
         LOG.info('Cleaned GPU %s %s', identity, deployable_name)
@@ -397,6 +404,10 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 self.timeout))
             return nvidia_cleaning.mig_commands(tool, identity, ids,
                                                 profiles)
+        if 'vgpu_type_id' in deployable.attributes:
+            # Vendor-specific VFIO: the wipe is removing what the binds
+            # made (clean, above), no command.
+            return []
         raise exception.CleaningError(
             reason='%s of GPU %s is a vGPU type; its instances are '
                    'cleaned by the vGPU manager, not by this driver'

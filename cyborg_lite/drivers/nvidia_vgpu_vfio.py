@@ -17,6 +17,11 @@ list the type. A vGPU someone else made is left alone and counts as used.
 A type's deployable is ``vgpu_<id>``, resource class ``VGPU`` and trait
 ``CUSTOM_NVIDIA_<device id>_<type name>`` (Cyborg's nvidia driver's
 naming: ``CUSTOM_NVIDIA_1EB8_T4_2B`` for "GRID T4-2B").
+
+A bind makes the vGPU (``make``): the conductor holds a VF's handle, the
+agent writes the type into it and hands the VF over as a PCI device;
+the type's clean, once nothing holds it, writes ``0`` into the VFs this
+host made (``remove_made_here``), again while a guest has one open.
 """
 import dataclasses
 import errno
@@ -167,13 +172,11 @@ def deployables(vfs, supported, device_id, traits, made_here=None):
             name='vgpu_%d' % type_id, resource_class='VGPU',
             num_accelerators=can_still_make(vfs, type_id, most) + len(ours),
             traits=list(traits) + [type_trait(device_id, name)],
-            # NOTE: no bind writes current_vgpu_type yet: shown, not
-            # offered (inventory/views.py 'bind_unsupported').
-            attributes={'bind': 'unsupported',
-                        'vgpu_type_id': str(type_id),
-                        'vgpu_type_name': name,
-                        'made': str(sum(1 for vf in vfs
-                                        if vf.current == type_id))},
+            # A bind makes the vGPU: device_records.MAKES_INSTANCE.
+            attributes=dict([device_records.MAKES_INSTANCE],
+                            vgpu_type_id=str(type_id), vgpu_type_name=name,
+                            made=str(sum(1 for vf in vfs
+                                         if vf.current == type_id))),
             attach_handles=[_handle(vf, type_id) for vf in
                             sorted(ours + free, key=lambda v: v.address)]))
     return records
@@ -229,6 +232,11 @@ class VgpuRefused(exception.DriverError):
     msg_fmt = 'vGPU on %(address)s: %(reason)s'
 
 
+class VgpuBusy(VgpuRefused, exception.InstanceBusy):
+    """The kernel refused with EBUSY: a guest has the VF open."""
+    msg_fmt = VgpuRefused.msg_fmt
+
+
 def write_attribute(path, text):
     """Write a sysfs attribute as the kernel takes it (one write; the
     kernel's refusal is the OSError's errno)."""
@@ -254,7 +262,8 @@ def _written(sysfs_root, pf, address, text, write):
     try:
         write(_current_file(sysfs_root, address), text)
     except OSError as e:
-        raise VgpuRefused(address=address, reason='writing %s to '
+        refused = VgpuBusy if e.errno == errno.EBUSY else VgpuRefused
+        raise refused(address=address, reason='writing %s to '
                           'current_vgpu_type refused: %s (%s)' % (
                               text.strip(), errno.errorcode.get(
                                   e.errno, e.errno), e.strerror))
@@ -316,3 +325,16 @@ def remove(sysfs_root, pf, address, type_id, made_here,
                           '%d after writing 0' % removed.current)
     made_here.forget(address)
     return True
+
+
+def remove_made_here(sysfs_root, pf, type_id, made_here,
+                     write=write_attribute):
+    """Remove every vGPU of ``type_id`` this host made on GPU ``pf``'s
+    VFs (the wipe of a type nothing holds any more: a removed vGPU's
+    memory goes with it); the addresses removed. VgpuBusy when a guest
+    still has one open: those before it are removed, it and those after
+    are left for the next try."""
+    ours = {vf.address for vf in read_vfs(sysfs_root, pf)
+            if made_here.read().get(vf.address) == type_id}
+    return [address for address in sorted(ours)
+            if remove(sysfs_root, pf, address, type_id, made_here, write)]

@@ -44,7 +44,7 @@ def test_a_fresh_card_offers_every_type_as_many_as_it_can_make(driver):
     q35 = offers['vgpu_1426']
     assert q35.resource_class == 'VGPU'
     assert 'CUSTOM_NVIDIA_2335_H200X_35C' in q35.traits
-    assert q35.attributes == {'bind': 'unsupported', 'vgpu_type_id': '1426',
+    assert q35.attributes == {'bind': 'make', 'vgpu_type_id': '1426',
                               'vgpu_type_name': 'NVIDIA H200X-35C',
                               'made': '0'}
     # No whole-GPU offer beside the types: one way at a time.
