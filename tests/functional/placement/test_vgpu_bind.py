@@ -151,7 +151,7 @@ def test_a_bind_writes_the_type_into_a_vf_and_its_delete_writes_0(
     assert _offers(placement, hostname) == {Q35: (3, 1)}
 
     _delete(cloud, placement, arq)
-    waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
+    assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type wiped')
@@ -196,7 +196,7 @@ def test_the_wipe_waits_for_the_guest_to_let_the_vf_go(
     assert kernel.current[vf] == 1426
     assert Q35 not in _offers(placement, hostname)
     kernel.guest_closes(vf)
-    waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
+    assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type wiped')
@@ -233,7 +233,7 @@ def test_a_vgpu_made_whose_bind_then_failed_is_removed_not_leaked(
     monkeypatch.setattr(agent_manager.AgentManager, 'report_once', report)
     assert len(made) == 1          # made, then ...
     _delete(cloud, placement, arq)
-    waiting.until(lambda: kernel.current[made[0]] == 0, timeout=60)
+    assert waiting.until(lambda: kernel.current[made[0]] == 0, timeout=60)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type wiped')
