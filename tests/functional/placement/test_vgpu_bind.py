@@ -100,19 +100,8 @@ def _bind(app, placement, hostname, trait):
     """Nova's boot of one instance with a vGPU of ``trait``'s type: the
     ARQ as the API shows it once resolved."""
     instance, rp = _allocate(placement, hostname, trait)
-    [arq] = app.post_json('/v2/accelerator_requests',
-                          {'device_profile_name': trait.lower()},
-                          headers=HEADERS, status=201).json['arqs']
-    app.patch_json('/v2/accelerator_requests', {arq['uuid']: [
-        {'op': 'add', 'path': '/hostname', 'value': hostname},
-        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp},
-        {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
-        headers=HEADERS, status=202)
-    return waiting.read_until(
-        lambda: app.get('/v2/accelerator_requests/' + arq['uuid'],
-                        headers=HEADERS).json,
-        lambda a: a['state'] in ('Bound', 'BindFailed'), timeout=60,
-        what='the ARQ resolved')
+    return one_host.bind_as_nova(app, HEADERS, trait.lower(), hostname, rp,
+                                 instance)
 
 
 def _delete(app, placement, arq):
