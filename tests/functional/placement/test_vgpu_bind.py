@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from cyborg_lite.drivers import nvidia
+from tests import nova
 from tests import waiting
 from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional.placement import one_host
@@ -21,6 +22,22 @@ MOST = {'CUSTOM_NVIDIA_2335_%s' % t[1].split()[1].replace('-', '_'): t[2]
         for t in vgpu_vfio_host.H200X_TYPES}
 Q35 = 'CUSTOM_NVIDIA_2335_H200X_35C'
 Q141 = 'CUSTOM_NVIDIA_2335_H200X_141C'
+# Nova's libvirt driver plugging a Cyborg PCI ARQ into the guest
+# (LibvirtDriver._guest_add_accel_pci_devices), the ARQ as our API gives
+# it; the <hostdev> it writes.
+NOVA_HOSTDEV = """
+import json, sys
+from nova.virt.libvirt import driver as libvirt_driver
+arqs = json.load(sys.stdin)
+class Guest:
+    devices = []
+    def add_device(self, dev):
+        self.devices.append(dev.to_xml())
+guest = Guest()
+libvirt_driver.LibvirtDriver._guest_add_accel_pci_devices(
+    object.__new__(libvirt_driver.LibvirtDriver), guest, arqs)
+print(json.dumps(guest.devices))
+"""
 
 
 @pytest.fixture
@@ -148,6 +165,19 @@ def test_a_bind_writes_the_type_into_a_vf_and_its_delete_writes_0(
                        lambda found: found == {
                            t: (m, 0) for t, m in MOST.items()},
                        timeout=60, what='every type offered again')
+
+
+def test_nova_plugs_the_vf_our_bound_arq_names(cloud, placement, hostname,
+                                               kernel):
+    nova.python()       # before the bind: skipped without Nova's venv
+    arq = _bind(cloud, placement, hostname, Q35)
+    assert arq['state'] == 'Bound', arq
+    vf = _vf(arq['attach_handle_info'])
+    # Nova's own code hands the VF, whose type the bind wrote, over.
+    [hostdev] = nova.run(NOVA_HOSTDEV, [arq])
+    assert '<address domain="0x0000" bus="0x41" slot="0x%s" ' \
+        'function="0x%s"/>' % (vf[8:10], vf[11]) in hostdev
+    assert kernel.current[vf] == 1426
 
 
 def test_a_vf_the_card_cannot_fill_any_more_fails_the_bind_cleanly(
