@@ -173,7 +173,13 @@ class CleaningRunner(gated_runner.GatedRunner):
         LOG.info('Cleaning %s (try %s)', where, try_uuid)
         try:
             with self._heartbeats(request):
-                driver.clean(request['identity'], request['deployable_name'])
+                self._clean_once_free(driver, request)
+        except _Stop as exc:
+            # NOTE: not wiped, not ended: the conductor's reaper sends the
+            # clean again once this try's heartbeats stop.
+            LOG.info('Cleaning try %s of %s dropped: %s', try_uuid, where,
+                     exc)
+            return
         except Exception as exc:
             error = exception.error_text(exc)
             LOG.error('Cleaning %s failed: %s', where, error)
@@ -182,6 +188,21 @@ class CleaningRunner(gated_runner.GatedRunner):
             self._end(request)
         if self.after_clean is not None and not self._cut.is_set():
             self.after_clean(driver)
+
+    def _clean_once_free(self, driver, request):
+        """The driver's clean, tried again every ``busy_poll`` seconds
+        while a guest still has what it removes open (InstanceBusy: a
+        vGPU's VF); the try beats meanwhile and is never ended as wiped
+        before it is."""
+        while True:
+            try:
+                return driver.clean(request['identity'],
+                                    request['deployable_name'])
+            except exception.InstanceBusy as exc:
+                LOG.info('Cleaning try %s waits: %s',
+                         request['cleaning_uuid'], exc)
+                if self._cut.wait(self.busy_poll):
+                    raise _Stop('the agent stopped')
 
     def _out_of_view(self, driver, request):
         """The region is not in its driver's scan: its function is with

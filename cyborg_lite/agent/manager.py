@@ -29,6 +29,11 @@ the agent tells the conductor (``agent_started``) so that jobs and
 cleans its previous life left half done are failed, requeued or started
 again, never left running.
 
+A bind whose instance is made then (a vGPU type written into a VF)
+calls ``make_instance`` (its release's clean removes it): the agent's
+driver (drivers/base.InstanceInterface) makes it and the agent reports
+the host before it answers.
+
 With [kubernetes]enabled the agent also serves the kubelet DRA plugin
 (agent/dra/), whose devices the conductor prepares
 (agent/dra/conductor_devices.py).
@@ -100,7 +105,7 @@ class AgentManager(rpc_loop.RpcLoop):
     """Discovery loop and the RPC endpoint the conductor calls."""
 
     # NOTE: keep in step with rpc/agent_client.AgentAPI.RPC_API_VERSION.
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.4')
 
     def __init__(self, conf=CONF, host=None, drivers=None,
                  conductor_api=None, fetch_image=None, k8s_api_client=None):
@@ -170,6 +175,51 @@ class AgentManager(rpc_loop.RpcLoop):
                  request['cleaning_uuid'], request['identity'],
                  request['deployable_name'])
         self.cleaner.submit(request)
+
+    @messaging.expected_exceptions(exception.InstanceNotMade)
+    def make_instance(self, ctxt, request):
+        """RPC 1.4, a call: make the instance a bind hands over (a vGPU
+        written into the VF of ``request['attach_info']``) and report the
+        host, so that what it can still make is in the database before
+        this returns; {'attach_info': what to hand over, 'reported':
+        whether the conductor took the report}. InstanceNotMade (nothing
+        made) with why, after a report of the host as it is."""
+        driver = self._instance_driver(request)
+        try:
+            made = driver.make_instance(request['identity'],
+                                        request['deployable_name'],
+                                        request['attach_info'])
+        except exception.DriverError as exc:
+            # NOTE: refused, the card was not as the last report said (a
+            # vGPU someone else made since): the conductor hears it now.
+            self.report_once()
+            raise exception.InstanceNotMade(host=self.host,
+                                            reason=exc.format_message())
+        return {'attach_info': made,
+                'reported': self.report_once() is not None}
+
+    @messaging.expected_exceptions(exception.InstanceNotMade)
+    def remove_instance(self, ctxt, request):
+        """RPC 1.4, a call: remove the instance this host made on the
+        handle's function; whether one was there. InstanceNotMade when it
+        is still there (a guest has it open), with why."""
+        driver = self._instance_driver(request)
+        try:
+            return driver.remove_instance(request['identity'],
+                                          request['deployable_name'],
+                                          request['attach_info'])
+        except exception.DriverError as exc:
+            raise exception.InstanceNotMade(host=self.host,
+                                            reason=exc.format_message())
+
+    def _instance_driver(self, request):
+        for driver in self.drivers:
+            if driver.name == request.get('driver') and \
+                    isinstance(driver, base.InstanceInterface):
+                return driver
+        raise exception.InstanceNotMade(
+            host=self.host, reason='no loaded driver named %r makes '
+            'instances' % request.get('driver'))
 
     def _after_job(self, driver, full=False):
         # NOTE: a full scan's diff: only the drivers whose hardware

@@ -50,7 +50,14 @@ PCI_INFO_RES = {'domain': re.compile(r'[0-9a-f]{4}'),
 # A Neutron physical network name as it appears in ml2 bridge/device
 # mappings (Neutron keeps it in a 64-character column); no separators.
 PHYSNET_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
-PCI_OPTIONAL_INFO = {'physical_network': PHYSNET_RE}
+# The attribute of a deployable whose instance is made at bind (its
+# driver's InstanceInterface: a vGPU type written into a VF): the bind
+# holds the handle, has the agent make it, then is Bound.
+MAKES_INSTANCE = ('bind', 'make')
+# vgpu_type: the vGPU type a bind writes into this VF (vendor-specific
+# VFIO vGPU, drivers/nvidia_vgpu_vfio.py); Nova reads the address only.
+PCI_OPTIONAL_INFO = {'physical_network': PHYSNET_RE,
+                     'vgpu_type': re.compile(r'[1-9][0-9]{0,8}')}
 # Upper bound for any memory figure a report may carry (1 PiB in MiB).
 MAX_MEMORY_MB = 1 << 30
 MAX_ACCELERATORS = 4096

@@ -87,6 +87,18 @@ class DriverError(CyborgLiteException):
     msg_fmt = 'Driver %(driver)s failed: %(reason)s'
 
 
+class InstanceBusy(DriverError):
+    """An instance cannot be removed yet: a guest still has it open. Try
+    again later; nothing was changed."""
+    msg_fmt = '%(what)s is still open in a guest: %(reason)s'
+
+
+class InstanceNotMade(CyborgLiteException):
+    """An agent made no instance (a vGPU) for a bind, or removed none;
+    nothing was changed on the host."""
+    msg_fmt = 'No instance made on %(host)s: %(reason)s'
+
+
 class ProgrammingError(CyborgLiteException):
     msg_fmt = 'Programming failed: %(reason)s'
 

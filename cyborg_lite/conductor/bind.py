@@ -36,8 +36,11 @@ import collections
 import logging
 import time
 
+import oslo_messaging as messaging
+
 from cyborg_lite.bitstreams import checks
 from cyborg_lite.common import context as cl_context
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conductor import rpc_clients
@@ -178,7 +181,8 @@ def _settle(started, target, publish):
         _finish_bind(started, found, publish)
         return 'Bound'
     except exception.ArqBindFailed as exc:
-        return _fail_bind(started, exc.kwargs['reason'])
+        return _fail_bind(started, exc.kwargs['reason'],
+                          exc.kwargs.get('version'))
     except exception.ARQStateConflict as exc:
         # NOTE: an unbind or the reaper moved it first; theirs stands.
         LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
@@ -192,8 +196,11 @@ def _settle(started, target, publish):
         return _fail_bind(started, 'internal error: %s' % exc)
 
 
-def _failed(started, reason):
-    return exception.ArqBindFailed(uuid=started.uuid, reason=reason)
+def _failed(started, reason, version=None):
+    """``version``: the ARQ's while its claim is held (finish_bind's
+    Claimed), when the bind fails then."""
+    return exception.ArqBindFailed(uuid=started.uuid, reason=reason,
+                                   version=version)
 
 
 def _resolve(started, project_id, keep=None):
@@ -328,6 +335,8 @@ def _finish_bind(started, target, publish):
     claimed = arq_binds.finish_bind(
         started, target.deployable_id, target.deployable_uuid,
         device_id=target.device_id)
+    if claimed.instance is not None:
+        _make_instance(started, claimed)
     if claimed.version is not None:
         if publish is not None:
             publish()
@@ -336,10 +345,38 @@ def _finish_bind(started, target, publish):
              target.deployable_uuid)
 
 
-def _fail_bind(started, reason):
+def _make_instance(started, claimed):
+    """Have the host's agent make what the held handle hands over (a
+    vGPU type written into its VF), its report of the host taken before
+    this returns; ArqBindFailed when it made none, or when its report
+    did not reach a conductor (what the card can still make would be
+    stale in the schedulers). The failed bind gives the handle back and
+    its region's clean removes whatever was made."""
+    instance = claimed.instance
+    what = '%s on %s of %s' % (instance['deployable_name'],
+                               device_records.pci_address(
+                                   instance['attach_info']),
+                               started.hostname)
+    try:
+        made = rpc_clients.agent_api().make_instance(
+            cl_context.get_admin_context(), started.hostname, instance)
+    except exception.InstanceNotMade as exc:
+        raise _failed(started, exc.format_message(), claimed.version)
+    except messaging.MessagingException as exc:
+        raise _failed(started, 'making %s: its agent did not answer (%s)'
+                      % (what, exception.error_text(exc)), claimed.version)
+    if not made.get('reported'):
+        raise _failed(started, 'made %s, but the host\'s report of it '
+                      'reached no conductor; given back' % what,
+                      claimed.version)
+    LOG.info('ARQ %s: made %s', started.uuid, what)
+
+
+def _fail_bind(started, reason, version=None):
     LOG.warning('Bind of ARQ %s failed: %s', started.uuid, reason)
     try:
-        arqs_db.transition(started.uuid, 'BindFailed', started.version,
+        arqs_db.transition(started.uuid, 'BindFailed',
+                           started.version if version is None else version,
                            error=reason)
     except exception.CyborgLiteException as exc:
         LOG.info('ARQ %s not marked BindFailed: %s', started.uuid, exc)

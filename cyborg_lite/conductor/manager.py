@@ -115,10 +115,23 @@ class ConductorManager:
         # NOTE: any conductor may take any bind; the database arbitrates.
         # A bind on a function sibling regions share hides them: served
         # when a bind asked (a plain bind skips the requests' query).
-        return bind.bind_arqs(ctxt, bindings,
-                              programmer=self.bind_programmer,
-                              conductor=self.host,
-                              publish=self._publish_requested)
+        results = bind.bind_arqs(ctxt, bindings,
+                                 programmer=self.bind_programmer,
+                                 conductor=self.host,
+                                 publish=self._publish_requested)
+        failed = sorted({(bindings.get(arq_uuid) or {}).get('hostname')
+                         for arq_uuid, state in results.items()
+                         if state == 'BindFailed'} - {None})
+        if failed:
+            # NOTE: a bind that failed holding a handle (an instance it had
+            # its agent make: a vGPU) left its region to be wiped: started
+            # now rather than at the next periodic run.
+            try:
+                self.cleaning.start(failed)
+            except Exception:
+                LOG.exception('Starting the cleans of hosts %s after '
+                              'failed binds failed', failed)
+        return results
 
     @messaging.expected_exceptions(*_OUTAGE)
     def unbind_arqs(self, ctxt, arq_uuids):

@@ -155,6 +155,14 @@ NVIDIA_OPTS = [
     cfg.StrOpt('sysfs_root', default='/sys',
                help='Root of the sysfs tree where vGPU (mdev) types are '
                     'read: bus/pci/devices/<address>/mdev_supported_types.'),
+    cfg.StrOpt('vgpu_state_file',
+               default='$state_path/nvidia/vgpus_made.json',
+               help='Where the agent notes the VFs its binds gave a vGPU '
+                    'type (vendor-specific VFIO vGPU, kernel 6.8 and '
+                    'later), so that it tells them from vGPUs someone else '
+                    'made, which it leaves alone, across restarts (kill -9 '
+                    'included). No vGPU survives a reboot: a file under '
+                    '/run, gone with it too, suits it best.'),
 ]
 
 XILINX_OPTS = [

@@ -9,11 +9,13 @@ compares with.
 """
 import collections
 import datetime
+import json
 import logging
 
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.db import attach_handles
@@ -185,8 +187,26 @@ _BOUND_AFTER_HOLD = (sa.select(ARQ.id)
 # What finish_bind claimed: the hosts whose publish it requested, and,
 # when there are any, the ARQ's version while its claim is held (Bound
 # only after they are published: ``mark_bound``); None when it is Bound.
+# ``instance``: what the agent must make before it is Bound (a
+# deployable of device_records.MAKES_INSTANCE), else None.
 Claimed = collections.namedtuple('Claimed', ['publish_hosts', 'version',
-                                             'handle_id', 'deployable_id'])
+                                             'handle_id', 'deployable_id',
+                                             'instance'],
+                                 defaults=[None])
+
+
+def _instance(device, region, rows, handle_id):
+    """What an agent makes for a bind of ``region`` through its handle
+    ``handle_id`` (agent RPC make_instance), or None when a bind of it
+    makes nothing."""
+    key, value = device_records.MAKES_INSTANCE
+    if rows.attributes.get(region.id, {}).get(key) != value:
+        return None
+    [info] = [h.attach_info for h in rows.handles[region.id]
+              if h.id == handle_id]
+    return {'driver': device.driver_name, 'identity': device.identity,
+            'deployable_name': device_records.region_name_of(region, device),
+            'attach_info': json.loads(info)}
 
 
 def _lock_started(s, started):
@@ -248,7 +268,10 @@ def finish_bind(started, deployable_id, deployable_uuid, device_id=None):
     siblings' taints), the ARQ stays BindStarted with its handle and the
     Claimed carries the hosts to publish and the version to make it Bound
     with afterwards (``mark_bound``): the schedulers have the change
-    before the ARQ is Bound and Nova told.
+    before the ARQ is Bound and Nova told. A region whose instance is
+    made at bind (device_records.MAKES_INSTANCE: a vGPU type) is held so
+    too, ``Claimed.instance`` saying what its agent must make first: the
+    handle's row is the lock of its function before anything is written.
 
     ARQStateConflict when the ARQ left (BindStarted, started.version)
     meanwhile (an unbind or the reaper won); ArqBindFailed with the reason
@@ -294,7 +317,8 @@ def finish_bind(started, deployable_id, deployable_uuid, device_id=None):
                 s, handle_id, 'attach handle claimed',
                 hostname=device.hostname)
             hosts = publish_requests.requested_in(s)
-            if not hosts:
+            instance = _instance(device, region, rows, handle_id)
+            if not hosts and instance is None:
                 _mark_bound(s, started, arq_id, handle_id, deployable_id)
                 device_history.record(s, _bound_event(
                     started, project_id, device_history.Place(
@@ -303,7 +327,7 @@ def finish_bind(started, deployable_id, deployable_uuid, device_id=None):
             _mark_bound(s, started, arq_id, handle_id, deployable_id,
                         statement=_HOLD)
             return Claimed(hosts, started.version + 1, handle_id,
-                           deployable_id)
+                           deployable_id, instance)
     except sa_exc.IntegrityError:
         # NOTE: the UNIQUE attach_handle_id caught a double use that the
         # claim should have prevented; the rollback undid the claim.

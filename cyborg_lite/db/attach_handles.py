@@ -7,7 +7,8 @@ goes wrong. Sibling handles may name the same function (the regions of a
 card without SR-IOV are all reached through its PF); a claim writes the
 function's key (``function_key``) into the UNIQUE ``in_use_function``, so
 the database refuses the same function on a second ARQ through another
-handle too, even when two binds race on two regions. The agent report's
+handle too, even when two binds race on two regions (or on two vGPU
+types of one VF). The agent report's
 sync of handles is db/inventory.py's.
 """
 import collections
@@ -34,7 +35,12 @@ def function_key(hostname, attach_info):
     """The key of the function a handle names: the same PCI function or
     mdev on the same host has the same key, whatever the JSON spelling."""
     try:
-        info = canonical_json.dumps(json.loads(attach_info))
+        info = json.loads(attach_info)
+        if isinstance(info, dict):
+            # NOTE: a VF's handle of each vGPU type names the VF: one
+            # holder, whichever type it is given (drivers/nvidia_vgpu_vfio).
+            info.pop('vgpu_type', None)
+        info = canonical_json.dumps(info)
     except ValueError:
         info = attach_info
     return hashlib.sha256(('%s\n%s' % (hostname, info)).encode()).hexdigest()

@@ -6,7 +6,9 @@ one or more interfaces, each an ABC with typed abstract methods:
 * ``DiscoveryInterface`` - report the devices of this host;
 * ``ProgrammingInterface`` - load an image into a region, read it back;
 * ``CleaningInterface`` - wipe what one tenant left before the next;
-* ``HealthInterface`` - read the hardware's own health signals.
+* ``HealthInterface`` - read the hardware's own health signals;
+* ``InstanceInterface`` - make at bind the instance a handle hands over
+  (a vGPU written into a VF) and remove it at release.
 
 The agent asks what a driver can do with ``isinstance`` (e.g. only a
 ``ProgrammingInterface`` gets programming jobs), never by calling a method
@@ -97,6 +99,31 @@ class CleaningInterface(abc.ABC):
             unknown, this kind of deployable cannot be cleaned by the
             driver, or the hardware or its tool refused; the deployable
             must then stay out of service.
+        """
+
+
+class InstanceInterface(abc.ABC):
+    """Makes what a bind hands over when the bind comes, not before."""
+
+    @abc.abstractmethod
+    def make_instance(self, identity: str, deployable_name: str,
+                      attach_info: dict) -> dict:
+        """Make one instance of the deployable on the function the
+        handle ``attach_info`` names; the attach info to hand over.
+
+        :raises exception.DriverError: nothing was made, with why (the
+            function can no longer make it, the kernel refused).
+        """
+
+    @abc.abstractmethod
+    def remove_instance(self, identity: str, deployable_name: str,
+                        attach_info: dict) -> bool:
+        """Remove the instance this host made on that function: True if
+        one was removed, False if none was there. One made by someone
+        else is left alone.
+
+        :raises exception.DriverError: it is still there (e.g. a guest
+            still has it open): try again later.
         """
 
 

@@ -173,21 +173,24 @@ def _board_info(gpu):
     return info
 
 
-def _vfio_deployables(sysfs_root, address, info, traits, supported_types):
+def _vfio_deployables(sysfs_root, address, info, traits, supported_types,
+                      made_here):
     """The vGPU types of a vendor-VFIO PF, or None if it is not one."""
     if not nvidia_vgpu_vfio.is_vfio_pf(sysfs_root, address):
         return None
     supported = supported_types(address) if supported_types else {}
     return nvidia_vgpu_vfio.deployables(
         nvidia_vgpu_vfio.read_vfs(sysfs_root, address), supported,
-        info.get('device_id', '0x0000'), traits)
+        info.get('device_id', '0x0000'), traits, made_here)
 
 
-def gpu_record(gpu, sysfs_root, places=None, supported_types=None):
+def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
+               made_here=None):
     """The DeviceRecord of one <gpu> element; HostDataError if unusable.
 
     ``supported_types(address)``: {vGPU type id: (name, Max Instances)}
-    of a vendor-VFIO GPU (``nvidia-smi vgpu -s -v``)."""
+    of a vendor-VFIO GPU (``nvidia-smi vgpu -s -v``); ``made_here``: {VF
+    address: type id} this host's binds made (nvidia_vgpu_vfio.MadeHere)."""
     address = sysfs.normalise_pci_address(
         _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
     where = 'nvidia-smi gpu %s' % address
@@ -199,7 +202,7 @@ def gpu_record(gpu, sysfs_root, places=None, supported_types=None):
     else:
         deployables = (
             _vfio_deployables(sysfs_root, address, _board_info(gpu),
-                              traits, supported_types) or
+                              traits, supported_types, made_here) or
             vgpu_deployables(sysfs_root, address, traits) or
             [_pgpu(address, memory, traits)])
     vendor_info = {'uuid': _text(gpu, 'uuid') or '',
@@ -213,7 +216,8 @@ def gpu_record(gpu, sysfs_root, places=None, supported_types=None):
         topology=(places or topology.Reader(sysfs_root)).pci(address))
 
 
-def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None):
+def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None,
+                     made_here=None):
     """DeviceRecords from ``nvidia-smi -q -x`` output (bytes);
     ``elements``, a dict, gets {identity: <gpu> element} of each."""
     if not data.strip():
@@ -229,7 +233,7 @@ def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None):
     for gpu in root.findall('gpu'):
         try:
             records.append(gpu_record(gpu, sysfs_root, places,
-                                      supported_types))
+                                      supported_types, made_here))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
             continue
@@ -240,8 +244,9 @@ def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None):
 
 class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                    base.CleaningInterface, topology.SysfsHostTopology,
-                   base.HealthInterface):
-    """GPUs as whole devices, MIG instances or vGPU (mdev) types."""
+                   base.HealthInterface, base.InstanceInterface):
+    """GPUs as whole devices, MIG instances or vGPU (mdev) types; on
+    the vendor-specific VFIO framework, vGPU types a bind makes."""
 
     def __init__(self, conf):
         super().__init__(conf)
@@ -254,6 +259,10 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         self.run_tool = tools.run_tool
         # {identity: <gpu> element} of the last scan, for read_health.
         self._gpus = {}
+        # The VFs this host's binds gave a vGPU type, and the sysfs write
+        # edge (a simulated host's kernel in tests).
+        self.made_here = nvidia_vgpu_vfio.MadeHere(group.vgpu_state_file)
+        self.write_attribute = nvidia_vgpu_vfio.write_attribute
 
     @property
     def _name(self):
@@ -278,7 +287,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 'nvidia-smi vgpu -s -v -i %s' % address)
         try:
             records = parse_nvidia_smi(output, self.sysfs_root, gpus,
-                                       supported_types)
+                                       supported_types,
+                                       self.made_here.read())
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
@@ -317,6 +327,38 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                                 'nvidia driver but nvidia-smi no longer '
                                 'lists it' % record.pci_address)
 
+    def _vgpu_type(self, identity, deployable_name, attach_info):
+        """The type id a vendor-VFIO vGPU handle's bind writes; its VF
+        must be one of GPU ``identity``'s."""
+        type_id = str(attach_info.get('vgpu_type', ''))
+        if deployable_name != 'vgpu_' + type_id or not type_id.isdigit():
+            raise exception.DriverError(
+                driver=self._name, reason='%s of GPU %s is not a vGPU type '
+                'of the vendor-specific VFIO framework (handle %s)'
+                % (deployable_name, identity, attach_info))
+        return int(type_id)
+
+    def make_instance(self, identity, deployable_name, attach_info):
+        type_id = self._vgpu_type(identity, deployable_name, attach_info)
+        made = nvidia_vgpu_vfio.make(
+            self.sysfs_root, identity,
+            device_records.pci_address(attach_info), type_id,
+            self.made_here, self.write_attribute)
+        LOG.info('Made vGPU type %d on VF %s of GPU %s', type_id,
+                 device_records.pci_address(made), identity)
+        return made
+
+    def remove_instance(self, identity, deployable_name, attach_info):
+        type_id = self._vgpu_type(identity, deployable_name, attach_info)
+        removed = nvidia_vgpu_vfio.remove(
+            self.sysfs_root, identity,
+            device_records.pci_address(attach_info), type_id,
+            self.made_here, self.write_attribute)
+        if removed:
+            LOG.info('Removed vGPU type %d from VF %s of GPU %s', type_id,
+                     device_records.pci_address(attach_info), identity)
+        return removed
+
     def clean(self, identity, deployable_name):
         tool = tools.find_tool(self.nvidia_smi_path)
         if tool is None:
@@ -325,8 +367,15 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 % (self.nvidia_smi_path, identity))
         try:
             deployable = self._deployable(tool, identity, deployable_name)
+            if 'vgpu_type_id' in deployable.attributes:
+                nvidia_vgpu_vfio.remove_made_here(
+                    self.sysfs_root, identity,
+                    int(deployable.attributes['vgpu_type_id']),
+                    self.made_here, self.write_attribute)
             for argv in self._clean_commands(tool, identity, deployable):
                 self.run_tool(self._name, argv, self.timeout)
+        except exception.InstanceBusy:
+            raise       # a guest still has it: tried again (agent/cleaning)
         except exception.DriverError as e:
             raise exception.CleaningError(reason=e.format_message())
         LOG.info('Cleaned GPU %s %s', identity, deployable_name)
@@ -355,6 +404,10 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 self.timeout))
             return nvidia_cleaning.mig_commands(tool, identity, ids,
                                                 profiles)
+        if 'vgpu_type_id' in deployable.attributes:
+            # Vendor-specific VFIO: the wipe is removing what the binds
+            # made (clean, above), no command.
+            return []
         raise exception.CleaningError(
             reason='%s of GPU %s is a vGPU type; its instances are '
                    'cleaned by the vGPU manager, not by this driver'

@@ -17,10 +17,18 @@ list the type. A vGPU someone else made is left alone and counts as used.
 A type's deployable is ``vgpu_<id>``, resource class ``VGPU`` and trait
 ``CUSTOM_NVIDIA_<device id>_<type name>`` (Cyborg's nvidia driver's
 naming: ``CUSTOM_NVIDIA_1EB8_T4_2B`` for "GRID T4-2B").
+
+A bind makes the vGPU (``make``): the conductor holds a VF's handle, the
+agent writes the type into it and hands the VF over as a PCI device;
+the type's clean, once nothing holds it, writes ``0`` into the VFs this
+host made (``remove_made_here``), again while a guest has one open.
 """
 import dataclasses
+import errno
+import json
 import os
 import re
+import threading
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
@@ -127,8 +135,27 @@ def can_still_make(vfs, type_id, most):
     return max(0, min(free, most - made))
 
 
-def deployables(vfs, supported, device_id, traits):
-    """One VGPU deployable per type the card supports or lists."""
+def _handle(vf, type_id):
+    """A VF as a PCI attach handle of one type: its address, and the type
+    a bind writes into it (``vgpu_type``; a handle per type, so that no
+    two types are one accelerator to a scheduler, common/
+    shared_functions.py; the database's lock is the VF's:
+    db/attach_handles.function_key leaves the type out)."""
+    return device_records.AttachHandleRecord(
+        'PCI', dict(sysfs.pci_attach_info(vf.address),
+                    vgpu_type=str(type_id)))
+
+
+def deployables(vfs, supported, device_id, traits, made_here=None):
+    """One VGPU deployable per type the card supports or lists.
+
+    ``made_here``: {VF address: type id} this host's binds made (a
+    ``MadeHere``). A type's handles are the free VFs that list it and the
+    VFs holding it that were made here; its count, what the card can
+    still make plus those made here (their binds' allocations hold them).
+    A vGPU made by someone else is neither: left alone, counted as used.
+    """
+    made_here = made_here or {}
     names = {i: n for i, (n, _) in supported.items() if n}
     for vf in vfs:
         names.update(vf.creatable)
@@ -137,15 +164,177 @@ def deployables(vfs, supported, device_id, traits):
     for type_id in sorted(set(names) | made):
         name = names.get(type_id) or str(type_id)
         most = supported.get(type_id, (None, None))[1]
+        ours = [vf for vf in vfs if vf.current == type_id and
+                made_here.get(vf.address) == type_id]
+        free = [vf for vf in vfs if not vf.current and
+                type_id in vf.creatable]
         records.append(device_records.DeployableRecord(
             name='vgpu_%d' % type_id, resource_class='VGPU',
-            num_accelerators=can_still_make(vfs, type_id, most),
+            num_accelerators=can_still_make(vfs, type_id, most) + len(ours),
             traits=list(traits) + [type_trait(device_id, name)],
-            # NOTE: no bind writes current_vgpu_type yet: shown, not
-            # offered (inventory/views.py 'bind_unsupported').
-            attributes={'bind': 'unsupported',
-                        'vgpu_type_id': str(type_id),
-                        'vgpu_type_name': name,
-                        'made': str(sum(1 for vf in vfs
-                                        if vf.current == type_id))}))
+            # A bind makes the vGPU: device_records.MAKES_INSTANCE.
+            attributes=dict([device_records.MAKES_INSTANCE],
+                            vgpu_type_id=str(type_id), vgpu_type_name=name,
+                            made=str(sum(1 for vf in vfs
+                                         if vf.current == type_id))),
+            attach_handles=[_handle(vf, type_id) for vf in
+                            sorted(ours + free, key=lambda v: v.address)]))
     return records
+
+
+class MadeHere:
+    """The VFs this host's binds gave a type, kept in a file (JSON
+    ``{VF address: type id}``) so that an agent restarted (kill -9
+    included) still tells its own vGPUs from those someone else made.
+    A VF is written here before its type is written to sysfs and left
+    out after its ``0`` is: a crash between the two leaves a VF noted
+    that may hold nothing, never one made and forgotten (which would
+    then be someone else's, left alone for ever)."""
+
+    def __init__(self, path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def read(self):
+        try:
+            with open(self.path) as f:
+                found = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except ValueError as e:
+            raise exception.HostDataError(where=self.path, reason=str(e))
+        return {str(vf): int(t) for vf, t in found.items()}
+
+    def _change(self, address, type_id):
+        with self._lock:
+            noted = self.read()
+            if type_id:
+                noted[address] = type_id
+            else:
+                noted.pop(address, None)
+            os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
+            tmp = '%s.tmp.%d' % (self.path, os.getpid())
+            with open(tmp, 'w') as f:
+                json.dump(noted, f, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+
+    def note(self, address, type_id):
+        self._change(address, type_id)
+
+    def forget(self, address):
+        self._change(address, 0)
+
+
+class VgpuRefused(exception.DriverError):
+    """A vGPU could not be made or removed on a VF; nothing was changed."""
+    msg_fmt = 'vGPU on %(address)s: %(reason)s'
+
+
+class VgpuBusy(VgpuRefused, exception.InstanceBusy):
+    """The kernel refused with EBUSY: a guest has the VF open."""
+    msg_fmt = VgpuRefused.msg_fmt
+
+
+def write_attribute(path, text):
+    """Write a sysfs attribute as the kernel takes it (one write; the
+    kernel's refusal is the OSError's errno)."""
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def _current_file(sysfs_root, address):
+    return os.path.join(_function_dir(sysfs_root, address), 'nvidia',
+                        'current_vgpu_type')
+
+
+def _read_vf(sysfs_root, pf, address):
+    for vf in read_vfs(sysfs_root, pf):
+        if vf.address == address:
+            return vf
+    raise VgpuRefused(address=address, reason='not a VF of GPU %s' % pf)
+
+
+def _written(sysfs_root, pf, address, text, write):
+    """Write ``text`` into the VF's current_vgpu_type; VgpuRefused with
+    the kernel's errno when it refuses."""
+    try:
+        write(_current_file(sysfs_root, address), text)
+    except OSError as e:
+        refused = VgpuBusy if e.errno == errno.EBUSY else VgpuRefused
+        raise refused(address=address, reason='writing %s to '
+                          'current_vgpu_type refused: %s (%s)' % (
+                              text.strip(), errno.errorcode.get(
+                                  e.errno, e.errno), e.strerror))
+    return _read_vf(sysfs_root, pf, address)
+
+
+def make(sysfs_root, pf, address, type_id, made_here,
+         write=write_attribute):
+    """Make a vGPU of ``type_id`` on VF ``address`` of GPU ``pf``; its
+    PCI attach info.
+
+    The VF is read again first: it must be free and list the type now (a
+    sibling made since may have narrowed it); the kernel decides last
+    (ENOSPC, EBUSY, ...), and the VF is read back after the write. It is
+    noted in ``made_here`` before the write and left out again when no
+    vGPU was made. VgpuRefused names why when none was."""
+    vf = _read_vf(sysfs_root, pf, address)
+    if vf.current:
+        raise VgpuRefused(address=address, reason='it holds vGPU type %d '
+                          'already' % vf.current)
+    if type_id not in vf.creatable:
+        raise VgpuRefused(address=address, reason='type %d is not among '
+                          'those it can make now (%s)' % (
+                              type_id, ', '.join(map(str, sorted(
+                                  vf.creatable))) or 'none: the card is '
+                              'full'))
+    made_here.note(address, type_id)
+    try:
+        made = _written(sysfs_root, pf, address, '%d\n' % type_id, write)
+    except VgpuRefused:
+        made_here.forget(address)
+        raise
+    if made.current != type_id:
+        if not made.current:
+            made_here.forget(address)
+        raise VgpuRefused(address=address, reason='current_vgpu_type reads '
+                          '%d after writing %d' % (made.current, type_id))
+    return sysfs.pci_attach_info(address)
+
+
+def remove(sysfs_root, pf, address, type_id, made_here,
+           write=write_attribute):
+    """Remove the vGPU of ``type_id`` that this host made on VF
+    ``address``: True when one was removed, False when the VF holds none
+    (removed already). One someone else made, or of another type, is left
+    alone (VgpuRefused), and so is one a guest still has open (EBUSY:
+    nothing changed, a later try removes it)."""
+    vf = _read_vf(sysfs_root, pf, address)
+    if not vf.current:
+        made_here.forget(address)
+        return False
+    if vf.current != type_id or made_here.read().get(address) != type_id:
+        raise VgpuRefused(address=address, reason='it holds type %d, which '
+                          'this host did not make there: left alone'
+                          % vf.current)
+    removed = _written(sysfs_root, pf, address, '0\n', write)
+    if removed.current:
+        raise VgpuRefused(address=address, reason='current_vgpu_type reads '
+                          '%d after writing 0' % removed.current)
+    made_here.forget(address)
+    return True
+
+
+def remove_made_here(sysfs_root, pf, type_id, made_here,
+                     write=write_attribute):
+    """Remove every vGPU of ``type_id`` this host made on GPU ``pf``'s
+    VFs (the wipe of a type nothing holds any more: a removed vGPU's
+    memory goes with it); the addresses removed. VgpuBusy when a guest
+    still has one open: those before it are removed, it and those after
+    are left for the next try."""
+    ours = {vf.address for vf in read_vfs(sysfs_root, pf)
+            if made_here.read().get(vf.address) == type_id}
+    return [address for address in sorted(ours)
+            if remove(sysfs_root, pf, address, type_id, made_here, write)]

@@ -8,7 +8,9 @@ ResourceSlices. One mapping for the conductor's sink and claims
 Availability is decided once, by host_inventory.unavailable_reasons: every
 reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
 itself allocated), and a region an ARQ holds gets ``in-use=nova``; a
-degraded one (host_inventory.advisories) an informational taint.
+degraded one (host_inventory.advisories) an informational taint. A
+deployable whose instance is made at bind (a vGPU type) is tainted
+``bind-unsupported`` here only: Prepare does not make instances yet.
 """
 import re
 
@@ -48,9 +50,17 @@ def _health_signal(device, dep):
     return signal if signal and k8s_names.is_label_value(signal) else None
 
 
+# Kubernetes' Prepare does not make instances yet: a deployable whose
+# instance is made at bind (a vGPU type) is bound through Nova only.
+PREPARE_UNSUPPORTED = 'bind_unsupported'
+
+
 def _deployable(hostname, device, dep, conf):
     reasons = tuple(r for r in host_inventory.unavailable_reasons(device, dep)
                     if r != OWN_REASON)
+    if device_records.MAKES_INSTANCE in dep.attributes and \
+            PREPARE_UNSUPPORTED not in reasons:
+        reasons += (PREPARE_UNSUPPORTED,)
     return inventory.Deployable(
         uuid=dep.uuid, name=_name_in_device(hostname, device, dep),
         resource_class=dep.resource_class or '',

@@ -336,3 +336,7 @@ class _translate:
             cls = _REMOTE_EXCEPTIONS[exc.exc_type]
             raise cls(message=exc.value) from exc
         return False
+
+
+# The agent's client turns its calls' domain errors back the same way.
+translate_remote_errors = _translate

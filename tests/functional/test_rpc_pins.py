@@ -12,6 +12,7 @@ import oslo_messaging as messaging
 import pytest
 
 from cyborg_lite.common import context
+from cyborg_lite.common import exception
 from cyborg_lite.rpc import agent_client
 from cyborg_lite.rpc import conductor_client
 from cyborg_lite.rpc import pins
@@ -51,7 +52,14 @@ AGENT_CALLS = {
     'program_region': dict(hostname=HOST, job={
         'uuid': 'j', 'signature': {'policy': 'enforce'}}),
     'clean_region': dict(hostname=HOST, request={'uuid': 'c'}),
+    'make_instance': dict(hostname=HOST, request={
+        'driver': 'nvidia', 'deployable_name': 'vgpu_1426'}),
+    'remove_instance': dict(hostname=HOST, request={
+        'driver': 'nvidia', 'deployable_name': 'vgpu_1426'}),
 }
+# What a conductor cannot have an agent of the previous release do: the
+# bind that needs it is refused (InstanceNotMade), nothing sent.
+_AGENT_REFUSED = {'make_instance', 'remove_instance'}
 _CASTS = {'bind_arqs', 'publish_requested', 'start_cleaning',
           'request_report', 'program_region', 'clean_region'}
 
@@ -144,7 +152,7 @@ def _send(api, calls, ctxt):
     for method, kwargs in calls.items():
         try:
             getattr(api, method)(ctxt, **kwargs)
-        except messaging.UnsupportedVersion:
+        except (messaging.UnsupportedVersion, exception.InstanceNotMade):
             refused.add(method)
     return refused
 
@@ -183,8 +191,16 @@ def test_pinned_to_the_previous_release_every_message_is_one_it_serves(
 
         agent_api = agent_client.AgentAPI(version_cap=pins.version_cap(
             rpc.AGENT_TOPIC, PREVIOUS))
-        assert _send(agent_api, AGENT_CALLS, ctxt) == set()
-        _check(old_agent, set(AGENT_CALLS))
+        assert _send(agent_api, AGENT_CALLS, ctxt) == _AGENT_REFUSED
+        _check(old_agent, set(AGENT_CALLS) - _AGENT_REFUSED)
+        # Unpinned, the previous release's agent refuses it: the same
+        # refusal, and the agent ran nothing.
+        unpinned = agent_client.AgentAPI(timeout=30)
+        with pytest.raises(exception.InstanceNotMade,
+                           match='without RPC 1.4'):
+            unpinned.make_instance(ctxt, HOST,
+                                   AGENT_CALLS['make_instance']['request'])
+        assert 'make_instance' not in {m for m, _ in old_agent.called}
     finally:
         for server in servers_:
             _stop(server)

@@ -2,9 +2,9 @@
 the agent's nvidia driver reads an H200 host whose VFs make vGPUs, the
 conductor reports to the real Placement and the kube-apiserver stand-in.
 Each type's total is what the card can still make, and follows its
-creatable_vgpu_types as they shrink and grow; no bind writes
-current_vgpu_type yet, so nothing of it is offered (Placement: reserved =
-total; the slices: a NoSchedule taint) and a bind is refused."""
+creatable_vgpu_types as they shrink and grow. Nova's binds make vGPUs
+(tests/functional/placement/test_vgpu_bind.py), so Placement offers every
+type; Prepare does not yet, so the slices taint each (NoSchedule)."""
 from tests import waiting
 from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional.host_env import make_host_env  # noqa: F401
@@ -16,7 +16,7 @@ TAINT = ['bind-unsupported']
 
 def _vgpu_totals(env):
     """{type trait: VGPU total} of the host's providers; each checked
-    hidden (reserved = total)."""
+    offered (nothing reserved)."""
     found = {}
     tree = env.placement.get('/resource_providers?in_tree=%s' % env.root())
     for rp in tree['resource_providers']:
@@ -28,7 +28,7 @@ def _vgpu_totals(env):
             '/resource_providers/%s/traits' % rp['uuid'])['traits']
         [trait] = [t for t in traits if t.startswith('CUSTOM_NVIDIA_2335_')]
         vgpu = inventories['VGPU']
-        assert vgpu['reserved'] == vgpu['total'], (trait, vgpu)
+        assert vgpu['reserved'] == 0, (trait, vgpu)
         found[trait] = vgpu['total']
     return found
 
@@ -39,7 +39,8 @@ def _candidates(env):
     return len(found['allocation_requests'])
 
 
-def test_what_the_card_can_still_make_is_shown_not_offered(make_host_env):
+def test_what_the_card_can_still_make_is_offered_to_nova_only(
+        make_host_env):
     env = make_host_env('vgpu')
     totals = waiting.read_until(lambda: _vgpu_totals(env),
                                 lambda found: len(found) == len(MOST),
@@ -47,7 +48,7 @@ def test_what_the_card_can_still_make_is_shown_not_offered(make_host_env):
     assert totals['CUSTOM_NVIDIA_2335_H200X_35C'] == 4
     assert totals['CUSTOM_NVIDIA_2335_H200X_141C'] == 1
     assert totals['CUSTOM_NVIDIA_2335_H200X_4C'] == 32
-    assert _candidates(env) == 0
+    assert _candidates(env) == len(MOST)
     waiting.read_until(env.slice_taints, lambda found: found == {
         'gpu-0000-41-00-0-vgpu-%d' % i: TAINT for i in MOST},
         what='every type in the slices, tainted')
@@ -64,5 +65,5 @@ def test_what_the_card_can_still_make_is_shown_not_offered(make_host_env):
     totals = _vgpu_totals(env)
     assert len(totals) == len(MOST)
     assert totals['CUSTOM_NVIDIA_2335_H200X_70C'] == 2
-    assert _candidates(env) == 0
+    assert _candidates(env) == len(MOST)
     assert env.host.current == dict.fromkeys(env.host.current, 0)

@@ -7,6 +7,8 @@ import contextlib
 import requests
 import webtest
 
+from tests import waiting
+
 from cyborg_lite.agent import manager as agent_manager
 from cyborg_lite.api import deploy
 from cyborg_lite.cmd import placement_server
@@ -51,3 +53,23 @@ def placement_get(server, path, **params):
                         params=params, timeout=30)
     assert resp.status_code == 200, resp.text
     return resp.json()
+
+
+def bind_as_nova(app, headers, profile_name, hostname, rp_uuid, instance,
+                 timeout=60):
+    """Nova's conductor: create the ARQ of ``profile_name`` and bind it
+    to the provider its scheduler allocated for ``instance``; the ARQ as
+    the API shows it once Bound or BindFailed."""
+    [arq] = app.post_json('/v2/accelerator_requests',
+                          {'device_profile_name': profile_name},
+                          headers=headers, status=201).json['arqs']
+    app.patch_json('/v2/accelerator_requests', {arq['uuid']: [
+        {'op': 'add', 'path': '/hostname', 'value': hostname},
+        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
+        {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
+        headers=headers, status=202)
+    return waiting.read_until(
+        lambda: app.get('/v2/accelerator_requests/' + arq['uuid'],
+                        headers=headers).json,
+        lambda a: a['state'] in ('Bound', 'BindFailed'), timeout=timeout,
+        what='the ARQ bound')

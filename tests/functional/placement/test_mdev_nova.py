@@ -141,19 +141,8 @@ def test_nova_makes_the_mdev_our_bound_arq_names(cloud, placement, hostname):
             'consumer_generation': None, 'consumer_type': 'INSTANCE'})
     assert resp.status_code == 204, resp.text
     headers = dict(MEMBER, **ACCEL)
-    [arq] = app.post_json('/v2/accelerator_requests',
-                          {'device_profile_name': 'vgpu-a10'},
-                          headers=headers, status=201).json['arqs']
-    app.patch_json('/v2/accelerator_requests', {arq['uuid']: [
-        {'op': 'add', 'path': '/hostname', 'value': hostname},
-        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
-        {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
-        headers=headers, status=202)
-    waiting.read_until(
-        lambda: app.get('/v2/accelerator_requests/' + arq['uuid'],
-                        headers=headers).json,
-        lambda a: a['state'] in ('Bound', 'BindFailed'), timeout=30,
-        what='the ARQ bound')
+    one_host.bind_as_nova(app, headers, 'vgpu-a10', hostname, rp_uuid,
+                          instance)
     # As Nova's compute manager reads them: the instance's bound ARQs.
     bound = app.get('/v2/accelerator_requests',
                     {'instance': instance, 'bind_state': 'resolved'},

@@ -146,19 +146,8 @@ def test_a_bound_vf_is_the_port_binding_profile_nova_writes(
 
     # Nova's conductor: create the ARQ, bind it to the chosen provider.
     headers = dict(MEMBER, **ACCEL)
-    [arq] = app.post_json('/v2/accelerator_requests',
-                          {'device_profile_name': 'smartnic-gtp'},
-                          headers=headers, status=201).json['arqs']
-    app.patch_json('/v2/accelerator_requests', {arq['uuid']: [
-        {'op': 'add', 'path': '/hostname', 'value': hostname},
-        {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
-        {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
-        headers=headers, status=202)
-    bound = waiting.read_until(
-        lambda: app.get('/v2/accelerator_requests/' + arq['uuid'],
-                        headers=headers).json,
-        lambda a: a['state'] in ('Bound', 'BindFailed'), timeout=30,
-        what='the ARQ bound')
+    bound = one_host.bind_as_nova(app, headers, 'smartnic-gtp', hostname,
+                                  rp_uuid, instance)
     assert bound['state'] == 'Bound', bound
     assert bound['attach_handle_type'] == 'PCI'   # what libvirt plugs
 
@@ -167,6 +156,6 @@ def test_a_bound_vf_is_the_port_binding_profile_nova_writes(
     assert got['profile'] == nova_port_binding_profile(bound)
     assert got['profile']['physical_network'] == 'physnet1'
     assert got['profile']['pci_slot'] in VF_SLOTS
-    assert got['profile']['arq_uuid'] == arq['uuid']
+    assert got['profile']['arq_uuid'] == bound['uuid']
     assert got['binding'] == dict(got['profile'],
                                   capabilities=['switchdev'])

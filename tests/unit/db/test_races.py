@@ -13,10 +13,12 @@ its first read to its commit (BEGIN IMMEDIATE, db/sql/session.py), so the
 second writer reads what the first committed (see db/sql/conditional.py).
 """
 import datetime
+import json
 
 import pytest
 import sqlalchemy as sa
 
+from cyborg_lite.common import canonical_json
 from cyborg_lite.common import exception
 from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arq_releases
@@ -338,3 +340,33 @@ def test_heartbeat_vs_mark_down(pg_db, monkeypatch):
                                  .order_by(models.PublishRequest.id)))
     assert reasons == (['agent down', 'agent up again'] if came_back
                        else [])
+
+
+def test_binds_of_two_vgpu_types_for_one_vf(pg_db, monkeypatch):
+    # A VF of a vendor-VFIO GPU is a handle of every type it can make,
+    # each with its type beside the address (drivers/nvidia_vgpu_vfio.py):
+    # two binds of two types claim the one VF at the same moment. The
+    # VF's key leaves the type out, so the UNIQUE in_use_function has one
+    # of them hold it; the other fails before its agent writes anything.
+    regions = h.make_card(sriov=False)
+    with session.writer() as s:
+        for region, type_id in zip(regions, ('1420', '1426')):
+            handle = s.scalars(sa.select(models.AttachHandle).where(
+                models.AttachHandle.deployable_id ==
+                region['deployable_id'])).one()
+            handle.attach_info = canonical_json.dumps(dict(
+                json.loads(handle.attach_info), vgpu_type=type_id))
+            s.add(models.Attribute(uuid=h._uuid(),
+                                   deployable_id=region['deployable_id'],
+                                   key='bind', value='make'))
+    (started0, finish0), (started1, finish1) = (_bind_sibling(regions[0]),
+                                                _bind_sibling(regions[1]))
+    results = race(monkeypatch, 'attach_handles', finish0, finish1)
+    assert sorted(map(_failed, results)) == [False, True], results
+    [held] = [r for r in results if not _failed(r)]
+    # Held BindStarted until its agent made the vGPU, which it names.
+    assert held.version is not None
+    assert held.instance['attach_info']['vgpu_type'] in ('1420', '1426')
+    with session.reader() as s:
+        assert s.scalar(sa.select(sa.func.count()).where(
+            models.AttachHandle.in_use.is_(True))) == 1

@@ -44,7 +44,7 @@ def test_a_fresh_card_offers_every_type_as_many_as_it_can_make(driver):
     q35 = offers['vgpu_1426']
     assert q35.resource_class == 'VGPU'
     assert 'CUSTOM_NVIDIA_2335_H200X_35C' in q35.traits
-    assert q35.attributes == {'bind': 'unsupported', 'vgpu_type_id': '1426',
+    assert q35.attributes == {'bind': 'make', 'vgpu_type_id': '1426',
                               'vgpu_type_name': 'NVIDIA H200X-35C',
                               'made': '0'}
     # No whole-GPU offer beside the types: one way at a time.
@@ -118,3 +118,120 @@ def test_a_failing_type_listing_fails_the_scan(driver, host):
         f.write('#!/bin/sh\n[ "$1" = vgpu ] && exit 6\ncat %s\n' % host.xml)
     with pytest.raises(exception.DriverError):
         driver.discover()
+
+
+# --- made at bind, removed at release ----------------------------------
+
+def _handle(host, index, type_id):
+    vf = host.vfs[PF][index]
+    return dict(domain=vf[:4], bus=vf[5:7], device=vf[8:10],
+                function=vf[11], vgpu_type=str(type_id))
+
+
+def _deployable(driver, name):
+    [gpu] = driver.discover()
+    [found] = [d for d in gpu.deployables if d.name == name]
+    return found
+
+
+@pytest.fixture
+def kernel(driver, host):
+    """The driver's sysfs writes go to the simulated host's kernel."""
+    driver.write_attribute = host.write
+    return host
+
+
+def test_a_type_is_made_on_the_vf_a_handle_names(driver, kernel):
+    before = _deployable(driver, 'vgpu_1426')
+    assert before.num_accelerators == 4 and len(before.attach_handles) == 32
+    made = driver.make_instance(PF, 'vgpu_1426', _handle(kernel, 3, 1426))
+    vf = kernel.vfs[PF][3]
+    assert made == {'domain': '0000', 'bus': '41', 'device': vf[8:10],
+                    'function': vf[11]}
+    assert kernel.read(kernel.vf_file(PF, 3, 'current_vgpu_type')) == \
+        '1426\n'
+    assert driver.made_here.read() == {vf: 1426}
+    # Its own vGPU stays a handle of its type and in its count (the
+    # bind's allocation holds it); the card makes only 35C now.
+    after = _deployable(driver, 'vgpu_1426')
+    assert after.num_accelerators == 4
+    assert _handle(kernel, 3, 1426) in [h.attach_info
+                                        for h in after.attach_handles]
+    other = _deployable(driver, 'vgpu_1420')
+    assert (other.num_accelerators, other.attach_handles) == (0, [])
+
+
+def test_someone_else_s_vgpu_is_no_handle_and_never_removed(driver, kernel):
+    _write(kernel, 5, '1426')
+    found = _deployable(driver, 'vgpu_1426')
+    assert found.num_accelerators == 3
+    assert _handle(kernel, 5, 1426) not in [h.attach_info
+                                            for h in found.attach_handles]
+    with pytest.raises(nvidia_vgpu_vfio.VgpuRefused, match='left alone'):
+        driver.remove_instance(PF, 'vgpu_1426', _handle(kernel, 5, 1426))
+    assert kernel.current[kernel.vfs[PF][5]] == 1426
+    # A VF that cannot make the type now is refused before any write.
+    with pytest.raises(nvidia_vgpu_vfio.VgpuRefused,
+                       match='not among those it can make now'):
+        driver.make_instance(PF, 'vgpu_1420', _handle(kernel, 0, 1420))
+    assert kernel.current[kernel.vfs[PF][0]] == 0
+    assert driver.made_here.read() == {}
+
+
+def test_a_write_the_kernel_refuses_leaves_nothing_made_nor_noted(
+        driver, kernel):
+    # The card's one 141C is taken by someone else between the driver's
+    # read of the VF's list and its write: ENOSPC.
+    def racing(path, text):
+        if kernel.current[kernel.vfs[PF][1]] == 0:
+            kernel.write(kernel.vf_file(PF, 1, 'current_vgpu_type'), '1428')
+        kernel.write(path, text)
+    driver.write_attribute = racing
+    with pytest.raises(nvidia_vgpu_vfio.VgpuRefused, match='ENOSPC'):
+        driver.make_instance(PF, 'vgpu_1428', _handle(kernel, 0, 1428))
+    assert kernel.current[kernel.vfs[PF][0]] == 0
+    assert driver.made_here.read() == {}
+
+
+def test_removed_once_no_guest_has_it_open(driver, kernel):
+    vf = kernel.vfs[PF][2]
+    driver.make_instance(PF, 'vgpu_1427', _handle(kernel, 2, 1427))
+    kernel.guest_opens(vf)
+    with pytest.raises(nvidia_vgpu_vfio.VgpuRefused, match='EBUSY'):
+        driver.remove_instance(PF, 'vgpu_1427', _handle(kernel, 2, 1427))
+    assert kernel.current[vf] == 1427 and driver.made_here.read() == {
+        vf: 1427}
+    kernel.guest_closes(vf)
+    assert driver.remove_instance(PF, 'vgpu_1427', _handle(kernel, 2, 1427))
+    assert kernel.read(kernel.vf_file(PF, 2, 'current_vgpu_type')) == '0\n'
+    assert driver.made_here.read() == {}
+    assert _deployable(driver, 'vgpu_1420').num_accelerators == 32
+    # Removed already: nothing to do.
+    assert not driver.remove_instance(PF, 'vgpu_1427',
+                                      _handle(kernel, 2, 1427))
+
+
+def test_what_a_killed_agent_made_is_still_its_own_after_a_restart(
+        conf, driver, kernel):
+    driver.make_instance(PF, 'vgpu_1426', _handle(kernel, 4, 1426))
+    restarted = nvidia.NvidiaDriver(conf)
+    restarted.name = 'nvidia'
+    restarted.write_attribute = kernel.write
+    assert _handle(kernel, 4, 1426) in [
+        h.attach_info for h in
+        _deployable(restarted, 'vgpu_1426').attach_handles]
+    assert restarted.remove_instance(PF, 'vgpu_1426',
+                                     _handle(kernel, 4, 1426))
+    # Killed after noting a VF and before writing its type: nothing made,
+    # nothing counted, and its removal only forgets it.
+    restarted.made_here.note(kernel.vfs[PF][6], 1426)
+    assert _deployable(restarted, 'vgpu_1426').num_accelerators == 4
+    assert not restarted.remove_instance(PF, 'vgpu_1426',
+                                         _handle(kernel, 6, 1426))
+    assert restarted.made_here.read() == {}
+
+
+def test_a_handle_of_another_kind_is_refused(driver, kernel):
+    with pytest.raises(exception.DriverError, match='not a vGPU type'):
+        driver.make_instance(PF, 'vgpu_1426', _handle(kernel, 0, 1420))
+    assert kernel.current == dict.fromkeys(kernel.current, 0)

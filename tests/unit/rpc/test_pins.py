@@ -86,7 +86,7 @@ def test_a_value_that_names_nothing_is_refused(level):
 
 @pytest.mark.parametrize('option,level', [('conductor', '2025.2.0'),
                                           ('conductor', '2.0'),
-                                          ('agent', '1.4')])
+                                          ('agent', '1.5')])
 def test_a_service_refuses_to_start_on_a_pin_it_cannot_follow(conf, option,
                                                               level):
     conf.set_override(option, level, group='upgrade_levels')

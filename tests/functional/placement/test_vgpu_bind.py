@@ -1,0 +1,258 @@
+"""A vGPU made at bind, end to end, as Nova drives it: the H200 host
+simulated as its kernel acts (tests/fixtures/drivers/vgpu_vfio_host.py),
+the agent with the nvidia driver, the conductor, the API over HTTP
+(webtest) and the real Placement. Nova's order: the scheduler's
+allocation on the candidate of the type's trait, create the ARQ, bind,
+wait for Bound; delete the ARQ and the allocation."""
+import uuid
+
+import pytest
+import requests
+
+from cyborg_lite.drivers import nvidia
+from tests import nova
+from tests import waiting
+from tests.fixtures.drivers import vgpu_vfio_host
+from tests.functional.placement import one_host
+
+PF = vgpu_vfio_host.PFS[0]
+ADMIN = one_host.ADMIN
+HEADERS = dict(one_host.MEMBER, **one_host.ACCEL)
+MOST = {'CUSTOM_NVIDIA_2335_%s' % t[1].split()[1].replace('-', '_'): t[2]
+        for t in vgpu_vfio_host.H200X_TYPES}
+Q35 = 'CUSTOM_NVIDIA_2335_H200X_35C'
+Q141 = 'CUSTOM_NVIDIA_2335_H200X_141C'
+# Nova's libvirt driver plugging a Cyborg PCI ARQ into the guest
+# (LibvirtDriver._guest_add_accel_pci_devices), the ARQ as our API gives
+# it; the <hostdev> it writes.
+NOVA_HOSTDEV = """
+import json, sys
+from nova.virt.libvirt import driver as libvirt_driver
+arqs = json.load(sys.stdin)
+class Guest:
+    devices = []
+    def add_device(self, dev):
+        self.devices.append(dev.to_xml())
+guest = Guest()
+libvirt_driver.LibvirtDriver._guest_add_accel_pci_devices(
+    object.__new__(libvirt_driver.LibvirtDriver), guest, arqs)
+print(json.dumps(guest.devices))
+"""
+
+
+@pytest.fixture
+def hostname():
+    return 'vgpu-host-%s' % uuid.uuid4().hex[:8]
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    return vgpu_vfio_host.VgpuVfioHost(tmp_path / 'h200')
+
+
+@pytest.fixture
+def cloud(sqlite_db, conf, placement, hostname, kernel):
+    one_host.configure(conf, placement)
+    kernel.configure(conf)
+    driver = nvidia.NvidiaDriver(conf)
+    driver.name = 'nvidia'
+    driver.write_attribute = kernel.write
+    with one_host.serving(conf, hostname, driver, 'cond-vgpu') as app:
+        for trait in (Q35, Q141):
+            app.post_json('/v2/device_profiles', [{
+                'name': trait.lower(), 'groups': [{
+                    'resources:VGPU': '1',
+                    'trait:%s' % trait: 'required'}]}],
+                headers=dict(ADMIN, **one_host.ACCEL), status=201)
+        waiting.read_until(lambda: _offers(placement, hostname),
+                           lambda found: found == {
+                               t: (m, 0) for t, m in MOST.items()},
+                           timeout=60, what='every type offered')
+        yield app
+
+
+def _offers(placement, hostname):
+    """{type trait: (VGPU capacity left, used)} of the host's providers
+    that offer any (total less reserved)."""
+    get = one_host.placement_get
+    roots = get(placement, '/resource_providers', name=hostname)[
+        'resource_providers']
+    found = {}
+    for rp in get(placement, '/resource_providers', in_tree=roots[0][
+            'uuid'])['resource_providers'] if roots else ():
+        path = '/resource_providers/%s' % rp['uuid']
+        vgpu = get(placement, path + '/inventories')['inventories'].get(
+            'VGPU')
+        if not vgpu or vgpu['total'] == vgpu['reserved']:
+            continue
+        used = get(placement, path + '/usages')['usages'].get('VGPU', 0)
+        [trait] = [t for t in get(placement, path + '/traits')['traits']
+                   if t.startswith('CUSTOM_NVIDIA_2335_')]
+        found[trait] = (vgpu['total'] - vgpu['reserved'] - used, used)
+    return found
+
+
+def _allocate(placement, hostname, trait):
+    """The scheduler: a candidate of the type on the host, allocated to
+    a new instance; (instance, provider)."""
+    [root] = one_host.placement_get(placement, '/resource_providers',
+                                    name=hostname)['resource_providers']
+    candidates = one_host.placement_get(
+        placement, '/allocation_candidates', resources='VGPU:1',
+        required=trait, in_tree=root['uuid'])['allocation_requests']
+    assert candidates, 'no candidate of %s' % trait
+    [rp] = candidates[0]['allocations']
+    instance = str(uuid.uuid4())
+    resp = requests.put(
+        '%s/allocations/%s' % (placement.endpoint, instance),
+        headers=one_host.PLACEMENT, timeout=30, json={
+            'allocations': candidates[0]['allocations'],
+            'project_id': 'tenant-1', 'user_id': 'alice',
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+    assert resp.status_code == 204, resp.text
+    return instance, rp
+
+
+def _bind(app, placement, hostname, trait):
+    """Nova's boot of one instance with a vGPU of ``trait``'s type: the
+    ARQ as the API shows it once resolved."""
+    instance, rp = _allocate(placement, hostname, trait)
+    return one_host.bind_as_nova(app, HEADERS, trait.lower(), hostname, rp,
+                                 instance)
+
+
+def _delete(app, placement, arq):
+    """Nova's delete: the instance's ARQs, then its allocation."""
+    app.delete('/v2/accelerator_requests?instance=%s'
+               % arq['instance_uuid'], headers=HEADERS, status=204)
+    requests.delete('%s/allocations/%s' % (placement.endpoint,
+                                           arq['instance_uuid']),
+                    headers=one_host.PLACEMENT, timeout=30)
+
+
+def _states(app, hostname):
+    """{deployable name: device_state} of the host's vGPU types."""
+    found = app.get('/v2/deployables', headers=dict(
+        ADMIN, **{'OpenStack-API-Version': 'accelerator 2.5'})).json
+    return {d['name'][len(hostname) + len(PF) + 2:]: d['device_state']
+            for d in found['deployables']
+            if d['name'].startswith(hostname + '_')}
+
+
+def _vf(info):
+    return '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
+
+
+def test_a_bind_writes_the_type_into_a_vf_and_its_delete_writes_0(
+        cloud, placement, hostname, kernel):
+    arq = _bind(cloud, placement, hostname, Q35)
+    assert arq['state'] == 'Bound', arq
+    assert arq['attach_handle_type'] == 'PCI'
+    vf = _vf(arq['attach_handle_info'])
+    assert vf in kernel.vfs[PF]
+    assert kernel.current[vf] == 1426
+    assert kernel.read(kernel.vf_file(
+        PF, kernel.vfs[PF].index(vf), 'current_vgpu_type')) == '1426\n'
+    # Read once Bound, no waiting: the card makes only 35C now, one less.
+    assert _offers(placement, hostname) == {Q35: (3, 1)}
+
+    _delete(cloud, placement, arq)
+    assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
+    waiting.read_until(lambda: _states(cloud, hostname),
+                       lambda found: set(found.values()) == {'available'},
+                       timeout=60, what='the type wiped')
+    waiting.read_until(lambda: _offers(placement, hostname),
+                       lambda found: found == {
+                           t: (m, 0) for t, m in MOST.items()},
+                       timeout=60, what='every type offered again')
+
+
+def test_nova_plugs_the_vf_our_bound_arq_names(cloud, placement, hostname,
+                                               kernel):
+    nova.python()       # before the bind: skipped without Nova's venv
+    arq = _bind(cloud, placement, hostname, Q35)
+    assert arq['state'] == 'Bound', arq
+    vf = _vf(arq['attach_handle_info'])
+    # Nova's own code hands the VF, whose type the bind wrote, over.
+    [hostdev] = nova.run(NOVA_HOSTDEV, [arq])
+    assert '<address domain="0x0000" bus="0x41" slot="0x%s" ' \
+        'function="0x%s"/>' % (vf[8:10], vf[11]) in hostdev
+    assert kernel.current[vf] == 1426
+
+
+def test_a_vf_the_card_cannot_fill_any_more_fails_the_bind_cleanly(
+        cloud, placement, hostname, kernel):
+    # Someone else takes the card's one 141C behind our back, before
+    # any scan: the database still offers it, the VF's list says no.
+    kernel.write(kernel.vf_file(PF, 9, 'current_vgpu_type'), '1428')
+    arq = _bind(cloud, placement, hostname, Q141)
+    assert arq['state'] == 'BindFailed'
+    assert 'type 1428 is not among those it can make now (none: the ' \
+        'card is full)' in arq['error']
+    made = {vf: t for vf, t in kernel.current.items() if t}
+    assert made == {kernel.vfs[PF][9]: 1428}     # theirs, left alone
+    # Nova gives up on the host (its ARQs and allocation deleted).
+    # Nothing held: the type's clean finds nothing of ours to remove.
+    _delete(cloud, placement, arq)
+    waiting.read_until(lambda: _states(cloud, hostname),
+                       lambda found: set(found.values()) == {'available'},
+                       timeout=60, what='every type wiped (of nothing)')
+    assert {vf: t for vf, t in kernel.current.items() if t} == made
+    assert _offers(placement, hostname) == {}     # the card is full
+
+
+def test_the_wipe_waits_for_the_guest_to_let_the_vf_go(
+        cloud, placement, hostname, kernel):
+    arq = _bind(cloud, placement, hostname, Q35)
+    assert arq['state'] == 'Bound', arq
+    vf = _vf(arq['attach_handle_info'])
+    kernel.guest_opens(vf)          # QEMU has it
+    _delete(cloud, placement, arq)
+    # The clean tries, the kernel says EBUSY: the type waits, still made.
+    waiting.read_until(lambda: _states(cloud, hostname)['vgpu_1426'],
+                       lambda state: state == 'cleaning', timeout=60,
+                       what='the clean trying')
+    assert kernel.current[vf] == 1426
+    assert Q35 not in _offers(placement, hostname)
+    kernel.guest_closes(vf)
+    assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
+    waiting.read_until(lambda: _states(cloud, hostname),
+                       lambda found: set(found.values()) == {'available'},
+                       timeout=60, what='the type wiped')
+
+
+def test_an_agent_of_the_previous_release_is_asked_nothing(
+        cloud, placement, hostname, kernel, conf):
+    conf.set_override('agent', '2026.1.0', group='upgrade_levels')
+    arq = _bind(cloud, placement, hostname, Q35)
+    assert arq['state'] == 'BindFailed'
+    assert 'its agent runs a release without RPC 1.4' in arq['error']
+    assert set(kernel.current.values()) == {0}
+    _delete(cloud, placement, arq)
+    waiting.read_until(lambda: _states(cloud, hostname),
+                       lambda found: set(found.values()) == {'available'},
+                       timeout=60, what='the type given back')
+    assert set(kernel.current.values()) == {0}
+
+
+def test_a_vgpu_made_whose_bind_then_failed_is_removed_not_leaked(
+        cloud, placement, hostname, kernel, monkeypatch):
+    # The agent made the vGPU and its report never reached a conductor
+    # (as when it is killed between its write and the database's
+    # commit): the bind fails, and the type's clean removes what the
+    # agent noted it made; nothing is handed out twice meanwhile.
+    from cyborg_lite.agent import manager as agent_manager
+    report = agent_manager.AgentManager.report_once
+    monkeypatch.setattr(agent_manager.AgentManager, 'report_once',
+                        lambda self, full=False: None)
+    arq = _bind(cloud, placement, hostname, Q35)
+    assert arq['state'] == 'BindFailed'
+    assert 'reached no conductor; given back' in arq['error'], arq
+    made = [vf for vf, t in kernel.current.items() if t]
+    monkeypatch.setattr(agent_manager.AgentManager, 'report_once', report)
+    assert len(made) == 1          # made, then ...
+    _delete(cloud, placement, arq)
+    assert waiting.until(lambda: kernel.current[made[0]] == 0, timeout=60)
+    waiting.read_until(lambda: _states(cloud, hostname),
+                       lambda found: set(found.values()) == {'available'},
+                       timeout=60, what='the type wiped')
