@@ -3,6 +3,7 @@ and MariaDB."""
 import os
 
 import pytest
+from futurist import _thread as futurist_thread
 
 from cyborg_lite.common import outage
 from cyborg_lite.conductor import report
@@ -13,6 +14,12 @@ from tests import migrated_databases
 from tests import servers
 
 CONF([], project='cyborg_lite', default_config_files=[])
+
+# oslo.messaging's threading executor is futurist's pool, whose idle
+# workers look for a shutdown once a MAX_IDLE_FOR (1 s): each RPC server a
+# test stopped waited up to a second for them (some 400 s of the suite's
+# teardowns). The services' own processes keep the library's value.
+futurist_thread.ThreadWorker.MAX_IDLE_FOR = 0.05
 
 
 def _clear_all_overrides(cfg):
