@@ -62,7 +62,7 @@ def test_agent_and_conductor_record_release_and_rpc_versions(fake_rpc,
                                      lambda s: s is not None)
             assert {k: row[k] for k in expected} == expected, row
         assert rpc_versions.spoken() == {
-            rpc.AGENT_TOPIC: '1.3', rpc.CONDUCTOR_TOPIC: '1.10'}
+            rpc.AGENT_TOPIC: '1.4', rpc.CONDUCTOR_TOPIC: '1.10'}
         # One row per service, however many beats.
         first = _service('agent', HOST)['heartbeat_at']
         assert agent.heartbeat_once()

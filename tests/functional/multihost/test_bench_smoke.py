@@ -11,10 +11,8 @@ import sys
 
 import pytest
 
-# No xdist group: the benches start their own servers, not the package's
-# cluster, and run beside any other test.
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql,
-              pytest.mark.rabbitmq]
+              pytest.mark.rabbitmq, pytest.mark.xdist_group('multihost')]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
