@@ -91,9 +91,10 @@ def bind_arqs(ctxt, bindings, programmer=None, notifier=None,
     events = []
     for item in started:
         began = time.monotonic()
-        state = _bind_started(ctxt, item, programmer, publish)
+        state, ended_here = _bind_started(ctxt, item, programmer, publish)
         results[item.uuid] = state
-        _ended(item, state, began, events)
+        if ended_here:
+            _ended(item, state, began, events)
     notifier_mod.notify_safely(ctxt, events, notifier)
     return results
 
@@ -127,9 +128,11 @@ def resume(job_uuid, notifier=None, publish=None):
         return None
     started, job = waiting
     began = time.monotonic()
-    state = _settle(started, lambda: _resumed(started, job), publish)
+    state, ended_here = _settle(started, lambda: _resumed(started, job),
+                                publish)
     events = []
-    _ended(started, state, began, events)
+    if ended_here:
+        _ended(started, state, began, events)
     notifier_mod.notify_safely(cl_context.get_admin_context(), events,
                                notifier)
     return started.uuid, state
@@ -158,7 +161,8 @@ _BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 
 def _bind_started(ctxt, started, programmer, publish):
     """BindStarted -> Bound or BindFailed, or BindStarted while a job it
-    started programs the region; returns the state reached."""
+    started programs the region; (the state reached, whether this moved
+    it: see ``_settle``)."""
     # NOTE: the ARQ's project decides which images it may be given, as
     # it decides which it may load (programming.BindProgrammer); never the
     # context, which is the reaper's admin one when a bind is sent again.
@@ -173,20 +177,22 @@ def _bind_started(ctxt, started, programmer, publish):
 
 def _settle(started, target, publish):
     """Make the ARQ Bound to ``target()`` (None: a job was started, the
-    ARQ waits for it), or BindFailed with the reason; the state."""
+    ARQ waits for it), or BindFailed with the reason; (the state, False
+    when another moved it first: an unbind, the reaper or another resume,
+    which count it and tell Nova themselves)."""
     try:
         found = target()
         if found is None:
-            return 'BindStarted'
+            return 'BindStarted', True
         _finish_bind(started, found, publish)
-        return 'Bound'
+        return 'Bound', True
     except exception.ArqBindFailed as exc:
         return _fail_bind(started, exc.kwargs['reason'],
                           exc.kwargs.get('version'))
     except exception.ARQStateConflict as exc:
         # NOTE: an unbind or the reaper moved it first; theirs stands.
         LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
-        return arqs_db.state_of(started.uuid)
+        return arqs_db.state_of(started.uuid), False
     except exception.DatabaseUnavailable:
         # NOTE: nothing can be written now; the ARQ stays BindStarted,
         # taken by this conductor, and the reaper fails it later.
@@ -373,6 +379,8 @@ def _make_instance(started, claimed):
 
 
 def _fail_bind(started, reason, version=None):
+    """BindFailed with ``reason``; (the state, False when another moved
+    the ARQ first) as ``_settle``."""
     LOG.warning('Bind of ARQ %s failed: %s', started.uuid, reason)
     try:
         arqs_db.transition(started.uuid, 'BindFailed',
@@ -380,8 +388,8 @@ def _fail_bind(started, reason, version=None):
                            error=reason)
     except exception.CyborgLiteException as exc:
         LOG.info('ARQ %s not marked BindFailed: %s', started.uuid, exc)
-        return arqs_db.state_of(started.uuid)
-    return 'BindFailed'
+        return arqs_db.state_of(started.uuid), False
+    return 'BindFailed', True
 
 
 def _reap_reason(timeout):

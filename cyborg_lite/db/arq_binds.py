@@ -356,8 +356,11 @@ _JOB = models.ProgrammingJob
 def _waits_for_ended_job():
     """The ARQ's bind, taken by a conductor, started the job (created
     since the bind was taken, by the database's clock: a job of an earlier
-    bind of the ARQ is not this one's), and the job ended."""
+    bind of the ARQ is not this one's), and the job ended; no resume holds
+    a handle for it yet (finish_bind's hold until its publish: that resume
+    finishes the bind)."""
     return (ARQ.state == 'BindStarted', ARQ.bind_taken_at.is_not(None),
+            ARQ.attach_handle_id.is_(None),
             _JOB.arq_id == ARQ.id, _JOB.created_at >= ARQ.bind_taken_at,
             _JOB.state.in_(states.JOB_TERMINAL))
 

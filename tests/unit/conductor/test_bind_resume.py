@@ -222,3 +222,56 @@ def test_of_two_resumes_of_one_arq_one_wins(db, conf, nova):
     arq_binds.mark_bound(first, claimed)
     assert h.get_arq(arq_uuid).state == 'Bound'
     assert [x.in_use for x in h.handles_of(region)].count(True) == 1
+
+
+def test_a_bind_held_for_its_publish_waits_for_no_job(db, conf, nova):
+    """A resume that reads the bind after another resume's claim holds it
+    (BindStarted, its handle taken, its publish under way) finds no bind
+    waiting for the job: it must not bind it again and fail it for the
+    handle the first one holds (the periodic look for ended jobs and the
+    agent's report of the job's end both resume it)."""
+    conf.set_override('hosts', ['host1'], group='kubernetes')
+    region, arq_uuid = _needs_programming()
+    flow, agents = ph.make_flow()
+    bind.bind_arqs(None, {arq_uuid: h.binding(region)},
+                   programmer=programming.BindProgrammer(flow))
+    [(_host, job)] = agents.sent
+    for step in STEPS:
+        programming.record_progress(job['uuid'], step)
+    programming.record_progress(job['uuid'], 'succeeded',
+                                function_id=FUNCTION_ID)
+    first, _ = arq_binds.bind_waiting_on(job['uuid'])
+    claimed = arq_binds.finish_bind(first, region['deployable_id'],
+                                    region['deployable_uuid'])
+    assert h.get_arq(arq_uuid).state == 'BindStarted'   # held
+    assert job['uuid'] not in arq_binds.ended_jobs_of_binds()
+    assert arq_binds.bind_waiting_on(job['uuid']) is None
+    assert bind.resume(job['uuid'], notifier=nova) is None
+
+    arq_binds.mark_bound(first, claimed)
+    assert h.get_arq(arq_uuid).state == 'Bound'
+    assert [x.in_use for x in h.handles_of(region)].count(True) == 1
+
+
+def test_a_superseded_resume_tells_nova_nothing(db, nova, monkeypatch):
+    """Two resumes read the bind at one version (the agent's report of the
+    job's end and the periodic look for ended jobs): the first binds it
+    and tells Nova; the second, superseded, reports the state it finds
+    and leaves Nova's event to the first (one event per bind)."""
+    region, arq_uuid = _needs_programming()
+    flow, agents = ph.make_flow()
+    bind.bind_arqs(None, {arq_uuid: h.binding(region)},
+                   programmer=programming.BindProgrammer(flow))
+    [(_host, job)] = agents.sent
+    for step in STEPS:
+        programming.record_progress(job['uuid'], step)
+    programming.record_progress(job['uuid'], 'succeeded',
+                                function_id=FUNCTION_ID)
+    read_before = arq_binds.bind_waiting_on(job['uuid'])
+
+    assert bind.resume(job['uuid'], notifier=nova) == (arq_uuid, 'Bound')
+    monkeypatch.setattr(arq_binds, 'bind_waiting_on',
+                        lambda _job_uuid: read_before)
+    assert bind.resume(job['uuid'], notifier=nova) == (arq_uuid, 'Bound')
+    assert [(e['arq_uuid'], e['status']) for e in nova.events] == [
+        (arq_uuid, 'completed')]
