@@ -1,7 +1,10 @@
 """The layer contract (setup.cfg [importlinter], drawn in
 docs/architecture.md "Layers") is kept: import-linter run in-process on
 the tree as it is, every contract, no import ignored."""
+import collections
 import configparser
+import contextlib
+import logging
 import os
 import re
 
@@ -33,9 +36,38 @@ def _layers():
 
 
 def test_every_import_contract_is_kept(capsys):
-    status = cli.lint_imports(config_filename=SETUP_CFG, no_cache=True,
-                              no_logo=True, is_debug_mode=True)
+    with _loggers_kept():
+        status = cli.lint_imports(config_filename=SETUP_CFG, no_cache=True,
+                                  no_logo=True, is_debug_mode=True)
     assert status == cli.EXIT_STATUS_SUCCESS, capsys.readouterr().out
+
+
+@contextlib.contextmanager
+def _loggers_kept():
+    """import-linter's CLI sets its logging up with dictConfig, which
+    disables every logger made before: the tests that run after this one
+    in the same worker would hear nothing from ours (caplog)."""
+    loggers = [logger for logger in
+               logging.root.manager.loggerDict.values()
+               if isinstance(logger, logging.Logger)]
+    disabled = [logger.disabled for logger in loggers]
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, disabled):
+            logger.disabled = was
+
+
+def test_the_contract_run_leaves_our_loggers_heard(caplog):
+    logger = logging.getLogger('cyborg_lite.conductor.bind')
+    test_every_import_contract_is_kept(capsys=_NoCapture())
+    logger.warning('still heard')
+    assert 'still heard' in caplog.text
+
+
+class _NoCapture:
+    def readouterr(self):
+        return collections.namedtuple('Out', 'out')('')
 
 
 def test_no_contract_ignores_an_import():
