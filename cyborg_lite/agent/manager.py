@@ -50,7 +50,6 @@ from cyborg_lite.agent import cleaning
 from cyborg_lite.agent import health
 from cyborg_lite.agent import image_fetch
 from cyborg_lite.agent.dra import conductor_devices
-from cyborg_lite.agent.dra import service as dra_service
 from cyborg_lite.agent import programming
 from cyborg_lite.common import canonical_json
 from cyborg_lite.common import context
@@ -147,6 +146,9 @@ class AgentManager(rpc_loop.RpcLoop):
         (a bad [kubernetes] option raises here, before anything starts)."""
         if not conf.kubernetes.enabled:
             return None
+        # NOTE: imported here: the Kubernetes client is a second of every
+        # start, on hosts that serve no Kubernetes too.
+        from cyborg_lite.agent.dra import service as dra_service
         devices = conductor_devices.ConductorDevices(
             self.conductor, self.host, self.drivers, conf)
         return dra_service.create_server(

@@ -9,7 +9,7 @@ import sys
 
 from cyborg_lite.agent import health_metrics
 from cyborg_lite.agent import manager
-from cyborg_lite.cmd import conductor as service_cmd
+from cyborg_lite.cmd import service as service_cmd
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
 

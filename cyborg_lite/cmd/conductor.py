@@ -12,53 +12,19 @@ import os
 import signal
 import sys
 
-import oslo_messaging as messaging
-from oslo_config import cfg
 from oslo_log import log as logging
 
+from cyborg_lite.cmd import service as service_cmd
 from cyborg_lite.cmd import stop_signals
-from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import migration
 from cyborg_lite.db.sql import session
 from cyborg_lite.metrics import multiproc_dir as metrics_dir
-from cyborg_lite.notifications import events as notifications
 from cyborg_lite.rpc import inproc as inproc_messaging
-from cyborg_lite.rpc import pins
 from cyborg_lite.rpc import transport as rpc
 
 LOG = logging.getLogger(__name__)
-
-
-def load_config(argv):
-    """Parse argv (every option is checked then, see config.parse_args)
-    and build the transport now, so a bad transport_url fails at start as
-    a ConfigError instead of later in a thread."""
-    config.parse_args(argv)
-    try:
-        pins.check(CONF)
-        rpc.get_transport()
-    except (cfg.Error, ValueError, messaging.MessagingException) as exc:
-        raise exception.ConfigError(reason='%s: %s'
-                                    % (type(exc).__name__, exc))
-
-
-def fail(prog, exc):
-    print('%s: error: %s' % (prog, exc), file=sys.stderr)
-    return 1
-
-
-def serve(service):
-    """Start ``service``; stop it on SIGTERM/SIGINT. Shared by the agent."""
-    stops = stop_signals.StopSignals()
-    service.start()
-    stops.wait()
-    LOG.info('Stop signal received; shutting down')
-    service.stop()
-    notifications.flush_at_stop()
-    rpc.cleanup()
-    return 0
 
 
 def _check_database():
@@ -98,18 +64,8 @@ def _run_one(metrics_port=None):
     # engine after the fork.
     from cyborg_lite.conductor import service
     if metrics_port:
-        serve_metrics(metrics_port)
-    return serve(service.ConductorService(CONF))
-
-
-def serve_metrics(port, collectors=()):
-    """/metrics on ``port`` ([metrics]listen_host), from a thread, with
-    ``collectors``' series too; shared by the agent. The server."""
-    from cyborg_lite.metrics import counted as metrics
-    server = metrics.serve(port, CONF.metrics.listen_host, collectors)
-    LOG.info('Serving /metrics on %s:%d', CONF.metrics.listen_host,
-             server.server_port)
-    return server
+        service_cmd.serve_metrics(metrics_port)
+    return service_cmd.serve(service.ConductorService(CONF))
 
 
 def _run_workers(count, then=None):
@@ -141,13 +97,14 @@ def main(argv=None):
     prog = 'cyborg-lite-conductor'
     argv = sys.argv[1:] if argv is None else argv
     try:
-        load_config(argv)
+        service_cmd.load_config(argv)
         _check_database()
         _check_peers()
     except exception.CyborgLiteException as exc:
-        return fail(prog, exc)
+        return service_cmd.fail(prog, exc)
     except Exception as exc:  # a database that refuses us, for instance
-        return fail(prog, '%s: %s' % (type(exc).__name__, exc))
+        return service_cmd.fail(prog, '%s: %s' % (type(exc).__name__,
+                                                 exc))
     workers = CONF.conductor.workers
     if workers > 1 and inproc_messaging.is_in_process(CONF.transport_url):
         LOG.warning('transport_url is %s: running one conductor instead '
@@ -165,7 +122,7 @@ def main(argv=None):
     # serves every worker's series, added up.
     directory = metrics_dir.prepare(CONF.metrics.multiprocess_dir)
     try:
-        return _run_workers(workers, lambda: serve_metrics(port))
+        return _run_workers(workers, lambda: service_cmd.serve_metrics(port))
     finally:
         if not CONF.metrics.multiprocess_dir:
             metrics_dir.remove(directory)

@@ -232,7 +232,7 @@ def _queued_transition():
 
 def test_a_conductor_or_agent_stopped_sends_what_it_queued(idle_sender,
                                                            monkeypatch):
-    from cyborg_lite.cmd import conductor as cmd
+    from cyborg_lite.cmd import service as cmd
     monkeypatch.setattr(cmd.stop_signals, 'StopSignals', _Stopped)
 
     class Service:
