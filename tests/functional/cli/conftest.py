@@ -1,8 +1,8 @@
 """Serve the real API on a loopback port and run the real CLI entry points
-(``cyborg-lite``, ``openstack``) against it as subprocesses."""
+(``cyborg-lite``, ``openstack``) against it, in this process (in_process.py
+says why and which tests run them as processes)."""
 import json
 import os
-import subprocess
 import sys
 import uuid
 
@@ -13,6 +13,7 @@ from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from cyborg_lite.rpc import transport as rpc
 from tests import servers
+from tests.functional.cli import in_process
 
 BIN_DIR = os.path.dirname(sys.executable)
 # The CLI must not pick up credentials or an endpoint from whoever runs
@@ -58,10 +59,10 @@ def clean_env(**extra):
 
 
 class Result:
-    def __init__(self, proc):
-        self.rc = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
+    def __init__(self, rc, stdout, stderr):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
 
     @property
     def json(self):
@@ -74,10 +75,7 @@ class Result:
 
 
 def run(program, args, env, input=None):
-    proc = subprocess.run([os.path.join(BIN_DIR, program)] + list(args),
-                          capture_output=True, text=True, env=env,
-                          input=input, timeout=120)
-    return Result(proc)
+    return Result(*in_process.run(program, args, env, input))
 
 
 @pytest.fixture
