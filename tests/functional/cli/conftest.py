@@ -13,7 +13,7 @@ from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from cyborg_lite.rpc import transport as rpc
 from tests import servers
-from tests.functional.cli import in_process
+from tests.functional import in_process
 
 BIN_DIR = os.path.dirname(sys.executable)
 # The CLI must not pick up credentials or an endpoint from whoever runs

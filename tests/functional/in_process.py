@@ -8,7 +8,8 @@ changes of the process (logging, warnings filters) is put back after.
 The console scripts themselves (entry points, the real process's exit
 code, a terminal) stay tested as processes: tests/functional/
 test_console_scripts.py, cli/bitstream_cli.py's ``run_on_tty`` and
-``run_binary``, api/test_real_clients.py, test_readme_tour.py.
+``run_binary``, api/test_real_keystone.py, test_readme_tour.py (both
+``openstack`` and ``cyborg-lite``, in a shell).
 
 The API under test serves from threads of this process, and may log
 while a command runs: only what the command's own thread writes is its
