@@ -34,15 +34,19 @@ def api_url(sqlite_db, conf):
     conf.set_override('auth_strategy', 'noauth', group='api')
     # In-memory RPC: the API's casts reach a conductor in this process.
     conf.set_override('transport_url', 'inproc://')
+    # No conductor answers the publish of a device disable unless the
+    # test asks for one (``conductor``): the API would wait 10 s for it.
+    conf.set_override('publish_timeout', 0.1, group='api')
     with servers.serving(_build_app()) as url:
         yield url
     rpc.cleanup()
 
 
 @pytest.fixture
-def conductor(api_url):
+def conductor(api_url, conf):
     """A real conductor RPC server on the API's in-memory transport, so
     binds the API casts really happen."""
+    conf.clear_override('publish_timeout', group='api')
     server = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-cli',
                             [conductor_manager.ConductorManager('cond-cli')])
     server.start()
