@@ -40,7 +40,9 @@ def service_conf(tmp_path):
     path.write_text('\n'.join([
         '[DEFAULT]', 'transport_url = inproc://', 'state_path = %s' % tmp_path,
         '[database]', 'connection = sqlite:///%s' % db,
-        '[agent]', 'rpc_timeout = 1', '']))
+        # An agent's stop waits for the heartbeat in flight, which no
+        # conductor answers: one heartbeat_interval.
+        '[agent]', 'rpc_timeout = 1', 'heartbeat_interval = 1', '']))
     dbsync = console.Script('cyborg-lite-dbsync', '--config-file', path,
                             'upgrade', modules_dir=tmp_path / 'dbsync')
     assert dbsync.run() == 0, dbsync.stderr

@@ -9,7 +9,6 @@ middleware really asked this Keystone.
 """
 import http.server
 import json
-import threading
 
 from tests import servers
 
@@ -37,11 +36,9 @@ class KeystoneStandIn:
         self.url = 'http://127.0.0.1:%d' % self.port
         self._server = http.server.ThreadingHTTPServer(
             ('127.0.0.1', self.port), self._handler_class())
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        daemon=True)
 
     def start(self):
-        self._thread.start()
+        servers.serve_in_thread(self._server)
         return self
 
     def stop(self):

@@ -1,11 +1,11 @@
 """The real clients, unmodified, against the API on a loopback port:
-openstacksdk's accelerator proxy in-process, and python-openstackclient
-with python-cyborgclient's plugin as a subprocess. The conductor is real
-too (inproc:// RPC in this process), so an SDK bind ends Bound."""
+openstacksdk's accelerator proxy, and python-openstackclient with
+python-cyborgclient's plugin (its entry point, tests/functional/
+in_process.py; test_readme_tour.py runs the ``openstack`` process), all
+in this process. The conductor is real too (inproc:// RPC in this
+process), so an SDK bind ends Bound."""
 import json
 import os
-import subprocess
-import sys
 
 import openstack
 import pytest
@@ -14,10 +14,9 @@ from cyborg_lite.api import deploy
 from cyborg_lite.conductor import manager
 from cyborg_lite.rpc import transport as rpc
 from tests.functional.api import conftest as fx
+from tests.functional import in_process
 from tests import servers
 from tests import waiting
-
-OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 
 
 @pytest.fixture
@@ -80,10 +79,9 @@ def _osc(endpoint, *args):
     env = dict(os.environ, OS_AUTH_TYPE='none', OS_ENDPOINT=endpoint)
     for key in ('OS_CLOUD', 'OS_AUTH_URL', 'OS_TOKEN'):
         env.pop(key, None)
-    proc = subprocess.run([OPENSTACK] + list(args), capture_output=True,
-                          text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    rc, stdout, stderr = in_process.run('openstack', args, env)
+    assert rc == 0, stderr
+    return stdout
 
 
 def test_openstackclient_with_cyborgclient(endpoint):

@@ -3,7 +3,6 @@ deployables sit, the NUMA node in an ARQ's attach_handle_info, and
 numa_aligned from Nova's GET /servers/{id}/topology, asked only where the
 service has [nova] credentials."""
 import http.server
-import threading
 import uuid
 
 import pytest
@@ -19,6 +18,7 @@ from tests.functional.api.conftest import create_arqs
 from tests.functional.api.conftest import create_profile
 from tests.functional.api.conftest import set_arq
 from tests import json_http
+from tests import servers
 
 PLACE = {'numa_node': 6, 'local_cpulist': '24-27,56-59', 'socket': 1,
          'pcie_root': 'pci0000:c0'}
@@ -59,7 +59,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def nova(conf):
     server = NovaTopology()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    servers.serve_in_thread(server)
     yield server
     server.shutdown()
     server.server_close()

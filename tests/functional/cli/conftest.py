@@ -1,8 +1,8 @@
 """Serve the real API on a loopback port and run the real CLI entry points
-(``cyborg-lite``, ``openstack``) against it as subprocesses."""
+(``cyborg-lite``, ``openstack``) against it, in this process (in_process.py
+says why and which tests run them as processes)."""
 import json
 import os
-import subprocess
 import sys
 import uuid
 
@@ -13,6 +13,7 @@ from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
 from cyborg_lite.rpc import transport as rpc
 from tests import servers
+from tests.functional import in_process
 
 BIN_DIR = os.path.dirname(sys.executable)
 # The CLI must not pick up credentials or an endpoint from whoever runs
@@ -33,15 +34,19 @@ def api_url(sqlite_db, conf):
     conf.set_override('auth_strategy', 'noauth', group='api')
     # In-memory RPC: the API's casts reach a conductor in this process.
     conf.set_override('transport_url', 'inproc://')
+    # No conductor answers the publish of a device disable unless the
+    # test asks for one (``conductor``): the API would wait 10 s for it.
+    conf.set_override('publish_timeout', 0.1, group='api')
     with servers.serving(_build_app()) as url:
         yield url
     rpc.cleanup()
 
 
 @pytest.fixture
-def conductor(api_url):
+def conductor(api_url, conf):
     """A real conductor RPC server on the API's in-memory transport, so
     binds the API casts really happen."""
+    conf.clear_override('publish_timeout', group='api')
     server = rpc.get_server(rpc.CONDUCTOR_TOPIC, 'cond-cli',
                             [conductor_manager.ConductorManager('cond-cli')])
     server.start()
@@ -58,10 +63,10 @@ def clean_env(**extra):
 
 
 class Result:
-    def __init__(self, proc):
-        self.rc = proc.returncode
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
+    def __init__(self, rc, stdout, stderr):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
 
     @property
     def json(self):
@@ -74,10 +79,7 @@ class Result:
 
 
 def run(program, args, env, input=None):
-    proc = subprocess.run([os.path.join(BIN_DIR, program)] + list(args),
-                          capture_output=True, text=True, env=env,
-                          input=input, timeout=120)
-    return Result(proc)
+    return Result(*in_process.run(program, args, env, input))
 
 
 @pytest.fixture

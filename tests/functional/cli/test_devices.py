@@ -24,7 +24,7 @@ def test_disable_enable_and_the_reasons_column(cli):
                              'host2': ('enabled', [])}
 
     result = cli('device', 'disable', dev)
-    assert (result.rc, result.stdout) == (0, '')
+    assert (result.rc, result.stdout, result.stderr) == (0, '', '')
     assert _reasons(cli)['host1'] == ('maintaining', ['maintaining'])
     shown = cli('device', 'show', dev, '-f', 'json').json
     assert shown['unavailable_reasons'] == ['maintaining']

@@ -1,7 +1,7 @@
 """``cyborg-lite bitstream sign``, ``bitstream create --signature``,
 ``bitstream signature``, ``trusted key`` and ``signature policy`` against
-the real API, as subprocesses: what they show, and every failure as one
-line (a failed create leaves no bitstream behind)."""
+the real API (the real entry point, in process): what they show, and
+every failure as one line (a failed create leaves no bitstream behind)."""
 import base64
 
 import pytest

@@ -1,7 +1,6 @@
 """The Adapters' requests session: the environment read once per host,
 applied by requests' own rules."""
 import http.server
-import threading
 
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
@@ -12,6 +11,7 @@ from requests import utils as rq_utils
 
 from cyborg_lite.common import service_clients
 from cyborg_lite.conf import _keystoneauth
+from tests import servers
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
@@ -32,8 +32,7 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
 def recorder():
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Recorder)
     server.lines = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    servers.serve_in_thread(server)
     yield server
     server.shutdown()
     server.server_close()

@@ -3,7 +3,6 @@ server on loopback."""
 import http.server
 import json
 import logging
-import threading
 
 import pytest
 
@@ -43,8 +42,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def nova(conf):
     server = FakeNova()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    servers.serve_in_thread(server)
     conf.set_override('auth_type', 'none', group='nova')
     conf.set_override('endpoint_override', server.url, group='nova')
     yield server

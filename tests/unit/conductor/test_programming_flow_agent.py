@@ -23,6 +23,7 @@ from cyborg_lite.db import models
 from cyborg_lite.db import programming_jobs as jobs_db
 from cyborg_lite.db.sql import session
 from cyborg_lite.drivers import fake
+from tests import servers
 from tests import waiting
 from tests.functional import programming_env as pe
 from tests.unit.conductor import programming_flow_helpers as h
@@ -118,8 +119,7 @@ class _Images(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def image_api(conf):
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Images)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    thread = servers.serve_in_thread(server)
     conf.set_override('image_source', 'http', group='agent')
     conf.set_override('endpoint_override', 'http://127.0.0.1:%d'
                       % server.server_port, group='image_api')

@@ -38,6 +38,7 @@ import uuid
 
 import kubernetes
 
+from tests import servers
 from tests.unit.kubernetes import fake_claims
 from tests.unit.kubernetes import schemas
 
@@ -227,8 +228,7 @@ class FakeKubeApiServer:
                                                       Handler)
         self._httpd.daemon_threads = True
         self._running = True
-        threading.Thread(target=self._httpd.serve_forever,
-                         daemon=True).start()
+        servers.serve_in_thread(self._httpd)
         return self
 
     def stop(self):
