@@ -16,6 +16,7 @@ could reach: a region failing only its resource class or region type is
 a near miss the answer names (docs/benchmarks-history.md sections 12,
 13)."""
 import collections
+import functools
 
 from cyborg_lite.common import collector
 from cyborg_lite.db import bitstreams
@@ -29,11 +30,12 @@ Snapshot = collections.namedtuple(
                  'function_region_types'])
 
 
-def _hosts_shown(s, hostnames):
-    """(FleetRows, holders) of every device of ``hostnames``, region by
-    region, read in ``s``'s transaction."""
+def _hosts_shown(s, hostnames, holders):
+    """(FleetRows, holders or {} when not ``holders``) of every device of
+    ``hostnames``, region by region, read in ``s``'s transaction."""
     where = devices.DEVICE.hostname.in_(sorted(hostnames))
-    return devices.fleet_rows(s, where), devices.holders(s, where)
+    return (devices.fleet_rows(s, where),
+            devices.holders(s, where) if holders else {})
 
 
 def _fleet(s, hostname):
@@ -44,7 +46,7 @@ def _fleet(s, hostname):
     return several._replace(
         hostnames=fleet_kinds.hostnames(s, hostname),
         kind_rows=fleet_kinds.rows(s, hostname),
-        rows_of=lambda hostnames: _hosts_shown(s, hostnames))
+        rows_of=functools.partial(_hosts_shown, s))
 
 
 @collector.held_off

@@ -88,6 +88,12 @@ def _grouped(where):
                      .label('hosts')).group_by(*keys)
 
 
+# Built once (every explain reads one of them).
+_OF_FLEET = _grouped(_DEP.c.device_id.not_in(MULTI_REGION))
+_OF_HOST = _grouped(sa.and_(_DEP.c.device_id.not_in(MULTI_REGION),
+                            _DEVICE.c.hostname == sa.bindparam('hostname')))
+
+
 def rows(s, hostname=None):
     """The kinds of the one-region devices' regions (of ``hostname``
     alone), read in ``s``'s transaction: tuples of the columns of
@@ -98,10 +104,9 @@ def rows(s, hostname=None):
         # GROUP_CONCAT cuts its result at this length (1 MB by default):
         # a hostname a region of a large fleet is longer.
         conn.exec_driver_sql('SET SESSION group_concat_max_len = 1073741824')
-    where = _DEP.c.device_id.not_in(MULTI_REGION)
-    if hostname is not None:
-        where = sa.and_(where, _DEVICE.c.hostname == hostname)
-    return conn.execute(_grouped(where)).all()
+    if hostname is None:
+        return conn.execute(_OF_FLEET).all()
+    return conn.execute(_OF_HOST, {'hostname': hostname}).all()
 
 
 def hostnames(s, hostname=None):

@@ -148,9 +148,10 @@ class Fleet(collections.namedtuple('Fleet', [
     function a sibling's handle holds (db/attach_handles), ``k8s_claims``
     {handle id: claim uid}; ``hostnames``, the hosts looked at (those
     with a device). ``kind_rows``: more regions, counted by kind
-    (KindRow-like rows; db/fleet_kinds); ``rows_of(hostnames)``: (a Fleet
-    of every region of those hosts, their holders), for the single
-    regions an answer shows; None: they are all in ``regions``."""
+    (KindRow-like rows; db/fleet_kinds); ``rows_of(hostnames, holders)``:
+    (a Fleet of every region of those hosts, their holders when asked),
+    for the single regions an answer shows; None: they are all in
+    ``regions``."""
     __slots__ = ()
 
 
@@ -447,10 +448,11 @@ def _first_hosts(kinds_):
         :NEAR_MISSES_SHOWN]
 
 
-def _of_hosts(fleet, holders, hostnames):
-    """(Fleet, holders) of every region of ``hostnames``, one by one."""
+def _of_hosts(fleet, holders, hostnames, named):
+    """(Fleet, holders: read only when ``named``) of every region of
+    ``hostnames``, one by one."""
     if fleet.rows_of is not None:
-        return fleet.rows_of(hostnames)
+        return fleet.rows_of(hostnames, named)
     hostnames = set(hostnames)
     return fleet._replace(regions=[r for r in fleet.regions
                                    if r.hostname in hostnames],
@@ -465,7 +467,7 @@ def _shown(fleet, holders, near, held, group, images):
     hostnames = set(_first_hosts(near)) | set(_first_hosts(held))
     if not hostnames:
         return [], []
-    few, holders = _of_hosts(fleet, holders, hostnames)
+    few, holders = _of_hosts(fleet, holders, hostnames, bool(held))
     misses, stopped, placement = [], [], {}
     for region in regions(few):
         failed = failures(region, group, images, placement)
