@@ -23,6 +23,7 @@ machine's moments; each answer's digest must be the same in both.
 """
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -91,19 +92,29 @@ def prepare(workdir, hosts):
 
 
 def explain_once(name):
-    """(read ms, funnel ms, the answer's digest, its blocking steps)."""
+    """(read ms, funnel ms, the answer's digest, its blocking steps). The
+    read is the one transaction's first statements (db/explain.snapshot
+    up to the funnel); the funnel, with the few rows it reads back for
+    what it shows. An older tree (a snapshot without ``then``) reads
+    everything first."""
     from cyborg_lite.db import explain as explain_db
     from cyborg_lite.db.sql import pagination
     from cyborg_lite.placement import explain
-    start = time.perf_counter()
-    snap = explain_db.snapshot(pagination.ALL, name)
-    read = time.perf_counter()
-    groups = explain.explain(snap.groups, snap.fleet, snap.holders,
-                             explain.Images(snap.bitstream_region_types,
-                                            snap.function_region_types))
-    done = time.perf_counter()
+    marks = [time.perf_counter()]
+
+    def funnel(snap):
+        marks.append(time.perf_counter())
+        return explain.explain(
+            snap.groups, snap.fleet, getattr(snap, 'holders', None),
+            explain.Images(snap.bitstream_region_types,
+                           snap.function_region_types))
+    if 'then' in inspect.signature(explain_db.snapshot).parameters:
+        groups = explain_db.snapshot(pagination.ALL, name, None, funnel)
+    else:
+        groups = funnel(explain_db.snapshot(pagination.ALL, name))
+    marks.append(time.perf_counter())
     digest = hashlib.sha256(json.dumps(groups, sort_keys=True).encode())
-    return ((read - start) * 1000, (done - read) * 1000,
+    return ((marks[1] - marks[0]) * 1000, (marks[2] - marks[1]) * 1000,
             digest.hexdigest()[:16],
             [(g['blocking'] or {}).get('step') for g in groups])
 

@@ -13,6 +13,7 @@ from cyborg_lite.common import shared_functions
 from cyborg_lite.db import agents
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import device_history
+from cyborg_lite.db import fleet_kinds
 from cyborg_lite.db import host_topology
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -264,16 +265,12 @@ def load_inventory(hostname, url=None, previous=None):
 
 FleetRows = collections.namedtuple(
     'FleetRows', ['regions', 'attributes', 'handles', 'blocked',
-                  'k8s_claims', 'hostnames'])
+                  'k8s_claims', 'hostnames', 'kind_rows', 'rows_of'],
+    defaults=[(), None])
 _AGENT = models.Agent.__table__
 _ARQ = models.AcceleratorRequest.__table__
 _CLAIM = models.KubernetesClaimDevice.__table__
-
-
-def _text(column):
-    """``column`` as the text it stores: an enum's result processor (a
-    call per value) is most of a plain read of thousands of rows."""
-    return sa.type_coerce(column, sa.String()).label(column.name)
+_text = fleet_kinds.stored_text
 
 
 # An explain reads each table once, in plain scans joined here: the
@@ -308,18 +305,19 @@ _FLEET_CLAIMS = sa.select(
         models.KubernetesClaimDevice.attach_handle_id.is_not(None))
 
 
-def _of_host(hostname):
-    """The fleet statements narrowed to ``hostname``'s rows (all of them
-    for None)."""
+def _of_devices(where):
+    """The fleet statements narrowed to the rows of the devices ``where``
+    (a condition on devices; all of them for None) and their hosts."""
     statements = (_FLEET_AGENTS, _FLEET_DEVICES, _FLEET_DEPLOYABLES,
                   _FLEET_HANDLES, _FLEET_ATTRIBUTES)
-    if hostname is None:
+    if where is None:
         return statements
-    devices = sa.select(DEVICE.id).where(DEVICE.hostname == hostname)
+    devices = sa.select(DEVICE.id).where(where)
     deps = sa.select(_DEP.c.id).where(_DEP.c.device_id.in_(devices))
     agents_, devices_, deps_, handles, attributes = statements
-    return (agents_.where(_AGENT.c.hostname == hostname),
-            devices_.where(DEVICE.hostname == hostname),
+    return (agents_.where(_AGENT.c.hostname.in_(
+                sa.select(DEVICE.hostname).where(where))),
+            devices_.where(where),
             deps_.where(_DEP.c.device_id.in_(devices)),
             handles.where(_HANDLE.c.deployable_id.in_(deps)),
             attributes.where(_ATTR.c.deployable_id.in_(deps)))
@@ -343,15 +341,17 @@ def _region_rows(agent_rows, device_rows, deployable_rows):
     return regions
 
 
-def fleet_rows(s, hostname=None):
-    """The FleetRows of every region (of ``hostname`` alone), read in
-    ``s``'s transaction with one statement per table, as plain tuples
+def fleet_rows(s, where=None):
+    """The FleetRows of every region (of the devices ``where``, a
+    condition on devices; db/explain.py reads the devices of several
+    regions so, and the hosts it shows), read in ``s``'s transaction
+    with one statement per table, as plain tuples
     (placement/explain.Fleet), with the ``hostnames`` of the hosts that
     have a device (a whole GPU has no region): an explain asks a few
     columns of thousands of regions (docs/benchmarks-history.md section
     12)."""
     conn = s.connection()
-    agents_, devices_, deps, handles, attributes = _of_host(hostname)
+    agents_, devices_, deps, handles, attributes = _of_devices(where)
     device_rows = conn.execute(devices_).all()
     hostnames = sorted({d[0] for d in device_rows})
     regions = _region_rows(conn.execute(agents_).all(), device_rows,
@@ -396,16 +396,16 @@ _EXPLAIN_CLAIMS = (sa.select(_DEP.c.uuid, _CLAIM.c.project_id,
                    .order_by(_CLAIM.c.id))
 
 
-def holders(s, hostname=None):
-    """{deployable uuid: [holder]} of every deployable (of ``hostname``)
+def holders(s, where=None):
+    """{deployable uuid: [holder]} of every deployable (of the devices
+    ``where``, a condition on devices)
     held now, in ``s``'s transaction: a Bound ARQ's {'kind': 'arq',
     'project_id', 'instance_uuid'}, a Kubernetes claim's {'kind':
     'kubernetes', 'project_id', 'namespace', 'claim', 'pods'}."""
     conn = s.connection()
     arqs, claims = _EXPLAIN_ARQS, _EXPLAIN_CLAIMS
-    if hostname is not None:
-        of_host = _DEP.c.device_id.in_(
-            sa.select(DEVICE.id).where(DEVICE.hostname == hostname))
+    if where is not None:
+        of_host = _DEP.c.device_id.in_(sa.select(DEVICE.id).where(where))
         arqs, claims = arqs.where(of_host), claims.where(of_host)
     found = collections.defaultdict(list)
     for uuid, project_id, instance_uuid in conn.execute(arqs).all():

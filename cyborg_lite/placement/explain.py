@@ -22,15 +22,17 @@ offer, their ``views.Facts``: resource class, traits, region type,
 memory, function, NUMA node, health, maintenance, cleaning, agent,
 handles free or held) are one ``Kind``, counted once with its number
 of regions and its set of hosts; each group walks the Kinds (a few
-dozen in a fleet of thousands of regions), and only the near misses
-shown and the holders named go back to single regions, by their
-positions in the fleet's order. docs/benchmarks.md has the figures.
+dozen in a fleet of thousands of regions). The database counts the
+Kinds of one-region devices itself (``KindRow``, db/fleet_kinds.py);
+the regions of devices of several regions come one by one. Only the
+near misses shown and the holders named go back to single regions:
+every region of the first NEAR_MISSES_SHOWN hosts that have one
+(``Fleet.rows_of``), walked in the fleet's order. docs/benchmarks.md
+has the figures.
 """
 import collections
 import dataclasses
 import functools
-import heapq
-import itertools
 import json
 
 from cyborg_lite.common import collector
@@ -138,15 +140,34 @@ HandleRow = collections.namedtuple('HandleRow',
 
 class Fleet(collections.namedtuple('Fleet', [
         'regions', 'attributes', 'handles', 'blocked', 'k8s_claims',
-        'hostnames'], defaults=[()])):
+        'hostnames', 'kind_rows', 'rows_of'], defaults=[(), (), None])):
     """What an explain reads: ``regions`` (RegionRow-like rows, by
     hostname, device, region), ``attributes`` {region id: {key: value}}
     (its ``rc`` and ``trait*`` ones), ``handles`` {region id: [HandleRow-
     like rows]}, ``blocked`` {handle id: holder} of the free handles whose
     function a sibling's handle holds (db/attach_handles), ``k8s_claims``
     {handle id: claim uid}; ``hostnames``, the hosts looked at (those
-    with a device; the funnel reads only ``regions``)."""
+    with a device). ``kind_rows``: more regions, counted by kind
+    (KindRow-like rows; db/fleet_kinds); ``rows_of(hostnames, holders)``:
+    (a Fleet of every region of those hosts, their holders when asked),
+    for the single regions an answer shows; None: they are all in
+    ``regions``."""
     __slots__ = ()
+
+
+# A kind of region as the database counts it (db/fleet_kinds.rows): the
+# facts of a region of a one-region device: its ``rc``, ``trait*`` and
+# ``bind`` attributes as ``key=value`` (SEPARATOR between), its handles
+# told by whether all are in use (1), one is free (0) or there is none
+# (None), and whether a Kubernetes claim holds one in use (all a funnel
+# step asks of them); how many regions, and their hostnames, one a
+# region (SEPARATOR between).
+KindRow = collections.namedtuple('KindRow', [
+    'agent_state', 'device_type', 'vendor', 'status', 'device_health',
+    'device_numa_node', 'num_accelerators', 'region_type', 'function_id',
+    'local_memory_mb', 'device_state', 'health', 'numa_node', 'attributes',
+    'all_in_use', 'claimed', 'regions', 'hosts'])
+SEPARATOR = ','
 
 
 # What tree._alone reads of a device and a region: an offer is decided
@@ -170,13 +191,16 @@ class Region(collections.namedtuple('Region', [
     __slots__ = ()
 
 
-class Kind(collections.namedtuple('Kind', [
-        'offer', 'unavailable', 'hosts', 'positions'])):
+class Kind:
     """Regions that share every fact the funnel reads: their ``offer``
     and their views.Facts (so ``unavailable``), counted once for all of
-    them; ``hosts``, the set of their hostnames; ``positions``, theirs in
-    the fleet's order (ascending), for the near misses and holders."""
-    __slots__ = ()
+    them: ``count`` regions on the set of ``hosts``; ``positions``, in
+    the fleet's order (ascending), of those read region by region."""
+    __slots__ = ('offer', 'unavailable', 'hosts', 'positions', 'count')
+
+    def __init__(self, offer, unavailable, hosts, positions, count=0):
+        self.offer, self.unavailable = offer, unavailable
+        self.hosts, self.positions, self.count = hosts, positions, count
 
 
 class Kinds(collections.namedtuple('Kinds', ['kinds', 'rows', 'siblings'])):
@@ -274,11 +298,37 @@ class _Counter:
             row.health, row.device_state, flags,
             tuple(r.device_state for r in siblings),
             ('bind', 'unsupported') in attrs, conflict)
+        return self._kind_of(offer, facts)
+
+    def _kind_of(self, offer, facts):
         kind = self.by_facts.get((offer, facts))
         if kind is None:
             kind = self.by_facts[(offer, facts)] = Kind(
                 offer, _unavailable_steps(facts), set(), [])
         return kind
+
+    def counted(self, row):
+        """Add the regions of a KindRow: its handles told as one flag,
+        which views.reasons_of and _unavailable_steps read as they read
+        every handle of such a region (held by no sibling: it has
+        none)."""
+        attrs = tuple(item.partition('=')[::2] for item in
+                      row.attributes.split(SEPARATOR)) \
+            if row.attributes else ()
+        offer = (_Device(row.device_type, row.vendor, row.device_numa_node,
+                         ()), _offer(row, attrs))
+        flags = () if row.all_in_use is None else (
+            (bool(row.all_in_use), False, bool(row.claimed)),)
+        kind = self._kind_of(offer, views.Facts(
+            row.status, row.device_health, row.agent_state == 'down',
+            row.health, row.device_state, flags, (),
+            ('bind', 'unsupported') in attrs, False))
+        hosts = row.hosts.split(SEPARATOR)
+        if len(hosts) != row.regions:
+            raise ValueError('%d hostnames read for %d regions: the '
+                             'database cut them' % (len(hosts), row.regions))
+        kind.hosts.update(hosts)
+        kind.count += row.regions
 
     def alone(self, position, row):
         """Count the one region of its device at ``position``."""
@@ -319,7 +369,8 @@ class _Counter:
 
 def kinds(fleet):
     """The Kinds of ``fleet`` (a Fleet): its regions counted once per
-    distinct offer and Facts, with their hosts and positions."""
+    distinct offer and Facts, with their hosts, counts and the positions
+    of those read region by region."""
     counter = _Counter(fleet)
     rows = fleet.regions
     devices = [row.device_id for row in rows] + [None]
@@ -333,6 +384,10 @@ def kinds(fleet):
         else:
             counter.device(position, rows[position:end])
         position = end
+    for kind in counter.by_facts.values():
+        kind.count = len(kind.positions)
+    for row in fleet.kind_rows:
+        counter.counted(row)
     return Kinds(list(counter.by_facts.values()), rows, counter.siblings)
 
 
@@ -385,24 +440,55 @@ def _holders(uuids, holders):
 _INDEX = {step: index for index, step in enumerate(STEPS)}
 
 
-def _near_misses(found, near):
-    """The first NEAR_MISSES_SHOWN near misses in the fleet's order, of
-    ``near`` [(Kind, step, why)]."""
-    shown = itertools.islice(heapq.merge(*(
-        zip(kind.positions, itertools.repeat(step), itertools.repeat(why))
-        for kind, step, why in near)), NEAR_MISSES_SHOWN)
-    result = []
-    for position, step, why in shown:
-        row = found.rows[position]
-        result.append({'hostname': row.hostname,
-                       'device_uuid': row.device_uuid,
-                       'deployable_uuid': row.uuid,
-                       'deployable_name': row.name,
-                       'failed': step, 'why': why})
-    return result
+def _first_hosts(kinds_):
+    """The first NEAR_MISSES_SHOWN hosts of ``kinds_``, by name: each has
+    one of their regions at least, so the first NEAR_MISSES_SHOWN of
+    their regions in the fleet's order are all on them."""
+    return sorted(set().union(*(k.hosts for k in kinds_)))[
+        :NEAR_MISSES_SHOWN]
 
 
-def _group_result(index, group, found, holders, images):
+def _of_hosts(fleet, holders, hostnames, named):
+    """(Fleet, holders: read only when ``named``) of every region of
+    ``hostnames``, one by one."""
+    if fleet.rows_of is not None:
+        return fleet.rows_of(hostnames, named)
+    hostnames = set(hostnames)
+    return fleet._replace(regions=[r for r in fleet.regions
+                                   if r.hostname in hostnames],
+                          kind_rows=()), holders
+
+
+def _shown(fleet, holders, near, held, group, images):
+    """(the first NEAR_MISSES_SHOWN near misses, the distinct holders of
+    the first NEAR_MISSES_SHOWN regions stopped at in_use and of their
+    siblings), each in the fleet's order: the regions of the first hosts
+    of the Kinds ``near`` and ``held``, read one by one."""
+    hostnames = set(_first_hosts(near)) | set(_first_hosts(held))
+    if not hostnames:
+        return [], []
+    few, holders = _of_hosts(fleet, holders, hostnames, bool(held))
+    misses, stopped, placement = [], [], {}
+    for region in regions(few):
+        failed = failures(region, group, images, placement)
+        if len(failed) == 1 and len(misses) < NEAR_MISSES_SHOWN:
+            [(step, why)] = failed.items()
+            misses.append({'hostname': region.hostname,
+                           'device_uuid': region.device_uuid,
+                           'deployable_uuid': region.uuid,
+                           'deployable_name': region.name,
+                           'failed': step, 'why': why})
+        if held and len(stopped) < NEAR_MISSES_SHOWN and failed and min(
+                map(_INDEX.__getitem__, failed)) == _INDEX['in_use']:
+            stopped.append((region.uuid,) + region.sibling_uuids)
+    distinct = {}
+    for uuids in stopped:
+        for h in _holders(uuids, holders):
+            distinct[repr(sorted(h.items()))] = h
+    return misses, list(distinct.values())
+
+
+def _group_result(index, group, fleet, found, holders, images):
     # Per step, the hosts and the regions whose first failure it is
     # (len(STEPS): none); a step is passed by every region stopped after
     # it. Each Kind counts for all its regions.
@@ -412,12 +498,11 @@ def _group_result(index, group, found, holders, images):
         failed = failures(kind, group, images, placement)
         first = min(map(_INDEX.__getitem__, failed), default=len(STEPS))
         stopped[first][0] |= kind.hosts
-        stopped[first][1] += len(kind.positions)
+        stopped[first][1] += kind.count
         if len(failed) == 1:
-            step = STEPS[first]
-            near.append((kind, step, failed[step]))
+            near.append(kind)
         if first == _INDEX['in_use']:
-            held.append(kind.positions)
+            held.append(kind)
     funnel, hosts, devices = [], set(), 0
     for position in range(len(STEPS), 0, -1):
         hosts |= stopped[position][0]
@@ -426,30 +511,18 @@ def _group_result(index, group, found, holders, images):
                        'devices': devices})
     funnel.reverse()
     blocking = next((f['step'] for f in funnel if f['devices'] == 0), None)
+    misses, named = _shown(fleet, holders, near,
+                           held if blocking == 'in_use' else [], group,
+                           images)
     result = {'group': index, 'request': dict(group), 'funnel': funnel,
-              'blocking': None,
-              'near_misses': _near_misses(found, near),
-              'near_misses_total': sum(len(k.positions) for k, _s, _w
-                                       in near)}
+              'blocking': None, 'near_misses': misses,
+              'near_misses_total': sum(k.count for k in near)}
     if blocking:
         result['blocking'] = {
             'step': blocking,
             'kind': 'permanent' if blocking in PERMANENT else 'transient',
-            'holders': _blocked_holders(found, held, holders)
-            if blocking == 'in_use' else []}
+            'holders': named}
     return result
-
-
-def _blocked_holders(found, held, holders):
-    """The distinct holders of the regions at ``held`` (lists of
-    positions) and of their siblings, in the fleet's order."""
-    distinct = {}
-    for position in heapq.merge(*held):
-        uuids = (found.rows[position].uuid,) + found.siblings.get(
-            position, ())
-        for h in _holders(uuids, holders):
-            distinct[repr(sorted(h.items()))] = h
-    return list(distinct.values())
 
 
 @collector.held_off
@@ -457,8 +530,9 @@ def explain(groups, fleet, holders=None, images=Images()):
     """The funnel of each request group of ``groups`` over ``fleet`` (a
     Fleet), as JSON-ready dicts: per step the hosts and deployables
     passing it and every step before; ``blocking``, the first step none
-    passes, with its kind and, for 'in_use', the holders of the
-    deployables stopped there."""
+    passes, with its kind and, for 'in_use', the holders of the first
+    deployables stopped there. ``holders`` {deployable uuid: [holder]}
+    of a fleet without ``rows_of`` (which reads its own)."""
     found = kinds(fleet)
-    return [_group_result(i, g, found, holders or {}, images)
+    return [_group_result(i, g, fleet, found, holders or {}, images)
             for i, g in enumerate(groups)]

@@ -7,6 +7,7 @@ profile may load: the project's own or a public one for a member's
 profile, a public one for an admin's; any other is refused as missing
 (404), at creation rather than at the first bind.
 """
+import functools
 import re
 
 from cyborg_lite.api import microversion
@@ -192,19 +193,24 @@ def explain_profile(req, name):
     utils.authorize(req, policies.EXPLAIN)
     params = utils.query(req, schemas.EXPLAIN_QUERY)
     hostname = params.get('hostname')
-    snapshot = explain_db.snapshot(utils.visible_to(req), checked_name(name),
-                                   hostname)
+    return utils.response(explain_db.snapshot(
+        utils.visible_to(req), checked_name(name), hostname,
+        functools.partial(_explained, hostname)))
+
+
+def _explained(hostname, snapshot):
+    """The explain's body of ``snapshot`` (in its read transaction)."""
     if hostname is not None and not snapshot.fleet.hostnames:
         raise exception.NotFound(
             message='No device of host %s is known.' % hostname)
     groups = explain.explain(
-        snapshot.groups, snapshot.fleet, snapshot.holders,
-        explain.Images(snapshot.bitstream_region_types,
-                       snapshot.function_region_types))
-    return utils.response({
+        snapshot.groups, snapshot.fleet, images=explain.Images(
+            snapshot.bitstream_region_types,
+            snapshot.function_region_types))
+    return {
         'device_profile': snapshot.profile.name,
         'hostname': hostname,
         'hosts': len(snapshot.fleet.hostnames),
         'result': 'no_candidates' if any(g['blocking'] for g in groups)
         else 'candidates',
-        'groups': groups})
+        'groups': groups}

@@ -220,3 +220,31 @@ def test_the_regions_of_a_host_whose_agent_is_down_stop_there(pg_app):
     assert _funnel(group)['agent_down'] == (1, 1)
     assert [(m['hostname'], m['failed']) for m in group['near_misses']] \
         == [('agent-down', 'agent_down')]
+
+
+def test_the_holders_named_are_those_of_the_first_regions_held(pg_app):
+    """15 hosts of two one-region cards (counted by the database,
+    db/fleet_kinds), each card held by a claim of its own, the hosts made
+    in reverse order: all 30 are counted, and the holders named are those
+    of the first 20 regions by hostname and card, in that order."""
+    for number in reversed(range(15)):
+        for card in range(2):
+            dep = fx.add_deployable(
+                fx.add_device(hostname='held%02d' % number),
+                attributes=[('rc', 'FPGA')])
+            handle = fx.add_handle(dep, in_use=True)
+            with session.writer() as s:
+                s.add(models.KubernetesClaimDevice(
+                    uuid=str(uuid.uuid4()), claim_uid=str(uuid.uuid4()),
+                    namespace='ns', claim_name='claim%02d-%d' % (number,
+                                                                 card),
+                    device_name='fpga-0', project_id='p', pods='pod',
+                    deployable_id=dep.id, attach_handle_id=handle.id))
+    fx.create_profile(pg_app, ADMIN, name='dp-held',
+                      groups=[{'resources:FPGA': '1'}])
+    (group,) = _explain(pg_app, 'dp-held').json['groups']
+    assert _funnel(group)['agent_down'] == (15, 30)
+    assert group['blocking']['step'] == 'in_use'
+    assert [h['claim'] for h in group['blocking']['holders']] == [
+        'claim%02d-%d' % (n, card) for n in range(10) for card in range(2)]
+    assert group['near_misses_total'] == 30

@@ -217,10 +217,12 @@ def test_the_cards_release_wipes_every_region_before_anything_is_offered(
 
 
 def _fleet(host):
-    """The rows an explain of ``host`` reads, in one snapshot."""
+    """The rows an explain of ``host`` reads (its card of several
+    regions: one by one), in one snapshot."""
     from cyborg_lite.db.sql import session
     with session.snapshot_reader() as s:
-        return devices_db.fleet_rows(s, host.hostname)
+        return devices_db.fleet_rows(
+            s, devices_db.DEVICE.hostname == host.hostname)
 
 
 def test_the_explain_tells_what_the_views_tell_of_a_card_and_its_regions(

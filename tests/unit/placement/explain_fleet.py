@@ -58,8 +58,14 @@ def _card_spec(rng, host, card, rare):
             region['rc'] = 'FPGA'   # blocked by its cause, nothing else
         regions.append(region)
     # A card whose two regions share one PF: the sibling of a held
-    # region is held with it.
+    # region is held with it, by that region's bind (bound: the PF's
+    # holder in the database too).
     shared = any('sibling_held' in r['causes'] for r in regions)
+    if shared:
+        holder = next((r for r in regions
+                       if 'sibling_held' not in r['causes']), regions[0])
+        holder['causes'] = (holder['causes'] - {'sibling_held'}) | {
+            'bound'}
     return {'identity': '%s-card%d' % (host, card),
             'vendor': rng.choice(('0x8086', '0x8086', '0x10ee')),
             'causes': causes, 'regions': regions, 'shared': shared}
@@ -83,16 +89,17 @@ def fleet_spec(hosts=1000, seed=44):
     return spec
 
 
-def _handles(card, region, index, handle_id):
+def _handles(card, region, index, handle_id, number):
     """The region's attach handle, and whether a sibling holds it
     through the card's PF, or a Kubernetes claim: (HandleRow, blocked,
     k8s claim or None). Its own VF, or the card's PF shared with its
     sibling (then the held one is in use, the other blocked)."""
     causes = region['causes']
+    bus = '%02x' % (0x5e + number)     # each card of a host its own
     if card['shared']:
-        info = {'bus': '5e', 'device': '00', 'function': '0'}
+        info = {'bus': bus, 'device': '00', 'function': '0'}
     else:
-        info = {'bus': '5e', 'device': '00', 'function': str(index + 1)}
+        info = {'bus': bus, 'device': '00', 'function': str(index + 1)}
     held = card['shared'] and 'sibling_held' in causes
     row = explain.HandleRow(handle_id, json.dumps(info),
                             not held and bool(causes & {'bound', 'k8s'}))
@@ -131,7 +138,7 @@ def fleet(spec):
     would read of it."""
     regions, attributes, handles, blocked, claims = [], {}, {}, {}, {}
     for host in spec:
-        for card in host['cards']:
+        for number, card in enumerate(host['cards']):
             device_id = len(regions) + 1
             for index, region in enumerate(card['regions']):
                 region_id = len(regions) + 1
@@ -141,7 +148,7 @@ def fleet(spec):
                 if region['trait']:
                     attributes[region_id]['trait0'] = region['trait']
                 row, held, claim = _handles(card, region, index,
-                                            region_id * 10)
+                                            region_id * 10, number)
                 handles[region_id] = [row]
                 if held:
                     blocked[row.id] = ('arq-sibling', 'sibling')
@@ -149,3 +156,58 @@ def fleet(spec):
                     claims[row.id] = claim
     return explain.Fleet(regions, attributes, handles, blocked, claims,
                          tuple(h['hostname'] for h in spec))
+
+
+def write(fleet_, conn):
+    """Insert ``fleet_`` (a placement/explain.Fleet of ``fleet``) into
+    the database of ``conn`` as the agents and the binds would have left
+    it: a blocked handle's function held by its sibling's bound handle
+    (``in_use_function``), a claim's handle in use."""
+    import sqlalchemy as sa
+
+    from cyborg_lite.db import attach_handles
+    from cyborg_lite.db import models
+    now = models.utcnow()
+    rows = fleet_.regions
+    agents = {r.hostname: r.agent_state for r in rows}
+    conn.execute(sa.insert(models.Agent), [
+        {'hostname': h, 'state': state, 'heartbeat_at': now,
+         'created_at': now} for h, state in agents.items()])
+    devices = {r.device_id: r for r in rows}
+    conn.execute(sa.insert(models.Device), [{
+        'id': r.device_id, 'uuid': r.device_uuid, 'type': r.device_type,
+        'vendor': r.vendor, 'model': 'PAC', 'std_board_info': '{}',
+        'hostname': r.hostname, 'driver_name': 'fake',
+        'identity': r.device_uuid, 'status': r.status,
+        'health': r.device_health, 'numa_node': r.device_numa_node,
+        'version': 1, 'created_at': now} for r in devices.values()])
+    conn.execute(sa.insert(models.Deployable), [{
+        'id': r.id, 'uuid': r.uuid, 'device_id': r.device_id,
+        'name': r.name, 'num_accelerators': r.num_accelerators,
+        'driver_name': 'fake', 'region_type': r.region_type,
+        'function_id': r.function_id, 'local_memory_mb': r.local_memory_mb,
+        'device_state': r.device_state, 'health': r.health,
+        'numa_node': r.numa_node, 'version': 1, 'created_at': now}
+        for r in rows])
+    conn.execute(sa.insert(models.Attribute), [
+        {'uuid': '%d-%s' % (region_id, key), 'deployable_id': region_id,
+         'key': key, 'value': value, 'created_at': now}
+        for region_id, attrs in fleet_.attributes.items()
+        for key, value in attrs.items()])
+    host_of = {r.id: r.hostname for r in rows}
+    conn.execute(sa.insert(models.AttachHandle), [{
+        'id': h.id, 'uuid': 'handle-%d' % h.id, 'deployable_id': region_id,
+        'in_use': bool(h.in_use), 'attach_type': 'PCI',
+        'attach_info': h.attach_info, 'version': 1, 'created_at': now,
+        'in_use_function': attach_handles.function_key(
+            host_of[region_id], h.attach_info) if h.in_use else None}
+        for region_id, handles in fleet_.handles.items() for h in handles])
+    region_of = {h.id: region_id for region_id, handles
+                 in fleet_.handles.items() for h in handles}
+    if fleet_.k8s_claims:
+        conn.execute(sa.insert(models.KubernetesClaimDevice), [{
+            'uuid': uid, 'claim_uid': uid, 'namespace': 'ns',
+            'claim_name': uid, 'device_name': 'fpga', 'project_id': 'p',
+            'pods': 'pod', 'deployable_id': region_of[handle_id],
+            'attach_handle_id': handle_id, 'created_at': now}
+            for handle_id, uid in fleet_.k8s_claims.items()])
