@@ -26,14 +26,12 @@ between finds, at its next start, the instance at that placement and
 adopts it as its own (``adopt``); a placement noted whose instance is not
 there is forgotten.
 """
-import json
-import os
 import re
-import threading
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import nvidia_mig
+from cyborg_lite.drivers import state_file
 from cyborg_lite.drivers import sysfs
 
 # Attributes of a placement's deployable (kubernetes/view.py reads them).
@@ -128,24 +126,16 @@ class Made:
 
     def __init__(self, path):
         self.path = path
-        self._lock = threading.Lock()
+        self._file = state_file.StateFile(path)
 
     def read(self):
         """{GPU address: {"<profile id>:<start>": GI id or None}}."""
-        try:
-            with open(self.path) as f:
-                found = json.load(f)
-        except FileNotFoundError:
-            return {}
-        except ValueError as e:
-            raise exception.HostDataError(where=self.path, reason=str(e))
         return {str(gpu): {str(k): (None if v is None else int(v))
                            for k, v in placements.items()}
-                for gpu, placements in found.items()}
+                for gpu, placements in self._file.read().items()}
 
     def _change(self, gpu, key, gi_id, drop=False):
-        with self._lock:
-            noted = self.read()
+        def edit(noted):
             placements = noted.setdefault(gpu, {})
             if drop:
                 placements.pop(key, None)
@@ -153,13 +143,7 @@ class Made:
                 placements[key] = gi_id
             if not placements:
                 noted.pop(gpu)
-            os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
-            tmp = '%s.tmp.%d' % (self.path, os.getpid())
-            with open(tmp, 'w') as f:
-                json.dump(noted, f, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+        self._file.change(edit)
 
     def note(self, gpu, key, gi_id=None):
         self._change(gpu, key, gi_id)
