@@ -32,6 +32,7 @@ import collections
 import logging
 import os
 import re
+import threading
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
@@ -98,8 +99,9 @@ def mig_deployables(gpu, traits, where, skip=()):
     """One deployable per kind of MIG instance (same SMs and memory);
     the GPU instance ids ``skip`` (made here at Prepare) left out."""
     groups = collections.OrderedDict()
+    skip = {str(i) for i in skip}
     for mig in gpu.findall('mig_devices/mig_device'):
-        if (_text(mig, 'gpu_instance_id') or '?') in {str(i) for i in skip}:
+        if (_text(mig, 'gpu_instance_id') or '?') in skip:
             continue
         key = _mig_key(mig, where)
         groups.setdefault(key, []).append(
@@ -285,6 +287,9 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         # MIG placements offered to Kubernetes, made at its Prepare.
         self.mig_on_demand = group.mig_on_demand
         self.mig_made = nvidia_mig_made.Made(group.mig_state_file)
+        # NOTE: a scan's adoption must not forget a placement noted by a
+        # make whose -cgi is still running: one at a time.
+        self._mig_lock = threading.RLock()
 
     @property
     def _name(self):
@@ -312,9 +317,10 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                                                           address),
                                            self._mig_tool(tool, '-lgipp',
                                                           address))
-            instances = self._instances(tool, address)
-            return profiles, instances, self.mig_made.adopt(address,
-                                                            instances)
+            with self._mig_lock:
+                instances = self._instances(tool, address)
+                return profiles, instances, self.mig_made.adopt(address,
+                                                                instances)
         try:
             records = parse_nvidia_smi(output, self.sysfs_root, gpus,
                                        supported_types,
@@ -454,7 +460,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
     def make_instance(self, identity, deployable_name, attach_info):
         placement = nvidia_mig_made.parse_placement(attach_info)
         if placement is not None:
-            return self._make_mig(identity, placement, attach_info)
+            with self._mig_lock:
+                return self._make_mig(identity, placement, attach_info)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
         made = nvidia_vgpu_vfio.make(
             self.sysfs_root, identity,
@@ -467,7 +474,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
     def remove_instance(self, identity, deployable_name, attach_info):
         placement = nvidia_mig_made.parse_placement(attach_info)
         if placement is not None:
-            return self._destroy_mig(identity, placement)
+            with self._mig_lock:
+                return self._destroy_mig(identity, placement)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
         removed = nvidia_vgpu_vfio.remove(
             self.sysfs_root, identity,
@@ -489,7 +497,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             if placement is not None:
                 # The wipe of a MIG placement is destroying what this
                 # host made there: no scan, it may be offered no more.
-                self._destroy_mig(identity, placement)
+                with self._mig_lock:
+                    self._destroy_mig(identity, placement)
                 LOG.info('Cleaned GPU %s %s', identity, deployable_name)
                 return
             deployable = self._deployable(tool, identity, deployable_name)

@@ -6,11 +6,14 @@ ResourceSlices. One mapping for the conductor's sink and claims
 (db/devices.load_inventory) and give it to ``of_host``.
 
 Availability is decided once, by host_inventory.unavailable_reasons: every
-reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
-itself allocated), and a region an ARQ holds gets ``in-use=nova``; a
-degraded one (host_inventory.advisories) an informational taint. A
-deployable whose instance is made at bind (a vGPU type) is tainted
-``bind-unsupported`` here only: Prepare does not make instances yet.
+reason becomes a taint, except those host_inventory.kubernetes_lifted
+names (``kubernetes_claimed``, the claim Kubernetes itself allocated; and
+Nova's ``bind_unsupported`` of a MIG placement, which Prepare makes), and
+a region an ARQ holds gets ``in-use=nova``; a degraded one
+(host_inventory.advisories) an informational taint. A deployable whose
+instance is made at Nova's bind (a vGPU type) is tainted
+``bind-unsupported`` here only: Prepare does not make vGPUs yet. A MIG
+placement consumes its GPU's counters (kubernetes/mig_counters.py).
 """
 import re
 
@@ -49,8 +52,8 @@ def _health_signal(device, dep):
     return signal if signal and k8s_names.is_label_value(signal) else None
 
 
-# Kubernetes' Prepare does not make instances yet: a deployable whose
-# instance is made at bind (a vGPU type) is bound through Nova only.
+# Kubernetes' Prepare does not make vGPUs yet: a deployable whose
+# instance is made at Nova's bind (a vGPU type) is bound through Nova only.
 PREPARE_UNSUPPORTED = 'bind_unsupported'
 
 
