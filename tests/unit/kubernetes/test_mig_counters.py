@@ -90,6 +90,25 @@ def test_the_gpu_set_and_what_each_placement_consumes():
     assert not [d for d in devices['spec']['devices'] if d.get('taints')]
 
 
+def test_nova_is_refused_a_placement_kubernetes_is_not():
+    """Placement cannot see where an instance sits: the neutral decision
+    (Placement's reserve, Nova's bind) keeps bind_unsupported; a claim's
+    hold and the slices lift it."""
+    records = nvidia_mig_made.placement_deployables(
+        GPU, _profiles(), [], set(), [])
+    dep = host_inventory.DeployableView(
+        uuid='u', name='n', attributes=tuple(sorted(
+            (k, str(v)) for k, v in records[0].attributes.items())))
+    device = host_inventory.DeviceView(uuid='d', type='GPU', vendor='v',
+                                       identity=GPU, deployables=(dep,))
+    assert host_inventory.unavailable_reasons(device, dep) == (
+        'bind_unsupported',)
+    assert 'bind_unsupported' in host_inventory.refusal(device, dep)
+    assert host_inventory.refusal(
+        device, dep, host_inventory.kubernetes_lifted(dep)) is None
+    assert k8s_view.kubernetes_reasons(device, dep) == ()
+
+
 def test_without_partitionable_devices_no_placement_is_offered():
     assert k8s_slices.build_slices(_host(), DRIVER,
                                    shared_counters=False) == []
