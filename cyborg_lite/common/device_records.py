@@ -54,10 +54,17 @@ PHYSNET_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
 # driver's InstanceInterface: a vGPU type written into a VF): the bind
 # holds the handle, has the agent make it, then is Bound.
 MAKES_INSTANCE = ('bind', 'make')
+# The attribute of a deployable whose instance Kubernetes' Prepare makes
+# (a MIG placement, drivers/nvidia_mig_made.py): the agent's kubelet
+# plugin has its driver make it once the claim holds the handle.
+PREPARE_MAKES = ('prepare', 'make')
 # vgpu_type: the vGPU type a bind writes into this VF (vendor-specific
 # VFIO vGPU, drivers/nvidia_vgpu_vfio.py); Nova reads the address only.
+# mig_placement: the MIG profile id and start a Prepare makes on this GPU
+# (drivers/nvidia_mig_made.py); each placement is a function of its own.
 PCI_OPTIONAL_INFO = {'physical_network': PHYSNET_RE,
-                     'vgpu_type': re.compile(r'[1-9][0-9]{0,8}')}
+                     'vgpu_type': re.compile(r'[1-9][0-9]{0,8}'),
+                     'mig_placement': re.compile(r'[0-9]{1,4}:[0-9]{1,2}')}
 # Upper bound for any memory figure a report may carry (1 PiB in MiB).
 MAX_MEMORY_MB = 1 << 30
 MAX_ACCELERATORS = 4096

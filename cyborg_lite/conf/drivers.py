@@ -163,6 +163,23 @@ NVIDIA_OPTS = [
                     'made, which it leaves alone, across restarts (kill -9 '
                     'included). No vGPU survives a reboot: a file under '
                     '/run, gone with it too, suits it best.'),
+    cfg.BoolOpt('mig_on_demand', default=False,
+                help='Offer each GPU in MIG mode to Kubernetes as every '
+                     'MIG profile at every placement its free memory '
+                     'slices allow (one device each, consuming the GPU\'s '
+                     'memory-slice-<i> counters; the cluster needs '
+                     'DRAPartitionableDevices), the instance made at '
+                     'Prepare and destroyed at release. Off: the MIG '
+                     'instances someone made are offered, as before. '
+                     'Nova cannot bind a placement (Placement does not '
+                     'see where an instance sits).'),
+    cfg.StrOpt('mig_state_file',
+               default='$state_path/nvidia/mig_made.json',
+               help='Where the agent notes the MIG instances its Prepares '
+                    'made (GPU, profile and placement, then the GPU '
+                    'instance id), so that across restarts (kill -9 '
+                    'included) it destroys only its own and leaves '
+                    'instances someone else made alone.'),
 ]
 
 XILINX_OPTS = [

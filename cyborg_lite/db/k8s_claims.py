@@ -115,7 +115,8 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
                               % (region.uuid, holder))
             rows = devices.region_rows(s, device, region)
             why = (deployables.sibling_programming(s, rows)
-                   or host_inventory.region_refusal(rows))
+                   or host_inventory.region_refusal(
+                       rows, for_kubernetes=True))
             if why:
                 raise refused(why)
             handle = attach_handles.claim_free(s, deployable_id)

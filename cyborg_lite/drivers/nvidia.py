@@ -32,6 +32,7 @@ import collections
 import logging
 import os
 import re
+import threading
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
@@ -39,6 +40,8 @@ from cyborg_lite.common import health
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import nvidia_health
+from cyborg_lite.drivers import nvidia_mig
+from cyborg_lite.drivers import nvidia_mig_made
 from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
@@ -92,10 +95,14 @@ def _mig_key(mig_device, where):
     return int(sms), memory
 
 
-def mig_deployables(gpu, traits, where):
-    """One deployable per kind of MIG instance (same SMs and memory)."""
+def mig_deployables(gpu, traits, where, skip=()):
+    """One deployable per kind of MIG instance (same SMs and memory);
+    the GPU instance ids ``skip`` (made here at Prepare) left out."""
     groups = collections.OrderedDict()
+    skip = {str(i) for i in skip}
     for mig in gpu.findall('mig_devices/mig_device'):
+        if (_text(mig, 'gpu_instance_id') or '?') in skip:
+            continue
         key = _mig_key(mig, where)
         groups.setdefault(key, []).append(
             _text(mig, 'gpu_instance_id') or '?')
@@ -184,13 +191,26 @@ def _vfio_deployables(sysfs_root, address, info, traits, supported_types,
         info.get('device_id', '0x0000'), traits, made_here)
 
 
+def _mig(gpu, address, traits, where, mig_tables):
+    """A MIG GPU's deployables: the instances someone made and, when
+    ``mig_tables(address)`` gives (profiles, instances, the GI ids made
+    here), every placement it can make (drivers/nvidia_mig_made.py)."""
+    if mig_tables is None:
+        return mig_deployables(gpu, traits, where)
+    profiles, instances, ours = mig_tables(address)
+    return (mig_deployables(gpu, traits, where, skip=ours) +
+            nvidia_mig_made.placement_deployables(address, profiles,
+                                                  instances, ours, traits))
+
+
 def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
-               made_here=None):
+               made_here=None, mig_tables=None):
     """The DeviceRecord of one <gpu> element; HostDataError if unusable.
 
     ``supported_types(address)``: {vGPU type id: (name, Max Instances)}
     of a vendor-VFIO GPU (``nvidia-smi vgpu -s -v``); ``made_here``: {VF
-    address: type id} this host's binds made (nvidia_vgpu_vfio.MadeHere)."""
+    address: type id} this host's binds made (nvidia_vgpu_vfio.MadeHere);
+    ``mig_tables``: see ``_mig`` (None: MIG placements are not offered)."""
     address = sysfs.normalise_pci_address(
         _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
     where = 'nvidia-smi gpu %s' % address
@@ -198,7 +218,7 @@ def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
     memory = parse_mib(_text(gpu, 'fb_memory_usage/total'), where)
     traits = gpu_traits(product)
     if (_text(gpu, 'mig_mode/current_mig') or '').lower() == 'enabled':
-        deployables = mig_deployables(gpu, traits, where)
+        deployables = _mig(gpu, address, traits, where, mig_tables)
     else:
         deployables = (
             _vfio_deployables(sysfs_root, address, _board_info(gpu),
@@ -217,7 +237,7 @@ def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
 
 
 def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None,
-                     made_here=None):
+                     made_here=None, mig_tables=None):
     """DeviceRecords from ``nvidia-smi -q -x`` output (bytes);
     ``elements``, a dict, gets {identity: <gpu> element} of each."""
     if not data.strip():
@@ -233,7 +253,8 @@ def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None,
     for gpu in root.findall('gpu'):
         try:
             records.append(gpu_record(gpu, sysfs_root, places,
-                                      supported_types, made_here))
+                                      supported_types, made_here,
+                                      mig_tables))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
             continue
@@ -263,6 +284,12 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         # edge (a simulated host's kernel in tests).
         self.made_here = nvidia_vgpu_vfio.MadeHere(group.vgpu_state_file)
         self.write_attribute = nvidia_vgpu_vfio.write_attribute
+        # MIG placements offered to Kubernetes, made at its Prepare.
+        self.mig_on_demand = group.mig_on_demand
+        self.mig_made = nvidia_mig_made.Made(group.mig_state_file)
+        # NOTE: a scan's adoption must not forget a placement noted by a
+        # make whose -cgi is still running: one at a time.
+        self._mig_lock = threading.RLock()
 
     @property
     def _name(self):
@@ -285,10 +312,21 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 self._name, [tool, 'vgpu', '-s', '-v', '-i', address],
                 self.timeout).decode('utf-8', 'replace'),
                 'nvidia-smi vgpu -s -v -i %s' % address)
+        def mig_tables(address):
+            profiles = nvidia_mig.profiles(self._mig_tool(tool, '-lgip',
+                                                          address),
+                                           self._mig_tool(tool, '-lgipp',
+                                                          address))
+            with self._mig_lock:
+                instances = self._instances(tool, address)
+                return profiles, instances, self.mig_made.adopt(address,
+                                                                instances)
         try:
             records = parse_nvidia_smi(output, self.sysfs_root, gpus,
                                        supported_types,
-                                       self.made_here.read())
+                                       self.made_here.read(),
+                                       mig_tables if self.mig_on_demand
+                                       else None)
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
@@ -338,7 +376,92 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 % (deployable_name, identity, attach_info))
         return int(type_id)
 
+    def _tool(self):
+        tool = tools.find_tool(self.nvidia_smi_path)
+        if tool is None:
+            raise exception.DriverError(driver=self._name, reason='%s not '
+                                        'found' % self.nvidia_smi_path)
+        return tool
+
+    def _mig_tool(self, tool, flag, address):
+        return self.run_tool(self._name, [tool, 'mig', flag, '-i', address],
+                             self.timeout)
+
+    def _instances(self, tool, address):
+        """The GPU instances of ``address`` (``nvidia-smi mig -lgi``)."""
+        try:
+            return nvidia_mig.parse_lgi(self._mig_tool(tool, '-lgi',
+                                                       address))
+        except exception.HostDataError:
+            raise
+        except exception.DriverError as e:
+            if ' exited with %d:' % nvidia_mig_made.NOT_FOUND_EXIT in \
+                    e.format_message():
+                return []
+            raise
+
+    def _make_mig(self, identity, placement, attach_info):
+        """Make the GPU and compute instance at ``placement`` (profile id,
+        start), noted before and after ``-cgi``; the same again when this
+        host made it already (a retried Prepare)."""
+        tool = self._tool()
+        profile_id, start = placement
+        key = nvidia_mig_made.placement_key(profile_id, start)
+        instances = self._instances(tool, identity)
+        ours = self.mig_made.adopt(identity, instances)
+        mine = [i.gi_id for i in instances if i.gi_id in ours and
+                (i.profile_id, i.start) == placement]
+        if mine:
+            return dict(attach_info, mig_gpu_instance=str(mine[0]))
+        # NOTE: a placement taken by another's instance is refused before
+        # it is noted: the next start must never adopt theirs.
+        size = {p.id: p.size for p in nvidia_mig.profiles(
+            self._mig_tool(tool, '-lgip', identity),
+            self._mig_tool(tool, '-lgipp', identity))}.get(profile_id)
+        if size is None or not nvidia_mig.slices(start, size) <= \
+                nvidia_mig.free_slices(start + size, instances):
+            raise exception.DriverError(
+                driver=self._name, reason='GPU %s cannot make MIG profile %s '
+                'at %d now (its slices are taken)' % (identity, profile_id,
+                                                      start))
+        self.mig_made.note(identity, key)
+        try:
+            output = self.run_tool(self._name, nvidia_mig_made.create_argv(
+                tool, identity, profile_id, start), self.timeout)
+        except exception.DriverError:
+            self.mig_made.forget(identity, key)
+            raise
+        gi_id = nvidia_mig_made.created_gi(output, profile_id)
+        self.mig_made.note(identity, key, gi_id)
+        LOG.info('Made MIG profile %d at %d (GPU instance %d) on GPU %s',
+                 profile_id, start, gi_id, identity)
+        return dict(attach_info, mig_gpu_instance=str(gi_id))
+
+    def _destroy_mig(self, identity, placement):
+        """Destroy the instance this host made at ``placement``; whether
+        there was one. Another's there is left alone."""
+        tool = self._tool()
+        instances = self._instances(tool, identity)
+        ours = self.mig_made.adopt(identity, instances)
+        for instance in instances:
+            if instance.gi_id in ours and \
+                    (instance.profile_id, instance.start) == placement:
+                for argv in nvidia_mig_made.destroy_argvs(tool, identity,
+                                                          instance.gi_id):
+                    self.run_tool(self._name, argv, self.timeout)
+                self.mig_made.forget(identity, nvidia_mig_made.placement_key(
+                    *placement))
+                LOG.info('Destroyed MIG GPU instance %d (profile %d at %d) '
+                         'of GPU %s', instance.gi_id, placement[0],
+                         placement[1], identity)
+                return True
+        return False
+
     def make_instance(self, identity, deployable_name, attach_info):
+        placement = nvidia_mig_made.parse_placement(attach_info)
+        if placement is not None:
+            with self._mig_lock:
+                return self._make_mig(identity, placement, attach_info)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
         made = nvidia_vgpu_vfio.make(
             self.sysfs_root, identity,
@@ -349,6 +472,10 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         return made
 
     def remove_instance(self, identity, deployable_name, attach_info):
+        placement = nvidia_mig_made.parse_placement(attach_info)
+        if placement is not None:
+            with self._mig_lock:
+                return self._destroy_mig(identity, placement)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
         removed = nvidia_vgpu_vfio.remove(
             self.sysfs_root, identity,
@@ -365,7 +492,15 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             raise exception.CleaningError(
                 reason='%s not found: cannot clean %s'
                 % (self.nvidia_smi_path, identity))
+        placement = nvidia_mig_made.placement_of_name(deployable_name)
         try:
+            if placement is not None:
+                # The wipe of a MIG placement is destroying what this
+                # host made there: no scan, it may be offered no more.
+                with self._mig_lock:
+                    self._destroy_mig(identity, placement)
+                LOG.info('Cleaned GPU %s %s', identity, deployable_name)
+                return
             deployable = self._deployable(tool, identity, deployable_name)
             if 'vgpu_type_id' in deployable.attributes:
                 nvidia_vgpu_vfio.remove_made_here(

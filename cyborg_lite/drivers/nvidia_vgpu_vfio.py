@@ -25,13 +25,12 @@ host made (``remove_made_here``), again while a guest has one open.
 """
 import dataclasses
 import errno
-import json
 import os
 import re
-import threading
 
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.drivers import state_file
 from cyborg_lite.drivers import sysfs
 
 HEADER = ('ID', 'vGPU Name')
@@ -193,32 +192,18 @@ class MadeHere:
 
     def __init__(self, path):
         self.path = path
-        self._lock = threading.Lock()
+        self._file = state_file.StateFile(path)
 
     def read(self):
-        try:
-            with open(self.path) as f:
-                found = json.load(f)
-        except FileNotFoundError:
-            return {}
-        except ValueError as e:
-            raise exception.HostDataError(where=self.path, reason=str(e))
-        return {str(vf): int(t) for vf, t in found.items()}
+        return {str(vf): int(t) for vf, t in self._file.read().items()}
 
     def _change(self, address, type_id):
-        with self._lock:
-            noted = self.read()
+        def edit(noted):
             if type_id:
                 noted[address] = type_id
             else:
                 noted.pop(address, None)
-            os.makedirs(os.path.dirname(self.path) or '.', exist_ok=True)
-            tmp = '%s.tmp.%d' % (self.path, os.getpid())
-            with open(tmp, 'w') as f:
-                json.dump(noted, f, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+        self._file.change(edit)
 
     def note(self, address, type_id):
         self._change(address, type_id)

@@ -25,6 +25,7 @@ import dataclasses
 import functools
 import json
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.inventory import warm
@@ -391,20 +392,37 @@ def from_rows(hostname, rows, previous=None):
     return HostInventory(hostname, _views(rows), nodes, rows)
 
 
-def region_refusal(rows):
+# Kubernetes' own allocation: not a reason to hide a device from it.
+KUBERNETES_CLAIMED = 'kubernetes_claimed'
+
+
+def kubernetes_lifted(deployable):
+    """The reasons that do not keep ``deployable`` from Kubernetes: its
+    own allocation, and Nova's ``bind_unsupported`` of what Kubernetes'
+    Prepare makes (common/device_records.PREPARE_MAKES: a MIG
+    placement, which Placement cannot see the position of)."""
+    if device_records.PREPARE_MAKES in deployable.attributes:
+        return (KUBERNETES_CLAIMED, 'bind_unsupported')
+    return (KUBERNETES_CLAIMED,)
+
+
+def region_refusal(rows, for_kubernetes=False):
     """Why the region of ``rows`` (db/devices.region_rows: the region,
     then the siblings behind its functions) may not be bound now, as a
-    sentence; None when it may."""
+    sentence; None when it may. ``for_kubernetes``: for a claim's
+    Prepare (less ``kubernetes_lifted``'s reasons)."""
     [device] = _views(rows)
     [deployable] = [d for d in device.deployables
                     if d.uuid == rows.deployables[0].uuid]
-    return refusal(device, deployable)
+    return refusal(device, deployable,
+                   kubernetes_lifted(deployable) if for_kubernetes else ())
 
 
-def refusal(device, deployable):
+def refusal(device, deployable, lifted=()):
     """Why ``deployable`` of ``device`` (views) may not be bound now, as
-    a sentence; None when it may."""
-    reasons = unavailable_reasons(device, deployable)
+    a sentence; None when it may. ``lifted``: reasons that do not count."""
+    reasons = tuple(r for r in unavailable_reasons(device, deployable)
+                    if r not in lifted)
     if not reasons:
         return None
     return 'deployable %s (%s) is unavailable [%s]: %s' % (

@@ -12,7 +12,8 @@ counter, unless its card is offered whole beside it
 (common/shared_functions.py): then the card's set has one counter per
 region, named as the region, of value 1; a region consumes its own, the
 whole card every one (as NVIDIA's DRA driver counts a GPU's memory
-slices, one counter each).
+slices, one counter each). A GPU offered as MIG placements has a set of
+its own (kubernetes/mig_counters.py).
 
 A counter set is named like the accelerator Placement is offered
 (shared_functions.carrier_rp_name): the device (``fpga-0000-5e-00-0``)
@@ -24,6 +25,7 @@ devices (a slice holds either devices or counter sets, at most 8 sets);
 """
 import collections
 
+from cyborg_lite.kubernetes import mig_counters
 from cyborg_lite.kubernetes import names as k8s_names
 
 COUNTER = 'function'
@@ -110,13 +112,26 @@ def partitioned(devices, named):
         elif dep.card_counters:
             entry = consuming_card(entry, _card_set_name(device),
                                    dep.card_counters)
+        elif dep.gpu_counters:
+            entry = mig_counters.consuming(entry, device, dep)
         out.append(entry)
     used = counter_sets(sets[d['name']] for d in devices
                         if d['name'] in sets)
     used += [{'name': name, 'counters': {c: {'value': ONE}
                                          for c in sorted(counters)}}
              for name, counters in sorted(cards.items())]
+    used += [{'name': name, 'counters': {c: {'value': q}
+                                         for c, q in sorted(counters.items())}}
+             for name, counters in sorted(mig_counters.gpu_sets(
+                 {d['name']: named[d['name']] for d in out}).items())]
     return out, sorted(used, key=lambda s: s['name'])
+
+
+def unpartitioned(devices, named):
+    """``devices`` for a cluster without partitionable devices: a MIG
+    placement, which only its counters keep from overlapping another, is
+    not offered at all."""
+    return [d for d in devices if not named[d['name']][1].gpu_counters]
 
 
 def _counter_errors(where, counters):

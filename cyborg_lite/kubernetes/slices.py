@@ -304,6 +304,9 @@ def build_slices(inventory, driver_name, publish_taints=True,
     if shared_counters:
         devices, sets = k8s_counters.partitioned(devices,
                                                  devices_by_name(inventory))
+    else:
+        devices = k8s_counters.unpartitioned(devices,
+                                             devices_by_name(inventory))
     chunks = [devices[i:i + max_devices]
               for i in range(0, len(devices), max_devices)]
     set_chunks = [sets[i:i + k8s_counters.MAX_SETS_PER_SLICE]

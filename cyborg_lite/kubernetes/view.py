@@ -6,11 +6,14 @@ ResourceSlices. One mapping for the conductor's sink and claims
 (db/devices.load_inventory) and give it to ``of_host``.
 
 Availability is decided once, by host_inventory.unavailable_reasons: every
-reason becomes a taint, except ``kubernetes_claimed`` (the claim Kubernetes
-itself allocated), and a region an ARQ holds gets ``in-use=nova``; a
-degraded one (host_inventory.advisories) an informational taint. A
-deployable whose instance is made at bind (a vGPU type) is tainted
-``bind-unsupported`` here only: Prepare does not make instances yet.
+reason becomes a taint, except those host_inventory.kubernetes_lifted
+names (``kubernetes_claimed``, the claim Kubernetes itself allocated; and
+Nova's ``bind_unsupported`` of a MIG placement, which Prepare makes), and
+a region an ARQ holds gets ``in-use=nova``; a degraded one
+(host_inventory.advisories) an informational taint. A deployable whose
+instance is made at Nova's bind (a vGPU type) is tainted
+``bind-unsupported`` here only: Prepare does not make vGPUs yet. A MIG
+placement consumes its GPU's counters (kubernetes/mig_counters.py).
 """
 import re
 
@@ -18,10 +21,9 @@ from cyborg_lite.common import device_records
 from cyborg_lite.common import shared_functions
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import inventory
+from cyborg_lite.kubernetes import mig_counters
 from cyborg_lite.kubernetes import names as k8s_names
-
-# Kubernetes' own allocation: not a reason to hide the device from it.
-OWN_REASON = 'kubernetes_claimed'
+from cyborg_lite.kubernetes import slices as k8s_slices
 
 
 def node_name(conf, hostname):
@@ -50,14 +52,13 @@ def _health_signal(device, dep):
     return signal if signal and k8s_names.is_label_value(signal) else None
 
 
-# Kubernetes' Prepare does not make instances yet: a deployable whose
-# instance is made at bind (a vGPU type) is bound through Nova only.
+# Kubernetes' Prepare does not make vGPUs yet: a deployable whose
+# instance is made at Nova's bind (a vGPU type) is bound through Nova only.
 PREPARE_UNSUPPORTED = 'bind_unsupported'
 
 
 def _deployable(hostname, device, dep, conf):
-    reasons = tuple(r for r in host_inventory.unavailable_reasons(device, dep)
-                    if r != OWN_REASON)
+    reasons = kubernetes_reasons(device, dep)
     if device_records.MAKES_INSTANCE in dep.attributes and \
             PREPARE_UNSUPPORTED not in reasons:
         reasons += (PREPARE_UNSUPPORTED,)
@@ -71,10 +72,22 @@ def _deployable(hostname, device, dep, conf):
         pci_bus_id=dep.pci_bus_id,
         shares_function=_shares_function(hostname, device, dep),
         card_counters=_card_counters(hostname, device, dep),
+        gpu_counters=mig_counters.consumed(
+            dep.attributes, dep.local_memory_mb, k8s_slices.mib_quantity),
+        gpu_counter_totals=mig_counters.totals(dep.attributes,
+                                               k8s_slices.mib_quantity),
         advisories=(host_inventory.advisories(device, dep)
                     if conf.informational_taints else ()),
         health_signal=_health_signal(device, dep),
         unhealthy_effect=conf.unhealthy_taint_effect)
+
+
+def kubernetes_reasons(device, dep):
+    """Why Kubernetes may not be given ``dep`` now: the availability
+    decision less host_inventory.kubernetes_lifted's reasons."""
+    lifted = host_inventory.kubernetes_lifted(dep)
+    return tuple(r for r in host_inventory.unavailable_reasons(device, dep)
+                 if r not in lifted)
 
 
 def _shares_function(hostname, device, dep):

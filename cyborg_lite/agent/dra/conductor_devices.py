@@ -3,7 +3,10 @@ conductor: ``prepare_device`` asks it to hold (and program) the region for
 the claim (conductor RPC prepare_k8s_device), ``release_device`` to free
 it (release_k8s_device). The container gets the region's device nodes
 from the driver that reported it (drivers/base.ContainerDevicesInterface)
-and a few environment variables naming it.
+and a few environment variables naming it. What Prepare makes (a MIG
+placement's GPU and compute instance) the driver makes here, once the
+conductor holds the handle for the claim; the release's clean destroys
+it.
 
 Programming may outlast one RPC call: the conductor answers
 ClaimInProgress after ``wait`` seconds and this asks again, on the same
@@ -14,6 +17,7 @@ finds the conductor's job and waits on it. A device allocated with our
 binding condition was programmed before the pod was bound
 (kubernetes/binding.py): its prepare neither programs nor waits.
 """
+import json
 import time
 
 from oslo_log import log as logging
@@ -68,11 +72,45 @@ class ConductorDevices:
                 LOG.info('%s; asking again', e)
             except _REFUSALS as e:
                 raise device_api.DevicePrepareError(str(e))
-        return self._prepared(found)
+        try:
+            return self._prepared(found)
+        except device_api.DevicePrepareError:
+            # NOTE: a failed prepare holds nothing: the conductor frees
+            # the hold and cleans what may have been made.
+            self.release_device(request.claim_uid, request.pool,
+                                request.device)
+            raise
+
+    def _make_instance(self, found):
+        """What Prepare makes (a MIG placement's GPU instance: its handle
+        names it, common/device_records PCI_OPTIONAL_INFO), made by the
+        driver that reported it once the claim holds the handle; the
+        (name, value) pairs naming it to the container. A refusal fails
+        the claim: the hold is released, and the clean destroys whatever
+        was made."""
+        info = found.get('attach_info') or {}
+        if isinstance(info, str):
+            info = json.loads(info)        # as the database keeps it
+        if 'mig_placement' not in info:
+            return []
+        driver = self.drivers.get(found['driver'])
+        if not isinstance(driver, base.InstanceInterface):
+            raise device_api.DevicePrepareError(
+                'driver %s of %s makes no instance' % (found['driver'],
+                                                       found['identity']))
+        try:
+            made = driver.make_instance(found['identity'],
+                                        found['region_name'], info)
+        except exception.DriverError as e:
+            raise device_api.DevicePrepareError(str(e))
+        return [('CYBORG_LITE_MIG_PLACEMENT', info['mig_placement']),
+                ('CYBORG_LITE_MIG_GPU_INSTANCE_ID',
+                 str(made.get('mig_gpu_instance', '')))]
 
     def _prepared(self, found):
         env = [('CYBORG_LITE_DEPLOYABLE_UUID', found['deployable_uuid']),
                ('CYBORG_LITE_DEVICE_UUID', found['device_uuid'])]
+        env += self._make_instance(found)
         for name, key in (('CYBORG_LITE_FUNCTION_ID', 'function_id'),
                           ('CYBORG_LITE_BITSTREAM_ID', 'bitstream_id'),
                           ('CYBORG_LITE_REGION_TYPE', 'region_type'),

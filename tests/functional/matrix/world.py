@@ -55,6 +55,7 @@ from cyborg_lite.rpc import transport as rpc
 from tests import signing_keys
 from tests import waiting
 from tests.fixtures.drivers import gpu_host
+from tests.fixtures.drivers import mig_host
 from tests.functional import nova_order
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.matrix import heard as heard_mod
@@ -218,7 +219,9 @@ class Host:
     """One host of ``services``: the fake driver's cards (``cards`` of
     ``regions``; ``sriov``: a VF per region; ``numa_nodes``), an agent
     serving the kubelet plugin, and a kubelet. ``gpus``: whole NVIDIA
-    GPUs too (tests/fixtures/drivers/gpu_host.py, the nvidia driver).
+    GPUs too (tests/fixtures/drivers/gpu_host.py, the nvidia driver);
+    ``'mig'``: GPUs in MIG mode offered as their placements
+    (tests/fixtures/drivers/mig_host.py).
     ``start()``, ``stop()``."""
 
     def __init__(self, services, tmp_path, short_dir, cards=1, regions=2,
@@ -235,8 +238,8 @@ class Host:
         self.short_dir = short_dir
         self.cards = cards
         self.regions_per_card = regions
-        self.gpu_host = gpu_host.GpuHost(tmp_path / 'gpus') if gpus \
-            else None
+        kind = mig_host.MigHost if gpus == 'mig' else gpu_host.GpuHost
+        self.gpu_host = kind(tmp_path / 'gpus') if gpus else None
         self.fake_options = dict(
             num_cards=cards, regions_per_card=regions, sriov=sriov,
             numa_nodes=numa_nodes, local_memory_mb=MEMORY_MB,
@@ -363,7 +366,7 @@ class Host:
         """A deployable's short name: ``region0``, or ``c1/region0`` on a
         host of several cards (its name is <host>_<card's address>_<region
         name>)."""
-        _host, address, name = dep['name'].split('_')
+        _host, address, name = dep['name'].split('_', 2)
         if dep['driver_name'] != 'fake':
             return '%s/%s' % (address, name)
         return self.short(int(address.split(':')[1], 16) - fake.FIRST_BUS,

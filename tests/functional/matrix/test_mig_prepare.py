@@ -1,0 +1,108 @@
+"""MIG placements made at Kubernetes' Prepare, where the services meet:
+the agent scans A100s in MIG mode (tests/fixtures/drivers/mig_host.py,
+its nvidia-smi refusing an occupied placement as the real one does), the
+conductor publishes every placement to the apiserver stand-in, a kubelet
+speaking the real DRA gRPC prepares a claim allocated one of them, and
+the agent makes the GPU instance at that placement; unprepare and the
+clean destroy it, and only it."""
+import json
+import os
+
+from cyborg_lite.agent.dra import cdi
+from tests import waiting
+from tests.unit.kubernetes import resource_claims as rc
+
+GPU = '0000:3b:00.0'
+# Two fake regions, and 14 placements on each of the two GPUs.
+EXPECTED = 2 + 2 * 14
+
+
+def _device(host, placement, gpu=GPU):
+    """The slices' device name of ``placement`` (its deployable's short
+    name) on ``gpu``."""
+    [dep] = [d for d in host.deployables()
+             if host.key_of(d) == '%s/%s' % (gpu, placement)]
+    return dep, host.slice_devices()[dep['uuid']]['name']
+
+
+def _claim(host, device_name):
+    claim = rc.allocated_claim('mig-%s' % device_name[-12:],
+                               [('gpu', device_name)],
+                               namespace=host.namespace, pool=host.host)
+    host.services.apiserver.put_claim(claim)
+    return claim
+
+
+def _wait_available(host, dep):
+    """The deployable once its clean ended (device_state available)."""
+    return waiting.read_until(
+        lambda: host.call('GET', '/deployables/' + dep['uuid'], 200).json(),
+        lambda d: d['device_state'] == 'available', 20,
+        what='%s available' % dep['name'])
+
+
+def _env(host, claim):
+    path = cdi.spec_path(host.conf.kubernetes.cdi_dir,
+                         host.conf.kubernetes.driver_name,
+                         claim['metadata']['uid'])
+    with open(path) as f:
+        [device] = json.load(f)['devices']
+    return dict(e.split('=', 1) for e in device['containerEdits']['env'])
+
+
+def test_prepare_makes_the_placement_unprepare_destroys_only_it(make_host):
+    host = make_host(gpus='mig', expected=EXPECTED)
+    mig = host.gpu_host
+    theirs = mig.make_other(GPU, 19, 0)     # someone else's, slice 0
+    host.scan()
+    dep, name = _device(host, 'mig-3g20gb-9-4')
+    claim = _claim(host, name)
+
+    assert host.prepare(claim) == ''
+    [(gi, profile, start)] = [i for i in mig.instances(GPU)
+                              if i[0] != theirs]
+    assert (profile, start) == (9, 4)
+    assert mig.log()[-1] == 'create %s 9:4 gi=%d' % (GPU, gi)
+    env = _env(host, claim)
+    assert (env['CYBORG_LITE_MIG_PLACEMENT'],
+            env['CYBORG_LITE_MIG_GPU_INSTANCE_ID'],
+            env['CYBORG_LITE_DEPLOYABLE_UUID']) == ('9:4', str(gi),
+                                                     dep['uuid'])
+    # The kubelet asks again: the same answer, nothing made twice.
+    assert host.prepare(claim) == ''
+    assert len([line for line in mig.log() if 'create' in line]) == 2
+
+    assert host.unprepare(claim) == ''
+    _wait_available(host, dep)
+    assert mig.instances(GPU) == [(theirs, 19, 0)]
+    assert mig.log()[-2:] == ['-dci %s gi=%d' % (GPU, gi),
+                              '-dgi %s gi=%d' % (GPU, gi)]
+
+
+def test_a_placement_another_instance_took_fails_the_claim_holds_nothing(
+        make_host):
+    """The scheduler allocated a placement before the slices showed an
+    instance someone made over it: Prepare fails with nvidia-smi's
+    refusal, nothing is made, the hold is given back, and the placement
+    is tainted (its wipe waits until the host can make it again)."""
+    host = make_host(gpus='mig', expected=EXPECTED)
+    mig = host.gpu_host
+    dep, name = _device(host, 'mig-2g10gb-14-2')
+    theirs = mig.make_other(GPU, 19, 3)          # slice 3: not scanned yet
+    claim = _claim(host, name)
+    error = host.prepare(claim)
+    assert 'slices are taken' in error, error
+    assert mig.instances(GPU) == [(theirs, 19, 3)]
+    # The hold is given back (its wipe waits until the placement can be
+    # made again), and the placement is no longer offered.
+    waiting.read_until(
+        lambda: (host.call('GET', '/deployables/' + dep['uuid'],
+                           200).json()['device_state'],
+                 [t['effect'] for t in host.slice_devices()[dep['uuid']].get(
+                     'taints', [])]),
+        lambda found: found == ('pending_cleaning', ['NoSchedule']), 20,
+        what='the hold given back, the placement tainted')
+    assert mig.instances(GPU) == [(theirs, 19, 3)]
+    assert not os.path.exists(cdi.spec_path(
+        host.conf.kubernetes.cdi_dir, host.conf.kubernetes.driver_name,
+        claim['metadata']['uid']))
