@@ -187,3 +187,24 @@ def test_another_conductor_resumes_a_bind_whose_conductor_died(
     assert bound['state'] == 'Bound', bound
     assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
     assert env.hardware('region0') == pe.OLD_FUNCTION
+
+
+def test_a_bind_whose_region_freed_unseen_is_resumed_by_the_reap(
+        card, env, monkeypatch):
+    """The conductor that took the clean's end died before it resumed
+    the waiting bind: any conductor's periodic reap does."""
+    card, holder = card
+    waiter = card.bind()
+    assert _waits(waiter) == env.region('region1').uuid
+    monkeypatch.setattr(type(env.conductor.manager),
+                        '_resume_waiting_binds', lambda self, **which: None)
+    card.delete(holder)
+    assert card.region_free('region1')
+    assert card.arq(waiter)['state'] == 'BindStarted'
+
+    bind_wait.reap(programmer=env.conductor.manager.bind_programmer)
+
+    bound = card.arq(waiter)
+    assert bound['state'] == 'Bound', bound
+    assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
+    assert env.hardware('region0') == pe.OLD_FUNCTION
