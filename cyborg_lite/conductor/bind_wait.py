@@ -14,7 +14,7 @@ end, a release of a driver that does not clean: ``resume_free``), or by
 the periodic ``reap`` of any conductor (one killed meanwhile): the
 region is bound with no programming job. A bind that loses the region
 to another (two waited for it) is bound as a new bind would be, and may
-wait again. One still waiting [arq]bind_wait_timeout after it was taken
+wait again. One still waiting [arq]warm_wait_timeout after it was taken
 programs a free region (``fall_back_late``); the reaper fails one still
 BindStarted at [arq]bind_timeout, naming the region it waited for.
 """
@@ -40,7 +40,7 @@ LOG = logging.getLogger(__name__)
 def wait_if_worth(started, target):
     """bind.bind_arqs' ``waiter``: True when the bind that would program
     ``target`` now waits for a busy sibling running its function."""
-    if not CONF.arq.bind_wait_timeout or bind._need(
+    if not CONF.arq.warm_wait_timeout or bind._need(
             started, target, started.project_id) is None:
         return False
     offered, device, group = arq_binds.bind_target(started)
@@ -149,10 +149,10 @@ def resume_free(programmer, hostnames=None, region_uuid=None,
 
 
 def fall_back_late(programmer, after=None, publish=None, notifier=None):
-    """Binds still waiting ``after`` seconds ([arq]bind_wait_timeout)
+    """Binds still waiting ``after`` seconds ([arq]warm_wait_timeout)
     after a conductor took them program a free region, as a bind that
     does not wait would; {arq uuid: the state it reached}."""
-    after = CONF.arq.bind_wait_timeout if after is None else after
+    after = CONF.arq.warm_wait_timeout if after is None else after
     late = arq_waits.waiting(taken_for=after)
     if late:
         LOG.warning('Binds of ARQs %s waited %s seconds for a busy region; '

@@ -26,7 +26,7 @@ ARQ_OPTS = [
                     'cast again by the reaper; it is sent again every this '
                     'many seconds until a conductor takes it or '
                     'bind_timeout passes. Checked every reap_interval.'),
-    cfg.IntOpt('bind_wait_timeout',
+    cfg.IntOpt('warm_wait_timeout',
                default=290,
                min=0,
                max=86400,

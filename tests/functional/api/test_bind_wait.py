@@ -7,7 +7,7 @@ region0, free, runs another. The device's history says a hold and a
 clean take far less than programming (the fake card programs in 1.5 s),
 so ARQ B waits for region1 rather than reprogram region0; A's delete
 frees region1 (its clean's end), and B is Bound to it with no
-programming job. A bind still waiting after [arq]bind_wait_timeout
+programming job. A bind still waiting after [arq]warm_wait_timeout
 programs region0; one still waiting at [arq]bind_timeout is failed,
 naming the region. A conductor killed while B waits leaves nothing to
 it: another one resumes B.
@@ -139,7 +139,7 @@ def test_a_bind_waits_for_the_warm_region_and_takes_it_unprogrammed(
 
 def test_a_bind_waiting_too_long_programs_a_free_region(card, env, conf):
     card, holder = card
-    conf.set_override('bind_wait_timeout', 1, group='arq')
+    conf.set_override('warm_wait_timeout', 1, group='arq')
     waiter = card.bind()
     assert _waits(waiter) == env.region('region1').uuid
 
