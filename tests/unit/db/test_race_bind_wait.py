@@ -14,20 +14,16 @@ function the binds ask for, offered by the card's provider
 import pytest
 import sqlalchemy as sa
 
-from cyborg_lite.agent import manager as agent_manager
-from cyborg_lite.common import context
 from cyborg_lite.conductor import bind_wait
-from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arq_waits
-from cyborg_lite.db import devices as devices_db
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
-from cyborg_lite.drivers import fake
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
 from tests.unit.db.held import race
+from tests.unit.db.test_race_whole_card import _held_after_claim
 
 pytestmark = pytest.mark.postgresql
 
@@ -37,17 +33,9 @@ FUNCTION = 'd8424dc4a4a3c413f89e433683f9040b'   # every region runs it
 @pytest.fixture
 def regions(pg_db, conf, tmp_path):
     """{name: region row} of the card's three regions."""
-    for name, value in (('num_cards', 1), ('regions_per_card', 3),
-                        ('sriov', True), ('whole_card', True),
-                        ('initial_function_id', FUNCTION),
-                        ('state_dir', str(tmp_path / 'fake'))):
-        conf.set_override(name, value, group='fake_driver')
-    records = fake.FakeDriver(conf).discover()
-    conductor_manager.ConductorManager('cond1').report(
-        context.get_admin_context(), 'host1', [agent_manager.driver_entry(
-            'fake', [r.to_dict() for r in records])])
-    return {d.name.rsplit('_', 1)[-1]: d
-            for d in devices_db.host_rows('host1').deployables}
+    return h.report_fake_card(conf, tmp_path, regions_per_card=3,
+                              sriov=True, whole_card=True,
+                              initial_function_id=FUNCTION)
 
 
 def _started(regions, count):
@@ -104,17 +92,6 @@ def _waiting_for(started, region):
     [found] = [w for w in arq_waits.waiting()
                if w.started.uuid == started.uuid]
     return found
-
-
-def _held_after_claim(monkeypatch, deployable_id):
-    held, mark = Held(), arq_binds.cleaning.mark_allocated
-
-    def mark_and_hold(s, dep_id, *args):
-        mark(s, dep_id, *args)
-        if dep_id == deployable_id and not held.holding.is_set():
-            held.hold()
-    monkeypatch.setattr(arq_binds.cleaning, 'mark_allocated', mark_and_hold)
-    return held
 
 
 def test_two_binds_waiting_for_the_region_that_frees_bind_it_once(
