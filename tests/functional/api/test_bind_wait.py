@@ -17,6 +17,7 @@ over inproc:// (tests/functional/programming_env.py)."""
 import pytest
 
 from cyborg_lite.conductor import bind_wait
+from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import service as conductor_service
 from cyborg_lite.db import arq_waits
 from tests import waiting
@@ -208,3 +209,19 @@ def test_a_bind_whose_region_freed_unseen_is_resumed_by_the_reap(
     assert bound['state'] == 'Bound', bound
     assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
     assert env.hardware('region0') == pe.OLD_FUNCTION
+
+
+def test_a_region_whose_driver_does_not_clean_resumes_at_its_release(
+        card, env, monkeypatch):
+    """Freed at once by the release (no clean to end): the conductor's
+    release resumes the waiting bind."""
+    card, holder = card
+    waiter = card.bind()
+    assert _waits(waiter) == env.region('region1').uuid
+    monkeypatch.setattr(cleaning_mod, 'driver_cleans', lambda name: False)
+
+    card.delete(holder)
+
+    bound = card.arq(waiter)
+    assert bound['state'] == 'Bound', bound
+    assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
