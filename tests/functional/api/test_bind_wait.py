@@ -92,6 +92,20 @@ def _waits(arq_uuid):
     return found[0]
 
 
+def _waiting_bind(card):
+    """A new bind, once it waits for region1 (held by the holder)."""
+    waiter = card.bind()
+    assert _waits(waiter) == card.env.region('region1').uuid
+    return waiter
+
+
+def _bound_warm(card, bound):
+    """``bound`` is Bound to region1, and region0 was not programmed."""
+    assert bound['state'] == 'Bound', bound
+    assert bound['attach_handle_uuid'] == _handle_of(card.env, 'region1')
+    assert card.env.hardware('region0') == pe.OLD_FUNCTION
+
+
 @pytest.fixture
 def card(env, api_conf):
     """region1 programmed with the function; one ARQ bound to it and
@@ -129,20 +143,16 @@ def test_a_bind_waits_for_the_warm_region_and_takes_it_unprogrammed(
     assert card.arq(waiter)['state'] == 'BindStarted'
     assert env.region('region0').device_state == 'available'
     card.delete(holder)
-    bound = card.resolved(waiter)
-    assert bound['state'] == 'Bound', bound
-    assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
-    # No programming for the bind: region0 keeps its function.
+    _bound_warm(card, card.resolved(waiter))
+    # No programming for the bind.
     assert _jobs(card.app) == jobs_before
-    assert env.hardware('region0') == pe.OLD_FUNCTION
     assert arq_waits.waiting() == []
 
 
 def test_a_bind_waiting_too_long_programs_a_free_region(card, env, conf):
     card, holder = card
     conf.set_override('warm_wait_timeout', 1, group='arq')
-    waiter = card.bind()
-    assert _waits(waiter) == env.region('region1').uuid
+    waiter = _waiting_bind(card)
 
     bound = card.resolved(waiter, reap=lambda: bind_wait.reap(
         programmer=env.conductor.manager.bind_programmer))
@@ -159,23 +169,22 @@ def test_a_bind_waiting_too_long_programs_a_free_region(card, env, conf):
 def test_a_bind_waiting_past_bind_timeout_fails_naming_the_region(
         card, env, conf):
     card, _holder = card
-    waiter = card.bind()
-    region1 = _waits(waiter)
+    waiter = _waiting_bind(card)
     conf.set_override('bind_timeout', 1, group='arq')
 
     failed = card.resolved(waiter, reap=lambda: bind_wait.reap(
         programmer=env.conductor.manager.bind_programmer))
 
     assert failed['state'] == 'BindFailed', failed
-    assert 'waited for region %s' % region1 in failed['error']
+    assert 'waited for region %s' % env.region('region1').uuid in \
+        failed['error']
     assert env.region('region0').device_state == 'available'
 
 
 def test_another_conductor_resumes_a_bind_whose_conductor_died(
         card, env, conf):
     card, holder = card
-    waiter = card.bind()
-    assert _waits(waiter) == env.region('region1').uuid
+    waiter = _waiting_bind(card)
     # The conductor that took the bind is gone; another serves the
     # agents and the API from now on.
     env.conductor.stop()
@@ -184,10 +193,7 @@ def test_another_conductor_resumes_a_bind_whose_conductor_died(
 
     card.delete(holder)
 
-    bound = card.resolved(waiter)
-    assert bound['state'] == 'Bound', bound
-    assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
-    assert env.hardware('region0') == pe.OLD_FUNCTION
+    _bound_warm(card, card.resolved(waiter))
 
 
 def test_a_bind_whose_region_freed_unseen_is_resumed_by_the_reap(
@@ -195,8 +201,7 @@ def test_a_bind_whose_region_freed_unseen_is_resumed_by_the_reap(
     """The conductor that took the clean's end died before it resumed
     the waiting bind: any conductor's periodic reap does."""
     card, holder = card
-    waiter = card.bind()
-    assert _waits(waiter) == env.region('region1').uuid
+    waiter = _waiting_bind(card)
     monkeypatch.setattr(type(env.conductor.manager),
                         '_resume_waiting_binds', lambda self, **which: None)
     card.delete(holder)
@@ -205,10 +210,7 @@ def test_a_bind_whose_region_freed_unseen_is_resumed_by_the_reap(
 
     bind_wait.reap(programmer=env.conductor.manager.bind_programmer)
 
-    bound = card.arq(waiter)
-    assert bound['state'] == 'Bound', bound
-    assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
-    assert env.hardware('region0') == pe.OLD_FUNCTION
+    _bound_warm(card, card.arq(waiter))
 
 
 def test_a_region_whose_driver_does_not_clean_resumes_at_its_release(
@@ -216,12 +218,9 @@ def test_a_region_whose_driver_does_not_clean_resumes_at_its_release(
     """Freed at once by the release (no clean to end): the conductor's
     release resumes the waiting bind."""
     card, holder = card
-    waiter = card.bind()
-    assert _waits(waiter) == env.region('region1').uuid
+    waiter = _waiting_bind(card)
     monkeypatch.setattr(cleaning_mod, 'driver_cleans', lambda name: False)
 
     card.delete(holder)
 
-    bound = card.arq(waiter)
-    assert bound['state'] == 'Bound', bound
-    assert bound['attach_handle_uuid'] == _handle_of(env, 'region1')
+    _bound_warm(card, card.arq(waiter))
