@@ -34,7 +34,8 @@ programmed first, taking ``--program-seconds``. The choices:
   bitstream when inventory/warm.worth_waiting says so (the mean of the
   holds ended so far is shorter than programming; one waiting request
   per busy region), passed over meanwhile by the requests behind it.
-  The ARQ bind does not wait yet: these rows say what it would gain.
+  The ARQ bind waits so (conductor/bind_wait.py) where a provider
+  offers several regions of one card.
   With waiting allowed any count down to one programming per bitstream
   can be bought with waiting, so no reprogram count is an optimum
   without a bound on the wait.

@@ -63,7 +63,7 @@ Target = collections.namedtuple('Target', [
 
 
 def bind_arqs(ctxt, bindings, programmer=None, notifier=None,
-              conductor=None, publish=None):
+              conductor=None, publish=None, waiter=None):
     """Bind each ARQ as asked; returns {arq_uuid: state it ended in}.
 
     bindings: {arq_uuid: {'hostname', 'device_rp_uuid', 'instance_uuid',
@@ -81,6 +81,10 @@ def bind_arqs(ctxt, bindings, programmer=None, notifier=None,
     uuid of the job it started (the ARQ stays BindStarted, its state here,
     until ``resume``), or None once the region is loaded, or raises. None:
     such a bind fails with a clear reason.
+
+    ``waiter(started, target)`` says whether a bind that would program
+    ``target`` waits for a busy warm sibling instead (conductor/bind_wait:
+    it marks the ARQ waiting, which stays BindStarted); None: none waits.
     """
     started, refused = arq_binds.begin_binds(bindings,
                                            conductor or CONF.host)
@@ -91,7 +95,8 @@ def bind_arqs(ctxt, bindings, programmer=None, notifier=None,
     events = []
     for item in started:
         began = time.monotonic()
-        state, ended_here = _bind_started(ctxt, item, programmer, publish)
+        state, ended_here = _bind_started(ctxt, item, programmer, publish,
+                                          waiter)
         results[item.uuid] = state
         if ended_here:
             _ended(item, state, began, events)
@@ -159,9 +164,10 @@ def _resumed(started, job):
 _BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 
 
-def _bind_started(ctxt, started, programmer, publish):
+def _bind_started(ctxt, started, programmer, publish, waiter=None):
     """BindStarted -> Bound or BindFailed, or BindStarted while a job it
-    started programs the region; (the state reached, whether this moved
+    started programs the region (or while it waits for a warm one:
+    ``waiter``, see bind_arqs); (the state reached, whether this moved
     it: see ``_settle``)."""
     # NOTE: the ARQ's project decides which images it may be given, as
     # it decides which it may load (programming.BindProgrammer); never the
@@ -169,9 +175,11 @@ def _bind_started(ctxt, started, programmer, publish):
     project_id = started.project_id
 
     def target():
-        return _ensure_programmed(ctxt, started,
-                                  _resolve(started, project_id),
-                                  programmer, project_id)
+        resolved = _resolve(started, project_id)
+        if waiter is not None and waiter(started, resolved):
+            return None
+        return _ensure_programmed(ctxt, started, resolved, programmer,
+                                  project_id)
     return _settle(started, target, publish)
 
 
@@ -231,17 +239,18 @@ def _resolve(started, project_id, keep=None):
                   deployable.function_id, group, device.id)
 
 
-def _choose_sibling(started, device, offered, group, keep, project_id):
-    """Of the siblings behind one function that the provider offers, the
-    one the bind takes (inventory/views.choose_member), preferring
-    one that holds what the group asks for in an image ``project_id``
-    may be given as it is."""
-    by_uuid = {d.uuid: d for d in offered}
-    if keep in by_uuid:
-        return by_uuid[keep]
+def device_view(device):
+    """The inventory view (inventory/views.py) of ``device``."""
     [view] = [d for d in devices_db.load_inventory(device.hostname).devices
               if d.uuid == device.uuid]
-    members = [d for d in view.deployables if d.uuid in by_uuid]
+    return view
+
+
+def sibling_tests(view, group, project_id):
+    """(mismatch, runs_wanted, loaded): of a region of ``view``, why it
+    cannot serve ``group`` on its own (None when it can), whether it runs
+    what the group asks for, and whether it does in an image
+    ``project_id`` may be given as it is."""
     region_type = None
     wanted_bs = (group.get('accel:bitstream_id') or '').strip()
     if wanted_bs:
@@ -259,16 +268,30 @@ def _choose_sibling(started, device, offered, group, keep, project_id):
             checks.wanted_image(group) is None or
             checks.loaded_image_trusted(dep.bitstream_id, dep.function_id,
                                         project_id))
+    return (lambda dep: provider_tree.mismatch(view, dep, group,
+                                               region_type),
+            runs_wanted, loaded)
+
+
+def _choose_sibling(started, device, offered, group, keep, project_id):
+    """Of the siblings behind one function that the provider offers, the
+    one the bind takes (inventory/views.choose_member), preferring
+    one that holds what the group asks for in an image ``project_id``
+    may be given as it is."""
+    by_uuid = {d.uuid: d for d in offered}
+    if keep in by_uuid:
+        return by_uuid[keep]
+    view = device_view(device)
+    members = [d for d in view.deployables if d.uuid in by_uuid]
+    mismatch, runs_wanted, loaded = sibling_tests(view, group, project_id)
     asked = history_db.last_asked(device.uuid, list(by_uuid))
 
     def asked_at(dep):
         # NOTE: a region that runs what the group asks for (an image to be
         # reloaded, or no programming at all) loses no function in demand.
         return None if runs_wanted(dep) else asked.get(dep.uuid)
-    chosen, why = host_inventory.choose_member(
-        view, members,
-        lambda dep: provider_tree.mismatch(view, dep, group, region_type),
-        loaded, asked_at)
+    chosen, why = host_inventory.choose_member(view, members, mismatch,
+                                               loaded, asked_at)
     if chosen is None:
         raise _failed(started, 'no deployable behind resource provider %s '
                       'can serve the request now: %s'

@@ -12,6 +12,7 @@ from oslo_log import log as logging
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import bind_wait
 from cyborg_lite.conductor import cleaning as cleaning_mod
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import programming as programming_mod
@@ -118,7 +119,8 @@ class ConductorManager:
         results = bind.bind_arqs(ctxt, bindings,
                                  programmer=self.bind_programmer,
                                  conductor=self.host,
-                                 publish=self._publish_requested)
+                                 publish=self._publish_requested,
+                                 waiter=bind_wait.wait_if_worth)
         failed = sorted({(bindings.get(arq_uuid) or {}).get('hostname')
                          for arq_uuid, state in results.items()
                          if state == 'BindFailed'} - {None})
@@ -198,7 +200,18 @@ class ConductorManager:
             # NOTE: the regions stay pending_cleaning; the cleaning's
             # periodic task starts them.
             LOG.exception('Starting the cleans of %s failed', clean_hosts)
+        # NOTE: a region of a driver that does not clean is free now.
+        self._resume_waiting_binds(hostnames=sorted(set(clean_hosts)))
         return converged
+
+    def _resume_waiting_binds(self, **which):
+        """Binds waiting for a region freed now (bind_wait.py) are
+        resumed; any left are the periodic reap's."""
+        try:
+            bind_wait.resume_free(self.bind_programmer,
+                                  publish=self._publish_requested, **which)
+        except Exception:
+            LOG.exception('Resuming the binds waiting on %s failed', which)
 
     # --- programming jobs (1.2), see programming.py ---------------
 
@@ -247,8 +260,11 @@ class ConductorManager:
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def cleaning_progress(self, ctxt, deployable_uuid, cleaning_uuid, state,
                           error=None):
-        return self.cleaning.progress(deployable_uuid, cleaning_uuid, state,
-                                      error=error)
+        region = self.cleaning.progress(deployable_uuid, cleaning_uuid,
+                                        state, error=error)
+        if region['device_state'] == 'available':
+            self._resume_waiting_binds(region_uuid=deployable_uuid)
+        return region
 
     # --- Kubernetes ResourceClaims (1.6), see kubernetes/claims.py ------
 

@@ -21,7 +21,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import version
-from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import bind_wait
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import liveness
 from cyborg_lite.conductor import manager as conductor_manager
@@ -71,8 +71,10 @@ class ConductorService(rpc_loop.RpcLoop):
                                                conf=conf))
         self.manager = manager
         # Any conductor may end any bind left behind by a dead one.
+        # (Binds waiting for a warm region first: resumed, or fallen back.)
         self.add_periodic(functools.partial(
-            bind.reap_stale_binds,
+            bind_wait.reap,
+            programmer=getattr(manager, 'bind_programmer', None),
             publish=functools.partial(manager.publish_requested, None)),
             interval=conf.arq.reap_interval)
         # Hosts whose offer changed outside a report, left by a conductor

@@ -26,6 +26,23 @@ ARQ_OPTS = [
                     'cast again by the reaper; it is sent again every this '
                     'many seconds until a conductor takes it or '
                     'bind_timeout passes. Checked every reap_interval.'),
+    cfg.IntOpt('warm_wait_timeout',
+               default=290,
+               min=0,
+               max=86400,
+               help='Seconds a bind may wait for a busy region that runs '
+                    'the function its device profile asks for (held by '
+                    'another accelerator request, or being wiped) instead '
+                    'of programming a free sibling region of the same '
+                    'provider. A bind waits only when the device\'s recent '
+                    'history says that region is freed sooner than '
+                    'programming takes, and only one bind waits per busy '
+                    'region. A bind still waiting after this many seconds '
+                    '(since a conductor took it, by the database server\'s '
+                    'clock) programs a free region, as without waiting '
+                    '(checked every reap_interval, before the reaper). '
+                    'Keep it below bind_timeout: the reaper fails a bind '
+                    'still waiting then. 0: binds never wait.'),
     cfg.IntOpt('reap_interval',
                default=60,
                min=1,

@@ -69,6 +69,7 @@ def _start_bind(s, arq_uuid, binding, taken_by=None):
                        bind_dispatched_at=NOW,
                        bind_taken_at=NOW if taken_by else None,
                        bind_taken_by=taken_by, error=None,
+                       bind_waits_for_id=None,
                        **_binding_values(arq_uuid, binding))
 
 
@@ -431,6 +432,16 @@ def _find_stale_binds(s, cutoff, limit):
         .limit(limit)))
 
 
+def _waited(s, arq):
+    """What a reaped bind that waited for a busy region adds to its
+    error (db/arq_waits.py)."""
+    if arq.bind_waits_for_id is None:
+        return ''
+    return '; it waited for region %s, which was not freed in time' % (
+        s.scalar(sa.select(models.Deployable.uuid).where(
+            models.Deployable.id == arq.bind_waits_for_id)))
+
+
 def reap_stale_binds(timeout, reason, batch=100):
     """BindStarted ARQs a conductor took ``timeout`` seconds ago or more,
     or that no conductor took within ``timeout`` seconds of the request
@@ -448,7 +459,7 @@ def reap_stale_binds(timeout, reason, batch=100):
             for arq in stale:
                 # NOTE: a bind that died between claiming its handle and
                 # Bound (finish_bind) lets go of it here.
-                error = reason(arq.bind_taken_by)
+                error = reason(arq.bind_taken_by) + _waited(s, arq)
                 if _update_state(s, arq, 'BindFailed', error=error,
                                  attach_handle_id=None,
                                  deployable_id=None):

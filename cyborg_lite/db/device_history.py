@@ -133,6 +133,48 @@ def last_asked(device_uuid, deployable_uuids):
     with session.core_reader() as conn:
         return dict(conn.execute(stmt).all())
 
+# What a bind that could wait for a busy region reads of the device's
+# recent history (conductor/bind_wait.py): how long programming took, how
+# long an ARQ held its region (its bind's end to its release), how long a
+# clean took (its try's start to its end). The span kinds: (start event,
+# end events), paired by the row's object (the ARQ, the cleaning try).
+_SPANS = {'hold': ('arq.bind.end', ('arq.unbind', 'arq.delete')),
+          'clean': ('deployable.clean.start', ('deployable.clean.end',))}
+_JOB_END = 'programming_job.program.end'
+Durations = collections.namedtuple('Durations', ['program', 'hold', 'clean'])
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
+def mean_durations(device_uuid, recent=200):
+    """Durations: the mean seconds of each kind over the device's
+    ``recent`` newest rows of those events; None for a kind none of
+    them ends (a pruned row is forgotten)."""
+    events = [_JOB_END] + [e for start, ends in _SPANS.values()
+                           for e in (start,) + ends]
+    stmt = (sa.select(HISTORY.c.event, HISTORY.c.object_uuid,
+                      HISTORY.c.seconds, HISTORY.c.created_at)
+            .where(HISTORY.c.device_uuid == device_uuid,
+                   HISTORY.c.event.in_(events))
+            .order_by(HISTORY.c.id.desc()).limit(recent))
+    with session.core_reader() as conn:
+        rows = conn.execute(stmt).all()
+    spans = {kind: [] for kind in _SPANS}
+    began = {}
+    for event, obj, _seconds, at in reversed(rows):
+        for kind, (start, ends) in _SPANS.items():
+            if event == start:
+                began[kind, obj] = at
+            elif event in ends and (kind, obj) in began:
+                spans[kind].append(
+                    (at - began.pop((kind, obj))).total_seconds())
+    return Durations(_mean([r.seconds for r in rows if r.event == _JOB_END
+                            and r.seconds is not None]),
+                     _mean(spans['hold']), _mean(spans['clean']))
+
+
 def list_rows(device_uuid, newest=None):
     """The device's rows, oldest first, as plain rows of ``id`` and
     COLUMNS; ``newest``: only the newest that many. DeviceNotFound when

@@ -26,16 +26,12 @@ from cyborg_lite.db.sql import clock
 DEVICE_TYPES = enums.DEVICE_TYPES
 DEVICE_STATUSES = enums.DEVICE_STATUSES
 DEVICE_HEALTH = states.HEALTH.states
-ATTACH_TYPES = enums.ATTACH_TYPES
-CPID_TYPES = enums.CPID_TYPES
 ARQ_STATES = states.ARQ.states
 BITSTREAM_FORMATS = enums.BITSTREAM_FORMATS
 BITSTREAM_STATUSES = enums.BITSTREAM_STATUSES
 VISIBILITIES = enums.VISIBILITIES
-SIGNATURE_ALGORITHMS = enums.SIGNATURE_ALGORITHMS
 SIGNATURE_POLICIES = enums.SIGNATURE_POLICIES
 JOB_STATES = states.JOB.states
-JOB_TRY_OUTCOMES = states.JOB_TRY_OUTCOMES
 DEVICE_STATES = states.DEVICE.states
 AGENT_STATES = enums.AGENT_STATES
 utcnow = clock.utcnow
@@ -141,8 +137,8 @@ class ControlpathId(IdMixin, Base):
 
     device_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey('devices.id', ondelete='CASCADE'), index=True)
-    cpid_type: orm.Mapped[str] = orm.mapped_column(_enum(CPID_TYPES,
-                                                         'cpid_type'))
+    cpid_type: orm.Mapped[str] = orm.mapped_column(
+        _enum(enums.CPID_TYPES, 'cpid_type'))
     cpid_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
 
 
@@ -233,8 +229,8 @@ class AttachHandle(IdMixin, VersionedMixin, Base):
     cpid_id: orm.Mapped[int | None] = orm.mapped_column(
         sa.ForeignKey('controlpath_ids.id', ondelete='SET NULL'))
     in_use: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
-    attach_type: orm.Mapped[str] = orm.mapped_column(_enum(ATTACH_TYPES,
-                                                           'attach_type'))
+    attach_type: orm.Mapped[str] = orm.mapped_column(
+        _enum(enums.ATTACH_TYPES, 'attach_type'))
     # JSON, e.g. {"domain":"0000","bus":"5e","device":"00","function":"1"}
     attach_info: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     # The key of the function (host and attach_info, hashed) while the
@@ -324,6 +320,10 @@ class AcceleratorRequest(IdMixin, VersionedMixin, Base):
     bind_taken_at: orm.Mapped[datetime.datetime | None] = \
         orm.mapped_column(sa.DateTime)
     bind_taken_by: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    # The busy region running its function that the bind waits for
+    # (conductor/bind_wait.py); NULL when it waits for none.
+    bind_waits_for_id: orm.Mapped[int | None] = orm.mapped_column(
+        sa.ForeignKey('deployables.id', ondelete='SET NULL'), index=True)
     # Why the last bind failed, shown to the user.
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
@@ -374,7 +374,7 @@ class TrustedKey(IdMixin, Base):
     key_id: orm.Mapped[str] = orm.mapped_column(sa.String(64), unique=True)
     name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     algorithm: orm.Mapped[str] = orm.mapped_column(
-        _enum(SIGNATURE_ALGORITHMS, 'signature_algorithm'))
+        _enum(enums.SIGNATURE_ALGORITHMS, 'signature_algorithm'))
     # PEM SubjectPublicKeyInfo; the certificate it came in, if any, with
     # the certificate's subject and validity (naive UTC).
     public_key: orm.Mapped[str] = orm.mapped_column(sa.Text)
@@ -454,7 +454,7 @@ class ProgrammingJobTry(Base):
     number: orm.Mapped[int] = orm.mapped_column(sa.Integer)
     hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     outcome: orm.Mapped[str] = orm.mapped_column(
-        _enum(JOB_TRY_OUTCOMES, 'job_try_outcome'), default='running')
+        _enum(states.JOB_TRY_OUTCOMES, 'job_try_outcome'), default='running')
     error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     started_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, nullable=False)

@@ -441,6 +441,13 @@ def refusal_in(inventory, deployable_uuid):
     return None
 
 
+def has_free_handle(deployable):
+    """Whether an attach handle of ``deployable`` is neither in use nor
+    held."""
+    return any(not h.in_use and h.held_by is None
+               for h in deployable.attach_handles)
+
+
 def choose_member(device, members, mismatch, loaded=None, asked_at=None):
     """The deployable of ``members`` (siblings behind one function of
     ``device``, offered by one provider) that a bind takes: one that
@@ -461,8 +468,7 @@ def choose_member(device, members, mismatch, loaded=None, asked_at=None):
             # why it is unhealthy, who holds its function.
             reason = 'unavailable [%s]: %s' % (', '.join(blocked),
                                                describe(blocked, device, dep))
-        if reason is None and not any(not h.in_use and h.held_by is None
-                                      for h in dep.attach_handles):
+        if reason is None and not has_free_handle(dep):
             reason = 'no free attach handle'
         if reason is None:
             fit.append(dep)

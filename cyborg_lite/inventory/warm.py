@@ -25,10 +25,30 @@ free one. Worth it only when that region is expected to be freed sooner
 than programming takes, and only one waiting request per busy region
 (a second would wait behind the first). The expected wait is the mean
 of the holds seen so far (with holds of no memory, as the bench's, the
-time a busy region has been held says nothing more). The bench measures
-it; the ARQ bind does not wait yet (docs/benchmarks.md says what it
-would gain).
+time a busy region has been held says nothing more), and of the clean
+after it. The ARQ bind waits so (conductor/bind_wait.py), on the means
+of its device's recent history (``expected_free``).
 """
+
+# The reasons a region is unavailable for that end by themselves: the
+# wipe after its last tenant, waiting or running (not a failed one).
+_CLEANING = ('pending_cleaning', 'cleaning')
+
+
+def expected_free(reasons, free_handle, hold_s, clean_s):
+    """Seconds until a region that runs the function asked for is
+    expected to be freed: 0 when it is free (no ``reasons`` to refuse it,
+    a ``free_handle``), the clean's mean ``clean_s`` while it is wiped,
+    the hold's mean ``hold_s`` and then the clean's while a tenant holds
+    it; None when that cannot be said (a fault, maintenance, a mean not
+    known yet: a clean's unknown mean counts 0, a driver may not clean)."""
+    if not reasons:
+        if free_handle:
+            return 0.0
+        return None if hold_s is None else hold_s + (clean_s or 0.0)
+    if set(reasons) <= set(_CLEANING):
+        return clean_s or 0.0
+    return None
 
 
 def preference(loaded, asked_at):
@@ -45,7 +65,8 @@ def worth_waiting(busy_running, already_waiting, expected_free_s,
     ``already_waiting`` earlier requests wait for already, rather than
     reprogram a free region: when one is left to wait for and it is
     expected to be freed (``expected_free_s``, None when unknown) sooner
-    than programming takes (``program_s``)."""
-    if busy_running <= already_waiting or expected_free_s is None:
+    than programming takes (``program_s``, None when unknown)."""
+    if busy_running <= already_waiting or None in (expected_free_s,
+                                                    program_s):
         return False
     return expected_free_s < program_s

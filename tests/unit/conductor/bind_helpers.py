@@ -115,6 +115,27 @@ def make_card(hostname='host1', regions=2, sriov=False, rc='FPGA'):
     return made
 
 
+def report_fake_card(conf, tmp_path, **fake_driver):
+    """One card of the fake driver with ``fake_driver`` options, reported
+    by host1's agent to a conductor (host1's rows as it stores them);
+    {region or card name: its deployable row}."""
+    # NOTE: imported here: the bind tests that write rows need neither.
+    from cyborg_lite.agent import manager as agent_manager
+    from cyborg_lite.common import context
+    from cyborg_lite.conductor import manager as conductor_manager
+    from cyborg_lite.db import devices as devices_db
+    from cyborg_lite.drivers import fake
+    for name, value in dict(fake_driver, num_cards=1,
+                            state_dir=str(tmp_path / 'fake')).items():
+        conf.set_override(name, value, group='fake_driver')
+    records = fake.FakeDriver(conf).discover()
+    conductor_manager.ConductorManager('cond1').report(
+        context.get_admin_context(), 'host1', [agent_manager.driver_entry(
+            'fake', [r.to_dict() for r in records])])
+    return {d.name.rsplit('_', 1)[-1]: d
+            for d in devices_db.host_rows('host1').deployables}
+
+
 def make_profile(groups=None):
     groups = groups if groups is not None else [{'resources:FPGA': '1'}]
     with session.writer() as s:

@@ -5,7 +5,7 @@ asks for; a previous release's unbind_arqs cast (the 1.1 shim)."""
 import pytest
 
 from cyborg_lite.common import context
-from cyborg_lite.conductor import bind
+from cyborg_lite.conductor import bind_wait
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import service as service_mod
 from cyborg_lite.db import deployables as deployables_db
@@ -70,7 +70,8 @@ def test_a_previous_release_unbind_cast_still_unbinds(sqlite_db, conductor):
 def test_conductor_service_runs_the_reaper(conf):
     conf.set_override('reap_interval', 7, group='arq')
     service = service_mod.ConductorService(conf, host='cond-1')
-    # The reaper resumes binds with the conductor's publish (a partial).
+    # The reaper resumes binds with the conductor's publish (a partial),
+    # after the binds waiting for a warm region (conductor/bind_wait.py).
     reapers = [t for t in service._tasks
-               if getattr(t.func, 'func', t.func) is bind.reap_stale_binds]
+               if getattr(t.func, 'func', t.func) is bind_wait.reap]
     assert [t.interval for t in reapers] == [7]

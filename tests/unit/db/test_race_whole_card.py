@@ -4,13 +4,8 @@ its handle open; the other waits on the card's row lock and then sees
 the claim, so exactly one is Bound."""
 import pytest
 
-from cyborg_lite.agent import manager as agent_manager
-from cyborg_lite.common import context
 from cyborg_lite.common import exception
-from cyborg_lite.conductor import manager as conductor_manager
 from cyborg_lite.db import arq_binds
-from cyborg_lite.db import devices as devices_db
-from cyborg_lite.drivers import fake
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
@@ -22,16 +17,8 @@ def _whole_card(conf, tmp_path):
     """Two regions on their own VFs and the card on its PF, as the fake
     driver reports them and the conductor stores them: (card, region0)
     as bind_helpers.make_region describes a region."""
-    for name, value in (('num_cards', 1), ('regions_per_card', 2),
-                        ('sriov', True), ('whole_card', True),
-                        ('state_dir', str(tmp_path / 'fake'))):
-        conf.set_override(name, value, group='fake_driver')
-    records = fake.FakeDriver(conf).discover()
-    conductor_manager.ConductorManager('cond1').report(
-        context.get_admin_context(), 'host1', [agent_manager.driver_entry(
-            'fake', [r.to_dict() for r in records])])
-    rows = {d.name.rsplit('_', 1)[-1]: d
-            for d in devices_db.host_rows('host1').deployables}
+    rows = h.report_fake_card(conf, tmp_path, regions_per_card=2,
+                              sriov=True, whole_card=True)
     return [{'rp_uuid': rows[name].rp_uuid,
              'deployable_uuid': rows[name].uuid,
              'deployable_id': rows[name].id,

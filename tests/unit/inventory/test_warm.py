@@ -50,6 +50,31 @@ def test_no_wait_when_nothing_busy_runs_it_or_nothing_is_known():
                                   program_s=20.0)
     assert not warm.worth_waiting(1, 0, expected_free_s=None,
                                   program_s=20.0)
+    # A device that never programmed has no programming time to beat.
+    assert not warm.worth_waiting(1, 0, expected_free_s=1.0,
+                                  program_s=None)
+
+
+def test_a_held_region_is_expected_free_after_a_hold_and_a_clean():
+    assert warm.expected_free((), False, hold_s=4.0, clean_s=1.0) == 5.0
+    # A driver that never cleaned: the hold alone.
+    assert warm.expected_free((), False, hold_s=4.0, clean_s=None) == 4.0
+    # No hold seen yet: nothing to say.
+    assert warm.expected_free((), False, hold_s=None, clean_s=1.0) is None
+
+
+def test_a_region_being_wiped_is_expected_free_after_the_clean():
+    for reasons in (('pending_cleaning',), ('cleaning',)):
+        assert warm.expected_free(reasons, True, hold_s=None,
+                                  clean_s=2.0) == 2.0
+
+
+def test_a_free_region_is_free_and_a_faulty_one_is_never_waited_for():
+    assert warm.expected_free((), True, hold_s=4.0, clean_s=1.0) == 0.0
+    for reasons in (('unhealthy',), ('cleaning_failed',),
+                    ('maintaining', 'cleaning'), ('kubernetes_claimed',)):
+        assert warm.expected_free(reasons, False, hold_s=4.0,
+                                  clean_s=1.0) is None
 
 
 def _region(index, function_id, busy=False):
