@@ -5,14 +5,14 @@ wait for that region (conductor/bind_wait.py) instead of reprogramming a
 free one: the ARQ stays BindStarted with this marker, which any
 conductor reads to resume it when the region is freed, or to fall back.
 
-Revision ID: 0019
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-12-07 03:30:00
 """
 from alembic import op
 import sqlalchemy as sa
 
-revision = '0019'
+revision = '0018'
 down_revision = '0017'
 branch_labels = None
 depends_on = None
