@@ -95,16 +95,16 @@ def bind_arqs(ctxt, bindings, programmer=None, notifier=None,
     events = []
     for item in started:
         began = time.monotonic()
-        state, ended_here = _bind_started(ctxt, item, programmer, publish,
-                                          waiter)
+        state, ended_here = bind_started(ctxt, item, programmer, publish,
+                                         waiter)
         results[item.uuid] = state
         if ended_here:
-            _ended(item, state, began, events)
+            record_end(item, state, began, events)
     notifier_mod.notify_safely(ctxt, events, notifier)
     return results
 
 
-def _ended(started, state, began, events):
+def record_end(started, state, began, events):
     """Count a bind that ended here, and add its event for Nova."""
     if state == 'BindStarted':
         return      # waits for its programming job: resumed when it ends
@@ -137,7 +137,7 @@ def resume(job_uuid, notifier=None, publish=None):
                                 publish)
     events = []
     if ended_here:
-        _ended(started, state, began, events)
+        record_end(started, state, began, events)
     notifier_mod.notify_safely(cl_context.get_admin_context(), events,
                                notifier)
     return started.uuid, state
@@ -146,8 +146,8 @@ def resume(job_uuid, notifier=None, publish=None):
 def _resumed(started, job):
     """The Target of a bind whose job ended; ArqBindFailed if it failed."""
     project_id = started.project_id
-    target = _resolve(started, project_id, keep=job.deployable_uuid)
-    need = _need(started, target, project_id)
+    target = resolve(started, project_id, keep=job.deployable_uuid)
+    need = programming_need(started, target, project_id)
     what = ', '.join('%s %s' % item for item in (need or {}).items())
     if job.state != 'succeeded':
         raise _failed(started, 'programming region %s with %s failed: '
@@ -164,7 +164,7 @@ def _resumed(started, job):
 _BIND_OUTCOMES = {'Bound': 'bound', 'BindFailed': 'failed'}
 
 
-def _bind_started(ctxt, started, programmer, publish, waiter=None):
+def bind_started(ctxt, started, programmer, publish, waiter=None):
     """BindStarted -> Bound or BindFailed, or BindStarted while a job it
     started programs the region (or while it waits for a warm one:
     ``waiter``, see bind_arqs); (the state reached, whether this moved
@@ -175,7 +175,7 @@ def _bind_started(ctxt, started, programmer, publish, waiter=None):
     project_id = started.project_id
 
     def target():
-        resolved = _resolve(started, project_id)
+        resolved = resolve(started, project_id)
         if waiter is not None and waiter(started, resolved):
             return None
         return _ensure_programmed(ctxt, started, resolved, programmer,
@@ -192,11 +192,11 @@ def _settle(started, target, publish):
         found = target()
         if found is None:
             return 'BindStarted', True
-        _finish_bind(started, found, publish)
+        finish(started, found, publish)
         return 'Bound', True
     except exception.ArqBindFailed as exc:
-        return _fail_bind(started, exc.kwargs['reason'],
-                          exc.kwargs.get('version'))
+        return fail(started, exc.kwargs['reason'],
+                    exc.kwargs.get('version'))
     except exception.ARQStateConflict as exc:
         # NOTE: an unbind or the reaper moved it first; theirs stands.
         LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
@@ -207,7 +207,7 @@ def _settle(started, target, publish):
         raise
     except Exception as exc:
         LOG.exception('Bind of ARQ %s failed unexpectedly', started.uuid)
-        return _fail_bind(started, 'internal error: %s' % exc)
+        return fail(started, 'internal error: %s' % exc)
 
 
 def _failed(started, reason, version=None):
@@ -217,7 +217,7 @@ def _failed(started, reason, version=None):
                                    version=version)
 
 
-def _resolve(started, project_id, keep=None):
+def resolve(started, project_id, keep=None):
     """The Target of a started bind for ``project_id``; ``keep``, the
     uuid of the deployable chosen before (and programmed since), is
     chosen again."""
@@ -299,7 +299,7 @@ def _choose_sibling(started, device, offered, group, keep, project_id):
     return by_uuid[chosen.uuid]
 
 
-def _need(started, target, project_id):
+def programming_need(started, target, project_id):
     """What the region must be loaded with for the group: None when it
     holds it in an image the signature policy of ``project_id`` lets
     through now (a region loaded under ``warn``, before ``enforce``,
@@ -318,10 +318,10 @@ def _need(started, target, project_id):
 
 
 def _ensure_programmed(ctxt, started, target, program, project_id):
-    """The target once it holds what the group asks for (see ``_need``),
-    or None when a job was started to load it (the bind resumes when it
-    ends); the bind fails with the reason otherwise."""
-    need = _need(started, target, project_id)
+    """The target once it holds what the group asks for (see
+    ``programming_need``), or None when a job was started to load it (the
+    bind resumes when it ends); the bind fails with the reason otherwise."""
+    need = programming_need(started, target, project_id)
     if need is None:
         return target
     what = ', '.join('%s %s' % item for item in need.items())
@@ -347,7 +347,7 @@ def _ensure_programmed(ctxt, started, target, program, project_id):
                  started.uuid, job_uuid)
         return None
     # NOTE: trust what the database says is loaded now, not the hook.
-    target = _resolve(started, project_id, keep=target.deployable_uuid)
+    target = resolve(started, project_id, keep=target.deployable_uuid)
     if checks.programming_needed(target.group, target.bitstream_id,
                                  target.function_id) is not None:
         raise _failed(started, 'region %s still lacks %s after programming'
@@ -355,7 +355,7 @@ def _ensure_programmed(ctxt, started, target, program, project_id):
     return target
 
 
-def _finish_bind(started, target, publish):
+def finish(started, target, publish):
     """Claim a handle and make the ARQ Bound. A claim the schedulers must
     see first (db/arq_binds.finish_bind) is published, by ``publish()``,
     before it is Bound."""
@@ -401,7 +401,7 @@ def _make_instance(started, claimed):
     LOG.info('ARQ %s: made %s', started.uuid, what)
 
 
-def _fail_bind(started, reason, version=None):
+def fail(started, reason, version=None):
     """BindFailed with ``reason``; (the state, False when another moved
     the ARQ first) as ``_settle``."""
     LOG.warning('Bind of ARQ %s failed: %s', started.uuid, reason)

@@ -40,7 +40,7 @@ LOG = logging.getLogger(__name__)
 def wait_if_worth(started, target):
     """bind.bind_arqs' ``waiter``: True when the bind that would program
     ``target`` now waits for a busy sibling running its function."""
-    if not CONF.arq.warm_wait_timeout or bind._need(
+    if not CONF.arq.warm_wait_timeout or bind.programming_need(
             started, target, started.project_id) is None:
         return False
     offered, device, group = arq_binds.bind_target(started)
@@ -90,17 +90,17 @@ def _free(inventories, waiting):
 def _bind_warm(started, region_uuid, publish):
     """Bind the ARQ to the region it waited for, with no programming:
     ('Bound', True), (its state, whether this moved it) when it moved
-    otherwise (as bind._settle), or None when the region cannot serve it
+    otherwise (as bind.bind_started), or None when the region cannot serve it
     now (taken by another first)."""
     try:
-        target = bind._resolve(started, started.project_id, keep=region_uuid)
-        if bind._need(started, target, started.project_id) is None:
-            bind._finish_bind(started, target, publish)
+        target = bind.resolve(started, started.project_id, keep=region_uuid)
+        if bind.programming_need(started, target, started.project_id) is None:
+            bind.finish(started, target, publish)
             return 'Bound', True
     except exception.ArqBindFailed as exc:
         if exc.kwargs.get('version') is not None:
-            return bind._fail_bind(started, exc.kwargs['reason'],
-                                   exc.kwargs['version'])
+            return bind.fail(started, exc.kwargs['reason'],
+                             exc.kwargs['version'])
         LOG.info('ARQ %s did not get region %s it waited for: %s',
                  started.uuid, region_uuid, exc.kwargs['reason'])
     except exception.ARQStateConflict as exc:
@@ -121,12 +121,12 @@ def _resume(waiting, warm_region, programmer, publish, events):
     outcome = _bind_warm(started, waiting.region_uuid, publish) \
         if warm_region else None
     if outcome is None:
-        outcome = bind._bind_started(
+        outcome = bind.bind_started(
             cl_context.get_admin_context(), started, programmer, publish,
             wait_if_worth if warm_region else None)
     state, ended_here = outcome
     if ended_here:
-        bind._ended(started, state, began, events)
+        bind.record_end(started, state, began, events)
     return state
 
 

@@ -34,6 +34,9 @@ def test_the_tests_of_a_group_run_on_one_worker(tmp_path):
         [sys.executable, '-m', 'pytest', '-p', 'xdist', '-n', '2',
          '--dist', 'loadgroup',
          '-v', '-p', 'no:cacheprovider', '--rootdir', str(tmp_path),
+         # NOTE: a base of its own: else it first sweeps the numbered
+         # temp dirs that earlier runs left (a minute for a gigabyte).
+         '--basetemp', str(tmp_path / 'basetemp'),
          '-c', str(tmp_path / 'pytest.ini'), str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
