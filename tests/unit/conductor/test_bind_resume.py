@@ -83,6 +83,20 @@ def _bind_call(api, arq_uuid, region):
         ctxt, 'bind_arqs', bindings={arq_uuid: h.binding(region)})
 
 
+def _bound_to_wait_for_a_job_that_ended(arq_uuid, region):
+    """The bind of ``arq_uuid`` started its programming job, which ended
+    (recorded, its bind not resumed yet); the job."""
+    flow, agents = ph.make_flow()
+    bind.bind_arqs(None, {arq_uuid: h.binding(region)},
+                   programmer=programming.BindProgrammer(flow))
+    [(_host, job)] = agents.sent
+    for step in STEPS:
+        programming.record_progress(job['uuid'], step)
+    programming.record_progress(job['uuid'], 'succeeded',
+                                function_id=FUNCTION_ID)
+    return job
+
+
 def _run_job(api, job, outcome='succeeded', error=None):
     """The agent's reports of the job, over RPC to the conductor."""
     ctxt = context.get_admin_context()
@@ -201,14 +215,7 @@ def test_of_two_resumes_of_one_arq_one_wins(db, conf, nova):
             uuid='second-handle', deployable_id=dep.id, attach_type='PCI',
             attach_info='{"domain": "0000", "bus": "ff", "device": "00", '
                         '"function": "7"}'))
-    flow, agents = ph.make_flow()
-    bind.bind_arqs(None, {arq_uuid: h.binding(region)},
-                   programmer=programming.BindProgrammer(flow))
-    [(_host, job)] = agents.sent
-    for step in STEPS:
-        programming.record_progress(job['uuid'], step)
-    programming.record_progress(job['uuid'], 'succeeded',
-                                function_id=FUNCTION_ID)
+    job = _bound_to_wait_for_a_job_that_ended(arq_uuid, region)
     first, _ = arq_binds.bind_waiting_on(job['uuid'])
     second, _ = arq_binds.bind_waiting_on(job['uuid'])
     assert first.version == second.version
@@ -232,14 +239,7 @@ def test_a_bind_held_for_its_publish_waits_for_no_job(db, conf, nova):
     agent's report of the job's end both resume it)."""
     conf.set_override('hosts', ['host1'], group='kubernetes')
     region, arq_uuid = _needs_programming()
-    flow, agents = ph.make_flow()
-    bind.bind_arqs(None, {arq_uuid: h.binding(region)},
-                   programmer=programming.BindProgrammer(flow))
-    [(_host, job)] = agents.sent
-    for step in STEPS:
-        programming.record_progress(job['uuid'], step)
-    programming.record_progress(job['uuid'], 'succeeded',
-                                function_id=FUNCTION_ID)
+    job = _bound_to_wait_for_a_job_that_ended(arq_uuid, region)
     first, _ = arq_binds.bind_waiting_on(job['uuid'])
     claimed = arq_binds.finish_bind(first, region['deployable_id'],
                                     region['deployable_uuid'])
@@ -259,14 +259,7 @@ def test_a_superseded_resume_tells_nova_nothing(db, nova, monkeypatch):
     and tells Nova; the second, superseded, reports the state it finds
     and leaves Nova's event to the first (one event per bind)."""
     region, arq_uuid = _needs_programming()
-    flow, agents = ph.make_flow()
-    bind.bind_arqs(None, {arq_uuid: h.binding(region)},
-                   programmer=programming.BindProgrammer(flow))
-    [(_host, job)] = agents.sent
-    for step in STEPS:
-        programming.record_progress(job['uuid'], step)
-    programming.record_progress(job['uuid'], 'succeeded',
-                                function_id=FUNCTION_ID)
+    job = _bound_to_wait_for_a_job_that_ended(arq_uuid, region)
     read_before = arq_binds.bind_waiting_on(job['uuid'])
 
     assert bind.resume(job['uuid'], notifier=nova) == (arq_uuid, 'Bound')
