@@ -198,9 +198,7 @@ def _settle(started, target, publish):
         return fail(started, exc.kwargs['reason'],
                     exc.kwargs.get('version'))
     except exception.ARQStateConflict as exc:
-        # NOTE: an unbind or the reaper moved it first; theirs stands.
-        LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
-        return arqs_db.state_of(started.uuid), False
+        return superseded(started, exc)
     except exception.DatabaseUnavailable:
         # NOTE: nothing can be written now; the ARQ stays BindStarted,
         # taken by this conductor, and the reaper fails it later.
@@ -208,6 +206,13 @@ def _settle(started, target, publish):
     except Exception as exc:
         LOG.exception('Bind of ARQ %s failed unexpectedly', started.uuid)
         return fail(started, 'internal error: %s' % exc)
+
+
+def superseded(started, conflict):
+    """(the state found, False): an unbind, the reaper or another resume
+    moved the ARQ first; theirs stands, and they count it and tell Nova."""
+    LOG.info('Bind of ARQ %s superseded: %s', started.uuid, conflict)
+    return arqs_db.state_of(started.uuid), False
 
 
 def _failed(started, reason, version=None):

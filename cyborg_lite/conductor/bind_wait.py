@@ -28,7 +28,6 @@ from cyborg_lite.conductor import notifier as notifier_mod
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import arq_binds
 from cyborg_lite.db import arq_waits
-from cyborg_lite.db import arqs as arqs_db
 from cyborg_lite.db import device_history as history_db
 from cyborg_lite.db import devices as devices_db
 from cyborg_lite.inventory import views as host_inventory
@@ -104,8 +103,7 @@ def _bind_warm(started, region_uuid, publish):
         LOG.info('ARQ %s did not get region %s it waited for: %s',
                  started.uuid, region_uuid, exc.kwargs['reason'])
     except exception.ARQStateConflict as exc:
-        LOG.info('Bind of ARQ %s superseded: %s', started.uuid, exc)
-        return arqs_db.state_of(started.uuid), False
+        return bind.superseded(started, exc)
     return None
 
 
