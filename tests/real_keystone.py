@@ -51,6 +51,12 @@ provider = fernet
 # bcrypt's fewest rounds (12 by default, ~0.25 s a login here): tests
 # create users and log in again and again.
 password_hash_rounds = 4
+[cache]
+# Keystone's own cache of roles, catalog, tokens and revocations, in the
+# one serving process (it invalidates what a write changes): each token a
+# service validates is otherwise several SQL reads.
+enabled = true
+backend = dogpile.cache.memory
 """
 
 
