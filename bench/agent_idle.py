@@ -30,6 +30,33 @@ def cpu_seconds(proc):
     return times.user + times.system
 
 
+def start_cluster():
+    """The one-host cluster this bench and bench/service_memory.py
+    measure, with the shipped report interval."""
+    cluster = cluster_mod.Cluster(agents=1, conductors=1,
+                                  report_interval=None,
+                                  full_report_every=None)
+    return cluster.start()
+
+
+def measure(cluster, seconds, settle):
+    """The idle agent's CPU over `seconds`, as the line main prints."""
+    agent = psutil.Process(cluster.services['host-0'].pid)
+    time.sleep(settle)
+    cpu0, t0 = cpu_seconds(agent), time.monotonic()
+    samples = []
+    deadline = t0 + seconds
+    while time.monotonic() < deadline:
+        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        samples.append(cpu_seconds(agent))
+    cpu1, t1 = cpu_seconds(agent), time.monotonic()
+    rss = agent.memory_info().rss
+    percent = 100.0 * (cpu1 - cpu0) / (t1 - t0)
+    return ('agent idle: %.1f s sampled, CPU %.3f s used, %.3f%% of one core '
+            '(report_interval 60 s, 1 fake driver, 4 regions); RSS %.1f MiB'
+            % (t1 - t0, cpu1 - cpu0, percent, rss / 2 ** 20))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seconds', type=float, default=60.0,
@@ -37,27 +64,12 @@ def main(argv=None):
     parser.add_argument('--settle', type=float, default=5.0,
                         help='seconds to wait after the first report')
     args = parser.parse_args(argv)
-    cluster = cluster_mod.Cluster(agents=1, conductors=1,
-                                  report_interval=None,
-                                  full_report_every=None)
-    cluster.start()
+    cluster = start_cluster()
     try:
-        agent = psutil.Process(cluster.services['host-0'].pid)
-        time.sleep(args.settle)
-        cpu0, t0 = cpu_seconds(agent), time.monotonic()
-        samples = []
-        deadline = t0 + args.seconds
-        while time.monotonic() < deadline:
-            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-            samples.append(cpu_seconds(agent))
-        cpu1, t1 = cpu_seconds(agent), time.monotonic()
-        rss = agent.memory_info().rss
+        line = measure(cluster, args.seconds, args.settle)
     finally:
         cluster.stop()
-    percent = 100.0 * (cpu1 - cpu0) / (t1 - t0)
-    print('agent idle: %.1f s sampled, CPU %.3f s used, %.3f%% of one core '
-          '(report_interval 60 s, 1 fake driver, 4 regions); RSS %.1f MiB'
-          % (t1 - t0, cpu1 - cpu0, percent, rss / 2 ** 20))
+    print(line)
     return 0
 
 

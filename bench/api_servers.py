@@ -7,6 +7,7 @@ them."""
 import http.client
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -97,16 +98,17 @@ class Server:
 
 def start_ours(workdir, devices, nova_url, http_server='cheroot',
                root=ROOT, name='ours', placement_url=None,
-               publish_cards=0, extra=()):
+               publish_cards=0, extra=(), seeded=False):
     """bench/ours_server.py on the code of the checkout ``root``, over a
     new SQLite database that code migrated and seeded (its ``--child``);
     with ``placement_url``, publishing there, the hosts of the first
     ``publish_cards`` cards published before it is ready; ``extra``: more
-    of its arguments."""
-    db = 'sqlite:///%s' % os.path.join(workdir, '%s.sqlite' % name)
-    common.run_in_tree(root, SCRIPT, [
-        '--db', db, '--devices', str(devices),
-        '--publish-cards', str(publish_cards if placement_url else 0)])
+    of its arguments. ``seeded``: the database is there already
+    (``copy_db``)."""
+    if not seeded:
+        seed_db(workdir, devices, name, root,
+                publish_cards if placement_url else 0)
+    db = 'sqlite:///%s' % _db_path(workdir, name)
     port = placement_server.free_port()
     argv = [sys.executable, SCRIPT,
             '--db', db, '--port', str(port), '--nova-url', nova_url,
@@ -116,6 +118,25 @@ def start_ours(workdir, devices, nova_url, http_server='cheroot',
     argv += list(extra)
     return Server(name, argv, port, workdir, env=common.tree_env(root),
                   cwd=root)
+
+
+def _db_path(workdir, name):
+    return os.path.join(workdir, '%s.sqlite' % name)
+
+
+def seed_db(workdir, devices, name, root=ROOT, publish_cards=0):
+    """Side ``name``'s database, migrated and seeded by the code of
+    ``root`` (ours_server.py --child)."""
+    common.run_in_tree(root, SCRIPT, [
+        '--db', 'sqlite:///%s' % _db_path(workdir, name),
+        '--devices', str(devices), '--publish-cards', str(publish_cards)])
+
+
+def copy_db(workdir, source, name):
+    """Side ``name`` gets a byte copy of side ``source``'s database, which
+    no process has open: the same rows as a seeding of its own, for the
+    price of a file copy rather than a child's imports and migrations."""
+    shutil.copyfile(_db_path(workdir, source), _db_path(workdir, name))
 
 
 def start_placement(workdir, name):
@@ -212,10 +233,14 @@ def start_observed(workdir, args, nova_url):
     on = ['--notifications', 'messagingv2']
     if args.notifications_url:
         on += ['--notifications-url', args.notifications_url]
+    # One tree, one seed: "on" starts on a copy of "off"'s database.
+    seed_db(workdir, args.devices, 'off')
+    copy_db(workdir, 'off', 'on')
     return {'off': start_ours(workdir, args.devices, nova_url, args.server,
-                              name='off', extra=['--no-metrics']),
+                              name='off', extra=['--no-metrics'],
+                              seeded=True),
             'on': start_ours(workdir, args.devices, nova_url, args.server,
-                             name='on', extra=on)}
+                             name='on', extra=on, seeded=True)}
 
 
 # -- the client -------------------------------------------------------------

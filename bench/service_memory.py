@@ -28,7 +28,7 @@ sys.path.insert(0, ROOT)
 
 import psutil  # noqa: E402
 
-from tests.functional.multihost import cluster as cluster_mod  # noqa: E402
+from bench import agent_idle  # noqa: E402
 
 FUNCTIONS = ('%032x' % 0xa1, '%032x' % 0xb2)
 SERVICES = ('api', 'conductor-a', 'host-0')
@@ -60,56 +60,64 @@ def one_cycle(cluster, region, agent_api, ctxt, function_id, timeout=30):
         time.sleep(0.01)
 
 
+def measure(cluster, cycles, warmup):
+    """Drive `cycles` report cycles through a running one-host cluster
+    (bench/agent_idle.start_cluster); returns the lines main prints."""
+    # This process is an RPC client on the cluster's broker.
+    from cyborg_lite.rpc import agent_client as agent_rpcapi
+    from cyborg_lite.common import context
+    from cyborg_lite.rpc import transport as rpc
+    from cyborg_lite.conf import CONF
+    CONF([], project='cyborg_lite', default_config_files=[])
+    CONF.set_override('transport_url', cluster.rabbit.url)
+    agent_api = agent_rpcapi.AgentAPI()
+    ctxt = context.get_admin_context()
+    region = cluster.region_rps()[0]
+    start = time.monotonic()
+    before = None
+    checkpoints = []
+    step = max(1, (cycles - warmup) // 4)
+    try:
+        for i in range(1, cycles + 1):
+            one_cycle(cluster, region, agent_api, ctxt,
+                      FUNCTIONS[i % 2])
+            if i == warmup:
+                before = snapshot(cluster)
+            if i >= warmup and (i - warmup) % step == 0:
+                checkpoints.append((i, snapshot(cluster)))
+        after = snapshot(cluster)
+        elapsed = time.monotonic() - start
+    finally:
+        rpc.cleanup()
+    before = before or after
+    lines = ['%d report cycles in %.0f s (%.0f ms each)'
+             % (cycles, elapsed, 1000.0 * elapsed / cycles)]
+    for name in SERVICES:
+        lines.append(
+            '%-12s RSS after %4d cycles %7.1f MiB, after %4d %7.1f MiB, '
+            'growth %+6.1f MiB' % (
+                name, warmup, before[name] / 2 ** 20, cycles,
+                after[name] / 2 ** 20,
+                (after[name] - before[name]) / 2 ** 20))
+    # The trend, to tell a leak (steady climb) from allocator settling.
+    lines.append('RSS (MiB) at cycle: ' + '  '.join(
+        '%d: %s' % (i, '/'.join('%.1f' % (snap[n] / 2 ** 20)
+                                for n in SERVICES))
+        for i, snap in checkpoints) + '  (%s)' % '/'.join(SERVICES))
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--cycles', type=int, default=1000)
     parser.add_argument('--warmup', type=int, default=100)
     args = parser.parse_args(argv)
-    cluster = cluster_mod.Cluster(agents=1, conductors=1,
-                                  report_interval=None,
-                                  full_report_every=None)
-    cluster.start()
+    cluster = agent_idle.start_cluster()
     try:
-        # This process is an RPC client on the cluster's broker.
-        from cyborg_lite.rpc import agent_client as agent_rpcapi
-        from cyborg_lite.common import context
-        from cyborg_lite.rpc import transport as rpc
-        from cyborg_lite.conf import CONF
-        CONF([], project='cyborg_lite', default_config_files=[])
-        CONF.set_override('transport_url', cluster.rabbit.url)
-        agent_api = agent_rpcapi.AgentAPI()
-        ctxt = context.get_admin_context()
-        region = cluster.region_rps()[0]
-        start = time.monotonic()
-        before = None
-        checkpoints = []
-        step = max(1, (args.cycles - args.warmup) // 4)
-        for i in range(1, args.cycles + 1):
-            one_cycle(cluster, region, agent_api, ctxt,
-                      FUNCTIONS[i % 2])
-            if i == args.warmup:
-                before = snapshot(cluster)
-            if i >= args.warmup and (i - args.warmup) % step == 0:
-                checkpoints.append((i, snapshot(cluster)))
-        after = snapshot(cluster)
-        elapsed = time.monotonic() - start
-        rpc.cleanup()
+        lines = measure(cluster, args.cycles, args.warmup)
     finally:
         cluster.stop()
-    before = before or after
-    print('%d report cycles in %.0f s (%.0f ms each)'
-          % (args.cycles, elapsed, 1000.0 * elapsed / args.cycles))
-    for name in SERVICES:
-        print('%-12s RSS after %4d cycles %7.1f MiB, after %4d %7.1f MiB, '
-              'growth %+6.1f MiB' % (
-                  name, args.warmup, before[name] / 2 ** 20, args.cycles,
-                  after[name] / 2 ** 20,
-                  (after[name] - before[name]) / 2 ** 20))
-    # The trend, to tell a leak (steady climb) from allocator settling.
-    print('RSS (MiB) at cycle: ' + '  '.join(
-        '%d: %s' % (i, '/'.join('%.1f' % (snap[n] / 2 ** 20)
-                                for n in SERVICES))
-        for i, snap in checkpoints) + '  (%s)' % '/'.join(SERVICES))
+    print('\n'.join(lines))
     return 0
 
 

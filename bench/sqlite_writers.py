@@ -74,7 +74,6 @@ def run_mode(mode, args):
     from cyborg_lite.common import config
     from cyborg_lite.cmd import placement_server
     from cyborg_lite.conf import CONF
-    from cyborg_lite.db import migration
     from cyborg_lite.db.sql import session
 
     workdir = tempfile.mkdtemp(prefix='bench-sqlite-')
@@ -86,8 +85,16 @@ def run_mode(mode, args):
         CONF.set_override('connection', url, group='database')
         CONF.set_override('auth_strategy', 'noauth', group='api')
         CONF.set_override('transport_url', 'fake://')
-        migration.upgrade()
-        seed.seed_ours(url, args.devices)
+        if args.seeded and os.path.exists(args.seeded):
+            # An earlier mode's fresh database, copied before it served.
+            shutil.copyfile(args.seeded, path)
+        else:
+            from cyborg_lite.db import migration
+            migration.upgrade()
+            seed.seed_ours(url, args.devices)
+            session.dispose_all()
+            if args.seeded:
+                shutil.copyfile(path, args.seeded)
         session.dispose_all()
         _patch(session, mode, path)
         port = placement_server.free_port()
@@ -122,38 +129,52 @@ def main(argv=None):
     parser.add_argument('--devices', type=int, default=1000)
     parser.add_argument('--modes', default=','.join(MODES))
     parser.add_argument('--mode', help=argparse.SUPPRESS)
+    parser.add_argument('--seeded', help=argparse.SUPPRESS)
     parser.add_argument('--output')
     args = parser.parse_args(argv)
     if args.mode:
         common.emit(run_mode(args.mode, args), args.output)
         return
-    import json
-    import subprocess
-    import sys
-    import tempfile
-    results = {}
     for mode in args.modes.split(','):
         if mode not in MODES:
             parser.error('unknown mode %s' % mode)
-        # NOTE: the child's result comes back in a file: its stdout may
-        # also carry what a server thread prints while it shuts down.
-        with tempfile.NamedTemporaryFile(suffix='.json') as out:
-            proc = subprocess.run(
-                [sys.executable, '-m', 'bench.sqlite_writers', '--mode',
-                 mode, '--requests', str(args.requests), '--devices',
-                 str(args.devices), '--concurrency', str(args.concurrency),
-                 '--output', out.name],
-                capture_output=True, text=True, check=True,
-                cwd=api_servers.ROOT)
-            results[mode] = json.load(out)
-        sys.stderr.write('\n'.join(
-            line for line in proc.stderr.splitlines()
-            if line.startswith(mode + ' ')) + '\n')
+    results = {}
+    # The first mode migrates and seeds; the others start on a copy of
+    # that fresh database.
+    seeded_dir = tempfile.mkdtemp(prefix='bench-sqlite-seeded-')
+    try:
+        for mode in args.modes.split(','):
+            results[mode] = _run_child(
+                mode, args, os.path.join(seeded_dir, 'seeded.sqlite'))
+    finally:
+        shutil.rmtree(seeded_dir, ignore_errors=True)
     common.emit({'bench': 'sqlite_writers', 'machine': common.machine(),
                  'params': {'requests': args.requests,
                             'concurrency': args.concurrency,
                             'devices': args.devices},
                  'modes': results}, args.output)
+
+
+def _run_child(mode, args, seeded):
+    """One mode in its child process; its result."""
+    import json
+    import subprocess
+    import sys
+    # NOTE: the child's result comes back in a file: its stdout may
+    # also carry what a server thread prints while it shuts down.
+    with tempfile.NamedTemporaryFile(suffix='.json') as out:
+        proc = subprocess.run(
+            [sys.executable, '-m', 'bench.sqlite_writers', '--mode',
+             mode, '--requests', str(args.requests), '--devices',
+             str(args.devices), '--concurrency', str(args.concurrency),
+             '--seeded', seeded, '--output', out.name],
+            capture_output=True, text=True, check=True,
+            cwd=api_servers.ROOT)
+        result = json.load(out)
+    sys.stderr.write('\n'.join(
+        line for line in proc.stderr.splitlines()
+        if line.startswith(mode + ' ')) + '\n')
+    return result
 
 
 if __name__ == '__main__':

@@ -10,11 +10,14 @@ code (tests/nova.py).
 ``keystone-manage db_sync``, ``fernet_setup``, ``credential_setup`` and
 ``bootstrap`` (the admin user, project and role, and the member, reader,
 manager and service roles Keystone creates), on SQLite in ``basedir``;
-then serves Keystone's own WSGI application (tests/keystone_serve.py).
+then serves Keystone's own WSGI application (tests/keystone_serve.py,
+which runs those keystone-manage commands too, in children forked after
+one import of keystone).
 Users, projects, role assignments and the catalog are made through its
 API with openstacksdk, as an operator would.
 """
 import grp
+import json
 import os
 import pwd
 import subprocess
@@ -48,6 +51,12 @@ provider = fernet
 # bcrypt's fewest rounds (12 by default, ~0.25 s a login here): tests
 # create users and log in again and again.
 password_hash_rounds = 4
+[cache]
+# Keystone's own cache of roles, catalog, tokens and revocations, in the
+# one serving process (it invalidates what a write changes): each token a
+# service validates is otherwise several SQL reads.
+enabled = true
+backend = dogpile.cache.memory
 """
 
 
@@ -104,39 +113,31 @@ class KeystoneServer:
             f.write(CONF.format(basedir=self.basedir))
         owner = ['--keystone-user', pwd.getpwuid(os.getuid()).pw_name,
                  '--keystone-group', grp.getgrgid(os.getgid()).gr_name]
-        # The three are independent: run them side by side.
-        self._manage_all([['db_sync'], ['fernet_setup'] + owner,
-                          ['credential_setup'] + owner])
-        self._manage_all([[
-            'bootstrap', '--bootstrap-password', PASSWORD,
-            # Public, internal (keystonemiddleware's default interface)
-            # and admin, as deployment tools register them.
-            '--bootstrap-public-url', self.auth_url,
-            '--bootstrap-internal-url', self.auth_url,
-            '--bootstrap-admin-url', self.auth_url,
-            '--bootstrap-region-id', REGION]])
+        # keystone-manage's commands, run by the serving process before it
+        # serves (tests/keystone_serve.py): the first three are independent
+        # and run side by side.
+        stages = [[['db_sync'], ['fernet_setup'] + owner,
+                   ['credential_setup'] + owner],
+                  [['bootstrap', '--bootstrap-password', PASSWORD,
+                    # Public, internal (keystonemiddleware's default
+                    # interface) and admin, as deployment tools register
+                    # them.
+                    '--bootstrap-public-url', self.auth_url,
+                    '--bootstrap-internal-url', self.auth_url,
+                    '--bootstrap-admin-url', self.auth_url,
+                    '--bootstrap-region-id', REGION]]]
         self._log = open(os.path.join(self.basedir, 'serve.log'), 'w')
         self.proc = subprocess.Popen(
-            [self.python, '-W', 'ignore', SERVE, self.conf, str(self.port)],
+            [self.python, '-W', 'ignore', SERVE, self.conf, str(self.port),
+             json.dumps(stages)],
             stdout=self._log, stderr=subprocess.STDOUT)
         try:
-            servers.wait_for_port(self.port, timeout=60, proc=self.proc)
+            servers.wait_for_port(self.port, timeout=120, proc=self.proc)
         except Exception as exc:
             self.stop()
             raise RuntimeError('Keystone did not start: %s\n%s' % (
                 exc, self._tails())) from exc
         return self
-
-    def _manage_all(self, commands):
-        manage = os.path.join(os.path.dirname(self.python), 'keystone-manage')
-        procs = [subprocess.Popen(
-            [manage, '--config-file', self.conf] + args,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for args in commands]
-        for args, proc in zip(commands, procs):
-            out, _ = proc.communicate(timeout=120)
-            assert proc.returncode == 0, ('keystone-manage %s: %s'
-                                          % (args[0], out[-3000:]))
 
     def stop(self):
         if self.proc is not None:

@@ -1,6 +1,12 @@
 """cyborg-lite-status upgrade check, run as an operator runs it, against
 a real SQLite database and the real Placement: oslo.upgradecheck's exit
-codes (0 success, 1 warning, 2 failure)."""
+codes (0 success, 1 warning, 2 failure).
+
+A database at head is a copy of the worker's migrated template
+(tests/migrated_databases.py), as migrated as one cyborg-lite-dbsync
+upgrade made (tests/unit/db/test_migrated_databases.py compares the
+two); cyborg-lite-dbsync's own process is tested in
+test_console_scripts.py and test_config_startup.py."""
 import json
 
 import pytest
@@ -10,6 +16,7 @@ from cyborg_lite.cmd import status
 from cyborg_lite.common import version
 from cyborg_lite.db import services as services_db
 from cyborg_lite.placement import client as placement_client
+from tests import migrated_databases
 from tests.functional import console
 
 
@@ -34,9 +41,10 @@ def _check(path):
                 for c in json.loads(script.stdout)['checks']}
 
 
-def _dbsync(path):
-    assert console.Script('cyborg-lite-dbsync', '--config-file', path,
-                          'upgrade').run() == 0
+def _at_head(request, tmp_path):
+    """The database _conf names, migrated to head."""
+    migrated_databases.new_database('sqlite', request,
+                                    tmp_path / 'db.sqlite')
 
 
 def test_an_unmigrated_database_fails_naming_dbsync(tmp_path):
@@ -46,19 +54,20 @@ def test_an_unmigrated_database_fails_naming_dbsync(tmp_path):
         'details']
 
 
-def test_all_at_head_with_placement_is_success(tmp_path, placement):
+def test_all_at_head_with_placement_is_success(request, tmp_path,
+                                              placement):
     path = _conf(tmp_path, placement)
-    _dbsync(path)
+    _at_head(request, tmp_path)
     rc, results = _check(path)
     assert rc == 0, results
     assert placement_client.MICROVERSION in results[
         'Placement microversion']['details']
 
 
-def test_a_service_older_than_the_previous_release_fails(tmp_path, conf,
-                                                         placement):
+def test_a_service_older_than_the_previous_release_fails(request, tmp_path,
+                                                         conf, placement):
     path = _conf(tmp_path, placement)
-    _dbsync(path)
+    _at_head(request, tmp_path)
     conf.set_override('connection', 'sqlite:///%s' % (tmp_path / 'db.sqlite'),
                       group='database')
     services_db.beat('agent', 'old-host', '2025.2.0', None)
@@ -80,13 +89,14 @@ def test_placement_older_than_needed_fails(conf, placement, monkeypatch):
     assert '1.999' in result.details
 
 
-def test_an_option_this_release_does_not_know_is_a_warning(tmp_path,
+def test_an_option_this_release_does_not_know_is_a_warning(request,
+                                                           tmp_path,
                                                            placement):
     path = _conf(tmp_path, placement)
     path.write_text(path.read_text() +
                     '[conductor]\nagent_down_time = 60\n'
                     'publish_legacy_mode = true\n')
-    _dbsync(path)
+    _at_head(request, tmp_path)
     rc, results = _check(path)
     assert rc == 1, results
     details = results['Deprecated or removed options']['details']
