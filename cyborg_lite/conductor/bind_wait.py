@@ -166,7 +166,9 @@ def reap(programmer=None, publish=None, notifier=None):
     """The periodic end of binds left waiting or behind, in any
     conductor: waiting binds whose region is free resumed (the conductor
     that saw it freed died first), late ones fall back, then
-    bind.reap_stale_binds; its result."""
+    bind.reap_stale_binds; its result. With no bind in flight, nothing."""
+    if not arq_binds.any_started():
+        return []
     for step in (resume_free, fall_back_late):
         try:
             step(programmer, publish=publish, notifier=notifier)

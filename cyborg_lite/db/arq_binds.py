@@ -390,6 +390,15 @@ def bind_waiting_on(job_uuid):
         return _started_of(row[0]), JobEnd(*row[1:])
 
 
+def any_started():
+    """Whether any ARQ is BindStarted: every step of the bind reaper looks
+    at those only, and an idle cloud has none (one read per tick instead
+    of a writer transaction and four reads)."""
+    with session.reader() as s:
+        return s.scalar(sa.select(ARQ.id).where(ARQ.state == 'BindStarted')
+                        .limit(1)) is not None
+
+
 def ended_jobs_of_binds(limit=100):
     """Uuids of the ended programming jobs binds still wait for (the
     conductor that took the job's end died before resuming its bind)."""
