@@ -228,6 +228,8 @@ class CleaningFlow:
 
     def reap_and_redispatch(self):
         """The periodic task: end silent tries, send what waits."""
+        if not cleaning_db.any_under_way():
+            return {'abandoned': [], 'dispatched': []}
         timeout = self.conf.cleaning.heartbeat_timeout
         abandoned = cleaning_db.abandon(
             'no heartbeat from the agent within %d s' % timeout,

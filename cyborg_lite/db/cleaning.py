@@ -291,6 +291,15 @@ def programming_refusal(s, deployable_id, label):
 
 # --- the conductor's flow ---------------------------------------------------
 
+def any_under_way():
+    """Whether any region is pending_cleaning or cleaning: the cleaning
+    reaper looks at those only, and an idle cloud has none (one read per
+    tick instead of a writer transaction and a read)."""
+    with session.reader() as s:
+        return s.scalar(sa.select(DEP.id).where(DEP.device_state.in_(
+            ('pending_cleaning', 'cleaning'))).limit(1)) is not None
+
+
 def ready(hostnames=None):
     """[Region] pending_cleaning that nothing holds any more (no handle in
     use, no active job), of these hosts (None: of every host)."""
