@@ -9,8 +9,6 @@ two); cyborg-lite-dbsync's own process is tested in
 test_console_scripts.py and test_config_startup.py."""
 import json
 
-import pytest
-
 from cyborg_lite.cmd import placement_server
 from cyborg_lite.cmd import status
 from cyborg_lite.common import version
