@@ -1,10 +1,10 @@
-"""`make test` runs `pytest -n 2 --dist loadgroup`: the tests of one
+"""`make test` runs `pytest -n 3 --dist loadgroup`: the tests of one
 `xdist_group` share a worker, and with it their module- and package-scoped
 servers (the multihost cluster, the all-in-one, a real Keystone), and they
 never run at the same time as each other.
 
 pytest-xdist 3.8 groups by renaming each item's ``_nodeid``, which pytest
-9.2 no longer reads: the groups were then silently spread over both
+9.2 no longer reads: the groups were then silently spread over the
 workers (each starting its own cluster). setup.cfg keeps pytest below 9.2;
 this shows the grouping still holds with what is installed.
 """
