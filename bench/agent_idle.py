@@ -44,11 +44,7 @@ def measure(cluster, seconds, settle):
     agent = psutil.Process(cluster.services['host-0'].pid)
     time.sleep(settle)
     cpu0, t0 = cpu_seconds(agent), time.monotonic()
-    samples = []
-    deadline = t0 + seconds
-    while time.monotonic() < deadline:
-        time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-        samples.append(cpu_seconds(agent))
+    time.sleep(seconds)
     cpu1, t1 = cpu_seconds(agent), time.monotonic()
     rss = agent.memory_info().rss
     percent = 100.0 * (cpu1 - cpu0) / (t1 - t0)
