@@ -61,7 +61,7 @@ class PlacementServer:
     """Start/stop/restart one Placement process; ``endpoint`` is its URL."""
 
     def __init__(self, port=None, basedir=None, policy=None, db_url=None,
-                 workers=0):
+                 workers=0, popen=subprocess.Popen):
         """``policy``: {rule: check string} overriding Placement's default
         policy (e.g. letting the admin token reshape, as a deployment
         whose Cyborg user has the service role). ``db_url``: a database
@@ -70,11 +70,14 @@ class PlacementServer:
         GUNICORN_THREADS each), not one cheroot process (the
         child-exits-with-parent guarantee then does not hold: stop() it).
         Both keep connections alive between requests, as Placement's
-        deployments (uwsgi, mod_wsgi) do."""
+        deployments (uwsgi, mod_wsgi) do. ``popen``: what starts the
+        process, called as ``subprocess.Popen`` (the tests start theirs
+        from a process that has imported Placement already)."""
         self.port = port or free_port()
         self.policy = dict(policy or {})
         self.db_url = db_url
         self.workers = workers
+        self._popen = popen
         self._own_dir = basedir is None
         self.basedir = basedir or tempfile.mkdtemp(prefix='placement-')
         self.db_path = os.path.join(self.basedir, 'placement.sqlite')
@@ -112,7 +115,7 @@ class PlacementServer:
         log = open(self.log_path, 'ab')
         try:
             # stdin: the pipe whose end tells the child we are gone.
-            self._proc = subprocess.Popen(
+            self._proc = self._popen(
                 argv, cwd=self.basedir, env=env, stdin=subprocess.PIPE,
                 stdout=log, stderr=subprocess.STDOUT)
         finally:
