@@ -99,12 +99,16 @@ def _logging_kept():
     try:
         yield
     finally:
+        # NOTE: setLevel only where the level changed: each call empties
+        # the level cache of every logger (some thousand here).
         for lg in _loggers():
             if id(lg) not in known:
                 lg.handlers[:] = []
-                lg.setLevel(logging.NOTSET)
+                if lg.level != logging.NOTSET:
+                    lg.setLevel(logging.NOTSET)
         for lg, level, handlers, propagate, disabled in saved:
-            lg.setLevel(level)
+            if lg.level != level:
+                lg.setLevel(level)
             lg.handlers[:] = handlers
             lg.propagate = propagate
             lg.disabled = disabled
