@@ -1,8 +1,8 @@
 """The console scripts of this package, run as an operator runs them.
 
-``Script`` runs one in a subprocess and collects its stdout and stderr in
-threads, so a test can wait for a line (oslo.log writes to stdout unless
-told otherwise) while the process runs. With
+``Script`` runs one in a subprocess (tests/zygote.py) and collects its
+stdout and stderr in threads, so a test can wait for a line (oslo.log
+writes to stdout unless told otherwise) while the process runs. With
 ``modules_dir`` set, each of its processes (and their children) writes at
 exit the names of the modules it had imported (module_probe/
 sitecustomize.py); ``Script.modules`` is their union.
@@ -14,6 +14,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from tests import zygote
 
 BIN = os.path.dirname(sys.executable)
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -41,7 +43,7 @@ class Script:
         self._readers = []
 
     def start(self):
-        self.proc = subprocess.Popen(
+        self.proc = zygote.popen(
             self.argv, env=self.env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, errors='replace')
         for name in self._lines:

@@ -22,6 +22,7 @@ from tests import waiting
 from tests.functional import console
 from tests.unit.agent.scripted_driver import ScriptedDriver
 from tests.unit.conductor import report_helpers as h
+from tests import zygote
 
 HOST = 'node1'
 CARD = '0000:af:00.0'
@@ -116,8 +117,8 @@ def _command(name, config_file):
     ('conductor', '[database]\nconnection = oracle://u@h/d\n', 'oracle'),
 ])
 def test_bad_config_is_one_clear_line(tmp_path, name, text, message):
-    proc = subprocess.run(_command(name, _config(tmp_path, text)),
-                          capture_output=True, text=True, timeout=60)
+    proc = zygote.run(_command(name, _config(tmp_path, text)),
+                      capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines()
               if line.startswith('cyborg-lite-%s: error:' % name)]
@@ -130,9 +131,9 @@ def test_conductor_stops_cleanly_on_sigterm(tmp_path, sqlite_db):
                           'state_path = %s\n[database]\nconnection = %s\n'
                           % (tmp_path, sqlite_db))
     # oslo.log writes to stdout unless use_stderr is set.
-    proc = subprocess.Popen(_command('conductor', config_file),
-                            stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = zygote.popen(_command('conductor', config_file),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
     # A conductor that never logs its start must not hang the test.
     watchdog = threading.Timer(60, proc.kill)
     watchdog.start()

@@ -13,15 +13,17 @@ import sys
 
 import pytest
 
+from tests import zygote
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
 def _bench(tmp_path, name, *args, timeout=300):
     output = tmp_path / ('%s.json' % name)
-    proc = subprocess.run([sys.executable, '-m', 'bench.%s' % name,
-                           '--output', str(output)] + list(args), cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    proc = zygote.run([sys.executable, '-m', 'bench.%s' % name,
+                       '--output', str(output)] + list(args), cwd=ROOT,
+                      capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     with open(output) as f:
         return json.load(f)

@@ -15,6 +15,7 @@ import requests
 
 from cyborg_lite.bitstreams import signatures
 from tests import waiting
+from tests import zygote
 from tests.functional.all_in_one import process
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('all_in_one')]
@@ -58,8 +59,8 @@ class _LoggedAllInOne(process.AllInOneProcess):
         self.log_path = os.path.join(self.state_dir, 'aio.log')
         os.makedirs(self.state_dir, exist_ok=True)
         with open(self.log_path, 'w') as log:
-            self.proc = subprocess.Popen(self.args, stdout=log,
-                                         stderr=subprocess.STDOUT, text=True)
+            self.proc = zygote.popen(self.args, stdout=log,
+                                     stderr=subprocess.STDOUT, text=True)
         return self
 
     def read_log(self):

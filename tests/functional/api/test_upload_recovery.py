@@ -21,6 +21,7 @@ from tests.functional.api.conftest import error_of
 from tests.unit.bitstreams import builders
 from tests import servers
 from tests import waiting
+from tests import zygote
 
 
 def _abandoned(app, store_dir):
@@ -112,7 +113,7 @@ class ApiProcess:
     def start(self):
         script = os.path.join(os.path.dirname(sys.executable),
                               'cyborg-lite-api')
-        self.proc = subprocess.Popen(
+        self.proc = zygote.popen(
             [script, '--config-file', str(self.config)], stdout=self.log,
             stderr=subprocess.STDOUT, start_new_session=True)
         servers.wait_for_port(self.port, timeout=60, proc=self.proc)

@@ -72,8 +72,10 @@ Region = collections.namedtuple('Region', ['host', 'rp_uuid', 'name'])
 class Service:
     """One console-script process with its config file and log."""
 
-    def __init__(self, name, script, conf_path, log_dir, extra_args=()):
+    def __init__(self, name, script, conf_path, log_dir, extra_args=(),
+                 popen=subprocess.Popen):
         self.name = name
+        self.popen = popen
         self.argv = [os.path.join(BIN, script), '--config-file',
                      conf_path] + list(extra_args)
         self.log_path = os.path.join(log_dir, '%s.log' % name)
@@ -85,7 +87,7 @@ class Service:
 
     def start(self):
         with open(self.log_path, 'ab') as log:
-            self.proc = subprocess.Popen(
+            self.proc = self.popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True)
         return self
@@ -156,8 +158,12 @@ class Cluster:
 
     def __init__(self, agents=3, conductors=2, cards=2, regions=2,
                  api_workers=1, program_delay=3.0,
-                 report_interval=REPORT_INTERVAL, full_report_every=5):
+                 report_interval=REPORT_INTERVAL, full_report_every=5,
+                 popen=subprocess.Popen):
         # report_interval / full_report_every None: the shipped defaults.
+        # popen: what starts this code's processes, called as
+        # subprocess.Popen (the tests': tests/zygote.popen).
+        self.popen = popen
         self.basedir = tempfile.mkdtemp(prefix='cyborg-lite-multihost-')
         self.cards, self.regions = cards, regions
         self.program_delay = program_delay
@@ -187,7 +193,8 @@ class Cluster:
             self.db_url = self.pg.create_database('cyborg_lite')
             self.rabbit = servers.RabbitMQServer().start()
             self.placement = placement_server.PlacementServer(
-                basedir=os.path.join(self.basedir, 'placement'))
+                basedir=os.path.join(self.basedir, 'placement'),
+                popen=self.popen)
             os.makedirs(self.placement.basedir)
             self.placement.start()
             self._write_configs()
@@ -227,7 +234,8 @@ class Cluster:
         return statuses
 
     def _add(self, name, script):
-        service = Service(name, script, self.conf_path(name), self.basedir)
+        service = Service(name, script, self.conf_path(name), self.basedir,
+                          popen=self.popen)
         self.services[name] = service
         return service
 
@@ -311,13 +319,13 @@ class Cluster:
         _write_conf(self.conf_path(host), sections)
 
     def _dbsync(self):
-        proc = subprocess.run(
+        proc = self.popen(
             [os.path.join(BIN, 'cyborg-lite-dbsync'), '--config-file',
              self.conf_path('dbsync'), 'upgrade'],
-            capture_output=True, text=True, timeout=120)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = proc.communicate(timeout=120)
         if proc.returncode != 0:
-            raise RuntimeError('dbsync failed: %s%s' % (proc.stdout,
-                                                       proc.stderr))
+            raise RuntimeError('dbsync failed: %s%s' % (out, err))
 
     # --- faults ----------------------------------------------------------
 
