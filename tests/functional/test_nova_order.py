@@ -13,7 +13,7 @@ import requests
 
 from tests import waiting
 from tests.functional import nova_order
-from tests.functional.test_scheduler_flow import aio  # noqa: F401
+from tests.functional.test_scheduler_flow import AllInOne
 from tests.functional.test_scheduler_flow import REGION_TYPE
 
 pytestmark = pytest.mark.xdist_group('nova_order')
@@ -22,16 +22,48 @@ HOST = 'aio-host'
 REGION_TRAIT = 'CUSTOM_FPGA_REGION_%s' % REGION_TYPE.upper()
 ONE = [{'resources:FPGA': '1', 'trait:%s' % REGION_TRAIT: 'required'}]
 TWO = ONE * 2
+# Seconds a wipe takes where a test reads what a delete left "at once":
+# long enough that it reads before the wipe ends, on a loaded machine too
+# (the fake driver's default is 0.2 s).
+SLOW_CLEAN_DELAY = 1
 
 
-@pytest.fixture(scope='module')
-def nova(aio):  # noqa: F811
+def _all_in_one(tmp_path_factory, clean_delay=None):
+    state_dir = tmp_path_factory.mktemp('aio')
+    args = []
+    if clean_delay is not None:
+        config = state_dir / 'wipes.conf'
+        config.write_text('[fake_driver]\nclean_delay = %s\n' % clean_delay)
+        args = ['--config-file', str(config)]
+    server = AllInOne(str(state_dir), *args)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        assert server.stop() == 0
+
+
+def _nova(aio):
     for name, groups in (('one-region', ONE), ('two-regions', TWO)):
         resp = requests.post(aio.api + '/device_profiles',
                              headers=nova_order.ACCEL,
                              json=[{'name': name, 'groups': groups}])
         assert resp.status_code == 201, resp.text
     return nova_order.Nova(aio.api, aio.placement, lambda rp_uuid: HOST)
+
+
+@pytest.fixture(scope='module')
+def nova(tmp_path_factory):
+    for aio in _all_in_one(tmp_path_factory):
+        yield _nova(aio)
+
+
+@pytest.fixture
+def slow_wipes_nova(tmp_path_factory):
+    for aio in _all_in_one(tmp_path_factory, SLOW_CLEAN_DELAY):
+        nova = _nova(aio)
+        nova_order.wait_offered(nova, TWO)
+        yield nova
 
 
 @pytest.fixture
@@ -47,7 +79,9 @@ def _regions_of(nova, rp_uuid):
     return resp.json()['deployables']
 
 
-def test_a_deleted_instances_card_is_not_offered_until_wiped(nova, clean):
+def test_a_deleted_instances_card_is_not_offered_until_wiped(
+        slow_wipes_nova):
+    nova = slow_wipes_nova
     instance, [arq] = nova.boot('one-region')
     card = arq['device_rp_uuid']
 

@@ -21,6 +21,7 @@ import requests
 from tests import servers
 from tests import waiting
 from tests.functional import nova_order
+from tests import zygote
 
 pytestmark = pytest.mark.xdist_group('all_in_one')
 
@@ -33,17 +34,17 @@ PLACEMENT = {'X-Auth-Token': 'admin',
 
 
 class AllInOne:
-    def __init__(self, state_dir):
+    def __init__(self, state_dir, *extra_args):
         self.api_port = servers.free_port()
         self.placement_port = servers.free_port()
         self.api = 'http://127.0.0.1:%d/v2' % self.api_port
         self.placement = 'http://127.0.0.1:%d' % self.placement_port
         self.log = open(os.path.join(state_dir, 'aio.log'), 'w+')
-        self.proc = subprocess.Popen(
+        self.proc = zygote.popen(
             [sys.executable, '-m', 'cyborg_lite.cmd.all_in_one',
              '--state-dir', state_dir, '--api-port', str(self.api_port),
-             '--placement-port', str(self.placement_port)],
-            stdout=self.log, stderr=subprocess.STDOUT)
+             '--placement-port', str(self.placement_port)]
+            + list(extra_args), stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout=90, cards=2):
         servers.wait_for_port(self.api_port, timeout, proc=self.proc)
