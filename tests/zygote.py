@@ -4,11 +4,11 @@ A Placement or a conductor spends most of its start importing (about
 1 of a Placement start's 1.2 CPU-seconds), and the suite starts some
 hundred of them. ``popen(argv, ...)`` starts ``python -m MODULE`` or one
 of this venv's console scripts as a child of a fork server (one of each
-kind per pytest worker: Placement's, our services') that has imported
-the modules already: the child is a real process with its own pid,
-files, session and exit status, which a test can signal, SIGKILL and
-wait for as it would a ``subprocess.Popen``; only the imports are shared
-(copy-on-write).
+kind per pytest worker: Placement's, the agent's, our other services')
+that has imported the modules already: the child is a real process with
+its own pid, files, session and exit status, which a test can signal,
+SIGKILL and wait for as it would a ``subprocess.Popen``; only the
+imports are shared (copy-on-write).
 
 What the fork server cannot give exactly as a new interpreter would is
 started with ``subprocess.Popen`` instead: another interpreter, Python
@@ -37,22 +37,28 @@ import time
 
 BIN = os.path.dirname(os.path.abspath(sys.executable))
 # What a start would import, imported once by a fork server of each
-# kind: Placement's, and our services'. Apart: our modules register
-# options on oslo.config's global CONF, where Placement's database layer
-# registers its own of the same names. Not the agent's modules: they
-# import prometheus_client, which must not be imported before a
+# kind. Placement apart from ours: our modules register options on
+# oslo.config's global CONF, where Placement's database layer registers
+# its own of the same names. The agent apart from the other services: it
+# imports prometheus_client, which must not be imported before a
 # conductor or an API with several workers names its multi-process
 # directory (cyborg_lite/metrics/multiproc_dir.py).
 PRELOAD = {
     'placement': ('cyborg_lite.cmd.placement_server', 'placement.deploy',
                   'placement.db_api', 'placement.conf',
                   'gunicorn.app.wsgiapp'),
+    'agent': ('cyborg_lite.cmd.agent',),
     'services': ('cyborg_lite.cmd.conductor', 'cyborg_lite.cmd.api',
                  'cyborg_lite.cmd.all_in_one', 'cyborg_lite.cmd.dbsync'),
 }
-_PLACEMENT_MODULES = ('cyborg_lite.cmd.placement_server', 'gunicorn')
-# Modules that read the environment when imported: none may be preloaded.
-_NOT_PRELOADED = ('prometheus_client',)
+# The kind that starts a module or console script; 'services' otherwise.
+_KINDS = {'cyborg_lite.cmd.placement_server': 'placement',
+          'gunicorn': 'placement',
+          'cyborg_lite.cmd.agent': 'agent', 'cyborg-lite-agent': 'agent'}
+# Modules that read the environment when imported, which a kind's server
+# must not import.
+_NOT_PRELOADED = {'services': ('prometheus_client',),
+                  'placement': ('prometheus_client',)}
 # Read once at interpreter start or at import: a child whose value
 # differs from the server's is a new interpreter.
 _START_ENV_PREFIXES = ('PYTHON', 'PROMETHEUS_MULTIPROC_DIR', 'LD_')
@@ -204,9 +210,9 @@ _servers_lock = threading.Lock()
 
 
 def _the_server(program):
-    (kind, target), _ = program
-    kind = 'placement' if kind == 'module' and \
-        target in _PLACEMENT_MODULES else 'services'
+    (_how, target), _ = program
+    kind = _KINDS.get(os.path.basename(target) if _how == 'script'
+                      else target, 'services')
     with _servers_lock:
         server = _servers.get(kind)
         if server is None or server.pid != os.getpid():
@@ -370,7 +376,8 @@ def _serve(path, kind):
     that child is to run."""
     for name in PRELOAD[kind]:
         importlib.import_module(name)
-    preloaded = [name for name in _NOT_PRELOADED if name in sys.modules]
+    preloaded = [name for name in _NOT_PRELOADED.get(kind, ())
+                 if name in sys.modules]
     if preloaded:
         raise SystemExit('the fork server must not import %s' % preloaded)
     # Objects made by the imports are never collected again: the

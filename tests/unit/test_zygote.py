@@ -93,3 +93,14 @@ def test_a_console_script_of_this_venv_is_forked(tmp_path):
     assert done.returncode == 1
     assert 'does not exist' in done.stderr
     assert zygote._program([script])[0] == ('script', script)
+
+
+def test_the_agent_starts_from_a_server_of_its_own():
+    """The agent imports prometheus_client; the other services' server
+    must not (a conductor with workers names its directory first)."""
+    for script in ('cyborg-lite-agent', 'cyborg-lite-conductor'):
+        done = zygote.run([os.path.join(zygote.BIN, script), '--version'],
+                          capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    servers = zygote._servers
+    assert servers['agent'].proc.pid != servers['services'].proc.pid
