@@ -19,10 +19,10 @@ from cyborg_lite.rpc import conductor_client as conductor_rpcapi
 from cyborg_lite.rpc import transport as rpc
 from tests import servers
 from tests import waiting
+from tests import zygote
 from tests.functional import console
 from tests.unit.agent.scripted_driver import ScriptedDriver
 from tests.unit.conductor import report_helpers as h
-from tests import zygote
 
 HOST = 'node1'
 CARD = '0000:af:00.0'

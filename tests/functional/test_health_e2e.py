@@ -28,12 +28,12 @@ from cyborg_lite.api import microversion
 from tests import prometheus_text
 from tests import servers
 from tests import waiting
+from tests import zygote
 from tests.functional import nova_order
 from tests.functional import test_scheduler_flow as flow
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.unit.kubernetes import fake_apiserver
 from tests.unit.kubernetes import resource_claims as rc
-from tests import zygote
 
 pytestmark = pytest.mark.xdist_group('all_in_one')
 

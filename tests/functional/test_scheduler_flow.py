@@ -20,8 +20,8 @@ import requests
 
 from tests import servers
 from tests import waiting
-from tests.functional import nova_order
 from tests import zygote
+from tests.functional import nova_order
 
 pytestmark = pytest.mark.xdist_group('all_in_one')
 
