@@ -149,7 +149,9 @@ class ForkedProcess:
 
 class _Server:
     def __init__(self, kind):
-        self.dir = tempfile.mkdtemp(prefix='zygote-')
+        # In /tmp: a unix socket's path may not be longer than 107 bytes,
+        # which a TMPDIR of CI's may be.
+        self.dir = tempfile.mkdtemp(prefix='zygote-', dir='/tmp')
         self.path = os.path.join(self.dir, 'sock')
         self.proc = subprocess.Popen(
             [sys.executable, '-m', 'tests.zygote', self.path, kind],
