@@ -2,12 +2,12 @@
 import pytest
 
 from cyborg_lite.cmd import placement_server
-from tests import zygote
+from tests import fork_server
 
 
 @pytest.fixture(scope='session')
 def placement():
     """One Placement for the session; tests keep apart by hostname."""
-    server = placement_server.PlacementServer(popen=zygote.popen).start()
+    server = placement_server.PlacementServer(popen=fork_server.popen).start()
     yield server
     server.cleanup()

@@ -1,6 +1,6 @@
 """The console scripts of this package, run as an operator runs them.
 
-``Script`` runs one in a subprocess (tests/zygote.py) and collects its
+``Script`` runs one in a subprocess (tests/fork_server.py) and collects its
 stdout and stderr in threads, so a test can wait for a line (oslo.log
 writes to stdout unless told otherwise) while the process runs. With
 ``modules_dir`` set, each of its processes (and their children) writes at
@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from tests import zygote
+from tests import fork_server
 
 BIN = os.path.dirname(sys.executable)
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -43,7 +43,7 @@ class Script:
         self._readers = []
 
     def start(self):
-        self.proc = zygote.popen(
+        self.proc = fork_server.popen(
             self.argv, env=self.env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, errors='replace')
         for name in self._lines:

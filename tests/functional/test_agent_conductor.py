@@ -17,9 +17,9 @@ from cyborg_lite.drivers import fake
 from cyborg_lite.rpc import agent_client as agent_rpcapi
 from cyborg_lite.rpc import conductor_client as conductor_rpcapi
 from cyborg_lite.rpc import transport as rpc
+from tests import fork_server
 from tests import servers
 from tests import waiting
-from tests import zygote
 from tests.functional import console
 from tests.unit.agent.scripted_driver import ScriptedDriver
 from tests.unit.conductor import report_helpers as h
@@ -117,8 +117,8 @@ def _command(name, config_file):
     ('conductor', '[database]\nconnection = oracle://u@h/d\n', 'oracle'),
 ])
 def test_bad_config_is_one_clear_line(tmp_path, name, text, message):
-    proc = zygote.run(_command(name, _config(tmp_path, text)),
-                      capture_output=True, text=True, timeout=60)
+    proc = fork_server.run(_command(name, _config(tmp_path, text)),
+                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     errors = [line for line in proc.stderr.splitlines()
               if line.startswith('cyborg-lite-%s: error:' % name)]
@@ -131,9 +131,9 @@ def test_conductor_stops_cleanly_on_sigterm(tmp_path, sqlite_db):
                           'state_path = %s\n[database]\nconnection = %s\n'
                           % (tmp_path, sqlite_db))
     # oslo.log writes to stdout unless use_stderr is set.
-    proc = zygote.popen(_command('conductor', config_file),
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT, text=True)
+    proc = fork_server.popen(_command('conductor', config_file),
+                             stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
     # A conductor that never logs its start must not hang the test.
     watchdog = threading.Timer(60, proc.kill)
     watchdog.start()

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests import zygote
+from tests import fork_server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -21,9 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 def _bench(tmp_path, name, *args, timeout=300):
     output = tmp_path / ('%s.json' % name)
-    proc = zygote.run([sys.executable, '-m', 'bench.%s' % name,
-                       '--output', str(output)] + list(args), cwd=ROOT,
-                      capture_output=True, text=True, timeout=timeout)
+    proc = fork_server.run([sys.executable, '-m', 'bench.%s' % name,
+                            '--output', str(output)] + list(args), cwd=ROOT,
+                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     with open(output) as f:
         return json.load(f)

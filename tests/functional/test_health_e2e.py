@@ -25,10 +25,10 @@ import pytest
 import requests
 
 from cyborg_lite.api import microversion
+from tests import fork_server
 from tests import prometheus_text
 from tests import servers
 from tests import waiting
-from tests import zygote
 from tests.functional import nova_order
 from tests.functional import test_scheduler_flow as flow
 from tests.functional.kubernetes import kubelet as kubelet_mod
@@ -57,7 +57,7 @@ class HealthAllInOne(flow.AllInOne):
         self.placement = 'http://127.0.0.1:%d' % self.placement_port
         self.state_dir = state_dir
         self.log = open(os.path.join(state_dir, 'aio.log'), 'w+')
-        self.proc = zygote.popen(
+        self.proc = fork_server.popen(
             [sys.executable, '-m', 'cyborg_lite.cmd.all_in_one',
              '--state-dir', state_dir, '--api-port', str(self.api_port),
              '--placement-port', str(self.placement_port), '--cards', '1',
@@ -255,9 +255,9 @@ def _scans(aio):
 def _fake_host(aio, *args):
     """The documented command (docs/drivers.md) on the all-in-one's
     simulated host."""
-    zygote.run([sys.executable, '-m', 'cyborg_lite.drivers.fake_host',
-                '--state-dir', os.path.join(aio.state_dir, 'fake_fpga')]
-               + list(args), check=True, timeout=60)
+    fork_server.run([sys.executable, '-m', 'cyborg_lite.drivers.fake_host',
+                     '--state-dir', os.path.join(aio.state_dir, 'fake_fpga')]
+                    + list(args), check=True, timeout=60)
 
 
 def test_a_vf_in_a_guest_keeps_the_card_in_service(world):

@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from cyborg_lite.bitstreams import signatures
+from tests import fork_server
 from tests import waiting
-from tests import zygote
 from tests.functional.all_in_one import process
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group('all_in_one')]
@@ -59,8 +59,8 @@ class _LoggedAllInOne(process.AllInOneProcess):
         self.log_path = os.path.join(self.state_dir, 'aio.log')
         os.makedirs(self.state_dir, exist_ok=True)
         with open(self.log_path, 'w') as log:
-            self.proc = zygote.popen(self.args, stdout=log,
-                                     stderr=subprocess.STDOUT, text=True)
+            self.proc = fork_server.popen(self.args, stdout=log,
+                                          stderr=subprocess.STDOUT, text=True)
         return self
 
     def read_log(self):

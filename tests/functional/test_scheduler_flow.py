@@ -18,9 +18,9 @@ import uuid
 import pytest
 import requests
 
+from tests import fork_server
 from tests import servers
 from tests import waiting
-from tests import zygote
 from tests.functional import nova_order
 
 pytestmark = pytest.mark.xdist_group('all_in_one')
@@ -40,7 +40,7 @@ class AllInOne:
         self.api = 'http://127.0.0.1:%d/v2' % self.api_port
         self.placement = 'http://127.0.0.1:%d' % self.placement_port
         self.log = open(os.path.join(state_dir, 'aio.log'), 'w+')
-        self.proc = zygote.popen(
+        self.proc = fork_server.popen(
             [sys.executable, '-m', 'cyborg_lite.cmd.all_in_one',
              '--state-dir', state_dir, '--api-port', str(self.api_port),
              '--placement-port', str(self.placement_port)]

@@ -2,7 +2,7 @@
 moved to this code by the test (cluster.py)."""
 import pytest
 
-from tests import zygote
+from tests import fork_server
 from tests.upgrade import cluster as cluster_mod
 
 
@@ -11,7 +11,7 @@ def upgrade_cluster():
     # PostgreSQL and RabbitMQ from the system binaries (tests/servers.py):
     # a skip when one is missing, a failure under CI=true.
     c = cluster_mod.UpgradeCluster(agents=2, conductors=1, cards=3,
-                                   program_delay=0.2, popen=zygote.popen)
+                                   program_delay=0.2, popen=fork_server.popen)
     c.start()
     try:
         yield c

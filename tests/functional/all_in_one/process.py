@@ -6,8 +6,8 @@ import socket
 import subprocess
 
 from cyborg_lite.cmd import processes
+from tests import fork_server
 from tests import servers
-from tests import zygote
 from tests.functional import console
 
 SCRIPT = console.path('cyborg-lite-all-in-one')
@@ -30,8 +30,8 @@ class AllInOneProcess:
         self.proc = None
 
     def start(self):
-        self.proc = zygote.popen(self.args, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+        self.proc = fork_server.popen(self.args, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True)
         return self
 
     def wait_api(self, timeout=120):

@@ -7,9 +7,9 @@ import sys
 import threading
 import urllib.request
 
+from tests import fork_server
 from tests import servers
 from tests import waiting
-from tests import zygote
 from tests.functional.api import test_http_server
 
 
@@ -21,9 +21,9 @@ def test_console_script_serves_the_api(sqlite_db, tmp_path):
                       'auth_strategy = noauth\n' % (tmp_path, sqlite_db,
                                                     port))
     script = os.path.join(os.path.dirname(sys.executable), 'cyborg-lite-api')
-    proc = zygote.popen([script, '--config-file', str(config)],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
+    proc = fork_server.popen([script, '--config-file', str(config)],
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     try:
         servers.wait_for_port(port, timeout=60, proc=proc)
         url = 'http://127.0.0.1:%d/v2/devices' % port
@@ -45,9 +45,9 @@ def test_console_script_serves_the_api(sqlite_db, tmp_path):
 
 def test_bad_config_file_is_a_clear_error(tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), 'cyborg-lite-api')
-    proc = zygote.run([script, '--config-file',
-                       str(tmp_path / 'missing.conf')],
-                      capture_output=True, text=True, timeout=60)
+    proc = fork_server.run([script, '--config-file',
+                            str(tmp_path / 'missing.conf')],
+                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert 'missing.conf' in proc.stderr
 
@@ -67,9 +67,9 @@ def test_every_worker_counts_in_every_scrape(sqlite_db, tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), 'cyborg-lite-api')
     env = dict(os.environ)
     env.pop('PROMETHEUS_MULTIPROC_DIR', None)
-    proc = zygote.popen([script, '--config-file', str(config)],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL, env=env)
+    proc = fork_server.popen([script, '--config-file', str(config)],
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=env)
     try:
         servers.wait_for_port(port, timeout=60, proc=proc)
         base = 'http://127.0.0.1:%d' % port

@@ -19,9 +19,9 @@ from tests.functional.api import bitstream_helpers as bh
 from tests.functional.api.conftest import MEMBER_A
 from tests.functional.api.conftest import error_of
 from tests.unit.bitstreams import builders
+from tests import fork_server
 from tests import servers
 from tests import waiting
-from tests import zygote
 
 
 def _abandoned(app, store_dir):
@@ -113,7 +113,7 @@ class ApiProcess:
     def start(self):
         script = os.path.join(os.path.dirname(sys.executable),
                               'cyborg-lite-api')
-        self.proc = zygote.popen(
+        self.proc = fork_server.popen(
             [script, '--config-file', str(self.config)], stdout=self.log,
             stderr=subprocess.STDOUT, start_new_session=True)
         servers.wait_for_port(self.port, timeout=60, proc=self.proc)

@@ -13,8 +13,8 @@ import tempfile
 
 import pytest
 
+from tests import fork_server
 from tests import waiting
-from tests import zygote
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.multihost import cluster as cluster_mod
 from tests.unit.kubernetes import fake_apiserver
@@ -46,7 +46,7 @@ class K8sCluster(cluster_mod.Cluster):
 
     def __init__(self, apiserver_url, kubelet_dir):
         super().__init__(agents=1, conductors=1, cards=1, regions=2,
-                         program_delay=0.1, popen=zygote.popen)
+                         program_delay=0.1, popen=fork_server.popen)
         self.apiserver_url = apiserver_url
         self.kubelet_dir = kubelet_dir
 

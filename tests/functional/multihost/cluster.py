@@ -162,7 +162,7 @@ class Cluster:
                  popen=subprocess.Popen):
         # report_interval / full_report_every None: the shipped defaults.
         # popen: what starts this code's processes, called as
-        # subprocess.Popen (the tests': tests/zygote.popen).
+        # subprocess.Popen (the tests': tests/fork_server.popen).
         self.popen = popen
         self.basedir = tempfile.mkdtemp(prefix='cyborg-lite-multihost-')
         self.cards, self.regions = cards, regions

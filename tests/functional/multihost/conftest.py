@@ -6,13 +6,13 @@ worker); a test that kills or stops a part brings it back before it ends.
 """
 import pytest
 
-from tests import zygote
+from tests import fork_server
 from tests.functional.multihost import cluster as cluster_mod
 
 
 @pytest.fixture(scope='package')
 def cluster():
-    c = cluster_mod.Cluster(agents=3, conductors=2, popen=zygote.popen)
+    c = cluster_mod.Cluster(agents=3, conductors=2, popen=fork_server.popen)
     c.start()
     try:
         yield c

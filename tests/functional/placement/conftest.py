@@ -9,7 +9,7 @@ from keystoneauth1 import loading as ks_loading
 from cyborg_lite.cmd import placement_server
 from cyborg_lite.placement import client as client_mod
 from cyborg_lite.placement import sink as sink_mod
-from tests import zygote
+from tests import fork_server
 
 
 @pytest.fixture(scope='session')
@@ -17,7 +17,8 @@ def reshaping_placement():
     """A Placement whose policy lets the admin token reshape, as one lets
     a Cyborg user with the service role."""
     server = placement_server.PlacementServer(
-        policy=placement_server.ADMIN_RESHAPES, popen=zygote.popen).start()
+        policy=placement_server.ADMIN_RESHAPES,
+        popen=fork_server.popen).start()
     yield server
     server.cleanup()
 
@@ -25,7 +26,7 @@ def reshaping_placement():
 @pytest.fixture
 def own_placement():
     """A Placement of this test's own, which the test may stop and start."""
-    server = placement_server.PlacementServer(popen=zygote.popen).start()
+    server = placement_server.PlacementServer(popen=fork_server.popen).start()
     yield server
     server.cleanup()
 

@@ -18,8 +18,8 @@ from prometheus_client import parser
 
 from cyborg_lite.cmd import placement_server
 from cyborg_lite.metrics import counted as metrics
+from tests import fork_server
 from tests import servers
-from tests import zygote
 from tests.functional import cleaning_env as ce
 from tests.functional.placement.conftest import configure_placement
 from tests.functional.programming_env import make_env  # noqa: F401
@@ -32,7 +32,8 @@ def refusable_placement():
     """A Placement of the test's own whose policy file the test rewrites
     (Placement reads it again when it changes, as an operator's edit)."""
     server = placement_server.PlacementServer(
-        policy={INVENTORY_UPDATE: 'role:admin'}, popen=zygote.popen).start()
+        policy={INVENTORY_UPDATE: 'role:admin'},
+        popen=fork_server.popen).start()
     yield server
     server.cleanup()
 

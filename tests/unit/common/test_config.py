@@ -10,7 +10,7 @@ from cyborg_lite.common import config
 from cyborg_lite.common import exception
 from cyborg_lite.conf import opts
 from cyborg_lite.db import migration
-from tests import zygote
+from tests import fork_server
 
 
 def _fresh_conf():
@@ -48,8 +48,8 @@ def test_values_from_file_are_read(tmp_path):
 
 
 def _dbsync(*args):
-    return zygote.run([sys.executable, '-m', 'cyborg_lite.cmd.dbsync',
-                       *args], capture_output=True, text=True)
+    return fork_server.run([sys.executable, '-m', 'cyborg_lite.cmd.dbsync',
+                            *args], capture_output=True, text=True)
 
 
 def test_dbsync_missing_config_exits_with_one_line(tmp_path):

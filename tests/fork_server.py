@@ -151,10 +151,10 @@ class _Server:
     def __init__(self, kind):
         # In /tmp: a unix socket's path may not be longer than 107 bytes,
         # which a TMPDIR of CI's may be.
-        self.dir = tempfile.mkdtemp(prefix='zygote-', dir='/tmp')
+        self.dir = tempfile.mkdtemp(prefix='fork-server-', dir='/tmp')
         self.path = os.path.join(self.dir, 'sock')
         self.proc = subprocess.Popen(
-            [sys.executable, '-m', 'tests.zygote', self.path, kind],
+            [sys.executable, '-m', 'tests.fork_server', self.path, kind],
             stdin=subprocess.PIPE, cwd=_repo_root())
         self.env = dict(os.environ)
         self.pid = os.getpid()
