@@ -13,7 +13,7 @@ import requests
 
 from tests import waiting
 from tests.functional import nova_order
-from tests.functional.test_scheduler_flow import AllInOne
+from tests.functional import test_scheduler_flow as flow
 from tests.functional.test_scheduler_flow import REGION_TYPE
 
 pytestmark = pytest.mark.xdist_group('nova_order')
@@ -35,12 +35,7 @@ def _all_in_one(tmp_path_factory, clean_delay=None):
         config = state_dir / 'wipes.conf'
         config.write_text('[fake_driver]\nclean_delay = %s\n' % clean_delay)
         args = ['--config-file', str(config)]
-    server = AllInOne(str(state_dir), *args)
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        assert server.stop() == 0
+    yield from flow.running(state_dir, *args)
 
 
 def _nova(aio):

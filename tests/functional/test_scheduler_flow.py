@@ -81,14 +81,19 @@ class AllInOne:
             self.log.close()
 
 
-@pytest.fixture(scope='module')
-def aio(tmp_path_factory):
-    server = AllInOne(str(tmp_path_factory.mktemp('aio')))
+def running(state_dir, *extra_args):
+    """An AllInOne, yielded once ready; it must exit 0 when stopped."""
+    server = AllInOne(str(state_dir), *extra_args)
     try:
         server.wait_ready()
         yield server
     finally:
         assert server.stop() == 0
+
+
+@pytest.fixture(scope='module')
+def aio(tmp_path_factory):
+    yield from running(tmp_path_factory.mktemp('aio'))
 
 
 def _profile(aio, name, memory_mb, extra=None):
