@@ -59,8 +59,9 @@ def publish_now(req, hostnames):
 
 def release(req, publish_hosts, clean_hosts, fallback):
     """Have a conductor publish the hosts of a release (an ARQ deleted or
-    unbound) once, then start the wipe of its regions: one call, answered
+    unbound) once and start the wipe of its regions: one call, answered
     once the schedulers have the capacity taken away (as ``publish_now``;
+    the wipe starts after the answer;
     a conductor that cannot be reached in time is logged: its periodic
     tasks publish and clean). A conductor of the previous release (no
     release RPC) refuses it before doing anything: then ``publish_now``

@@ -6,6 +6,8 @@ line in its version history; the work itself lives in a workflow module
 kubernetes/claims.py), so
 this class stays a table of contents.
 """
+import functools
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
@@ -39,8 +41,14 @@ class ConductorManager:
     target = messaging.Target(version='1.10')
 
     def __init__(self, host, after_report=None, programming=None,
-                 publisher=None, cleaning=None, claims=None):
+                 publisher=None, cleaning=None, claims=None,
+                 after_reply=None):
         self.host = host
+        # Runs work a call's answer need not wait for (the cleaning a
+        # release starts): the service's after-reply worker; by default
+        # at once, before the answer. Work it loses with the process is
+        # redone by the periodic tasks.
+        self.after_reply = after_reply or _now
         # Serves db/publish_requests: hosts whose offer changed outside a
         # report (a shared function bound or freed, a device disabled, an
         # agent down or back). No sinks: it only clears them.
@@ -184,25 +192,30 @@ class ConductorManager:
     @messaging.expected_exceptions(exception.Invalid, *_OUTAGE)
     def release(self, ctxt, publish_hosts, clean_hosts):
         """(1.9) The API released capacity (an ARQ deleted or unbound):
-        publish the union of the hosts once, answer once every sink has
-        them, after starting the cleaning of ``clean_hosts``' released
-        regions (pending_cleaning -> cleaning changes no view: it
-        publishes nothing more); {hostname: converged}."""
+        publish the union of the hosts once and answer once every sink has
+        them; {hostname: converged}. The cleaning of ``clean_hosts``'
+        released regions starts after the answer (``after_reply``):
+        pending_cleaning -> cleaning changes no view, so the caller need
+        not wait for it."""
         for hosts in (publish_hosts, clean_hosts):
             _check_hostnames(hosts)
         converged = self.publish_hosts(
             ctxt, sorted(set(publish_hosts) | set(clean_hosts)))
-        try:
-            self.cleaning.start(clean_hosts, published=True)
-        except _OUTAGE:
-            raise
-        except Exception:
-            # NOTE: the regions stay pending_cleaning; the cleaning's
-            # periodic task starts them.
-            LOG.exception('Starting the cleans of %s failed', clean_hosts)
-        # NOTE: a region of a driver that does not clean is free now.
-        self._resume_waiting_binds(hostnames=sorted(set(clean_hosts)))
+        self.after_reply(functools.partial(self._start_cleaning,
+                                           sorted(set(clean_hosts))))
         return converged
+
+    def _start_cleaning(self, hostnames):
+        # NOTE: a failed start leaves the regions pending_cleaning; the
+        # cleaning's periodic task starts them.
+        try:
+            self.cleaning.start(hostnames, published=True)
+        except _OUTAGE:
+            pass   # db/sql/session.py's outage log said it
+        except Exception:
+            LOG.exception('Starting the cleans of %s failed', hostnames)
+        # NOTE: a region of a driver that does not clean is free now.
+        self._resume_waiting_binds(hostnames=hostnames)
 
     def _resume_waiting_binds(self, **which):
         """Binds waiting for a region freed now (bind_wait.py) are
@@ -283,6 +296,10 @@ class ConductorManager:
         hosts = self.claims.release(hostname, claim_uid, device)
         self._publish_requested()
         return sorted(hosts)
+
+
+def _now(func):
+    func()
 
 
 def _check_hostnames(hostnames):

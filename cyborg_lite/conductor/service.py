@@ -15,6 +15,7 @@ logged by db/sql/session.py's outage log instead, once, not by every task).
 """
 import functools
 import threading
+from concurrent import futures
 import time
 
 from oslo_log import log as logging
@@ -56,6 +57,7 @@ class ConductorService(rpc_loop.RpcLoop):
         # _wake is also set when a task is added: the loop recomputes its
         # sleep.
         self._init_rpc_loop()
+        self._after_reply = None
         if manager is None:
             publisher = self._publisher()
             # NOTE: each change committed a publish request; publish_host
@@ -68,7 +70,8 @@ class ConductorService(rpc_loop.RpcLoop):
                     after_success=publish),
                 publisher=publisher,
                 cleaning=cleaning.CleaningFlow(after_change=publish,
-                                               conf=conf))
+                                               conf=conf),
+                after_reply=self.after_reply)
         self.manager = manager
         # Any conductor may end any bind left behind by a dead one.
         # (Binds waiting for a warm region first: resumed, or fallen back.)
@@ -133,7 +136,22 @@ class ConductorService(rpc_loop.RpcLoop):
             self._tasks.append(_Task(func, interval, first))
         self._wake.set()
 
+    def after_reply(self, func):
+        """Run ``func()`` soon, after the RPC call that asked it answered:
+        one at a time, in order, on the after-reply thread (at once when
+        the service is not running). Lost with the process: each such
+        work has a periodic task that redoes it."""
+        worker = self._after_reply
+        if worker is None:
+            return _logged(func)
+        try:
+            worker.submit(_logged, func)
+        except RuntimeError:   # stopped meanwhile
+            _logged(func)
+
     def start(self):
+        self._after_reply = futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix='conductor-after-reply')
         self.manager.publisher.start()
         sink = next((s for s in self.manager.publisher.sinks
                      if isinstance(s, k8s_sink.KubernetesSink)), None)
@@ -147,6 +165,11 @@ class ConductorService(rpc_loop.RpcLoop):
     def stop(self):
         """Stop taking RPC calls, finish those in flight, end the loop."""
         self._stop_rpc_loop()
+        # NOTE: after the RPC server: the calls it finished may have
+        # queued work; it runs before the stop ends.
+        worker, self._after_reply = self._after_reply, None
+        if worker is not None:
+            worker.shutdown(wait=True)
         self.manager.stop_watching_claims()
         self.manager.publisher.stop()
         LOG.info('Conductor %s stopped', self.host)
@@ -182,3 +205,13 @@ class ConductorService(rpc_loop.RpcLoop):
         # NOTE: scheduled from the end of the run, so a slow task is never
         # started again while it is still running or queued back to back.
         task.next_run = time.monotonic() + task.interval
+
+
+def _logged(func):
+    try:
+        func()
+    except exception.DatabaseUnavailable:
+        pass
+    except Exception:
+        LOG.exception('After-reply work %s failed',
+                      getattr(func, '__qualname__', func))

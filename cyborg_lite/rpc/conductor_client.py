@@ -234,9 +234,10 @@ class ConductorAPI:
     def release(self, ctxt, publish_hosts, clean_hosts, timeout=None):
         """Capacity was released on these hosts (an ARQ deleted or
         unbound): a conductor publishes every host of both lists once to
-        every sink, then starts the clean of the released regions of
-        ``clean_hosts``; {hostname: whether every sink converged}. A call:
-        the caller answers its own client once the schedulers have it.
+        every sink and answers {hostname: whether every sink converged};
+        the clean of the released regions of ``clean_hosts`` starts after
+        that answer. A call: the caller answers its own client once the
+        schedulers have it.
 
         oslo.messaging's UnsupportedVersion when the conductor is of a
         release without 1.9 (it did nothing), or the client is pinned

@@ -2,7 +2,7 @@
 
 Creation, deletion and unbind are database writes from here; a delete or
 unbind answers once a conductor has published the capacity it took away
-and started the wipe (utils.release: one call). A bind is the
+(utils.release: one call, which starts the wipe after answering). A bind is the
 conductor's (it claims an attach handle and may program a region): the
 PATCH handler validates the JSON patch and the ARQ states, records the
 bind and sends it over RPC, and

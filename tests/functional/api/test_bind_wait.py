@@ -216,11 +216,11 @@ def test_a_bind_whose_region_freed_unseen_is_resumed_by_the_reap(
 def test_a_region_whose_driver_does_not_clean_resumes_at_its_release(
         card, env, monkeypatch):
     """Freed at once by the release (no clean to end): the conductor's
-    release resumes the waiting bind."""
+    release resumes the waiting bind (after its answer)."""
     card, holder = card
     waiter = _waiting_bind(card)
     monkeypatch.setattr(cleaning_mod, 'driver_cleans', lambda name: False)
 
     card.delete(holder)
 
-    _bound_warm(card, card.arq(waiter))
+    _bound_warm(card, card.resolved(waiter))

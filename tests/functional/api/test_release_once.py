@@ -1,7 +1,7 @@
 """One DELETE (or unbind) of a Bound ARQ makes one conductor RPC and one
 publish: the API's release call; the conductor publishes the host once,
-then starts the wipe, which publishes nothing more (pending_cleaning ->
-cleaning changes no view). The API and the conductor are the real ones,
+answers, then starts the wipe, which publishes nothing more
+(pending_cleaning -> cleaning changes no view). The API and the conductor are the real ones,
 over a real oslo.messaging inproc:// transport; the RPCs are counted in
 oslo.messaging's client, the publishes in the conductor's one inventory
 sink; the agent's side of the wipe is the test's."""
@@ -15,6 +15,8 @@ from cyborg_lite.conductor import bind
 from cyborg_lite.conductor import cleaning
 from cyborg_lite.conductor import manager
 from cyborg_lite.conductor import publishing
+from cyborg_lite.db import models
+from cyborg_lite.db.sql import session
 from cyborg_lite.inventory import sink as inventory_sink
 from cyborg_lite.rpc import transport as rpc
 from tests import waiting
@@ -83,7 +85,9 @@ def services(request, sqlite_db, api_conf, monkeypatch):
                 sent.append(method)
             return _real(self, ctxt, method, **kwargs)
         monkeypatch.setattr(rpc_client._BaseCallContext, kind, counted)
-    yield webtest.TestApp(deploy.loadapp(api_conf)), sent, sink, agents
+    app = webtest.TestApp(deploy.loadapp(api_conf))
+    app.conductor = conductor
+    yield app, sent, sink, agents
     server.stop()
     server.wait()
     rpc.cleanup()
@@ -98,6 +102,11 @@ def _bound():
     return region, arq_uuid
 
 
+def _state(region):
+    with session.reader() as s:
+        return s.get(models.Deployable, region['deployable_id']).device_state
+
+
 def test_a_delete_is_one_rpc_and_one_publish(services):
     app, sent, sink, agents = services
     region, arq_uuid = _bound()
@@ -109,6 +118,27 @@ def test_a_delete_is_one_rpc_and_one_publish(services):
     assert sink.published == ['host1']
     # The wipe began after the publish: sent to the region's agent.
     assert agents.cleans == [('host1', region['deployable_uuid'])]
+
+
+def test_the_wipe_starts_after_the_answer(services):
+    """The conductor answers once it published; the wipe is work for its
+    after-reply thread (here: held back until the test runs it)."""
+    app, sent, sink, agents = services
+    later = []
+    app.conductor.after_reply = later.append
+    region, arq_uuid = _bound()
+    sink.published.clear()
+
+    app.delete('%s/%s' % (ARQS, arq_uuid), headers=ADMIN, status=204)
+
+    assert sink.published == ['host1']
+    assert agents.cleans == []
+    assert _state(region) == 'pending_cleaning'
+    for work in later:
+        work()
+    assert agents.cleans == [('host1', region['deployable_uuid'])]
+    assert _state(region) == 'cleaning'
+    assert sink.published == ['host1']
 
 
 def test_an_unbind_is_one_rpc_and_one_publish(services):

@@ -85,3 +85,32 @@ def test_failing_hook_does_not_fail_the_report(sqlite_db, caplog):
 
     assert ack['changed'] and len(h.devices()) == 1
     assert 'placement down' in caplog.text
+
+
+def test_after_reply_work_runs_later_in_order_and_before_the_stop_ends(
+        service):
+    """Work a call's answer need not wait for runs on one thread, after
+    the caller that queued it went on, one at a time in order; a stop
+    runs what is queued before it ends."""
+    gate, done = threading.Event(), []
+    service.start()
+
+    service.after_reply(lambda: gate.wait(5) and done.append(
+        threading.current_thread().name))
+    service.after_reply(lambda: done.append('second'))
+    assert done == []   # the caller went on: nothing ran in its thread
+    gate.set()
+    service.after_reply(lambda: done.append('third'))
+    service.stop()
+
+    assert done[0].startswith('conductor-after-reply')
+    assert done[1:] == ['second', 'third']
+
+
+def test_after_reply_work_of_a_service_not_running_runs_at_once(
+        service, caplog):
+    done = []
+    service.after_reply(lambda: done.append(1))
+    service.after_reply(lambda: 1 / 0)
+    assert done == [1]
+    assert 'ZeroDivisionError' in caplog.text
