@@ -77,10 +77,17 @@ class SyncReport:
     updated: list = dataclasses.field(default_factory=list)
     deleted: list = dataclasses.field(default_factory=list)
     held: list = dataclasses.field(default_factory=list)
+    renamed: list = dataclasses.field(default_factory=list)
     attempts: int = 1
     # The host changed in the database while this was written (set by
-    # the sink, which reads it again after writing).
+    # the sink, which reads it again after writing unless ``guarded``).
     stale: bool = False
+    # Every write presented a generation this process knew before it
+    # read the database (``_sync_known``: inventories and traits only,
+    # nothing made, renamed or removed): a write over a newer one was
+    # refused (409), so what it wrote is no older than what Placement
+    # had, and the sink need not read the host again.
+    guarded: bool = False
 
 
 class Reporter(provider_cache.ProviderCache, writes.Writes,
@@ -324,6 +331,8 @@ class Reporter(provider_cache.ProviderCache, writes.Writes,
             return None
         self._remember_tree(hostname, report)
         self._record(report)
+        report.guarded = not (report.created or report.renamed or
+                              report.deleted or report.held)
         return report
 
     def _apply(self, desired, current, report):
@@ -338,8 +347,10 @@ class Reporter(provider_cache.ProviderCache, writes.Writes,
                     report.created.append(provider.name)
                     plans.append((provider, have, True))
                 else:
-                    plans.append((provider, have, self._rename(provider,
-                                                               have)))
+                    renamed = self._rename(provider, have)
+                    if renamed:
+                        report.renamed.append(provider.name)
+                    plans.append((provider, have, renamed))
             changed = self._write_all(plans)
         except exception.PlacementError:
             for provider, have, _ in plans:

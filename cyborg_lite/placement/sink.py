@@ -132,7 +132,9 @@ class PlacementSink(inventory_sink.InventorySink):
         write, ours would leave Placement stale with nobody left to fix
         it. So after writing, the host is read again, and written again if
         its tree changed meanwhile (rounds bounded: a host that never stops
-        changing is retried later).
+        changing is retried later). A round whose writes were all
+        ``guarded`` (placement/reporter.SyncReport) needs no second read:
+        Placement refused any of them that came after a newer one.
         """
         read = [None]
 
@@ -150,6 +152,8 @@ class PlacementSink(inventory_sink.InventorySink):
                 create_root=self.conf.placement.create_compute_node_rp,
                 known=known and _round == 0)
             inventory = read[0]
+            if report.guarded:
+                return inventory, report
             now = devices_db.load_inventory(hostname, self.db_url,
                                             previous=inventory)
             report.stale = now is not inventory and tree_mod.build_tree(

@@ -127,11 +127,12 @@ def test_a_publish_that_died_before_serving_makes_it_read(
     assert publish_requests.pending() == {}
 
 
-def test_a_round_after_the_host_changed_reads_the_tree_again(
+def test_a_guarded_round_is_not_read_again(
         host, other_conductor, monkeypatch):
-    # While the last publisher writes the host from what it remembers, a
-    # change commits and another conductor publishes it. What was
-    # remembered no longer stands for Placement: the next round reads.
+    # The last publisher writes the host from what it remembers; then a
+    # change commits and another conductor publishes it. Every write of
+    # the round carried a generation known before the database was read:
+    # no second read, and Placement has the change (its own publisher's).
     sink = host.publisher.sinks[0]
     sync, known = sink.reporter.sync, []
 
@@ -146,13 +147,43 @@ def test_a_round_after_the_host_changed_reads_the_tree_again(
 
     result = sink.publish_known(host.hostname)
 
-    assert result.converged
-    log = host.placement.taken()
-    # Placement has the change already: nothing written blind (and
-    # refused for its generation), the tree read instead.
-    assert [request for request in log if request[0] != 'GET'] == []
-    assert _listed_tree(log) and known == [True, False]
+    assert result.converged and result.report.guarded
+    assert known == [True] and host.placement.taken() == []
     assert _trait(FUNCTIONS[0]) in host.traits()['region0']
+
+
+def test_a_write_from_an_older_read_than_placement_has_is_refused(
+        host, other_conductor, monkeypatch):
+    """The point of conflict: the last publisher reads the host, then a
+    newer change commits and another conductor writes it to Placement,
+    then the first writes what it read. Its remembered generation is
+    refused (409), it reads the tree and the host again, and Placement
+    keeps the newer change."""
+    dying = manager_mod.ConductorManager('dying')   # commits, publishes not
+    _report(dying, host, FUNCTIONS[0])
+    sink = host.publisher.sinks[0]
+    load, reads = sink_mod.devices_db.load_inventory, []
+
+    def read_then_newer_change(*args, **kwargs):
+        inventory = load(*args, **kwargs)
+        reads.append(1)
+        if len(reads) == 1:
+            _report(other_conductor, host, FUNCTIONS[1])
+            host.placement.taken()
+        return inventory
+    monkeypatch.setattr(sink_mod.devices_db, 'load_inventory',
+                        read_then_newer_change)
+
+    result = sink.publish_known(host.hostname)
+
+    assert result.converged and not result.report.guarded
+    rp = {name: rp for rp, name in host.regions().items()}['region0']
+    log = host.placement.taken()
+    assert log[1] == ('PUT', '/resource_providers/%s/traits' % rp)
+    assert _listed_tree(log[2:])
+    traits = host.traits()['region0']
+    assert _trait(FUNCTIONS[1]) in traits
+    assert _trait(FUNCTIONS[0]) not in traits
 
 
 def _someone_else_adds_a_trait(host, rp):
