@@ -68,13 +68,12 @@ def waiting(hostnames=None, region_uuid=None, taken_for=None, limit=100):
     """[Waiting] of the binds that wait for a region, oldest first: on
     ``hostnames``, for region ``region_uuid``, or taken by a conductor
     ``taken_for`` seconds ago or more (by the database's clock)."""
-    stmt = (sa.select(ARQ, _DEP.c.uuid)
-            .join(_DEP, _DEP.c.id == ARQ.bind_waits_for_id)
-            .where(ARQ.state == 'BindStarted',
-                   ARQ.bind_waits_for_id.is_not(None))
-            .order_by(ARQ.bind_taken_at, ARQ.id).limit(limit))
+    params = {'limit': limit}
+    stmt = _WAITING
     if hostnames is not None:
-        stmt = stmt.where(ARQ.hostname.in_(list(hostnames)))
+        # NOTE: built once: every release asks it (conductor/manager.py).
+        stmt = _WAITING_ON_HOSTS
+        params['hostnames'] = list(hostnames)
     if region_uuid is not None:
         stmt = stmt.where(_DEP.c.uuid == region_uuid)
     with session.reader() as s:
@@ -82,7 +81,17 @@ def waiting(hostnames=None, region_uuid=None, taken_for=None, limit=100):
             stmt = stmt.where(ARQ.bind_taken_at <= clock.now(s) -
                               datetime.timedelta(seconds=taken_for))
         return [Waiting(_started_of(arq), arq.bind_waits_for_id, uuid)
-                for arq, uuid in s.execute(stmt).all()]
+                for arq, uuid in s.execute(stmt, params).all()]
+
+
+_WAITING = (sa.select(ARQ, _DEP.c.uuid)
+            .join(_DEP, _DEP.c.id == ARQ.bind_waits_for_id)
+            .where(ARQ.state == 'BindStarted',
+                   ARQ.bind_waits_for_id.is_not(None))
+            .order_by(ARQ.bind_taken_at, ARQ.id)
+            .limit(sa.bindparam('limit')))
+_WAITING_ON_HOSTS = _WAITING.where(
+    ARQ.hostname.in_(sa.bindparam('hostnames', expanding=True)))
 
 
 def take(waiting):

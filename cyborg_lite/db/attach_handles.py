@@ -225,12 +225,14 @@ def request_publish_if_offer_changed(s, handle_id, why, hostname=None):
         publish_requests.add(s, hostname, why)
 
 
+_FREE = conditional.statement(HANDLE, HANDLE.id == sa.bindparam('handle_id'),
+                              {'in_use': False, 'in_use_function': None},
+                              HANDLE.in_use.is_(True))
+
+
 def free(s, handle_id):
     """Mark the handle free; False if it was not in use (already freed)."""
-    freed = bool(conditional.update(s, HANDLE, HANDLE.id == handle_id,
-                                    {'in_use': False,
-                                     'in_use_function': None},
-                                    HANDLE.in_use.is_(True)))
+    freed = bool(conditional.run(s, _FREE, {'handle_id': handle_id}))
     if freed:
         request_publish_if_offer_changed(s, handle_id,
                                          'attach handle freed')

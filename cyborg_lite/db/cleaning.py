@@ -90,11 +90,17 @@ def _select_regions():
             .join(DEVICE, DEVICE.id == DEP.device_id))
 
 
+# The hot paths' statements are built once (a release, a clean's start):
+# building these joins and EXISTS per call cost more than running them.
+_REGION_BY = {column: _select_regions().where(
+    getattr(DEP, column) == sa.bindparam('value'))
+    for column in ('id', 'uuid')}
+
+
 def _region(s, **where):
-    query = _select_regions()
-    for column, value in where.items():
-        query = query.where(getattr(DEP, column) == value)
-    row = s.execute(query).first()
+    """The Region whose ``id`` or ``uuid`` is given; None if none."""
+    (column, value), = where.items()
+    row = s.execute(_REGION_BY[column], {'value': value}).first()
     return Region(*row) if row is not None else None
 
 
@@ -189,24 +195,52 @@ def note_wait(s, deployable_id):
     _record(s, deployable_id, 'deployable.clean.wait', reason=WAIT_REASON)
 
 
+_WAITS = sa.select(_unreported(sa.bindparam('deployable_id')))
+
+
 def _waits(s, deployable_id):
     """Whether the region now pending_cleaning is out of view."""
-    return s.scalar(sa.select(_unreported(deployable_id)))
+    return s.scalar(_WAITS, {'deployable_id': deployable_id})
 
 
-def _move_statement(from_state, to_state):
-    """``_move``'s UPDATE from one state, built once (``deployable_id`` is
-    its parameter)."""
-    if not states.DEVICE.allows(from_state, to_state):
-        raise ValueError('a deployable cannot go from %s to %s'
-                         % (from_state, to_state))
-    return conditional.statement(
-        DEP, DEP.id == sa.bindparam('deployable_id'),
-        {'device_state': to_state, 'device_state_at': clock.utc_now()},
-        DEP.device_state == from_state, bump_version=False)
+_Move = collections.namedtuple('_Move', ['statement', 'from_states',
+                                         'to_state'])
 
 
-_ALLOCATE = _move_statement('available', 'allocated')
+def _move_statement(from_states, to_state, *conditions, **values):
+    """``_move``, built once: its parameters are ``deployable_id`` and
+    those of the ``sa.bindparam`` values."""
+    for state in from_states:
+        if not states.DEVICE.allows(state, to_state):
+            raise ValueError('a deployable cannot go from %s to %s'
+                             % (state, to_state))
+    values = dict(values, device_state=to_state,
+                  device_state_at=clock.utc_now())
+    return _Move(conditional.statement(
+        DEP, DEP.id == sa.bindparam('deployable_id'), values,
+        DEP.device_state.in_(from_states), *conditions, bump_version=False),
+        tuple(from_states), to_state)
+
+
+def _run_move(s, move, deployable_id, **params):
+    """``_move`` with a statement of ``_move_statement``."""
+    moved = bool(conditional.run(s, move.statement, dict(
+        params, deployable_id=deployable_id)))
+    if moved and _offers_again(move.from_states, move.to_state):
+        publish_requests.add_for_deployable(s, deployable_id,
+                                            'region now %s' % move.to_state)
+    return moved
+
+
+_ALLOCATE = _move_statement(('available',), 'allocated')
+_RELEASE = _move_statement(states.DEVICE_RELEASABLE, 'pending_cleaning',
+                           **_NEW_CLEAN)
+_BEGIN = _move_statement(('pending_cleaning',), 'cleaning',
+                         ~_holder_exists(),
+                         cleaning_uuid=sa.bindparam('try_uuid'),
+                         cleaning_started_at=None)
+_REGION_OF_HANDLE = sa.select(HANDLE.deployable_id).where(
+    HANDLE.id == sa.bindparam('handle_id'))
 
 
 def mark_allocated(s, deployable_id, current_state=None):
@@ -216,16 +250,16 @@ def mark_allocated(s, deployable_id, current_state=None):
     region's lock (no other writer can have moved it since), when it did;
     only 'available' then needs the UPDATE."""
     if current_state in (None, 'available'):
-        conditional.run(s, _ALLOCATE, {'deployable_id': deployable_id})
+        _run_move(s, _ALLOCATE, deployable_id)
 
 
 def release(s, handle_id):
     """A handle of a region was freed: the region must be wiped before the
     next tenant, and so must every idle region behind the handle's
-    function, or held by the whole card released (``_wipe_with``). The region's hostname while any of them
-    waits for its clean (to dispatch it), else None."""
-    deployable_id = s.scalar(sa.select(HANDLE.deployable_id)
-                             .where(HANDLE.id == handle_id))
+    function, or held by the whole card released (``_wipe_with``). The
+    region's hostname while any of them waits for its clean (to dispatch
+    it), else None."""
+    deployable_id = s.scalar(_REGION_OF_HANDLE, {'handle_id': handle_id})
     if deployable_id is None:
         return None
     moved, with_it = False, False
@@ -236,8 +270,7 @@ def release(s, handle_id):
             s, handle_id), *deployables.regions_of_whole_card(
             s, deployable_id)}):
         if region_id == deployable_id:
-            moved = _move(s, region_id, states.DEVICE_RELEASABLE,
-                          'pending_cleaning', **_NEW_CLEAN)
+            moved = _run_move(s, _RELEASE, region_id)
         else:
             with_it |= _wipe_with(s, region_id, deployable_id)
     region = _region(s, id=deployable_id)
@@ -303,14 +336,17 @@ def any_under_way():
 def ready(hostnames=None):
     """[Region] pending_cleaning that nothing holds any more (no handle in
     use, no active job), of these hosts (None: of every host)."""
-    query = (_select_regions()
-             .where(DEP.device_state == 'pending_cleaning',
-                    ~_holder_exists())
-             .order_by(DEP.id))
-    if hostnames is not None:
-        query = query.where(DEVICE.hostname.in_(list(hostnames)))
+    params = {} if hostnames is None else {'hostnames': list(hostnames)}
     with session.reader() as s:
-        return [Region(*row) for row in s.execute(query)]
+        return [Region(*row) for row in s.execute(
+            _READY if hostnames is None else _READY_ON_HOSTS, params)]
+
+
+_READY = (_select_regions()
+          .where(DEP.device_state == 'pending_cleaning', ~_holder_exists())
+          .order_by(DEP.id))
+_READY_ON_HOSTS = _READY.where(
+    DEVICE.hostname.in_(sa.bindparam('hostnames', expanding=True)))
 
 
 def begin(deployable_id):
@@ -320,9 +356,7 @@ def begin(deployable_id):
     try_uuid = uuids.new()
     with session.writer() as s:
         deployables.lock_region(s, deployable_id)
-        if not _move(s, deployable_id, ('pending_cleaning',), 'cleaning',
-                     ~_holder_exists(), cleaning_uuid=try_uuid,
-                     cleaning_started_at=None):
+        if not _run_move(s, _BEGIN, deployable_id, try_uuid=try_uuid):
             return None
         return _record(s, deployable_id)
 

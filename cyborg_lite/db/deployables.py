@@ -86,9 +86,12 @@ def get_deployable(uuid):
 def lock_region(s, deployable_id):
     """Lock the region's row until the transaction ends (SQLite: the
     writer already holds the database lock)."""
-    s.execute(sa.select(models.Deployable.id)
-              .where(models.Deployable.id == deployable_id)
-              .with_for_update())
+    s.execute(_LOCK_REGION, {'deployable_id': deployable_id})
+
+
+_LOCK_REGION = (sa.select(models.Deployable.id)
+                .where(models.Deployable.id == sa.bindparam('deployable_id'))
+                .with_for_update())
 
 
 _DEVICE_TABLE = models.Device.__table__
