@@ -143,7 +143,8 @@ class ConductorService(rpc_loop.RpcLoop):
         work has a periodic task that redoes it."""
         worker = self._after_reply
         if worker is None:
-            return _logged(func)
+            _logged(func)
+            return
         try:
             worker.submit(_logged, func)
         except RuntimeError:   # stopped meanwhile
@@ -196,22 +197,19 @@ class ConductorService(rpc_loop.RpcLoop):
 
     @staticmethod
     def _run(task):
-        try:
-            task.func()
-        except exception.DatabaseUnavailable:
-            pass
-        except Exception:
-            LOG.exception('Periodic task %s failed', task.name)
+        _logged(task.func, 'Periodic task %s' % task.name)
         # NOTE: scheduled from the end of the run, so a slow task is never
         # started again while it is still running or queued back to back.
         task.next_run = time.monotonic() + task.interval
 
 
-def _logged(func):
+def _logged(func, what=None):
+    """``func()``; what it raises is logged as ``what``'s failure (a
+    database outage not: db/sql/session.py's outage log said it once)."""
     try:
         func()
     except exception.DatabaseUnavailable:
         pass
     except Exception:
-        LOG.exception('After-reply work %s failed',
-                      getattr(func, '__qualname__', func))
+        LOG.exception('%s failed', what or 'After-reply work %s' % (
+            getattr(func, '__qualname__', None) or func))
