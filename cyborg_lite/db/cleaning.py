@@ -111,20 +111,10 @@ _NEW_CLEAN = {'cleaning_uuid': None, 'cleaning_started_at': None,
 
 
 def _move(s, deployable_id, from_states, to_state, *conditions, **values):
-    """The conditional UPDATE of one region's state; True if it won."""
-    for state in from_states:
-        if not states.DEVICE.allows(state, to_state):
-            raise exception.Invalid(reason='a deployable cannot go from %s '
-                                    'to %s' % (state, to_state))
-    values = dict(values, device_state=to_state,
-                  device_state_at=clock.utc_now())
-    moved = bool(conditional.update(
-        s, DEP, DEP.id == deployable_id, values,
-        DEP.device_state.in_(from_states), *conditions, bump_version=False))
-    if moved and _offers_again(from_states, to_state):
-        publish_requests.add_for_deployable(s, deployable_id,
-                                            'region now %s' % to_state)
-    return moved
+    """The conditional UPDATE of one region's state; True if it won.
+    (The hot paths build theirs once: ``_move_statement``.)"""
+    return _run_move(s, _move_statement(from_states, to_state, *conditions,
+                                        **values), deployable_id)
 
 
 def _offers_again(from_states, to_state):
@@ -208,12 +198,13 @@ _Move = collections.namedtuple('_Move', ['statement', 'from_states',
 
 
 def _move_statement(from_states, to_state, *conditions, **values):
-    """``_move``, built once: its parameters are ``deployable_id`` and
-    those of the ``sa.bindparam`` values."""
+    """A region's move as a statement (the hot paths' built once at
+    import), run by ``_run_move``: its parameters are ``deployable_id``
+    and those of the ``sa.bindparam`` values."""
     for state in from_states:
         if not states.DEVICE.allows(state, to_state):
-            raise ValueError('a deployable cannot go from %s to %s'
-                             % (state, to_state))
+            raise exception.Invalid(reason='a deployable cannot go from %s '
+                                    'to %s' % (state, to_state))
     values = dict(values, device_state=to_state,
                   device_state_at=clock.utc_now())
     return _Move(conditional.statement(
@@ -223,7 +214,8 @@ def _move_statement(from_states, to_state, *conditions, **values):
 
 
 def _run_move(s, move, deployable_id, **params):
-    """``_move`` with a statement of ``_move_statement``."""
+    """Run a ``_move_statement``; True if it won. A move that may offer
+    a hidden region again requests its host's publish with it."""
     moved = bool(conditional.run(s, move.statement, dict(
         params, deployable_id=deployable_id)))
     if moved and _offers_again(move.from_states, move.to_state):
