@@ -61,9 +61,8 @@ def release(req, publish_hosts, clean_hosts, fallback):
     """Have a conductor publish the hosts of a release (an ARQ deleted or
     unbound) once and start the wipe of its regions: one call, answered
     once the schedulers have the capacity taken away (as ``publish_now``;
-    the wipe starts after the answer;
-    a conductor that cannot be reached in time is logged: its periodic
-    tasks publish and clean). A conductor of the previous release (no
+    the wipe starts after the answer; a conductor that cannot be reached
+    in time is logged: its periodic tasks publish and clean). A conductor of the previous release (no
     release RPC) refuses it before doing anything: then ``publish_now``
     and ``fallback(req, clean_hosts)`` (the start of the cleaning)."""
     hosts = set(publish_hosts) | set(clean_hosts)

@@ -2,11 +2,11 @@
 
 Creation, deletion and unbind are database writes from here; a delete or
 unbind answers once a conductor has published the capacity it took away
-(utils.release: one call, which starts the wipe after answering). A bind is the
-conductor's (it claims an attach handle and may program a region): the
-PATCH handler validates the JSON patch and the ARQ states, records the
-bind and sends it over RPC, and
-answers 202; the ARQs move on asynchronously.
+(utils.release: one call, which starts the wipe after answering). A bind
+is the conductor's (it claims an attach handle and may program a
+region): the PATCH handler validates the JSON patch and the ARQ states,
+records the bind and sends it over RPC, and answers 202; the ARQs move
+on asynchronously.
 """
 import collections
 import json
