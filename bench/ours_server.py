@@ -35,6 +35,7 @@ them (``_module``).
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 
@@ -112,6 +113,11 @@ def main(argv=None):
     for group, values in overrides.items():
         for name, value in values.items():
             CONF.set_override(name, value, group=group)
+    # NOTE: parse_args set logging up before default_log_levels was
+    # overridden: its levels are applied here.
+    for name_level in overrides[None]['default_log_levels']:
+        name, _, level = name_level.partition('=')
+        logging.getLogger(name).setLevel(level)
 
     conductor = service.ConductorService(CONF)
     conductor.start()
