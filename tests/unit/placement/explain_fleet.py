@@ -211,3 +211,43 @@ def write(fleet_, conn):
             'pods': 'pod', 'deployable_id': region_of[handle_id],
             'attach_handle_id': handle_id, 'created_at': now}
             for handle_id, uid in fleet_.k8s_claims.items()])
+
+
+BITSTREAM = '0b5e0000-0000-4000-8000-000000000001'
+IMAGES = {BITSTREAM: 'bb02'}
+BASE = {'resources:FPGA': '1'}
+# The request groups explained over the fleet: (group, bitstreams known
+# {uuid: region type}, the step the oracle in test_explain.py must find
+# blocking): every constraint of the funnel blocks one of them.
+PROFILES = [
+    ({'resources:PGPU': '1'}, None, 'resource_class'),
+    (dict(BASE, **{'trait:CUSTOM_NOPE': 'required'}), None, 'traits'),
+    (dict(BASE, **{'trait:CUSTOM_FPGA_REGION_CC03': 'required'}), None,
+     'region_type'),
+    (dict(BASE, **{'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': '65536'}), None,
+     'local_memory'),
+    (dict(BASE, **{'trait:CUSTOM_FUNCTION_ID_F999': 'required'}), None,
+     'function'),
+    (dict(BASE, **{'accel:bitstream_id': BITSTREAM,
+                   'trait:CUSTOM_FPGA_REGION_AA01': 'required'}), IMAGES,
+     'function'),
+    (dict(BASE, **{'trait:CUSTOM_NUMA_NODE_7': 'required'}), None, 'numa'),
+] + [
+    (dict(BASE, **{'trait:CUSTOM_FPGA_REGION_RARE_%s' % cause.upper():
+                   'required'}), None, step)
+    for cause, step in (('unhealthy', 'health'), ('recovering', 'health'),
+                        ('maintaining', 'maintenance'),
+                        ('pending_cleaning', 'cleaning'),
+                        ('cleaning', 'cleaning'), ('error', 'cleaning'),
+                        ('agent_down', 'agent_down'), ('bound', 'in_use'),
+                        ('k8s', 'in_use'), ('sibling_held', 'in_use'))
+] + [
+    # Answers with candidates, and a mixed one.
+    (BASE, None, None),
+    (dict(BASE, **{'trait:CUSTOM_FAST': 'required',
+                   'trait:CUSTOM_SLOW': 'forbidden',
+                   'trait:CUSTOM_FPGA_REGION_BB02': 'required',
+                   'resources:CUSTOM_FPGA_LOCAL_MEMORY_MB': '4096',
+                   'trait:CUSTOM_FUNCTION_ID_F001': 'required',
+                   'accel:numa_affinity': 'required'}), None, None),
+]
