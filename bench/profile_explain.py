@@ -1,7 +1,8 @@
 """A device profile's explain at fleet size, against its 200 ms limit.
 
     .venv/bin/python -m bench.profile_explain [--hosts 1000] [--runs 10]
-        [--trials 3] [--baseline CHECKOUT] [--output explain.json]
+        [--trials 3] [--fleet cards|oracle] [--baseline CHECKOUT]
+        [--output explain.json]
 
 One SQLite file holds ``--hosts`` hosts of 8 cards each (bench/seed.py:
 one region, one attach handle each), half of the cards' ARQs Bound to
@@ -15,6 +16,13 @@ timed as the API runs it, the one read transaction
 and reported with its parts: per profile the median and p95 of
 ``--runs`` explains in each of ``--trials`` child processes, against the
 issue's limit of 200 ms per explain at 1,000 hosts.
+
+``--fleet oracle``: instead, the fleet of the explain's oracle test
+(tests/unit/placement/explain_fleet.py: cards of one or two regions,
+two of them behind one PF where a sibling is held, every cause drawn
+per region) written into the file as the agents and binds would have
+left it, and each of its request groups (``explain_fleet.PROFILES``,
+one blocked at each step of the funnel, two served) a profile.
 
 ``--baseline``: a checkout of older code (``git worktree add /tmp/base
 <commit>``) explains the same file in child processes alternated with
@@ -74,16 +82,45 @@ def _causes(url, cards):
                 profile_json=json.dumps(groups)))
 
 
-def prepare(workdir, hosts):
+def _oracle_profiles():
+    from tests.unit.placement import explain_fleet
+    return {'oracle-%02d-%s' % (i, blocking or 'served'): [group]
+            for i, (group, _images, blocking)
+            in enumerate(explain_fleet.PROFILES)}
+
+
+def profiles_of(fleet):
+    """{name: request groups} of the profiles explained over ``fleet``."""
+    return _oracle_profiles() if fleet == 'oracle' else PROFILES
+
+
+def _write_oracle(url, hosts):
+    """The oracle's fleet of ``hosts`` hosts and its profiles."""
+    from cyborg_lite.db import models
+    from cyborg_lite.db.sql import session
+    from tests.unit.placement import explain_fleet
+    fleet = explain_fleet.fleet(explain_fleet.fleet_spec(hosts))
+    with session.core_writer(url) as conn:
+        explain_fleet.write(fleet, conn)
+    with session.writer(url) as s:
+        for n, (name, groups) in enumerate(_oracle_profiles().items()):
+            s.add(models.DeviceProfile(
+                uuid=seed._uuid('explain-oracle', n), name=name,
+                profile_json=json.dumps(groups)))
+
+
+def prepare(workdir, hosts, fleet='cards'):
     from cyborg_lite.common import config
     from cyborg_lite.conf import CONF
     from cyborg_lite.db import migration
-    from cyborg_lite.db.sql import session
     url = 'sqlite:///' + os.path.join(workdir, 'explain.sqlite')
     config.parse_args([], default_config_files=[])
     common.quiet()
     CONF.set_override('connection', url, group='database')
     migration.upgrade()
+    if fleet == 'oracle':
+        _write_oracle(url, hosts)
+        return url
     cards = hosts * seed.CARDS_PER_HOST
     seed.seed_ours(url, cards)
     seed.seed_ours_arqs(url, cards, 'bench-project')
@@ -129,7 +166,7 @@ def child(args):
     CONF.set_override('connection', 'sqlite:///' + args.db,
                       group='database')
     profiles = {}
-    for name in PROFILES:
+    for name in profiles_of(args.fleet):
         explain_once(name)      # warm: statements compiled, pool open
         timings = [explain_once(name) for _ in range(args.runs)]
         profiles[name] = {
@@ -149,7 +186,7 @@ def summary(trials):
     """Per profile, the figures of every explain of ``trials`` (child
     results of one tree) together."""
     report = {}
-    for name in PROFILES:
+    for name in trials[0]['profiles']:
         entries = [t['profiles'][name] for t in trials]
         read = [r for e in entries for r in e['read_ms']]
         funnel = [f for e in entries for f in e['funnel_ms']]
@@ -183,7 +220,7 @@ def run(args):
     machine = common.machine()      # the load before the first explain
     workdir = tempfile.mkdtemp(prefix='bench-explain-')
     try:
-        prepare(workdir, args.hosts)
+        prepare(workdir, args.hosts, args.fleet)
         db = os.path.join(workdir, 'explain.sqlite')
         trees = {'this': HERE}
         if args.baseline:
@@ -193,12 +230,13 @@ def run(args):
         for _ in range(args.trials):
             for tree, root in trees.items():
                 trials[tree].append(common.run_in_tree(
-                    root, script, ['--db', db, '--runs', str(args.runs)]))
+                    root, script, ['--db', db, '--runs', str(args.runs),
+                                   '--fleet', args.fleet]))
         reports = {tree: summary(found) for tree, found in trials.items()}
         _table(reports)
         result = {'bench': 'profile_explain', 'machine': machine,
                   'params': {'hosts': args.hosts, 'runs': args.runs,
-                             'trials': args.trials,
+                             'trials': args.trials, 'fleet': args.fleet,
                              'cards_per_host': seed.CARDS_PER_HOST,
                              'baseline': trees.get('baseline')},
                   'profiles': reports['this']}
@@ -206,7 +244,8 @@ def run(args):
             result['baseline_profiles'] = reports['baseline']
             result['same_answers'] = all(
                 reports['this'][n]['digest'] ==
-                reports['baseline'][n]['digest'] for n in PROFILES)
+                reports['baseline'][n]['digest']
+                for n in reports['this'])
         result['machine']['loadavg_at_end'] = [
             round(x, 2) for x in os.getloadavg()]
         return result
@@ -221,6 +260,10 @@ def main(argv=None):
                         help='explains of each profile in a trial')
     parser.add_argument('--trials', type=int, default=3,
                         help='child processes of each tree, alternated')
+    parser.add_argument('--fleet', choices=('cards', 'oracle'),
+                        default='cards',
+                        help='the seeded one-region cards, or the '
+                             "explain oracle's fleet")
     parser.add_argument('--db', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

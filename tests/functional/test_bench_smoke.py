@@ -268,6 +268,18 @@ def test_profile_explain_bench_tiny(tmp_path):
                for entry in result['profiles'].values())
 
 
+def test_profile_explain_bench_on_the_oracles_fleet(tmp_path):
+    """The oracle test's 1,000 hosts through the database: each group
+    blocked where its oracle says (explain_fleet.PROFILES)."""
+    from tests.unit.placement import explain_fleet
+    result = _bench(tmp_path, 'profile_explain', '--fleet', 'oracle',
+                    '--hosts', '1000', '--runs', '1', '--trials', '1')
+    assert result['params']['fleet'] == 'oracle'
+    assert [entry['blocking'] for entry in result['profiles'].values()] \
+        == [[blocking] for _group, _images, blocking
+            in explain_fleet.PROFILES]
+
+
 @pytest.mark.postgresql
 def test_scale_out_bench_tiny(tmp_path):
     result = _bench(tmp_path, 'scale_out', '--devices', '8', '--requests',
