@@ -233,8 +233,9 @@ def host_rows(hostname, url=None):
     of the host's agent (None when it never sent a heartbeat).
 
     Rows are plain (columns as attributes), of the columns an inventory is
-    made of, read by statements built once: every publish reads its host
-    twice (placement/sink.py), and ORM objects were most of that."""
+    made of, read by statements built once: a publish reads its host
+    once or twice (placement/sink.py), and ORM objects were most of
+    that."""
     params = {'hostname': hostname}
     with session.reader(url) as s:
         conn = s.connection()
