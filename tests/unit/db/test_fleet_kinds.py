@@ -28,7 +28,7 @@ def _explained(db):
 
     def funnel(snapshot):
         return (explain.explain(snapshot.groups, snapshot.fleet,
-                                images=oracle._images(oracle.IMAGES)),
+                                images=oracle._images(explain_fleet.IMAGES)),
                 snapshot.fleet)
     return explain_db.snapshot(pagination.ALL, 'oracle', None, funnel)
 
