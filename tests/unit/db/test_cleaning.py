@@ -133,6 +133,26 @@ def test_region_is_wiped_only_once_its_last_handle_is_free(db):
         'cleaning'
 
 
+def test_the_regions_ready_are_those_of_the_hosts_asked(db):
+    """ready(hostnames) keeps to those hosts (its statement is built
+    once: the names are its parameter)."""
+    released = {}
+    for host in ('host1', 'host2'):
+        region = h.make_region(hostname=host)
+        arq_uuid, state = _bind(region, host)
+        assert state == 'Bound'
+        arq_releases.unbind_all(arqs_db.ALL, [arq_uuid])
+        released[host] = region['deployable_uuid']
+
+    def ready(hostnames):
+        return sorted(r.uuid for r in cleaning_db.ready(hostnames))
+
+    assert ready(['host1']) == [released['host1']]
+    assert ready(['host2', 'host1']) == ready(None) == sorted(
+        released.values())
+    assert ready(['host3']) == []
+
+
 def test_a_try_is_begun_once(db):
     region = _released()
     first = cleaning_db.begin(region['deployable_id'])

@@ -127,3 +127,22 @@ def test_two_conductors_resuming_one_waiting_bind_take_it_once(
 
     assert sorted(r is None for r in results) == [False, True], results
     assert arq_waits.waiting() == []
+
+
+def test_the_binds_waiting_on_hosts_are_those_of_the_hosts_asked(regions):
+    """waiting(hostnames=...) keeps to those hosts, oldest first, at
+    most ``limit`` (its statement is built once: names and limit are
+    its parameters)."""
+    started = _started(regions, 2)
+    for bind in started:
+        _waiting_for(bind, regions['region1'])
+    host = h.get_arq(started[0].uuid).hostname
+
+    def uuids(**which):
+        return [w.started.uuid for w in arq_waits.waiting(**which)]
+
+    assert sorted(uuids(hostnames=[host])) == sorted(
+        s.uuid for s in started)
+    assert uuids(hostnames=['elsewhere', host], limit=1) == \
+        uuids(hostnames=[host])[:1]
+    assert uuids(hostnames=['elsewhere']) == []
