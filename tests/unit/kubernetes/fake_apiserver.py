@@ -31,6 +31,7 @@ import datetime
 import http.server
 import json
 import re
+import socket
 import threading
 import time
 import urllib.parse
@@ -132,6 +133,8 @@ class FakeKubeApiServer:
         self._version = 0
         self._lock = threading.Lock()
         self._httpd = None
+        # The sockets of the clients' open connections: a stop cuts them.
+        self._connections = set()
         # Watches: every change of a slice as (resourceVersion, type,
         # object), from the oldest not yet compacted away.
         self._events = []
@@ -208,6 +211,16 @@ class FakeKubeApiServer:
             def log_message(self, *args):
                 pass
 
+            def setup(self):
+                super().setup()
+                with server._lock:
+                    server._connections.add(self.connection)
+
+            def finish(self):
+                with server._lock:
+                    server._connections.discard(self.connection)
+                super().finish()
+
             def _serve(self):
                 length = int(self.headers.get('Content-Length') or 0)
                 body = self.rfile.read(length) if length else b''
@@ -232,14 +245,23 @@ class FakeKubeApiServer:
         return self
 
     def stop(self):
-        """Stop serving; open watches are cut off (no last chunk), as a
-        restart of the apiserver cuts them."""
+        """Stop serving; open watches are cut off (no last chunk) and every
+        client's kept-alive connection closed, as a restart of the
+        apiserver cuts them (a client must not be served by the stopped
+        server over a connection it kept)."""
         with self._changed:
             self._running = False
             self._changed.notify_all()
         if self._httpd:
             self._httpd.shutdown()
             self._httpd.server_close()
+        with self._lock:
+            connections, self._connections = self._connections, set()
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass        # the client closed it first
 
     @property
     def port(self):
