@@ -210,16 +210,26 @@ class Kinds(collections.namedtuple('Kinds', ['kinds', 'rows', 'siblings'])):
     __slots__ = ()
 
 
+@functools.lru_cache(maxsize=8192)
+def _handle_key(attach_info):
+    """shared_functions.handle_key of a handle's stored text: hosts of one
+    make store the same few texts, each parsed once."""
+    return shared_functions.handle_key(json.loads(attach_info))
+
+
 def _siblings(device_regions, handles):
     """{region name: names of the regions behind one of its functions}
     of one device's regions (views.DeviceView.shared_groups from rows);
     a device of one region shares nothing with itself."""
     if len(device_regions) < 2:
         return {}
-    return shared_functions.groups(
-        (r.name, [shared_functions.handle_key(json.loads(h.attach_info))
-                  for h in handles.get(r.id, ())])
-        for r in device_regions)
+    members = [(r.name, [_handle_key(h.attach_info)
+                         for h in handles.get(r.id, ())])
+               for r in device_regions]
+    keys = [key for _name, found in members for key in found]
+    if len(set(keys)) == len(keys):     # a function each: no siblings
+        return {}
+    return shared_functions.groups(members)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -245,11 +255,15 @@ def _card_conflicts(device_regions, attrs, fleet):
     regions is held, or a region whose whole card is held (as
     views._whole_card_conflict decides it from views), when the device
     is offered by its card (else None)."""
-    cards = {row.id: shared_functions.is_whole_card(_traits(attrs[row.id]))
-             for row in device_regions}
-    if not shared_functions.offered_by_card(
-            (row.name, _traits(attrs[row.id])) for row in device_regions):
+    if not any(value == shared_functions.WHOLE_CARD_TRAIT
+               for row in device_regions for _key, value in attrs[row.id]):
         return None
+    traits = {row.id: _traits(attrs[row.id]) for row in device_regions}
+    if not shared_functions.offered_by_card(
+            (row.name, traits[row.id]) for row in device_regions):
+        return None
+    cards = {row_id: shared_functions.is_whole_card(found)
+             for row_id, found in traits.items()}
     held = {row.id for row in device_regions
             if any(h.in_use for h in fleet.handles.get(row.id, ()))}
     return frozenset(row.id for row in device_regions if any(
@@ -330,16 +344,25 @@ class _Counter:
         kind.hosts.update(hosts)
         kind.count += row.regions
 
-    def alone(self, position, row):
-        """Count the one region of its device at ``position``."""
-        attrs, flags = self._attrs(row), self._flags(row)
+    def _keyed(self, row, attrs, flags, siblings=(), conflict=False,
+               deployables=()):
+        """The Kind of ``row``, found by its flat key when a region of
+        the same columns was counted before."""
         # RegionRow's columns but its names and ids: device type, vendor,
         # status, health, NUMA node; the region's every column from
-        # num_accelerators on.
-        key = (row.agent_state, row[4:9], row[12:], attrs, flags)
+        # num_accelerators on; then what its device adds.
+        key = (row.agent_state, row[4:9], row[12:], attrs, flags,
+               tuple(r.device_state for r in siblings), conflict,
+               deployables)
         kind = self.by_key.get(key)
         if kind is None:
-            kind = self.by_key[key] = self._kind(row, attrs, flags)
+            kind = self.by_key[key] = self._kind(
+                row, attrs, flags, siblings, conflict, deployables)
+        return kind
+
+    def alone(self, position, row):
+        """Count the one region of its device at ``position``."""
+        kind = self._keyed(row, self._attrs(row), self._flags(row))
         kind.hosts.add(row.hostname)
         kind.positions.append(position)
 
@@ -360,9 +383,9 @@ class _Counter:
             if siblings:
                 self.siblings[position + index] = tuple(
                     r.uuid for r in siblings)
-            kind = self._kind(row, attrs[row.id], self._flags(row),
-                              siblings, conflicts is not None and
-                              row.id in conflicts, deployables)
+            kind = self._keyed(row, attrs[row.id], self._flags(row),
+                               siblings, conflicts is not None and
+                               row.id in conflicts, deployables)
             kind.hosts.add(row.hostname)
             kind.positions.append(position + index)
 

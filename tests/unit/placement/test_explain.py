@@ -171,3 +171,56 @@ def test_a_region_a_kubernetes_claim_holds_is_a_near_miss_saying_so():
     assert result['blocking']['step'] == 'in_use'
     assert {m['why'] for m in result['near_misses']
             if m['failed'] == 'in_use'} == {'kubernetes_claimed'}
+
+
+def _row(host, device_id, region_id, device_state='available'):
+    return explain.RegionRow(
+        hostname=host, agent_state='up', device_id=device_id,
+        device_uuid='dev-%d' % device_id, device_type='FPGA',
+        vendor='0x8086', status='enabled', device_health='healthy',
+        device_numa_node=None, id=region_id, uuid='r-%d' % region_id,
+        name='region%d' % region_id, num_accelerators=1,
+        region_type='aa01', function_id=None, local_memory_mb=4096,
+        device_state=device_state, health='healthy', numa_node=0)
+
+
+def _small_fleet(rows, attributes, handles):
+    return explain.Fleet(rows, attributes, handles, {}, {},
+                         tuple(sorted({r.hostname for r in rows})))
+
+
+def _first_failures(small):
+    group = dict(BASE)
+    return {region.uuid: explain.first_failure(region, group)
+            for region in explain.regions(small)}
+
+
+def test_equal_regions_whose_pf_siblings_differ_are_told_apart():
+    # Two cards of two regions behind one PF each, every column equal
+    # but one sibling waiting to be wiped: its partner may not be given.
+    pf = '{"bus": "5e", "device": "00", "function": "0"}'
+    rows = [_row('host-a', 1, 1), _row('host-a', 1, 2, 'pending_cleaning'),
+            _row('host-b', 2, 3), _row('host-b', 2, 4)]
+    small = _small_fleet(rows, {r.id: {'rc': 'FPGA'} for r in rows},
+                         {r.id: [explain.HandleRow(r.id * 10, pf, False)]
+                          for r in rows})
+    assert _first_failures(small) == {'r-1': 'cleaning', 'r-2': 'cleaning',
+                                      'r-3': None, 'r-4': None}
+
+
+def test_equal_regions_whose_whole_card_differs_are_told_apart():
+    # Two cards offered whole beside their region; one card is held, so
+    # its region is too; the other card's region is free.
+    rows = [_row('host-a', 1, 1), _row('host-a', 1, 2),
+            _row('host-b', 2, 3), _row('host-b', 2, 4)]
+    card = {'rc': 'FPGA', 'trait0': 'CUSTOM_FPGA_WHOLE_CARD'}
+    attributes = {1: card, 2: {'rc': 'FPGA'}, 3: card, 4: {'rc': 'FPGA'}}
+
+    def handle(row, function, in_use):
+        info = '{"bus": "5e", "device": "00", "function": "%d"}' % function
+        return [explain.HandleRow(row * 10, info, in_use)]
+    small = _small_fleet(rows, attributes, {
+        1: handle(1, 0, True), 2: handle(2, 1, False),
+        3: handle(3, 0, False), 4: handle(4, 1, False)})
+    found = _first_failures(small)
+    assert (found['r-2'], found['r-4']) == ('in_use', None)
