@@ -49,6 +49,7 @@ OSC_COMMANDS = {
     'signature policy set': signatures.SetSignaturePolicy,
     'signature policy unset': signatures.UnsetSignaturePolicy,
     'device history': devices.HistoryDevice,
+    'device profile explain': device_profiles.ExplainDeviceProfile,
 }
 
 COMMANDS = {

@@ -57,3 +57,15 @@ def test_an_unknown_profile_or_host_is_one_line(cli):
 
 def test_the_cli_asks_for_the_apis_explain_version():
     assert profiles_cli.EXPLAIN_API_VERSION == microversion.PROFILE_EXPLAIN
+
+
+def test_openstack_accelerator_explains_as_cyborg_lite_does(cli, openstack):
+    c.add_device('host1')
+    c.add_device('host2', pci='0000:3b:00.0')
+    assert cli('device', 'profile', 'create', 'gpu', '--group',
+               'resources:PGPU=1').rc == 0
+    result = openstack('accelerator', 'device', 'profile', 'explain', 'gpu',
+                       '-f', 'json')
+    assert result.rc == 0, result.stderr
+    assert result.json == _rows(cli, 'gpu')
+    assert _blocking(result.json) == [('resource_class', 'permanent', '')]
