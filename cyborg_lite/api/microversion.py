@@ -66,6 +66,8 @@ VERSIONS = [
              # namespace; a history row shows seconds (PROGRAMMING_STATS).
     '2.12',  # GET /v2/services: each agent, conductor and API, its
              # release, RPC versions, state and last heartbeat (SERVICES).
+    '2.13',  # ARQs show bind_waits_for: the region a BindStarted ARQ's
+             # bind waits for, busy and running its function (BIND_WAITS).
 ]
 # Where the topology fields start (one name, so renumbering is one line).
 TOPOLOGY = '2.6'
@@ -80,6 +82,8 @@ PROFILE_EXPLAIN = '2.10'
 PROGRAMMING_STATS = '2.11'
 # Where GET /v2/services starts (the same).
 SERVICES = '2.12'
+# Where an ARQ shows the region its bind waits for (the same).
+BIND_WAITS = '2.13'
 
 
 class Version(collections.namedtuple('Version', ['major', 'minor'])):

@@ -47,8 +47,17 @@ ALL = pagination.ALL
 ARQ = models.AcceleratorRequest
 SORT_KEYS = ('created_at', 'uuid', 'state', 'device_profile_group_id')
 
-ARQView = collections.namedtuple('ARQView',
-                                 ['arq', 'device_profile_name', 'handle'])
+# ``waits_for``: the uuid of the region its bind waits for
+# (conductor/bind_wait.py), where the read asked for it.
+ARQView = collections.namedtuple(
+    'ARQView', ['arq', 'device_profile_name', 'handle', 'waits_for'],
+    defaults=[None])
+# The uuid of the region an ARQ's bind waits for, or NULL (its own
+# alias: the statements it joins read the handle's region too).
+_WAITED = models.Deployable.__table__.alias('waited')
+_WAITS_FOR = (sa.select(_WAITED.c.uuid)
+              .where(_WAITED.c.id == ARQ.bind_waits_for_id)
+              .correlate_except(_WAITED).scalar_subquery())
 
 
 def _select():
@@ -185,14 +194,16 @@ def list_arq_rows(names, href_prefix, visible_to, instance_uuid=None,
     (pagination.list_columns; also ``device_profile_name`` and the attach
     handle's ``attach_handle_type`` ('' while unbound, as Cyborg shows
     it), ``attach_handle_uuid``, ``attach_handle_info`` (its JSON
-    text) and ``attach_handle_numa_node`` (its region's NUMA node))."""
+    text), ``attach_handle_numa_node`` (its region's NUMA node)) and
+    ``bind_waits_for`` (the uuid of the region its bind waits for)."""
     handle = models.AttachHandle
     dep = models.Deployable
     extra = {'device_profile_name': models.DeviceProfile.name,
              'attach_handle_type': sa.func.coalesce(handle.attach_type, ''),
              'attach_handle_uuid': handle.uuid,
              'attach_handle_info': handle.attach_info,
-             'attach_handle_numa_node': dep.numa_node}
+             'attach_handle_numa_node': dep.numa_node,
+             'bind_waits_for': _WAITS_FOR}
     stmt = (sa.select(*pagination.list_columns(ARQ, names, href_prefix,
                                                extra))
             .select_from(ARQ)
@@ -220,7 +231,8 @@ def _get_arqs_statement():
                       handle.c.uuid.label('handle_uuid'),
                       handle.c.attach_type.label('handle_attach_type'),
                       handle.c.attach_info.label('handle_attach_info'),
-                      dep.c.numa_node.label('handle_numa_node'))
+                      dep.c.numa_node.label('handle_numa_node'),
+                      _WAITS_FOR.label('waits_for'))
             .join(profile, profile.c.id == ARQ.device_profile_id)
             .outerjoin(handle, handle.c.id == ARQ.attach_handle_id)
             .outerjoin(dep, dep.c.id == handle.c.deployable_id)
@@ -238,13 +250,13 @@ def _view(row):
     handle = (HandleView(row.handle_uuid, row.handle_attach_type,
                          row.handle_attach_info, row.handle_numa_node)
               if row.handle_uuid is not None else None)
-    return ARQView(row, row.profile_name, handle)
+    return ARQView(row, row.profile_name, handle, row.waits_for)
 
 
 def get_arqs(visible_to, uuids):
     """ARQViews in the order of ``uuids``, read-only rows (the ARQ's
-    columns; the handle's uuid, attach_type, attach_info); ARQNotFound
-    for any not seen."""
+    columns; the handle's uuid, attach_type, attach_info; the region its
+    bind waits for); ARQNotFound for any not seen."""
     params = {'uuids': list(uuids)}
     if visible_to is not ALL:
         params['project_id'] = visible_to

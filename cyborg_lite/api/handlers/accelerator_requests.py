@@ -68,11 +68,13 @@ def view(req, item, nodes=None):
         body['numa_aligned'] = nodes.aligned(
             arq.state, arq.instance_uuid, handle.numa_node if handle
             else None)
+    if version.matches(microversion.BIND_WAITS):
+        body['bind_waits_for'] = item.waits_for
     body.update(utils.timestamps(arq))
     return body
 
 
-def _list_format(with_project, with_alignment):
+def _list_format(with_project, with_alignment, with_wait):
     """The RowFormat of a listed ARQ: the keys of ``view``, in order."""
     keys = ['uuid', 'state', 'device_profile_name', 'device_profile_group_id',
             'hostname', 'device_rp_uuid', 'instance_uuid',
@@ -84,11 +86,16 @@ def _list_format(with_project, with_alignment):
     if with_alignment:
         keys.append('numa_aligned')
         raw.append('numa_aligned')
+    if with_wait:
+        keys.append('bind_waits_for')
     return utils.list_format(keys + ['created_at', 'updated_at'], raw=raw)
 
 
-_LIST_FORMATS = {(project, alignment): _list_format(project, alignment)
-                 for project in (False, True) for alignment in (False, True)}
+# By the version's (project_id, numa_aligned, bind_waits_for): each field
+# comes with a later version than the one before it.
+_LIST_FORMATS = {flags: _list_format(*flags) for flags in (
+    (False, False, False), (True, False, False), (True, True, False),
+    (True, True, True))}
 # What a listed ARQ's alignment is worked out from (after its keys).
 _ALIGNMENT_COLUMNS = ('state', 'instance_uuid', 'attach_handle_numa_node')
 
@@ -137,7 +144,8 @@ def list_arqs(req):
     resolved = states.ARQ_RESOLVED if 'bind_state' in params else None
     version = microversion.of(req)
     fmt = _LIST_FORMATS[version.matches('2.1'),
-                        version.matches(microversion.TOPOLOGY)]
+                        version.matches(microversion.TOPOLOGY),
+                        version.matches(microversion.BIND_WAITS)]
     first = len(fmt.columns())
     rows = db.list_arq_rows(
         fmt.columns() + ('attach_handle_info',) + _ALIGNMENT_COLUMNS,

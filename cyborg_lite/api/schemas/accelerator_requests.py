@@ -79,5 +79,7 @@ VIEW = common.view({
     'project_id': common.NULLABLE_STRING,
     # From 2.6: whether the region is on a NUMA node of the instance.
     'numa_aligned': {'enum': [True, False, 'unknown']},
-}, optional=['project_id', 'numa_aligned'])
+    # From 2.13: the region a BindStarted ARQ's bind waits for.
+    'bind_waits_for': common.NULLABLE_STRING,
+}, optional=['project_id', 'numa_aligned', 'bind_waits_for'])
 LIST = common.collection('arqs', VIEW)

@@ -149,6 +149,35 @@ def test_a_bind_waits_for_the_warm_region_and_takes_it_unprogrammed(
     assert arq_waits.waiting() == []
 
 
+def _seen_at(card, arq_uuid, version):
+    """The ARQ as GET and the list show it at ``version``."""
+    headers = dict(MEMBER_A, **{'OpenStack-API-Version':
+                                'accelerator %s' % version})
+    one = card.app.get('%s/%s' % (PATH, arq_uuid), headers=headers).json
+    [listed] = [a for a in card.app.get(PATH, headers=headers).json['arqs']
+                if a['uuid'] == arq_uuid]
+    return one, listed
+
+
+def test_the_region_a_bind_waits_for_is_shown_from_2_13(card, env):
+    card, holder = card
+    waiter = _waiting_bind(card)
+    region1 = env.region('region1').uuid
+
+    for seen in _seen_at(card, waiter, '2.13'):
+        assert (seen['state'], seen['bind_waits_for']) == (
+            'BindStarted', region1)
+    for seen in _seen_at(card, holder, '2.13'):
+        assert seen['bind_waits_for'] is None
+    for seen in _seen_at(card, waiter, '2.12'):
+        assert 'bind_waits_for' not in seen
+
+    card.delete(holder)
+    _bound_warm(card, card.resolved(waiter))
+    for seen in _seen_at(card, waiter, '2.13'):
+        assert seen['bind_waits_for'] is None
+
+
 def test_a_bind_waiting_too_long_programs_a_free_region(card, env, conf):
     card, holder = card
     conf.set_override('warm_wait_timeout', 1, group='arq')
