@@ -174,19 +174,24 @@ _REGIONS_LOCKED = (sa.select(_REGION_TABLE.c.id)
 def lock_function(s, deployable_id):
     """Lock a region for a programming job with every region behind one
     of its functions: the device row shared (a report, which changes who
-    is behind them, waits), then the regions in id order. A bind or a
-    Kubernetes claim of any of them, which locks its region, then waits
-    for the job's creation and sees its job, or is seen by it."""
+    is behind them, waits), then the regions in id order, then the whole
+    card of a region offered with one, as a region's bind locks them
+    (db/devices.region_rows). A bind or a Kubernetes claim of any of
+    them, which locks its region (a whole card's bind, the card), then
+    waits for the job's creation and sees its job, or is seen by it."""
     conn = s.connection()
     params = {'deployable_id': deployable_id}
     device_id = conn.execute(_DEVICE_OF, params).scalar()
     if device_id is None:
         return
-    conn.execute(_DEVICE_SHARED, {'device_id': device_id})
-    behind = conn.execute(_BEHIND_ITS_FUNCTIONS,
-                          dict(params, device_id=device_id)).scalars()
+    params['device_id'] = device_id
+    conn.execute(_DEVICE_SHARED, params)
+    behind = conn.execute(_BEHIND_ITS_FUNCTIONS, params).scalars()
     conn.execute(_REGIONS_LOCKED,
                  {'ids': sorted({deployable_id, *behind})})
+    cards = conn.execute(_WHOLE_CARDS_OF_REGION, params).scalars().all()
+    if cards:
+        conn.execute(_REGIONS_LOCKED, {'ids': cards})
 
 
 def behind_function(s, handle_id):
@@ -199,6 +204,25 @@ def behind_function(s, handle_id):
 
 
 _ATTR_TABLE = models.Attribute.__table__
+
+
+def _is_whole_card(deployable):
+    return sa.select(_ATTR_TABLE.c.id).where(
+        _ATTR_TABLE.c.deployable_id == deployable.c.id,
+        _ATTR_TABLE.c.key.like('trait%'),
+        _ATTR_TABLE.c.value == shared_functions.WHOLE_CARD_TRAIT).exists()
+
+
+_ASKED = _REGION_TABLE.alias('asked')
+_OTHER = _REGION_TABLE.alias('other')
+# The whole cards of the device of a region that is not one itself.
+_WHOLE_CARDS_OF_REGION = (
+    sa.select(_OTHER.c.id)
+    .join(_ASKED, _ASKED.c.device_id == _OTHER.c.device_id)
+    .where(_ASKED.c.id == sa.bindparam('deployable_id'),
+           _OTHER.c.id != _ASKED.c.id, _is_whole_card(_OTHER),
+           ~_is_whole_card(_ASKED))
+    .order_by(_OTHER.c.id))
 _OTHERS_IF_WHOLE_CARD = (
     sa.select(_REGION_TABLE.c.id)
     .where(_REGION_TABLE.c.device_id == sa.select(_REGION_TABLE.c.device_id)
@@ -258,11 +282,14 @@ def active_job_on(s, deployable_id, except_arq_id=None):
                                  'arq_id': except_arq_id}).scalar()
 
 
-RegionHolder = collections.namedtuple('RegionHolder', ['name', 'through'])
+RegionHolder = collections.namedtuple('RegionHolder',
+                                      ['name', 'through', 'card'],
+                                      defaults=[False])
 RegionHolder.__doc__ = """Who holds a region (bound_arq_on): ``name``, an
 ARQ's uuid or ``k8s:<claim uid>``; ``through``, the name of the sibling
-region it holds behind one of the region's functions, or None when it
-holds the region itself."""
+region it holds behind one of the region's functions (``card`` False) or
+of the whole card or region the region is one choice with (``card``
+True), or None when it holds the region itself."""
 
 
 def bound_arq_on(s, deployable_id, except_holder=None):
@@ -271,8 +298,10 @@ def bound_arq_on(s, deployable_id, except_holder=None):
     host is published with its claim: db/arq_binds.finish_bind), a Kubernetes
     claim (db/k8s_claims.py), or either holding a sibling behind one of
     its functions (a card without SR-IOV: attaching its PF hands over
-    every region, common/shared_functions.py). ``except_holder`` (a
-    name) is not counted: a claim programming the region it holds."""
+    every region, common/shared_functions.py), or holding the whole card
+    of a region, or a region of a whole card (one choice, the same
+    module). ``except_holder`` (a name) is not counted: a claim
+    programming the region it holds."""
     arq = models.AcceleratorRequest
     # NOTE: by the handle too, not the state alone: a claim held while
     # it is published is the instance's region already, though not yet
@@ -288,7 +317,48 @@ def bound_arq_on(s, deployable_id, except_holder=None):
         found = 'k8s:' + uid if uid is not None else None
     if found is not None and found != except_holder:
         return RegionHolder(found, None)
-    return _holder_through_sibling(s, deployable_id, except_holder)
+    return _holder_through_sibling(s, deployable_id, except_holder) or \
+        _holder_through_card(s, deployable_id, except_holder)
+
+
+_ARQ_TABLE = models.AcceleratorRequest.__table__
+_CLAIM_TABLE = models.KubernetesClaimDevice.__table__
+# Who holds a deployable a region is one choice with: every other
+# deployable of its device when it is a whole card; its whole card
+# otherwise (common/shared_functions.py). An ARQ as bound_arq_on counts
+# one, then a Kubernetes claim.
+_ONE_CHOICE_WITH = (
+    sa.select(_OTHER.c.id, _OTHER.c.name)
+    .join(_ASKED, _ASKED.c.device_id == _OTHER.c.device_id)
+    .where(_ASKED.c.id == sa.bindparam('deployable_id'),
+           _OTHER.c.id != _ASKED.c.id,
+           sa.or_(_is_whole_card(_ASKED), _is_whole_card(_OTHER)))
+    .subquery())
+_HOLDERS_OF_ONE_CHOICE = sa.union_all(
+    sa.select(_ONE_CHOICE_WITH.c.name, _ARQ_TABLE.c.uuid.label('holder'),
+              sa.literal(0).label('kind'))
+    .join(_ARQ_TABLE, _ARQ_TABLE.c.deployable_id == _ONE_CHOICE_WITH.c.id)
+    .where(sa.or_(_ARQ_TABLE.c.state == 'Bound',
+                  _ARQ_TABLE.c.attach_handle_id.is_not(None))),
+    sa.select(_ONE_CHOICE_WITH.c.name,
+              (sa.literal('k8s:') + _CLAIM_TABLE.c.claim_uid).label(
+                  'holder'), sa.literal(1).label('kind'))
+    .join(_CLAIM_TABLE,
+          _CLAIM_TABLE.c.deployable_id == _ONE_CHOICE_WITH.c.id))
+
+
+def _holder_through_card(s, deployable_id, except_holder):
+    """Who holds the whole card of the region, or a region of the whole
+    card ``deployable_id`` (not ``except_holder``), or None; no holder
+    for a deployable of a card not offered whole."""
+    found = sorted((kind, name, holder) for name, holder, kind in
+                   s.connection().execute(_HOLDERS_OF_ONE_CHOICE,
+                                          {'deployable_id': deployable_id})
+                   if holder != except_holder)
+    if not found:
+        return None
+    _kind, name, holder = found[0]
+    return RegionHolder(holder, name, card=True)
 
 
 _FUNCTIONS_OF = (sa.select(models.AttachHandle.attach_info,
@@ -376,6 +446,9 @@ def holder_label(holder):
         label = 'accelerator request %s' % name
     if holder.through is None:
         return label
+    if holder.card:
+        return '%s, which holds %s, one choice with it (a whole card and ' \
+            'its regions)' % (label, holder.through)
     return '%s, which holds region %s behind the same PCI function' % (
         label, holder.through)
 

@@ -14,10 +14,13 @@ import uuid
 
 import pytest
 
+from cyborg_lite.common import exception
 from cyborg_lite.common import shared_functions
 from cyborg_lite.db import devices as devices_db
+from cyborg_lite.db import programming_jobs as jobs_db
 from tests.functional.placement import candidates_query
 from tests.functional.placement import fake_host
+from tests.unit.bitstreams.conftest import add_bitstream
 from tests.unit.conductor import bind_helpers as h
 
 REGION = {'resources:FPGA': '1'}
@@ -258,3 +261,25 @@ def test_the_explain_counts_a_card_by_its_regions_slots(host):
     assert blocking() == [None, None]
     _take(host, [REGION])
     assert blocking() == ['in_use', None]
+
+
+def _deployable_id(host, name):
+    [found] = [d.id for d in devices_db.host_rows(host.hostname).deployables
+               if d.name.rsplit('_', 1)[-1] == name]
+    return found
+
+
+@pytest.mark.parametrize('held,programmed', [(CARD, 'region0'),
+                                             (REGION, 'card')])
+def test_a_job_on_the_other_side_of_what_is_held_is_refused(
+        host, held, programmed):
+    arq = _bind_unclaimed(host, [held])
+    assert arq.state == 'Bound', arq.error
+    bitstream = add_bitstream()
+
+    with pytest.raises(exception.Conflict) as refused:
+        jobs_db.create_job(_deployable_id(host, programmed), bitstream.id,
+                           hostname=host.hostname)
+
+    assert arq.uuid in str(refused.value)
+    assert jobs_db.list_jobs() == []

@@ -6,6 +6,7 @@ import pytest
 
 from cyborg_lite.common import exception
 from cyborg_lite.db import arq_binds
+from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
@@ -71,3 +72,50 @@ def test_a_card_and_its_region_bound_at_once(pg_db, conf, tmp_path,
     # transaction claimed nothing.
     assert h.get_arq(loser.uuid).attach_handle_id is None
     h.check_no_handle_double_use()
+
+
+def _job_on_region(target):
+    from tests.unit.bitstreams.conftest import add_bitstream
+    bitstream = add_bitstream()
+    return lambda: jobs_db.create_job(target['deployable_id'], bitstream.id)
+
+
+def test_the_card_bound_first_then_a_job_on_its_region(pg_db, conf,
+                                                       tmp_path, monkeypatch):
+    # The card's bind has claimed its PF (transaction open) when a job
+    # for region0 is created: the job waits for the card's row, then
+    # sees it held.
+    card, region = _whole_card(conf, tmp_path)
+    started, bind_card = _bind(card)
+    held = _held_after_claim(monkeypatch, card['deployable_id'])
+
+    results = blocked_behind(held, bind_card, _job_on_region(region))
+
+    assert not isinstance(results['first'], Exception), results
+    assert isinstance(results['second'], exception.Conflict), results
+    assert 'in use by accelerator request %s' % started.uuid in str(
+        results['second'])
+    assert jobs_db.list_jobs() == []
+
+
+def test_a_job_on_a_region_first_then_its_card_bound(pg_db, conf, tmp_path,
+                                                     monkeypatch):
+    # The job for region0 holds its locks (the card's too) and is about
+    # to insert; the card's bind waits for its row, then sees the job:
+    # the card is not handed over while a region of it is written.
+    from cyborg_lite.db import cleaning
+    card, region = _whole_card(conf, tmp_path)
+    _started, bind_card = _bind(card)
+    held, refusal = Held(), cleaning.programming_refusal
+
+    def held_refusal(s, deployable_id, label):
+        held.hold()
+        return refusal(s, deployable_id, label)
+    monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
+
+    results = blocked_behind(held, _job_on_region(region), bind_card)
+
+    assert results['first'].state == 'queued', results
+    assert isinstance(results['second'], exception.ArqBindFailed), results
+    assert results['first'].uuid in str(results['second'])
+    assert h.check_no_handle_double_use() == set()
