@@ -54,6 +54,7 @@ from cyborg_lite.notifications import events as notifications
 from cyborg_lite.rpc import transport as rpc
 from tests import signing_keys
 from tests import waiting
+from tests.fixtures.drivers import every_mode_host
 from tests.fixtures.drivers import gpu_host
 from tests.fixtures.drivers import mig_host
 from tests.fixtures.drivers import vgpu_vfio_host
@@ -224,7 +225,8 @@ class Host:
     ``'mig'``: GPUs in MIG mode offered as their placements
     (tests/fixtures/drivers/mig_host.py); ``'vgpu'``: an H200 whose VFs
     make vGPUs (tests/fixtures/drivers/vgpu_vfio_host.py), its kernel
-    acting on the driver's writes.
+    acting on the driver's writes; ``'every'``: one GPU of each of the
+    three (tests/fixtures/drivers/every_mode_host.py).
     ``start()``, ``stop()``."""
 
     def __init__(self, services, tmp_path, short_dir, cards=1, regions=2,
@@ -242,8 +244,9 @@ class Host:
         self.cards = cards
         self.regions_per_card = regions
         kind = {'mig': mig_host.MigHost,
-                'vgpu': vgpu_vfio_host.VgpuVfioHost}.get(gpus,
-                                                         gpu_host.GpuHost)
+                'vgpu': vgpu_vfio_host.VgpuVfioHost,
+                'every': every_mode_host.EveryModeHost}.get(
+                    gpus, gpu_host.GpuHost)
         self.gpu_host = kind(tmp_path / 'gpus') if gpus else None
         self.fake_options = dict(
             num_cards=cards, regions_per_card=regions, sriov=sriov,
@@ -309,7 +312,8 @@ class Host:
             return [self.fake]
         gpus = nvidia.NvidiaDriver(self.conf)
         gpus.name = 'nvidia'
-        if isinstance(self.gpu_host, vgpu_vfio_host.VgpuVfioHost):
+        if hasattr(self.gpu_host, 'write'):
+            # Its VFs: the kernel's side of the driver's writes.
             gpus.write_attribute = self.gpu_host.write
         return [self.fake, gpus]
 
