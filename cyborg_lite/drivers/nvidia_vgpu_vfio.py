@@ -118,6 +118,16 @@ def read_vfs(sysfs_root, address):
     return vfs
 
 
+def pfs_of(sysfs_root, vfs):
+    """The PFs of the VFs ``vfs`` (addresses) still on the bus."""
+    pfs = set()
+    for vf in vfs:
+        link = os.path.join(_function_dir(sysfs_root, vf), 'physfn')
+        if os.path.islink(link):
+            pfs.add(os.path.basename(os.path.realpath(link)))
+    return pfs
+
+
 def type_trait(device_id, name):
     """'0x2335', 'NVIDIA H200X-35C' -> CUSTOM_NVIDIA_2335_H200X_35C."""
     short = re.sub(r'^(NVIDIA|GRID)\s+', '', name, flags=re.I)

@@ -141,3 +141,42 @@ def test_a_guest_and_a_pod_hold_every_mode_of_one_host_at_once(make_host):
     assert gpus.mig.instances(HOST.MIG) == [(gi, 9, 4)]
     assert gpus.vgpu.current[pod_vf] == gpus.vgpu.current[nova_vf] == 1426
 
+
+def _mig_gpu(host):
+    """(Placement's PGPU view, slice taints) of the MIG GPU's
+    deployables, by short name."""
+    return ({k: v for k, v in host.offers('PGPU').items()
+             if k.startswith(HOST.MIG)},
+            {k: v for k, v in host.slices().items()
+             if k.startswith(HOST.MIG)})
+
+
+def test_a_gpu_s_mode_changes_only_once_nothing_holds_it(make_host):
+    """MIG mode turned off under a pod's placement: the host goes on
+    reporting the held placement as it was, and offers neither the whole
+    GPU nor any other placement; once the pod lets go, the clean
+    destroys the instance and the whole GPU is offered."""
+    host = make_host(gpus='every', expected=EXPECTED)
+    gpus = host.gpu_host
+    claim = rc.allocated_claim('mode-held', [('mig', PLACEMENT)],
+                               namespace=host.namespace, pool=host.host)
+    host.services.apiserver.put_claim(claim)
+    assert host.prepare(claim) == ''
+    [(gi, _profile, _start)] = gpus.mig.instances(HOST.MIG)
+
+    gpus.mig.set_mig_mode(False)
+    for _ in range(2):
+        host.scan()
+        assert _mig_gpu(host) == ({}, {HOST.MIG + '/mig-3g20gb-9-4': []})
+    [held] = [d for d in host.deployables()
+              if host.key_of(d) == HOST.MIG + '/mig-3g20gb-9-4']
+    assert held['device_state'] == 'allocated'
+    assert gpus.mig.instances(HOST.MIG) == [(gi, 9, 4)]
+
+    assert host.unprepare(claim) == ''
+    waiting.read_until(lambda: (host.scan(), _mig_gpu(host))[1],
+                       lambda found: found == (
+                           {HOST.MIG + '/pgpu': 'offered'},
+                           {HOST.MIG + '/pgpu': []}), 20,
+                       what='the whole GPU offered once cleaned')
+    assert gpus.mig.instances(HOST.MIG) == []
