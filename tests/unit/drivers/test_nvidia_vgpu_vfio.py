@@ -178,6 +178,29 @@ def test_made_again_for_its_holder_the_same_vf_nothing_written(
     assert writes == []
 
 
+def test_a_prepare_retried_after_a_kill_9_makes_its_vgpu_once(
+        conf, driver, kernel):
+    """The agent killed after noting the VF (before its write) or after
+    its write: the kubelet's retried Prepare, on a restarted agent, makes
+    the vGPU, or answers the VF made, and never writes twice."""
+    vf = kernel.vfs[PF][7]
+    driver.made_here.note(vf, 1426)             # killed before the write
+    restarted = nvidia.NvidiaDriver(conf)
+    writes = []
+
+    def write(path, text):
+        writes.append(text)
+        kernel.write(path, text)
+    restarted.write_attribute = write
+    made = restarted.make_instance(PF, 'vgpu_1426', _handle(kernel, 7, 1426))
+    assert kernel.current[vf] == 1426 and writes == ['1426\n']
+    again = nvidia.NvidiaDriver(conf)           # killed after the write
+    again.write_attribute = write
+    assert again.make_instance(PF, 'vgpu_1426',
+                               _handle(kernel, 7, 1426)) == made
+    assert writes == ['1426\n']
+
+
 def test_someone_else_s_vgpu_is_no_handle_and_never_removed(driver, kernel):
     _write(kernel, 5, '1426')
     found = _deployable(driver, 'vgpu_1426')
