@@ -96,8 +96,9 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
     Claimed. The same claim asking again gets its row back (``new``
     False); asking for another device of the same deployable (a second
     vGPU of one type) is refused. ClaimRefused with the reason when the
-    region is gone, held by another (a vGPU type: when no VF is free), being programmed for another (or a sibling behind its PCI
-    function is: deployables.sibling_programming), or the availability
+    region is gone, held by another (a vGPU type: when no VF is free),
+    being programmed for another (or a sibling behind its PCI function
+    is: deployables.sibling_programming), or the availability
     decision (inventory/views.region_refusal, on rows read under the
     locks) says why not.
     ``pods``: the pod names the claim is reserved for, kept as they were

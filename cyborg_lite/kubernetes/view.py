@@ -60,19 +60,30 @@ def _deployables(hostname, device, dep, conf):
     copies (``<name>_<i>``, one device each; kubernetes/vgpu_counters)."""
     vgpu = vgpu_counters.consumed(device, dep)
     if not vgpu:
-        return (_deployable(hostname, device, dep, conf),)
+        return (_deployable(hostname, device, dep, conf,
+                            unsupported=device_records.MAKES_INSTANCE in
+                            dep.attributes),)
     one = _deployable(hostname, device, dep, conf, vgpu)
     return tuple(dataclasses.replace(one, name='%s_%d' % (one.name, i))
                  for i in range(vgpu_counters.copies(device, dep)))
 
 
-def _deployable(hostname, device, dep, conf, vgpu=()):
+# A deployable made at bind (a vGPU type) that an agent of an earlier
+# release reported (no counters' attributes): its Prepare does not make
+# vGPUs, so Kubernetes is not given it.
+PREPARE_UNSUPPORTED = 'bind_unsupported'
+
+
+def _deployable(hostname, device, dep, conf, vgpu=(), unsupported=False):
+    reasons = kubernetes_reasons(device, dep)
+    if unsupported and PREPARE_UNSUPPORTED not in reasons:
+        reasons += (PREPARE_UNSUPPORTED,)
     return inventory.Deployable(
         uuid=dep.uuid, name=_name_in_device(hostname, device, dep),
         resource_class=dep.resource_class or '',
         region_type=dep.region_type, function_id=dep.function_id,
         bitstream_id=dep.bitstream_id, local_memory_mb=dep.local_memory_mb,
-        unavailable=kubernetes_reasons(device, dep),
+        unavailable=reasons,
         # A vGPU of a type Nova holds is out of the card's counters.
         bound_to_nova=not vgpu and _bound_to_nova(dep),
         numa_node=dep.numa_node, pcie_root=dep.pcie_root,

@@ -6,6 +6,7 @@ vgpu_vfio_host.py, its kernel acting on writes); the slices checked
 against the published schemas and the apiserver's rules, synced through
 the real client to the apiserver stand-in, and allocated by the
 reference allocator from what it stores."""
+import dataclasses
 import types
 
 import pytest
@@ -37,10 +38,10 @@ def kernel(tmp_path):
     return _kernel(tmp_path)
 
 
-def _host(conf, kernel, k8s=(), nova=()):
-    """The Kubernetes view of the card as the driver scans it; ``k8s``
-    and ``nova``: (type id, VF index) whose handle a claim or an ARQ
-    holds."""
+def _views(conf, kernel, k8s=(), nova=()):
+    """The card's deployables as the driver scans them and the database
+    gives them back; ``k8s`` and ``nova``: (type id, VF index) whose
+    handle a claim or an ARQ holds."""
     kernel.configure(conf)
     driver = nvidia.NvidiaDriver(conf)
     [gpu] = driver.discover()
@@ -54,7 +55,7 @@ def _host(conf, kernel, k8s=(), nova=()):
             uuid='h', attach_type='PCI', attach_info=info,
             in_use=bool(set(held) & set(k8s) | set(held) & set(nova)),
             k8s_claim='uid' if set(held) & set(k8s) else None)
-    deployables = tuple(host_inventory.DeployableView(
+    return tuple(host_inventory.DeployableView(
         uuid='u-' + r.name, name='node-1_%s_%s' % (PF, r.name),
         resource_class='VGPU', num_accelerators=r.num_accelerators,
         # As the database gives them back: text.
@@ -62,6 +63,9 @@ def _host(conf, kernel, k8s=(), nova=()):
                                 for k, v in r.attributes.items())),
         attach_handles=tuple(handle(r, h) for h in r.attach_handles))
         for r in gpu.deployables)
+
+
+def _k8s(deployables):
     device = host_inventory.DeviceView(
         uuid='d', type='GPU', vendor='0x10de', identity=PF,
         pci_address=PF, model='NVIDIA H200', deployables=deployables)
@@ -69,6 +73,11 @@ def _host(conf, kernel, k8s=(), nova=()):
                                      unhealthy_taint_effect='NoSchedule')
     return k8s_view.k8s_inventory(host_inventory.HostInventory(
         'node-1', (device,)), 'node-1', conf_k8s)
+
+
+def _host(conf, kernel, k8s=(), nova=()):
+    """The Kubernetes view of the card as the driver scans it."""
+    return _k8s(_views(conf, kernel, k8s, nova))
 
 
 def _write(kernel, index, text):
@@ -244,3 +253,19 @@ def test_never_more_vgpus_than_the_card_has_vfs(conf, tmp_path, apiserver,
     assert _per_type(_devices(_slices(inventory))) == {1420: 8}
     assert len(allocator.allocate(_claim(6), stored, _of(1420))['r']) == 6
     assert allocator.allocate(_claim(7), stored, _of(1420)) is None
+
+
+def test_an_earlier_agent_s_types_stay_tainted(conf, kernel):
+    """An agent of the release before reports no ``gpu_vfs``: its Prepare
+    does not make vGPUs, so each type stays one device, tainted
+    bind-unsupported, consuming nothing."""
+    found = _slices(_k8s(tuple(
+        dataclasses.replace(d, attributes=tuple(
+            (k, v) for k, v in d.attributes
+            if k not in ('gpu_vfs', 'vgpu_max_instances')))
+        for d in _views(conf, kernel))))
+    devices = [d for obj in found for d in obj['spec'].get('devices', [])]
+    assert len(devices) == len(MOST)
+    assert [[t['key'].split('/')[1] for t in d['taints']]
+            for d in devices] == [['bind-unsupported']] * len(MOST)
+    assert not [d for d in devices if d.get('consumesCounters')]
