@@ -86,8 +86,8 @@ def copies(device, dep):
     """How many devices publish ``dep``: 0 for one that is no vGPU type,
     or one the card can make none of now and no claim holds (the slices
     shrink as ``creatable_vgpu_types`` does)."""
-    card = _card(device)
-    if card is None or dep.name not in card[2]:
+    card = _type_of(dep) and _card(device)
+    if not card:
         return 0
     if dep.num_accelerators <= 0 and not held_by_kubernetes(dep):
         return 0
@@ -97,8 +97,10 @@ def copies(device, dep):
 def consumed(device, dep):
     """((counter, quantity), ...) a device of the type consumes; ()
     for a deployable that is no vGPU type."""
-    card = _card(device)
-    if card is None or dep.name not in card[2]:
+    # NOTE: the card's types read only for a type (a host's regions
+    # are many).
+    card = _type_of(dep) and _card(device)
+    if not card:
         return ()
     _vfs, shares, most = card
     return ((SHARES, str(shares // most[dep.name])), (VFS, '1'))
