@@ -332,14 +332,14 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 return profiles, instances, self.mig_made.adopt(address,
                                                                 instances)
         made_here, mig_noted = self.made_here.read(), self.mig_made.read()
-        held = nvidia_modes.held_modes(mig_noted, nvidia_vgpu_vfio.pfs_of(
-            self.sysfs_root, made_here))
+        vgpus = nvidia_vgpu_vfio.types_by_pf(self.sysfs_root, made_here)
+        held = nvidia_modes.held_modes(mig_noted, vgpus)
 
         def settle(address, mode, deployables):
             return self.last_seen.settle(
                 address, mode, deployables, held.get(address, ()),
-                mig_noted.get(address, {}), {str(t) for t in
-                                             made_here.values()})
+                mig_noted.get(address, {}),
+                {str(t) for t in vgpus.get(address, ())})
         try:
             records = parse_nvidia_smi(output, self.sysfs_root, gpus,
                                        supported_types, made_here,

@@ -27,7 +27,8 @@ WHOLE, MIG, VGPU = 'whole', 'mig', 'vgpu'
 def held_modes(mig_noted, vgpu_pfs):
     """{GPU address: modes of the instances this host made on it and has
     not cleaned}: ``mig_noted``, nvidia_mig_made.Made.read(); ``vgpu_pfs``,
-    the PFs of the VFs nvidia_vgpu_vfio.MadeHere notes."""
+    the PFs of the VFs nvidia_vgpu_vfio.MadeHere notes
+    (nvidia_vgpu_vfio.types_by_pf)."""
     modes = {gpu: {MIG} for gpu, noted in mig_noted.items() if noted}
     for pf in vgpu_pfs:
         modes.setdefault(pf, set()).add(VGPU)

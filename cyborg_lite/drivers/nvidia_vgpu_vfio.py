@@ -118,14 +118,16 @@ def read_vfs(sysfs_root, address):
     return vfs
 
 
-def pfs_of(sysfs_root, vfs):
-    """The PFs of the VFs ``vfs`` (addresses) still on the bus."""
-    pfs = set()
-    for vf in vfs:
+def types_by_pf(sysfs_root, made_here):
+    """{PF address: {type id}} of the VFs ``made_here`` ({VF address:
+    type id}) still on the bus."""
+    found = {}
+    for vf, type_id in made_here.items():
         link = os.path.join(_function_dir(sysfs_root, vf), 'physfn')
         if os.path.islink(link):
-            pfs.add(os.path.basename(os.path.realpath(link)))
-    return pfs
+            found.setdefault(os.path.basename(os.path.realpath(link)),
+                             set()).add(type_id)
+    return found
 
 
 def type_trait(device_id, name):
