@@ -150,7 +150,8 @@ class AgentManager(rpc_loop.RpcLoop):
         # start, on hosts that serve no Kubernetes too.
         from cyborg_lite.agent.dra import service as dra_service
         devices = conductor_devices.ConductorDevices(
-            self.conductor, self.host, self.drivers, conf)
+            self.conductor, self.host, self.drivers, conf,
+            report=self.report_once)
         return dra_service.create_server(
             conf, devices.prepare_device, devices.release_device,
             api_client=api_client, node=dra_service.node_name(conf,

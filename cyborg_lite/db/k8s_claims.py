@@ -15,6 +15,7 @@ import collections
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
@@ -81,13 +82,23 @@ def region_holder(s, deployable_id):
     return holder_name(claim_uid) if claim_uid else (arq_uuid or 'unknown')
 
 
+def _makes_instance(rows, deployable_id):
+    """A vGPU type (device_records.MAKES_INSTANCE): each of its handles
+    is a VF of its own, held by one claim or ARQ each (the handle's
+    UNIQUE function), so one holder leaves the others free."""
+    key, value = device_records.MAKES_INSTANCE
+    return rows.attributes.get(deployable_id, {}).get(key) == value
+
+
 def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
           project_id=None, pods=()):
     """Hold a handle of the region for the claim, in one transaction; a
     Claimed. The same claim asking again gets its row back (``new``
-    False). ClaimRefused with the reason when the region is gone, held by
-    another, being programmed for another (or a sibling behind its PCI
-    function is: deployables.sibling_programming), or the availability
+    False); asking for another device of the same deployable (a second
+    vGPU of one type) is refused. ClaimRefused with the reason when the
+    region is gone, held by another (a vGPU type: when no VF is free),
+    being programmed for another (or a sibling behind its PCI function
+    is: deployables.sibling_programming), or the availability
     decision (inventory/views.region_refusal, on rows read under the
     locks) says why not.
     ``pods``: the pod names the claim is reserved for, kept as they were
@@ -99,6 +110,12 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
     try:
         with session.writer() as s:
             found = _find(s, claim_uid, deployable_id)
+            if found is not None and found.device_name != device_name:
+                # NOTE: one row per (claim, deployable): a second vGPU of
+                # one type for one claim would be handed the first's VF.
+                raise refused('the claim holds %s of this deployable '
+                              'already: one device of a vGPU type per '
+                              'card and claim' % found.device_name)
             if found is not None:
                 return _claimed(s, found, False)
             locked = deployables.lock_for_bind(s, deployable_id)
@@ -109,11 +126,12 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
             if job is not None:
                 raise refused('region %s is being programmed by job %s'
                               % (region.uuid, job))
-            holder = region_holder(s, deployable_id)
+            rows = devices.region_rows(s, device, region)
+            holder = None if _makes_instance(rows, deployable_id) else \
+                region_holder(s, deployable_id)
             if holder is not None:
                 raise refused('region %s is in use by %s'
                               % (region.uuid, holder))
-            rows = devices.region_rows(s, device, region)
             why = (deployables.sibling_programming(s, rows)
                    or host_inventory.region_refusal(
                        rows, for_kubernetes=True))

@@ -42,6 +42,7 @@ from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import nvidia_health
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_made
+from cyborg_lite.drivers import nvidia_modes
 from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
@@ -204,13 +205,15 @@ def _mig(gpu, address, traits, where, mig_tables):
 
 
 def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
-               made_here=None, mig_tables=None):
+               made_here=None, mig_tables=None, settle=None):
     """The DeviceRecord of one <gpu> element; HostDataError if unusable.
 
     ``supported_types(address)``: {vGPU type id: (name, Max Instances)}
     of a vendor-VFIO GPU (``nvidia-smi vgpu -s -v``); ``made_here``: {VF
     address: type id} this host's binds made (nvidia_vgpu_vfio.MadeHere);
-    ``mig_tables``: see ``_mig`` (None: MIG placements are not offered)."""
+    ``mig_tables``: see ``_mig`` (None: MIG placements are not offered);
+    ``settle(address, mode, deployables)``: what to report of a GPU
+    whose mode changed under what this host made (nvidia_modes)."""
     address = sysfs.normalise_pci_address(
         _text(gpu, 'pci/pci_bus_id') or gpu.get('id'))
     where = 'nvidia-smi gpu %s' % address
@@ -218,13 +221,19 @@ def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
     memory = parse_mib(_text(gpu, 'fb_memory_usage/total'), where)
     traits = gpu_traits(product)
     if (_text(gpu, 'mig_mode/current_mig') or '').lower() == 'enabled':
+        mode = nvidia_modes.MIG
         deployables = _mig(gpu, address, traits, where, mig_tables)
     else:
-        deployables = (
-            _vfio_deployables(sysfs_root, address, _board_info(gpu),
-                              traits, supported_types, made_here) or
-            vgpu_deployables(sysfs_root, address, traits) or
-            [_pgpu(address, memory, traits)])
+        deployables = _vfio_deployables(sysfs_root, address,
+                                        _board_info(gpu), traits,
+                                        supported_types, made_here)
+        mode = nvidia_modes.WHOLE if deployables is None else \
+            nvidia_modes.VGPU
+        deployables = (deployables or
+                       vgpu_deployables(sysfs_root, address, traits) or
+                       [_pgpu(address, memory, traits)])
+    if settle is not None:
+        deployables = settle(address, mode, deployables)
     vendor_info = {'uuid': _text(gpu, 'uuid') or '',
                    'mig_mode': _text(gpu, 'mig_mode/current_mig') or 'N/A'}
     if memory is not None:
@@ -237,7 +246,7 @@ def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
 
 
 def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None,
-                     made_here=None, mig_tables=None):
+                     made_here=None, mig_tables=None, settle=None):
     """DeviceRecords from ``nvidia-smi -q -x`` output (bytes);
     ``elements``, a dict, gets {identity: <gpu> element} of each."""
     if not data.strip():
@@ -254,7 +263,7 @@ def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None,
         try:
             records.append(gpu_record(gpu, sysfs_root, places,
                                       supported_types, made_here,
-                                      mig_tables))
+                                      mig_tables, settle))
         except exception.HostDataError as e:
             LOG.warning('Skipping a GPU in nvidia-smi output: %s', e)
             continue
@@ -287,6 +296,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         # MIG placements offered to Kubernetes, made at its Prepare.
         self.mig_on_demand = group.mig_on_demand
         self.mig_made = nvidia_mig_made.Made(group.mig_state_file)
+        self.last_seen = nvidia_modes.LastSeen()
         # NOTE: a scan's adoption must not forget a placement noted by a
         # make whose -cgi is still running: one at a time.
         self._mig_lock = threading.RLock()
@@ -321,12 +331,20 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 instances = self._instances(tool, address)
                 return profiles, instances, self.mig_made.adopt(address,
                                                                 instances)
+        made_here, mig_noted = self.made_here.read(), self.mig_made.read()
+        vgpus = nvidia_vgpu_vfio.types_by_pf(self.sysfs_root, made_here)
+        held = nvidia_modes.held_modes(mig_noted, vgpus)
+
+        def settle(address, mode, deployables):
+            return self.last_seen.settle(
+                address, mode, deployables, held.get(address, ()),
+                mig_noted.get(address, {}),
+                {str(t) for t in vgpus.get(address, ())})
         try:
             records = parse_nvidia_smi(output, self.sysfs_root, gpus,
-                                       supported_types,
-                                       self.made_here.read(),
+                                       supported_types, made_here,
                                        mig_tables if self.mig_on_demand
-                                       else None)
+                                       else None, settle)
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())

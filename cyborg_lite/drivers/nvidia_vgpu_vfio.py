@@ -18,8 +18,9 @@ A type's deployable is ``vgpu_<id>``, resource class ``VGPU`` and trait
 ``CUSTOM_NVIDIA_<device id>_<type name>`` (Cyborg's nvidia driver's
 naming: ``CUSTOM_NVIDIA_1EB8_T4_2B`` for "GRID T4-2B").
 
-A bind makes the vGPU (``make``): the conductor holds a VF's handle, the
-agent writes the type into it and hands the VF over as a PCI device;
+A Nova bind or a Kubernetes Prepare makes the vGPU (``make``): the
+conductor holds a VF's handle, the agent writes the type into it and
+hands the VF over as a PCI device (asked again, it answers the same VF);
 the type's clean, once nothing holds it, writes ``0`` into the VFs this
 host made (``remove_made_here``), again while a guest has one open.
 """
@@ -117,6 +118,18 @@ def read_vfs(sysfs_root, address):
     return vfs
 
 
+def types_by_pf(sysfs_root, made_here):
+    """{PF address: {type id}} of the VFs ``made_here`` ({VF address:
+    type id}) still on the bus."""
+    found = {}
+    for vf, type_id in made_here.items():
+        link = os.path.join(_function_dir(sysfs_root, vf), 'physfn')
+        if os.path.islink(link):
+            found.setdefault(os.path.basename(os.path.realpath(link)),
+                             set()).add(type_id)
+    return found
+
+
 def type_trait(device_id, name):
     """'0x2335', 'NVIDIA H200X-35C' -> CUSTOM_NVIDIA_2335_H200X_35C."""
     short = re.sub(r'^(NVIDIA|GRID)\s+', '', name, flags=re.I)
@@ -175,7 +188,12 @@ def deployables(vfs, supported, device_id, traits, made_here=None):
             attributes=dict([device_records.MAKES_INSTANCE],
                             vgpu_type_id=str(type_id), vgpu_type_name=name,
                             made=str(sum(1 for vf in vfs
-                                         if vf.current == type_id))),
+                                         if vf.current == type_id)),
+                            # What Kubernetes' counters of the card are
+                            # made of (kubernetes/vgpu_counters.py).
+                            gpu_vfs=str(len(vfs)),
+                            **({'vgpu_max_instances': str(most)}
+                               if most else {})),
             attach_handles=[_handle(vf, type_id) for vf in
                             sorted(ours + free, key=lambda v: v.address)]))
     return records
@@ -266,6 +284,10 @@ def make(sysfs_root, pf, address, type_id, made_here,
     noted in ``made_here`` before the write and left out again when no
     vGPU was made. VgpuRefused names why when none was."""
     vf = _read_vf(sysfs_root, pf, address)
+    if vf.current == type_id and made_here.read().get(address) == type_id:
+        # Made here already for the handle's holder: a Prepare the kubelet
+        # asks again (the handle is only free again after its clean).
+        return sysfs.pci_attach_info(address)
     if vf.current:
         raise VgpuRefused(address=address, reason='it holds vGPU type %d '
                           'already' % vf.current)

@@ -12,8 +12,9 @@ counter, unless its card is offered whole beside it
 (common/shared_functions.py): then the card's set has one counter per
 region, named as the region, of value 1; a region consumes its own, the
 whole card every one (as NVIDIA's DRA driver counts a GPU's memory
-slices, one counter each). A GPU offered as MIG placements has a set of
-its own (kubernetes/mig_counters.py).
+slices, one counter each). A GPU offered as MIG placements or as vGPU
+types has a set of its own (kubernetes/mig_counters.py,
+vgpu_counters.py).
 
 A counter set is named like the accelerator Placement is offered
 (shared_functions.carrier_rp_name): the device (``fpga-0000-5e-00-0``)

@@ -36,10 +36,11 @@ class Deployable:
     # is offered whole beside its regions (common/shared_functions.py):
     # a region its own, the whole card every region's; empty otherwise.
     card_counters: tuple = ()
-    # A MIG placement made at Prepare (drivers/nvidia_mig_made.py): the
-    # (counter, quantity) pairs of its GPU's counter set it consumes
-    # (``memory-slice-<i>`` of each slice it takes, its multiprocessors
-    # and memory), and the set's (counter, quantity) totals; else empty.
+    # A MIG placement or a vGPU type made at Prepare (drivers/
+    # nvidia_mig_made.py, nvidia_vgpu_vfio.py): the (counter, quantity)
+    # pairs of its GPU's counter set it consumes (kubernetes/
+    # mig_counters.py, vgpu_counters.py), and the set's (counter,
+    # quantity) totals; else empty.
     gpu_counters: tuple = ()
     gpu_counter_totals: tuple = ()
     # Offered still, each with an informational taint (effect None):

@@ -10,11 +10,13 @@ reason becomes a taint, except those host_inventory.kubernetes_lifted
 names (``kubernetes_claimed``, the claim Kubernetes itself allocated; and
 Nova's ``bind_unsupported`` of a MIG placement, which Prepare makes), and
 a region an ARQ holds gets ``in-use=nova``; a degraded one
-(host_inventory.advisories) an informational taint. A deployable whose
-instance is made at Nova's bind (a vGPU type) is tainted
-``bind-unsupported`` here only: Prepare does not make vGPUs yet. A MIG
-placement consumes its GPU's counters (kubernetes/mig_counters.py).
+(host_inventory.advisories) an informational taint. A MIG placement
+consumes its GPU's counters (kubernetes/mig_counters.py); a vGPU type is
+as many devices as the card could make of it, each consuming the card's
+counters (kubernetes/vgpu_counters.py), and Nova's vGPUs are taken out
+of those counters instead of tainting the type.
 """
+import dataclasses
 import re
 
 from cyborg_lite.common import device_records
@@ -24,6 +26,7 @@ from cyborg_lite.kubernetes import inventory
 from cyborg_lite.kubernetes import mig_counters
 from cyborg_lite.kubernetes import names as k8s_names
 from cyborg_lite.kubernetes import slices as k8s_slices
+from cyborg_lite.kubernetes import vgpu_counters
 
 
 def node_name(conf, hostname):
@@ -52,30 +55,45 @@ def _health_signal(device, dep):
     return signal if signal and k8s_names.is_label_value(signal) else None
 
 
-# Kubernetes' Prepare does not make vGPUs yet: a deployable whose
-# instance is made at Nova's bind (a vGPU type) is bound through Nova only.
+def _deployables(hostname, device, dep, conf):
+    """The view's deployables of ``dep``: itself, or a vGPU type's
+    copies (``<name>_<i>``, one device each; kubernetes/vgpu_counters)."""
+    vgpu = vgpu_counters.consumed(device, dep)
+    if not vgpu:
+        return (_deployable(hostname, device, dep, conf,
+                            unsupported=device_records.MAKES_INSTANCE in
+                            dep.attributes),)
+    one = _deployable(hostname, device, dep, conf, vgpu)
+    return tuple(dataclasses.replace(one, name='%s_%d' % (one.name, i))
+                 for i in range(vgpu_counters.copies(device, dep)))
+
+
+# A deployable made at bind (a vGPU type) that an agent of an earlier
+# release reported (no counters' attributes): its Prepare does not make
+# vGPUs, so Kubernetes is not given it.
 PREPARE_UNSUPPORTED = 'bind_unsupported'
 
 
-def _deployable(hostname, device, dep, conf):
+def _deployable(hostname, device, dep, conf, vgpu=(), unsupported=False):
     reasons = kubernetes_reasons(device, dep)
-    if device_records.MAKES_INSTANCE in dep.attributes and \
-            PREPARE_UNSUPPORTED not in reasons:
+    if unsupported and PREPARE_UNSUPPORTED not in reasons:
         reasons += (PREPARE_UNSUPPORTED,)
     return inventory.Deployable(
         uuid=dep.uuid, name=_name_in_device(hostname, device, dep),
         resource_class=dep.resource_class or '',
         region_type=dep.region_type, function_id=dep.function_id,
         bitstream_id=dep.bitstream_id, local_memory_mb=dep.local_memory_mb,
-        unavailable=reasons, bound_to_nova=_bound_to_nova(dep),
+        unavailable=reasons,
+        # A vGPU of a type Nova holds is out of the card's counters.
+        bound_to_nova=not vgpu and _bound_to_nova(dep),
         numa_node=dep.numa_node, pcie_root=dep.pcie_root,
         pci_bus_id=dep.pci_bus_id,
         shares_function=_shares_function(hostname, device, dep),
         card_counters=_card_counters(hostname, device, dep),
-        gpu_counters=mig_counters.consumed(
+        gpu_counters=vgpu or mig_counters.consumed(
             dep.attributes, dep.local_memory_mb, k8s_slices.mib_quantity),
-        gpu_counter_totals=mig_counters.totals(dep.attributes,
-                                               k8s_slices.mib_quantity),
+        gpu_counter_totals=vgpu_counters.totals(device) if vgpu else
+        mig_counters.totals(dep.attributes, k8s_slices.mib_quantity),
         advisories=(host_inventory.advisories(device, dep)
                     if conf.informational_taints else ()),
         health_signal=_health_signal(device, dep),
@@ -126,8 +144,9 @@ def k8s_inventory(view, node, conf):
         identity=d.identity, pci_address=d.pci_address,
         pcie_root=d.pcie_root, numa_node=d.numa_node,
         programmable=any(dep.region_type for dep in d.deployables),
-        deployables=tuple(_deployable(view.hostname, d, dep, conf)
-                          for dep in d.deployables))
+        deployables=tuple(copy for dep in d.deployables
+                          for copy in _deployables(view.hostname, d, dep,
+                                                   conf)))
         for d in view.devices)
     return inventory.HostInventory(view.hostname, node, devices,
                                    view.numa_nodes)

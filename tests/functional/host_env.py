@@ -50,8 +50,9 @@ CARD = pe.CARD
 GPU_A, GPU_B = gpu_host.GPUS
 HEALTH_CHANGE = 'accelerator.device.health_change'
 RESOURCE = {'fpga': 'FPGA', 'gpu': 'PGPU', 'vgpu': 'VGPU'}
+# A vGPU type: a device per vGPU the card can make of it.
 SLICE_DEVICES = {'fpga': 2, 'gpu': 2,
-                 'vgpu': len(vgpu_vfio_host.H200X_TYPES)}
+                 'vgpu': sum(t[2] for t in vgpu_vfio_host.H200X_TYPES)}
 TAINT_PREFIX = 'cyborg-lite.openstack.org/'
 
 

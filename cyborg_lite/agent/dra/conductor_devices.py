@@ -4,9 +4,12 @@ the claim (conductor RPC prepare_k8s_device), ``release_device`` to free
 it (release_k8s_device). The container gets the region's device nodes
 from the driver that reported it (drivers/base.ContainerDevicesInterface)
 and a few environment variables naming it. What Prepare makes (a MIG
-placement's GPU and compute instance) the driver makes here, once the
-conductor holds the handle for the claim; the release's clean destroys
-it.
+placement's GPU and compute instance, a vGPU type written into the VF the
+claim's handle names) the driver makes here, once the conductor holds the
+handle for the claim, with the Nova bind's code (drivers/base.
+InstanceInterface); the release's clean destroys it. A vGPU is handed
+over as its VF's PCI address, and the host is reported at once, so that
+the slices and Placement narrow to what the card can still make.
 
 Programming may outlast one RPC call: the conductor answers
 ClaimInProgress after ``wait`` seconds and this asks again, on the same
@@ -24,6 +27,7 @@ from oslo_log import log as logging
 
 from cyborg_lite.agent.dra import device_api
 from cyborg_lite.common import context
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 
@@ -36,8 +40,11 @@ _REFUSALS = (exception.Invalid, exception.NotFound, exception.Conflict,
 
 class ConductorDevices:
 
-    def __init__(self, conductor_api, hostname, drivers, conf):
+    def __init__(self, conductor_api, hostname, drivers, conf,
+                 report=None):
         self.conductor = conductor_api
+        # The agent's scan and report, after Prepare made a vGPU.
+        self.report = report or (lambda: None)
         self.hostname = hostname
         self.drivers = {d.name: d for d in drivers}
         # Each call waits at most half the RPC timeout for programming.
@@ -91,7 +98,8 @@ class ConductorDevices:
         info = found.get('attach_info') or {}
         if isinstance(info, str):
             info = json.loads(info)        # as the database keeps it
-        if 'mig_placement' not in info:
+        vgpu = 'vgpu_type' in info
+        if 'mig_placement' not in info and not vgpu:
             return []
         driver = self.drivers.get(found['driver'])
         if not isinstance(driver, base.InstanceInterface):
@@ -102,7 +110,15 @@ class ConductorDevices:
             made = driver.make_instance(found['identity'],
                                         found['region_name'], info)
         except exception.DriverError as e:
+            if vgpu:
+                # NOTE: the card was not as the last report said.
+                self.report()
             raise device_api.DevicePrepareError(str(e))
+        if vgpu:
+            self.report()
+            return [('CYBORG_LITE_VGPU_TYPE', info['vgpu_type']),
+                    ('CYBORG_LITE_PCI_ADDRESS',
+                     device_records.pci_address(made))]
         return [('CYBORG_LITE_MIG_PLACEMENT', info['mig_placement']),
                 ('CYBORG_LITE_MIG_GPU_INSTANCE_ID',
                  str(made.get('mig_gpu_instance', '')))]
@@ -111,11 +127,13 @@ class ConductorDevices:
         env = [('CYBORG_LITE_DEPLOYABLE_UUID', found['deployable_uuid']),
                ('CYBORG_LITE_DEVICE_UUID', found['device_uuid'])]
         env += self._make_instance(found)
+        named = {name for name, _value in env}
         for name, key in (('CYBORG_LITE_FUNCTION_ID', 'function_id'),
                           ('CYBORG_LITE_BITSTREAM_ID', 'bitstream_id'),
                           ('CYBORG_LITE_REGION_TYPE', 'region_type'),
                           ('CYBORG_LITE_PCI_ADDRESS', 'pci_address')):
-            if found.get(key):
+            # A vGPU's PCI address is its VF's, not its GPU's.
+            if found.get(key) and name not in named:
                 env.append((name, found[key]))
         return device_api.PreparedDevice(
             device_nodes=tuple(self._device_nodes(found)), env=tuple(env))

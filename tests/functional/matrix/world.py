@@ -54,8 +54,10 @@ from cyborg_lite.notifications import events as notifications
 from cyborg_lite.rpc import transport as rpc
 from tests import signing_keys
 from tests import waiting
+from tests.fixtures.drivers import every_mode_host
 from tests.fixtures.drivers import gpu_host
 from tests.fixtures.drivers import mig_host
+from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional import nova_order
 from tests.functional.kubernetes import kubelet as kubelet_mod
 from tests.functional.matrix import heard as heard_mod
@@ -221,7 +223,10 @@ class Host:
     serving the kubelet plugin, and a kubelet. ``gpus``: whole NVIDIA
     GPUs too (tests/fixtures/drivers/gpu_host.py, the nvidia driver);
     ``'mig'``: GPUs in MIG mode offered as their placements
-    (tests/fixtures/drivers/mig_host.py).
+    (tests/fixtures/drivers/mig_host.py); ``'vgpu'``: an H200 whose VFs
+    make vGPUs (tests/fixtures/drivers/vgpu_vfio_host.py), its kernel
+    acting on the driver's writes; ``'every'``: one GPU of each of the
+    three (tests/fixtures/drivers/every_mode_host.py).
     ``start()``, ``stop()``."""
 
     def __init__(self, services, tmp_path, short_dir, cards=1, regions=2,
@@ -238,7 +243,10 @@ class Host:
         self.short_dir = short_dir
         self.cards = cards
         self.regions_per_card = regions
-        kind = mig_host.MigHost if gpus == 'mig' else gpu_host.GpuHost
+        kind = {'mig': mig_host.MigHost,
+                'vgpu': vgpu_vfio_host.VgpuVfioHost,
+                'every': every_mode_host.EveryModeHost}.get(
+                    gpus, gpu_host.GpuHost)
         self.gpu_host = kind(tmp_path / 'gpus') if gpus else None
         self.fake_options = dict(
             num_cards=cards, regions_per_card=regions, sriov=sriov,
@@ -274,6 +282,10 @@ class Host:
             self.conf.set_override(name, value, group='kubernetes')
         self.conf.set_override('state_dir', str(self.tmp_path / 'health'),
                                group='health')
+        # The VFs this host made: its own (the addresses repeat per host).
+        self.conf.set_override('vgpu_state_file',
+                               str(self.tmp_path / 'vgpus_made.json'),
+                               group='nvidia_driver')
         if self.gpu_host is not None:
             self.gpu_host.configure(self.conf)
 
@@ -300,6 +312,9 @@ class Host:
             return [self.fake]
         gpus = nvidia.NvidiaDriver(self.conf)
         gpus.name = 'nvidia'
+        if hasattr(self.gpu_host, 'write'):
+            # Its VFs: the kernel's side of the driver's writes.
+            gpus.write_attribute = self.gpu_host.write
         return [self.fake, gpus]
 
     def start_agent(self):

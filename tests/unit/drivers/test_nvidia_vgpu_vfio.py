@@ -46,7 +46,8 @@ def test_a_fresh_card_offers_every_type_as_many_as_it_can_make(driver):
     assert 'CUSTOM_NVIDIA_2335_H200X_35C' in q35.traits
     assert q35.attributes == {'bind': 'make', 'vgpu_type_id': '1426',
                               'vgpu_type_name': 'NVIDIA H200X-35C',
-                              'made': '0'}
+                              'made': '0', 'gpu_vfs': '32',
+                              'vgpu_max_instances': '4'}
     # No whole-GPU offer beside the types: one way at a time.
     assert 'pgpu' not in offers
     device_records.DeviceRecord.from_dict(gpu.to_dict())
@@ -159,6 +160,45 @@ def test_a_type_is_made_on_the_vf_a_handle_names(driver, kernel):
                                         for h in after.attach_handles]
     other = _deployable(driver, 'vgpu_1420')
     assert (other.num_accelerators, other.attach_handles) == (0, [])
+
+
+def test_made_again_for_its_holder_the_same_vf_nothing_written(
+        driver, kernel):
+    """A Prepare the kubelet asks again makes nothing twice; a VF of
+    the type that this host did not make is still refused."""
+    first = driver.make_instance(PF, 'vgpu_1426', _handle(kernel, 3, 1426))
+    writes = []
+    driver.write_attribute = lambda path, text: writes.append(text)
+    assert driver.make_instance(PF, 'vgpu_1426',
+                                _handle(kernel, 3, 1426)) == first
+    assert writes == []
+    _write(kernel, 5, '1426')
+    with pytest.raises(nvidia_vgpu_vfio.VgpuRefused, match='already'):
+        driver.make_instance(PF, 'vgpu_1426', _handle(kernel, 5, 1426))
+    assert writes == []
+
+
+def test_a_prepare_retried_after_a_kill_9_makes_its_vgpu_once(
+        conf, driver, kernel):
+    """The agent killed after noting the VF (before its write) or after
+    its write: the kubelet's retried Prepare, on a restarted agent, makes
+    the vGPU, or answers the VF made, and never writes twice."""
+    vf = kernel.vfs[PF][7]
+    driver.made_here.note(vf, 1426)             # killed before the write
+    restarted = nvidia.NvidiaDriver(conf)
+    writes = []
+
+    def write(path, text):
+        writes.append(text)
+        kernel.write(path, text)
+    restarted.write_attribute = write
+    made = restarted.make_instance(PF, 'vgpu_1426', _handle(kernel, 7, 1426))
+    assert kernel.current[vf] == 1426 and writes == ['1426\n']
+    again = nvidia.NvidiaDriver(conf)           # killed after the write
+    again.write_attribute = write
+    assert again.make_instance(PF, 'vgpu_1426',
+                               _handle(kernel, 7, 1426)) == made
+    assert writes == ['1426\n']
 
 
 def test_someone_else_s_vgpu_is_no_handle_and_never_removed(driver, kernel):
