@@ -155,6 +155,17 @@ NVIDIA_OPTS = [
     cfg.StrOpt('sysfs_root', default='/sys',
                help='Root of the sysfs tree where vGPU (mdev) types are '
                     'read: bus/pci/devices/<address>/mdev_supported_types.'),
+    cfg.StrOpt('dev_root', default='/dev',
+               help='Directory of the NVIDIA device nodes a Kubernetes '
+                    'container is given (nvidiactl, nvidia-uvm, '
+                    'nvidia-uvm-tools, nvidia<minor>, '
+                    'nvidia-caps/nvidia-cap<N>); a node missing there '
+                    'fails the Prepare.'),
+    cfg.StrOpt('proc_root', default='/proc',
+               help='Root of the procfs tree where a MIG instance\'s '
+                    'capability minors are read: driver/nvidia/'
+                    'capabilities/gpu<minor>/mig/gi<id>/access and '
+                    '.../ci<id>/access.'),
     cfg.StrOpt('vgpu_state_file',
                default='$state_path/nvidia/vgpus_made.json',
                help='Where the agent notes the VFs its binds gave a vGPU '

@@ -39,6 +39,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import health
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
+from cyborg_lite.drivers import nvidia_device_nodes
 from cyborg_lite.drivers import nvidia_health
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_made
@@ -274,7 +275,8 @@ def parse_nvidia_smi(data, sysfs_root, elements=None, supported_types=None,
 
 class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                    base.CleaningInterface, topology.SysfsHostTopology,
-                   base.HealthInterface, base.InstanceInterface):
+                   base.HealthInterface, base.InstanceInterface,
+                   base.ContainerDevicesInterface):
     """GPUs as whole devices, MIG instances or vGPU (mdev) types; on
     the vendor-specific VFIO framework, vGPU types a bind makes."""
 
@@ -284,6 +286,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         self.nvidia_smi_path = group.nvidia_smi_path
         self.timeout = group.timeout
         self.sysfs_root = group.sysfs_root
+        self.dev_root, self.proc_root = group.dev_root, group.proc_root
         self.correctable_step = conf.health.correctable_errors_per_scan
         # The tool edge: run_tool(driver name, argv, timeout) -> stdout.
         self.run_tool = tools.run_tool
@@ -382,6 +385,21 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         return health.Condition('pci', 'unhealthy', 'pci %s is bound to the '
                                 'nvidia driver but nvidia-smi no longer '
                                 'lists it' % record.pci_address)
+
+    def device_nodes(self, identity, deployable_name):
+        # NOTE: a GPU the agent has not scanned yet is looked for once.
+        if identity not in self._gpus:
+            self._scan(self._tool())
+        gpu = self._gpus.get(identity)
+        if gpu is None:
+            raise exception.DriverError(driver=self._name, reason='no '
+                                        'NVIDIA GPU %s on this host' % identity)
+        theirs = {d.name: d.attributes['gpu_instance_ids'].split(',')
+                  for d in mig_deployables(gpu, (), identity)}
+        return nvidia_device_nodes.of_deployable(
+            gpu, identity, deployable_name,
+            self.mig_made.read().get(identity, {}), theirs, self.dev_root,
+            self.proc_root)
 
     def _vgpu_type(self, identity, deployable_name, attach_info):
         """The type id a vendor-VFIO vGPU handle's bind writes; its VF
