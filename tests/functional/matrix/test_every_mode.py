@@ -5,17 +5,15 @@ MIG mode, health read from the same nvidia-smi, on the real services
 claim a MIG placement and a vGPU of the same card, all at once; each is
 bound to what it asked for, Placement and the slices show what is left,
 and every GPU's health is what its hardware says."""
-import json
 import uuid
 
 import pytest
 
-from cyborg_lite.agent.dra import cdi
 from tests import waiting
 from tests.fixtures.drivers import every_mode_host
 from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional.matrix import world
-from tests.unit.kubernetes import resource_claims as rc
+from tests.functional.matrix import claims
 
 pytestmark = pytest.mark.xdist_group('matrix')
 
@@ -54,13 +52,7 @@ def _h200(host):
 
 
 def _env(host, claim):
-    path = cdi.spec_path(host.conf.kubernetes.cdi_dir,
-                         host.conf.kubernetes.driver_name,
-                         claim['metadata']['uid'])
-    with open(path) as f:
-        devices = json.load(f)['devices']
-    return [dict(e.split('=', 1) for e in d['containerEdits']['env'])
-            for d in devices]
+    return [claims.env(d) for d in claims.cdi_devices(host, claim)]
 
 
 def _health(host):
@@ -90,10 +82,8 @@ def test_a_guest_and_a_pod_hold_every_mode_of_one_host_at_once(make_host):
     # type the card lists now).
     waiting.read_until(lambda: _h200(host)[1], lambda c: c == {
         'card-shares': '120', 'vfs': '31'}, 20, what="Nova's vGPU counted")
-    claim = rc.allocated_claim('every-mode', [
-        ('mig', PLACEMENT), ('vgpu', H200 + '-vgpu-1426-0')],
-        namespace=host.namespace, pool=host.host)
-    host.services.apiserver.put_claim(claim)
+    claim = claims.allocated(host, 'every-mode', [
+        ('mig', PLACEMENT), ('vgpu', H200 + '-vgpu-1426-0')])
     assert host.prepare(claim) == ''
     envs = _env(host, claim)
     [mig_env] = [e for e in envs if 'CYBORG_LITE_MIG_PLACEMENT' in e]
@@ -158,9 +148,7 @@ def test_a_gpu_s_mode_changes_only_once_nothing_holds_it(make_host):
     destroys the instance and the whole GPU is offered."""
     host = make_host(gpus='every', expected=EXPECTED)
     gpus = host.gpu_host
-    claim = rc.allocated_claim('mode-held', [('mig', PLACEMENT)],
-                               namespace=host.namespace, pool=host.host)
-    host.services.apiserver.put_claim(claim)
+    claim = claims.allocated(host, 'mode-held', [('mig', PLACEMENT)])
     assert host.prepare(claim) == ''
     [(gi, _profile, _start)] = gpus.mig.instances(HOST.MIG)
 

@@ -5,7 +5,6 @@ Prepare (mig_host.py), and the CDI spec written for it names the GPU's
 device nodes on the simulated host, and the capability nodes of the
 instance made; a node the host lacks fails the claim and holds
 nothing."""
-import json
 import os
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 from cyborg_lite.agent.dra import cdi
 from tests import waiting
 from tests.fixtures.drivers import mig_host
-from tests.unit.kubernetes import resource_claims as rc
+from tests.functional.matrix import claims
 
 pytestmark = pytest.mark.xdist_group('matrix')
 
@@ -28,11 +27,8 @@ def _device(host, key):
 
 
 def _claim(host, device_name):
-    claim = rc.allocated_claim('gpu-%s' % device_name[-12:],
-                               [('gpu', device_name)],
-                               namespace=host.namespace, pool=host.host)
-    host.services.apiserver.put_claim(claim)
-    return claim
+    return claims.allocated(host, 'gpu-%s' % device_name[-12:],
+                            [('gpu', device_name)])
 
 
 def _spec_path(host, claim):
@@ -43,8 +39,7 @@ def _spec_path(host, claim):
 
 def _nodes(host, claim):
     """[(path, hostPath)] of the claim's one device in its CDI spec."""
-    with open(_spec_path(host, claim)) as f:
-        [device] = json.load(f)['devices']
+    [device] = claims.cdi_devices(host, claim)
     return [(n['path'], n.get('hostPath', n['path']))
             for n in device['containerEdits']['deviceNodes']]
 

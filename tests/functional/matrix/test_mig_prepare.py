@@ -5,12 +5,11 @@ conductor publishes every placement to the apiserver stand-in, a kubelet
 speaking the real DRA gRPC prepares a claim allocated one of them, and
 the agent makes the GPU instance at that placement; unprepare and the
 clean destroy it, and only it."""
-import json
 import os
 
 from cyborg_lite.agent.dra import cdi
 from tests import waiting
-from tests.unit.kubernetes import resource_claims as rc
+from tests.functional.matrix import claims
 
 GPU = '0000:3b:00.0'
 # Two fake regions, and 14 placements on each of the two GPUs.
@@ -26,28 +25,13 @@ def _device(host, placement, gpu=GPU):
 
 
 def _claim(host, device_name):
-    claim = rc.allocated_claim('mig-%s' % device_name[-12:],
-                               [('gpu', device_name)],
-                               namespace=host.namespace, pool=host.host)
-    host.services.apiserver.put_claim(claim)
-    return claim
-
-
-def _wait_available(host, dep):
-    """The deployable once its clean ended (device_state available)."""
-    return waiting.read_until(
-        lambda: host.call('GET', '/deployables/' + dep['uuid'], 200).json(),
-        lambda d: d['device_state'] == 'available', 20,
-        what='%s available' % dep['name'])
+    return claims.allocated(host, 'mig-%s' % device_name[-12:],
+                            [('gpu', device_name)])
 
 
 def _env(host, claim):
-    path = cdi.spec_path(host.conf.kubernetes.cdi_dir,
-                         host.conf.kubernetes.driver_name,
-                         claim['metadata']['uid'])
-    with open(path) as f:
-        [device] = json.load(f)['devices']
-    return dict(e.split('=', 1) for e in device['containerEdits']['env'])
+    [device] = claims.cdi_devices(host, claim)
+    return claims.env(device)
 
 
 def test_prepare_makes_the_placement_unprepare_destroys_only_it(make_host):
@@ -73,7 +57,7 @@ def test_prepare_makes_the_placement_unprepare_destroys_only_it(make_host):
     assert len([line for line in mig.log() if 'create' in line]) == 2
 
     assert host.unprepare(claim) == ''
-    _wait_available(host, dep)
+    claims.wait_available(host, dep)
     assert mig.instances(GPU) == [(theirs, 19, 0)]
     assert mig.log()[-2:] == ['-dci %s gi=%d' % (GPU, gi),
                               '-dgi %s gi=%d' % (GPU, gi)]

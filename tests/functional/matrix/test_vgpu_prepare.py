@@ -6,12 +6,10 @@ stand-in, a kubelet speaking the real DRA gRPC prepares claims allocated
 some, and the agent writes the type into a free VF (the Nova bind's code:
 the VF read again first) and names that VF to the container; unprepare
 and the clean write 0 into it, and never into a VF someone else made."""
-import json
 
-from cyborg_lite.agent.dra import cdi
 from tests import waiting
 from tests.fixtures.drivers import vgpu_vfio_host
-from tests.unit.kubernetes import resource_claims as rc
+from tests.functional.matrix import claims
 
 PF = vgpu_vfio_host.PFS[0]
 SET = 'gpu-0000-41-00-0'
@@ -49,28 +47,14 @@ def _type_deployable(host, type_id):
 
 
 def _claim(host, *device_names):
-    claim = rc.allocated_claim(
-        'vgpu-%s' % device_names[0][-8:],
-        [('gpu%d' % i, name) for i, name in enumerate(device_names)],
-        namespace=host.namespace, pool=host.host)
-    host.services.apiserver.put_claim(claim)
-    return claim
+    return claims.allocated(
+        host, 'vgpu-%s' % device_names[0][-8:],
+        [('gpu%d' % i, name) for i, name in enumerate(device_names)])
 
 
 def _env(host, claim):
-    path = cdi.spec_path(host.conf.kubernetes.cdi_dir,
-                         host.conf.kubernetes.driver_name,
-                         claim['metadata']['uid'])
-    with open(path) as f:
-        [device] = json.load(f)['devices']
-    return dict(e.split('=', 1) for e in device['containerEdits']['env'])
-
-
-def _wait_available(host, dep):
-    return waiting.read_until(
-        lambda: host.call('GET', '/deployables/' + dep['uuid'], 200).json(),
-        lambda d: d['device_state'] == 'available', 20,
-        what='%s available' % dep['name'])
+    [device] = claims.cdi_devices(host, claim)
+    return claims.env(device)
 
 
 def _made(kernel, type_id):
@@ -112,7 +96,7 @@ def test_prepare_writes_the_type_into_a_free_vf_unprepare_writes_0(
 
     assert host.unprepare(claim) == ''
     assert host.unprepare(other) == ''
-    _wait_available(host, dep)
+    claims.wait_available(host, dep)
     assert _made(kernel, 1426) == [theirs]
     assert kernel.read(kernel.vf_file(PF, kernel.vfs[PF].index(vf),
                                       'current_vgpu_type')) == '0\n'
@@ -167,5 +151,5 @@ def test_the_slices_narrow_to_the_type_a_prepare_made(make_host):
     _wait_card(host, ({1427: 2}, {'card-shares': '160', 'vfs': '32'}),
                'the card narrowed to 70C')
     assert host.unprepare(claim) == ''
-    _wait_available(host, _type_deployable(host, 1427))
+    claims.wait_available(host, _type_deployable(host, 1427))
     assert _made(host.gpu_host, 1427) == []
