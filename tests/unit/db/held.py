@@ -97,3 +97,17 @@ def blocked_behind(held, first, second):
         for thread in threads:
             thread.join(30)
     return results
+
+
+def held_before_a_jobs_insert(monkeypatch):
+    """A Held at a programming job's creation with its locks taken
+    (db/programming_jobs.create_job, at its cleaning refusal), before
+    its insert."""
+    from cyborg_lite.db import cleaning
+    held, refusal = Held(), cleaning.programming_refusal
+
+    def held_refusal(s, deployable_id, label):
+        held.hold()
+        return refusal(s, deployable_id, label)
+    monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
+    return held

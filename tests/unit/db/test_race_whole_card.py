@@ -10,6 +10,7 @@ from cyborg_lite.db import programming_jobs as jobs_db
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
+from tests.unit.db.held import held_before_a_jobs_insert
 
 pytestmark = pytest.mark.postgresql
 
@@ -103,15 +104,9 @@ def test_a_job_on_a_region_first_then_its_card_bound(pg_db, conf, tmp_path,
     # The job for region0 holds its locks (the card's too) and is about
     # to insert; the card's bind waits for its row, then sees the job:
     # the card is not handed over while a region of it is written.
-    from cyborg_lite.db import cleaning
     card, region = _whole_card(conf, tmp_path)
     _started, bind_card = _bind(card)
-    held, refusal = Held(), cleaning.programming_refusal
-
-    def held_refusal(s, deployable_id, label):
-        held.hold()
-        return refusal(s, deployable_id, label)
-    monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
+    held = held_before_a_jobs_insert(monkeypatch)
 
     results = blocked_behind(held, _job_on_region(region), bind_card)
 

@@ -33,6 +33,7 @@ from tests.unit.bitstreams.conftest import add_region
 from tests.unit.conductor import bind_helpers as h
 from tests.unit.db.held import Held
 from tests.unit.db.held import blocked_behind
+from tests.unit.db.held import held_before_a_jobs_insert
 from tests.unit.db.held import race
 
 pytestmark = pytest.mark.postgresql
@@ -282,15 +283,9 @@ def test_a_job_first_then_a_bind_of_the_region_behind_its_pf(pg_db,
     # The job for region1 holds its locks (region0's too) and is about
     # to insert; the bind of region0 waits for region0, then sees the
     # job and fails: the PF is not handed over mid-write.
-    from cyborg_lite.db import cleaning
     region0, region1 = h.make_card(sriov=False)
     _started, finish = _bind_sibling(region0)
-    held, refusal = Held(), cleaning.programming_refusal
-
-    def held_refusal(s, deployable_id, label):
-        held.hold()
-        return refusal(s, deployable_id, label)
-    monkeypatch.setattr(cleaning, 'programming_refusal', held_refusal)
+    held = held_before_a_jobs_insert(monkeypatch)
 
     results = blocked_behind(held, _job_on(region1, add_bitstream()),
                              finish)
