@@ -24,7 +24,9 @@ What they are, from NVIDIA's documents and sources:
   does, so reading it checks that too.
 
 Only nodes the host has are named: one it lacks is an error, as a
-container given a path that is not there would not start.
+container given a path that is not there would not start; but
+``nvidia-uvm-tools`` (profilers and debuggers read it, CUDA itself does
+not) is left out where the host has none.
 """
 import os
 import re
@@ -33,6 +35,8 @@ from cyborg_lite.common import exception
 from cyborg_lite.drivers import nvidia_mig_made
 
 CONTROL_NODES = ('nvidiactl', 'nvidia-uvm', 'nvidia-uvm-tools')
+# Named only where the host has it.
+OPTIONAL_NODES = frozenset(['nvidia-uvm-tools'])
 CAPS_DIR = 'nvidia-caps'
 _MINOR_RE = re.compile(r'^DeviceFileMinor: ([0-9]{1,5})$', re.M)
 
@@ -100,7 +104,9 @@ def nodes(dev_root, proc_root, minor, instances=()):
         for cap in (capability_minor(proc_root, minor, gi_id),
                     capability_minor(proc_root, minor, gi_id, ci_id)):
             names.append('%s/nvidia-cap%d' % (CAPS_DIR, cap))
-    return [_node(dev_root, name) for name in names]
+    return [_node(dev_root, name) for name in names
+            if name not in OPTIONAL_NODES or
+            os.path.exists(os.path.join(dev_root, name))]
 
 
 def xml_instances(gpu, gi_ids):

@@ -57,6 +57,14 @@ def test_a_node_the_host_lacks_fails_with_its_path(conf, tmp_path, missing):
         _driver(conf).device_nodes(GPU_B, 'pgpu')
 
 
+def test_a_host_without_uvm_tools_gives_the_rest(conf, tmp_path):
+    host = gpu_host.GpuHost(tmp_path / 'gpus')
+    host.configure(conf)
+    host.remove_node('nvidia-uvm-tools')
+    assert _driver(conf).device_nodes(GPU_A, 'pgpu') == _expected(
+        host, ['nvidiactl', 'nvidia-uvm', 'nvidia0'])
+
+
 def test_an_unknown_gpu_or_deployable_is_a_driver_error(conf, tmp_path):
     gpu_host.GpuHost(tmp_path / 'gpus').configure(conf)
     driver = _driver(conf)
