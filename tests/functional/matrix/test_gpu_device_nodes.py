@@ -78,11 +78,11 @@ def test_a_node_the_host_lacks_fails_the_claim_and_holds_nothing(
         make_host):
     host = make_host(gpus='mig', expected=2 + 2 * 14)
     mig = host.gpu_host
-    host.gpu_host.remove_node('nvidia-uvm-tools')
+    host.gpu_host.remove_node('nvidia-uvm')
     dep, name = _device(host, GPU + '/mig-1g5gb-19-6')
     claim = _claim(host, name)
     error = host.prepare(claim)
-    assert os.path.join(mig.dev, 'nvidia-uvm-tools') in error, error
+    assert os.path.join(mig.dev, 'nvidia-uvm') in error, error
     assert not os.path.exists(_spec_path(host, claim))
     # The hold is given back and its clean destroys what Prepare made.
     waiting.read_until(
