@@ -282,9 +282,13 @@ class Host:
             self.conf.set_override(name, value, group='kubernetes')
         self.conf.set_override('state_dir', str(self.tmp_path / 'health'),
                                group='health')
-        # The VFs this host made: its own (the addresses repeat per host).
+        # The VFs and MIG instances this host made: its own (the
+        # addresses repeat per host; the world's options outlive a test).
         self.conf.set_override('vgpu_state_file',
                                str(self.tmp_path / 'vgpus_made.json'),
+                               group='nvidia_driver')
+        self.conf.set_override('mig_state_file',
+                               str(self.tmp_path / 'mig_made.json'),
                                group='nvidia_driver')
         if self.gpu_host is not None:
             self.gpu_host.configure(self.conf)
