@@ -21,6 +21,7 @@ from cyborg_lite.conductor import programming as programming_mod
 from cyborg_lite.conductor import publishing
 from cyborg_lite.conductor import release as release_mod
 from cyborg_lite.conductor import report
+from cyborg_lite.conf import CONF
 from cyborg_lite.kubernetes import binding as k8s_binding
 from cyborg_lite.kubernetes import claims as k8s_claims
 
@@ -154,11 +155,12 @@ class ConductorManager:
         self.release(ctxt, sorted(publish), sorted(clean))
         return results
 
-    def _publish_requested(self):
+    def _publish_requested(self, wait=0.0):
         # NOTE: the binds are committed whatever this does; requests left
-        # are served by the periodic task.
+        # are served by the periodic task. ``wait``: see
+        # Publisher.publish_requested.
         try:
-            self.publisher.publish_requested()
+            self.publisher.publish_requested(wait)
         except _OUTAGE:
             pass
         except Exception:
@@ -287,14 +289,15 @@ class ConductorManager:
         try:
             return self.claims.prepare(hostname, request, wait)
         finally:
-            # Held or released: Placement follows (kubernetes_claimed).
-            self._publish_requested()
+            # Held or released: Placement follows (kubernetes_claimed),
+            # before the kubelet is answered.
+            self._publish_requested(CONF.kubernetes.prepare_timeout)
 
     @messaging.expected_exceptions(*_PROGRAM_REFUSALS)
     def release_k8s_device(self, ctxt, hostname, claim_uid, device=None):
         # Each region is wiped before its next tenant, as after an unbind.
         hosts = self.claims.release(hostname, claim_uid, device)
-        self._publish_requested()
+        self._publish_requested(CONF.kubernetes.prepare_timeout)
         return sorted(hosts)
 
 

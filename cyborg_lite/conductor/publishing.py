@@ -56,9 +56,11 @@ class Publisher:
         # Who serves publish requests, as db/publish_requests records it:
         # one per process (a restarted conductor remembers nothing).
         self.id = uuids.uuid4().hex
-        self._requests_lock = threading.Lock()
+        self._requests = threading.Condition()
         self._serving = False
         self._asked_again = False
+        # Passes over the requests begun and ended (publish_requested).
+        self._passes_begun = self._passes_ended = 0
 
     @classmethod
     def from_conf(cls, conf):
@@ -151,7 +153,7 @@ class Publisher:
             results.extend(self._safely(sink, sink.retry_pending) or [])
         return results
 
-    def publish_requested(self):
+    def publish_requested(self, wait=0.0):
         """Publish every host with publish requests (db/publish_requests)
         and delete the requests each sink then has; the hosts served.
 
@@ -159,27 +161,49 @@ class Publisher:
         Called from several threads (periodic task, RPC workers) at once,
         one serves and the others ask it to look again, so a request added
         while it runs is never missed and no host is published twice at
-        once by this conductor.
+        once by this conductor. A caller that answers for the change it
+        requested (a claim prepared) passes ``wait``: it returns once a
+        pass begun after its call has ended (at most ``wait`` seconds),
+        not while the serving thread may still be publishing what it read
+        before the change.
         """
-        with self._requests_lock:
+        deadline = time.monotonic() + wait
+        with self._requests:
             self._asked_again = True
-            if self._serving:
+            seen_by = self._passes_begun + 1     # the next pass sees it
+            while self._serving:
+                left = deadline - time.monotonic()
+                if self._passes_ended >= seen_by or left <= 0:
+                    return []
+                self._requests.wait(left)
+            if self._passes_ended >= seen_by:
                 return []
-            self._serving = True
+            # NOTE: no thread serves: this one does (the one before ended,
+            # or failed before the pass that would see this call ended).
+            self._asked_again = self._serving = True
+        return self._serve_while_asked()
+
+    def _serve_while_asked(self):
         served = []
         try:
             while True:
-                with self._requests_lock:
+                with self._requests:
                     if not self._asked_again:
                         # NOTE: decided under the lock, so a caller that
                         # asks after this line serves itself.
                         self._serving = False
+                        self._requests.notify_all()
                         return served
                     self._asked_again = False
+                    self._passes_begun += 1
                 served.extend(self._serve_requests())
+                with self._requests:
+                    self._passes_ended += 1
+                    self._requests.notify_all()
         except BaseException:
-            with self._requests_lock:
+            with self._requests:
                 self._serving = False
+                self._requests.notify_all()
             raise
 
     def _serve_requests(self):

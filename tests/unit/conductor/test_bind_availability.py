@@ -234,9 +234,9 @@ class _RecordingPublisher(publishing.Publisher):
         super().__init__([sink])
         self.calls = 0
 
-    def publish_requested(self):
+    def publish_requested(self, wait=0.0):
         self.calls += 1
-        return super().publish_requested()
+        return super().publish_requested(wait)
 
 
 @pytest.mark.parametrize('kubernetes, calls', [(False, 0), (True, 1)])

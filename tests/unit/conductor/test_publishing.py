@@ -1,5 +1,7 @@
 """conductor/publishing: sinks loaded by name, each publish to all; a
 database outage on the way is said once by db/sql/session.py, not per sink."""
+import threading
+
 import oslo_messaging
 import pytest
 
@@ -205,7 +207,7 @@ def test_conductor_publishes_reports_and_retries_through_its_sinks(conf):
 
 
 class OutagePublisher(publishing.Publisher):
-    def publish_requested(self):
+    def publish_requested(self, wait=0.0):
         raise exception.DatabaseUnavailable()
 
 
@@ -253,3 +255,86 @@ def test_publish_hosts_refuses_what_is_not_a_list_of_names(db, bad):
         conductor.publish_hosts(None, bad)
     assert isinstance(raised.value.exc_info[1], exception.Invalid)
     assert sink.published == []
+
+
+class BlockingSink(RecordingSink):
+    """Blocks its first publish until let go: a pass that read the
+    requests before a later change, still publishing."""
+
+    def __init__(self):
+        super().__init__()
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def publish(self, hostname):
+        if not self.entered.is_set():
+            self.entered.set()
+            assert self.go.wait(30)
+        return super().publish(hostname)
+
+
+def _serving_a_pass_read_before(sqlite_db):
+    """A publisher whose periodic pass has read host1's request and
+    blocks in its sink; the thread serving it."""
+    sink = BlockingSink()
+    publisher = publishing.Publisher([sink])
+    _request('host1')
+    periodic = threading.Thread(target=publisher.publish_requested)
+    periodic.start()
+    assert sink.entered.wait(10)
+    return publisher, sink, periodic
+
+
+def test_a_caller_who_waits_returns_after_a_pass_that_saw_its_request(
+        sqlite_db):
+    publisher, sink, periodic = _serving_a_pass_read_before(sqlite_db)
+    _request('host2')      # a claim prepared meanwhile
+    answered = []
+    caller = threading.Thread(target=lambda: answered.append(
+        publisher.publish_requested(wait=10)))
+    caller.start()
+    caller.join(0.3)
+    # The pass that is running read the requests before host2's.
+    assert caller.is_alive() and answered == []
+    sink.go.set()
+    caller.join(10)
+    periodic.join(10)
+    assert answered == [[]]
+    assert sink.published == ['host1', 'host2']
+    assert publish_requests.pending() == {}
+
+
+def test_a_caller_who_does_not_wait_leaves_the_request_to_the_pass(
+        sqlite_db):
+    publisher, sink, periodic = _serving_a_pass_read_before(sqlite_db)
+    _request('host2')
+    assert publisher.publish_requested() == []
+    sink.go.set()
+    periodic.join(10)
+    assert sink.published == ['host1', 'host2']
+
+
+def test_a_caller_serves_itself_when_the_serving_pass_failed(sqlite_db):
+    publisher, sink, periodic = _serving_a_pass_read_before(sqlite_db)
+    _request('host2')
+    answered = []
+    caller = threading.Thread(target=lambda: answered.append(
+        publisher.publish_requested(wait=10)))
+    caller.start()
+    caller.join(0.3)
+
+    serve, failed = publisher._serve_requests, []
+
+    def fails_once():
+        if not failed:
+            failed.append(True)
+            raise RuntimeError('the pass failed')
+        return serve()
+    publisher._serve_requests = fails_once
+    sink.go.set()
+    periodic.join(10)
+    caller.join(10)
+    assert failed
+    # host1 by the pass that ran; host2 by the caller, the pass that
+    # would have seen it having failed.
+    assert answered == [['host2']]
+    assert sink.published == ['host1', 'host2']
