@@ -215,26 +215,23 @@ def _is_whole_card(deployable):
 
 _ASKED = _REGION_TABLE.alias('asked')
 _OTHER = _REGION_TABLE.alias('other')
+
+
+def _others_of_its_device(*conditions, columns=(_OTHER.c.id,)):
+    """SELECT ``columns`` of the other deployables (``_OTHER``) of the
+    device of deployable ``:deployable_id`` (``_ASKED``) that meet
+    ``conditions``, in id order."""
+    return (sa.select(*columns)
+            .join(_ASKED, _ASKED.c.device_id == _OTHER.c.device_id)
+            .where(_ASKED.c.id == sa.bindparam('deployable_id'),
+                   _OTHER.c.id != _ASKED.c.id, *conditions)
+            .order_by(_OTHER.c.id))
+
+
 # The whole cards of the device of a region that is not one itself.
-_WHOLE_CARDS_OF_REGION = (
-    sa.select(_OTHER.c.id)
-    .join(_ASKED, _ASKED.c.device_id == _OTHER.c.device_id)
-    .where(_ASKED.c.id == sa.bindparam('deployable_id'),
-           _OTHER.c.id != _ASKED.c.id, _is_whole_card(_OTHER),
-           ~_is_whole_card(_ASKED))
-    .order_by(_OTHER.c.id))
-_OTHERS_IF_WHOLE_CARD = (
-    sa.select(_REGION_TABLE.c.id)
-    .where(_REGION_TABLE.c.device_id == sa.select(_REGION_TABLE.c.device_id)
-           .where(_REGION_TABLE.c.id == sa.bindparam('deployable_id'))
-           .scalar_subquery(),
-           _REGION_TABLE.c.id != sa.bindparam('deployable_id'),
-           sa.select(_ATTR_TABLE.c.id).where(
-               _ATTR_TABLE.c.deployable_id == sa.bindparam('deployable_id'),
-               _ATTR_TABLE.c.key.like('trait%'),
-               _ATTR_TABLE.c.value == shared_functions.WHOLE_CARD_TRAIT)
-           .exists())
-    .order_by(_REGION_TABLE.c.id))
+_WHOLE_CARDS_OF_REGION = _others_of_its_device(_is_whole_card(_OTHER),
+                                               ~_is_whole_card(_ASKED))
+_OTHERS_IF_WHOLE_CARD = _others_of_its_device(_is_whole_card(_ASKED))
 
 
 def regions_of_whole_card(s, deployable_id):
@@ -327,13 +324,9 @@ _CLAIM_TABLE = models.KubernetesClaimDevice.__table__
 # deployable of its device when it is a whole card; its whole card
 # otherwise (common/shared_functions.py). An ARQ as bound_arq_on counts
 # one, then a Kubernetes claim.
-_ONE_CHOICE_WITH = (
-    sa.select(_OTHER.c.id, _OTHER.c.name)
-    .join(_ASKED, _ASKED.c.device_id == _OTHER.c.device_id)
-    .where(_ASKED.c.id == sa.bindparam('deployable_id'),
-           _OTHER.c.id != _ASKED.c.id,
-           sa.or_(_is_whole_card(_ASKED), _is_whole_card(_OTHER)))
-    .subquery())
+_ONE_CHOICE_WITH = _others_of_its_device(
+    sa.or_(_is_whole_card(_ASKED), _is_whole_card(_OTHER)),
+    columns=(_OTHER.c.id, _OTHER.c.name)).subquery()
 _HOLDERS_OF_ONE_CHOICE = sa.union_all(
     sa.select(_ONE_CHOICE_WITH.c.name, _ARQ_TABLE.c.uuid.label('holder'),
               sa.literal(0).label('kind'))
