@@ -1,9 +1,12 @@
 """Host inventories for the ResourceSlice tests: FPGA cards with PR regions,
 like the fake driver's PAC Arria 10 cards, and a GPU."""
 import dataclasses
+import types
 import uuid
 
+from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import inventory
+from cyborg_lite.kubernetes import view as k8s_view
 
 DRIVER = 'cyborg-lite.openstack.org'
 REGION_TYPE = '9346116d5a7d4b3a9b1b8e5b5d7a1c2e'
@@ -74,3 +77,21 @@ def change_all_regions(inv, card, **changes):
     for region in range(len(inv.devices[card].deployables)):
         inv = change_region(inv, card, region, **changes)
     return inv
+
+
+def stored_attributes(attributes):
+    """A driver record's attributes as the database gives them back:
+    sorted (key, text) pairs."""
+    return tuple(sorted((k, str(v)) for k, v in attributes.items()))
+
+
+def of_one_gpu(identity, model, deployables):
+    """The Kubernetes inventory kubernetes/view.py makes of node-1 with
+    one NVIDIA GPU ``identity`` of these host_inventory DeployableViews."""
+    device = host_inventory.DeviceView(
+        uuid='d', type='GPU', vendor='0x10de', identity=identity,
+        pci_address=identity, model=model, deployables=deployables)
+    conf = types.SimpleNamespace(node_names={}, informational_taints=True,
+                                 unhealthy_taint_effect='NoSchedule')
+    return k8s_view.k8s_inventory(host_inventory.HostInventory(
+        'node-1', (device,)), 'node-1', conf)

@@ -6,7 +6,6 @@ driver's, from the recorded A100-40GB ``nvidia-smi mig -lgip/-lgipp``;
 the slices checked against the published schemas and the apiserver's
 rules, synced through the real client to the apiserver stand-in, and
 allocated by the reference allocator from what it stores."""
-import types
 
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_made
@@ -40,21 +39,13 @@ def _host(instances=(), ours=(), in_use=()):
     deployables = tuple(host_inventory.DeployableView(
         uuid='u-' + r.name, name='node-1_%s_%s' % (GPU, r.name),
         resource_class='VGPU', local_memory_mb=r.local_memory_mb,
-        # As the database gives them back: text.
-        attributes=tuple(sorted((k, str(v))
-                                for k, v in r.attributes.items())),
+        attributes=inv.stored_attributes(r.attributes),
         attach_handles=(host_inventory.AttachHandleView(
             uuid='h-' + r.name, attach_type='PCI',
             attach_info=r.attach_handles[0].attach_info,
             in_use=r.name in in_use),))
         for r in records)
-    device = host_inventory.DeviceView(
-        uuid='d', type='GPU', vendor='0x10de', identity=GPU,
-        pci_address=GPU, model='NVIDIA A100', deployables=deployables)
-    conf = types.SimpleNamespace(node_names={}, informational_taints=True,
-                                 unhealthy_taint_effect='NoSchedule')
-    return k8s_view.k8s_inventory(host_inventory.HostInventory(
-        'node-1', (device,)), 'node-1', conf)
+    return inv.of_one_gpu(GPU, 'NVIDIA A100', deployables)
 
 
 def _claim(count=1):

@@ -7,14 +7,12 @@ against the published schemas and the apiserver's rules, synced through
 the real client to the apiserver stand-in, and allocated by the
 reference allocator from what it stores."""
 import dataclasses
-import types
 
 import pytest
 
 from cyborg_lite.drivers import nvidia
 from cyborg_lite.inventory import views as host_inventory
 from cyborg_lite.kubernetes import slices as k8s_slices
-from cyborg_lite.kubernetes import view as k8s_view
 from tests.fixtures.drivers import vgpu_vfio_host
 from tests.unit.kubernetes import allocator
 from tests.unit.kubernetes import inventories as inv
@@ -58,21 +56,13 @@ def _views(conf, kernel, k8s=(), nova=()):
     return tuple(host_inventory.DeployableView(
         uuid='u-' + r.name, name='node-1_%s_%s' % (PF, r.name),
         resource_class='VGPU', num_accelerators=r.num_accelerators,
-        # As the database gives them back: text.
-        attributes=tuple(sorted((k, str(v))
-                                for k, v in r.attributes.items())),
+        attributes=inv.stored_attributes(r.attributes),
         attach_handles=tuple(handle(r, h) for h in r.attach_handles))
         for r in gpu.deployables)
 
 
 def _k8s(deployables):
-    device = host_inventory.DeviceView(
-        uuid='d', type='GPU', vendor='0x10de', identity=PF,
-        pci_address=PF, model='NVIDIA H200', deployables=deployables)
-    conf_k8s = types.SimpleNamespace(node_names={}, informational_taints=True,
-                                     unhealthy_taint_effect='NoSchedule')
-    return k8s_view.k8s_inventory(host_inventory.HostInventory(
-        'node-1', (device,)), 'node-1', conf_k8s)
+    return inv.of_one_gpu(PF, 'NVIDIA H200', deployables)
 
 
 def _host(conf, kernel, k8s=(), nova=()):
@@ -242,7 +232,7 @@ def test_someone_else_s_vgpus_leave_only_what_the_card_can_still_make(
 
 
 def test_never_more_vgpus_than_the_card_has_vfs(conf, tmp_path, apiserver,
-                                               sync):
+                                                sync):
     """Eight VFs enabled: eight 4C devices; with two of them made by
     someone else, six more, though the shares would allow 30."""
     kernel = _kernel(tmp_path, num_vfs=8)
