@@ -204,16 +204,21 @@ class AgentManager(rpc_loop.RpcLoop):
     @messaging.expected_exceptions(exception.InstanceNotMade)
     def remove_instance(self, ctxt, request):
         """RPC 1.4, a call: remove the instance this host made on the
-        handle's function; whether one was there. InstanceNotMade when it
-        is still there (a guest has it open), with why."""
+        handle's function and report the host (what the card can make
+        again is in the database before the handle is freed); whether one
+        was there. InstanceNotMade when it is still there (a guest has it
+        open), with why."""
         driver = self._instance_driver(request)
         try:
-            return driver.remove_instance(request['identity'],
-                                          request['deployable_name'],
-                                          request['attach_info'])
+            removed = driver.remove_instance(request['identity'],
+                                             request['deployable_name'],
+                                             request['attach_info'])
         except exception.DriverError as exc:
             raise exception.InstanceNotMade(host=self.host,
                                             reason=exc.format_message())
+        if removed:
+            self.report_once()
+        return removed
 
     def _instance_driver(self, request):
         for driver in self.drivers:

@@ -99,6 +99,11 @@ class InstanceNotMade(CyborgLiteException):
     msg_fmt = 'No instance made on %(host)s: %(reason)s'
 
 
+class InstancesUnsupported(InstanceNotMade):
+    """The host's agent runs a release that neither makes nor removes
+    instances (agent RPC below 1.4); nothing was sent or changed."""
+
+
 class ProgrammingError(CyborgLiteException):
     msg_fmt = 'Programming failed: %(reason)s'
 

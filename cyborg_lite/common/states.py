@@ -122,7 +122,9 @@ DEVICE = StateMachine('device', (
                   # tenant had (a card's PF), is released.
                   'pending_cleaning'),
     # Unbind or delete: the next tenant must not see the last one's data.
-    'allocated': ('pending_cleaning',),
+    # Or, of a type whose instances are removed one by one (a vGPU type:
+    # db/instance_removals.py), the last one removed: nothing left to wipe.
+    'allocated': ('pending_cleaning', 'available'),
     # Its driver has no CleaningInterface: nothing to run, the conductor
     # makes it available at once.
     'pending_cleaning': ('cleaning', 'available'),

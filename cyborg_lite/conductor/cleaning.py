@@ -4,7 +4,9 @@ A release (unbind, delete) leaves its region pending_cleaning, with every
 idle region behind the same PCI function (whoever had a card's PF could
 write them all), in the transaction that frees the attach handle
 (db/cleaning.py); each is cleaned on its own, and none is offered before
-all are (shared_function_unclean). ``start`` then
+all are (shared_function_unclean). A vGPU's VF is not a region: its
+release leaves only that VF's instance to remove (instance_removals.py,
+run by ``start`` and the periodic task). ``start`` then
 sends each pending region that nothing holds any more to the agent of
 its host as a new try (-> cleaning), or makes it available at once when
 its driver cleans nothing (no CleaningInterface). The agent runs the
@@ -38,9 +40,11 @@ from stevedore import driver as stevedore_driver
 from cyborg_lite.common import context as cl_context
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
+from cyborg_lite.conductor import instance_removals
 from cyborg_lite.conductor import rpc_clients
 from cyborg_lite.conf import CONF
 from cyborg_lite.db import cleaning as cleaning_db
+from cyborg_lite.db import instance_removals as removals_db
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import loader
 from cyborg_lite.metrics import counted as metrics
@@ -105,8 +109,9 @@ class CleaningFlow:
     # --- releases ------------------------------------------------------
 
     def start(self, hostnames=None, published=False):
-        """Clean what waits: each pending_cleaning region of these hosts
-        (None: of every host) that nothing holds any more is made
+        """Clean what waits: the instances released handles of these hosts
+        (None: of every host) still hold are removed (instance_removals.py),
+        and each pending_cleaning region that nothing holds any more is made
         available when its driver cleans nothing, else sent to its agent.
         The hosts named and those of these regions are published between
         the two: reserved in the schedulers before any wipe begins.
@@ -118,17 +123,27 @@ class CleaningFlow:
             hostnames = sorted(set(hostnames))
             if not hostnames:
                 return []
+        removed = self._remove_released(hostnames)
         ready = cleaning_db.ready(hostnames)
         to_clean = [r for r in ready
                     if driver_cleans(r.driver_name) is not False]
         moved = [r.uuid for r in ready
                  if r not in to_clean and self._skip(r)]
-        changed = {r.hostname for r in ready if r.uuid in moved}
+        changed = {r.hostname for r in ready if r.uuid in moved} | removed
         if not published:
             changed |= set(hostnames or ()) | {r.hostname for r in to_clean}
         self._publish(changed)
         moved += [r.uuid for r in to_clean if self._dispatch(r)]
         return moved
+
+    def _remove_released(self, hostnames):
+        """The instances released handles still hold (a vGPU in a VF)
+        removed one by one (instance_removals.py); the hosts to publish
+        (handles freed, or a type whose agent cannot remove one left to
+        its clean: pending_cleaning now, started by the caller)."""
+        freed, type_clean = instance_removals.remove_released(
+            self.agent_api, hostnames)
+        return freed | type_clean
 
     @staticmethod
     def _skip(region):
@@ -229,6 +244,8 @@ class CleaningFlow:
     def reap_and_redispatch(self):
         """The periodic task: end silent tries, send what waits."""
         if not cleaning_db.any_under_way():
+            if removals_db.any_pending():
+                self._publish(self._remove_released(None))
             return {'abandoned': [], 'dispatched': []}
         timeout = self.conf.cleaning.heartbeat_timeout
         abandoned = cleaning_db.abandon(

@@ -1,7 +1,8 @@
 """ARQ releases: delete and unbind, each one transaction (the API's).
 
 A release frees the ARQ's attach handle, leaves its region
-pending_cleaning (db/cleaning.release) and requests a publish of its
+pending_cleaning (or, a vGPU, its instance to be removed:
+db/instance_removals.release_handle) and requests a publish of its
 host; what is left for a conductor (publish, then clean) is in the
 Released it returns.
 """
@@ -13,9 +14,8 @@ from sqlalchemy.orm import exc as orm_exc
 
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
-from cyborg_lite.db import attach_handles
-from cyborg_lite.db import cleaning
 from cyborg_lite.db import device_history
+from cyborg_lite.db import instance_removals
 from cyborg_lite.db import publish_requests
 # NOTE: the table's row helpers, shared by its modules.
 from cyborg_lite.db.arqs import ARQ, _event, _get, _place_of, \
@@ -37,8 +37,8 @@ def _deleted(s, arqs):
     for arq in arqs:
         place = _place_of(s, arq)
         if arq.attach_handle_id:
-            attach_handles.free(s, arq.attach_handle_id)
-            hosts.add(cleaning.release(s, arq.attach_handle_id))
+            hosts.add(instance_removals.release_handle(
+                s, arq.attach_handle_id))
         s.delete(arq)
         device_history.record(s, _event('arq.delete', arq, place))
     hosts.discard(None)

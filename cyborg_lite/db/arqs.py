@@ -29,9 +29,8 @@ from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
-from cyborg_lite.db import attach_handles
-from cyborg_lite.db import cleaning
 from cyborg_lite.db import device_history
+from cyborg_lite.db import instance_removals
 from cyborg_lite.db import device_profiles
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import clock
@@ -379,12 +378,10 @@ def _transition(s, arq_uuid, target, expected_version=None, **values):
 
 def _release_handle(s, arq_uuid, handle_id):
     """The ARQ let go of its handle (its row no longer names it): free it
-    and leave its region to be wiped before the next tenant."""
-    if not attach_handles.free(s, handle_id):
-        LOG.warning('Attach handle %s of ARQ %s was already free',
-                    handle_id, arq_uuid)
-    # A tenant had it (or a bind was about to): db/cleaning.py.
-    cleaning.release(s, handle_id)
+    and leave its region to be wiped before the next tenant (or the
+    instance its bind made to be removed: db/instance_removals.py)."""
+    LOG.debug('ARQ %s lets go of attach handle %s', arq_uuid, handle_id)
+    instance_removals.release_handle(s, handle_id)
 
 
 # The notification of a move to each state (Bound: finish_bind's).

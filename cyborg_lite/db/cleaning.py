@@ -43,6 +43,7 @@ import logging
 
 import sqlalchemy as sa
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
@@ -233,6 +234,25 @@ _BEGIN = _move_statement(('pending_cleaning',), 'cleaning',
                          cleaning_started_at=None)
 _REGION_OF_HANDLE = sa.select(HANDLE.deployable_id).where(
     HANDLE.id == sa.bindparam('handle_id'))
+
+
+# Only a deployable whose bind makes the instance (each VF's removal is
+# its wipe), and none of whose handles is in use.
+_IDLE = _move_statement(
+    ('allocated',), 'available',
+    sa.select(ATTR.id).where(
+        ATTR.deployable_id == DEP.id,
+        ATTR.key == device_records.MAKES_INSTANCE[0],
+        ATTR.value == device_records.MAKES_INSTANCE[1]).exists(),
+    ~sa.select(HANDLE.id).where(HANDLE.deployable_id == DEP.id,
+                                HANDLE.in_use.is_(True)).exists())
+
+
+def idle(s, deployable_id):
+    """A deployable whose instances are removed one by one (a vGPU type,
+    db/instance_removals.py) had its last one removed: allocated ->
+    available, if no handle of it is in use; True if it moved."""
+    return _run_move(s, _IDLE, deployable_id)
 
 
 def mark_allocated(s, deployable_id, current_state=None):

@@ -199,7 +199,8 @@ _DEPLOYABLE_VIEW_COLUMNS = ('id', 'device_id', 'uuid', 'name',
                             'pci_bus_id', 'health', 'health_reason') + \
     _TOPOLOGY_COLUMNS
 _HANDLE_VIEW_COLUMNS = ('id', 'deployable_id', 'uuid', 'attach_type',
-                        'attach_info', 'in_use', 'in_use_function')
+                        'attach_info', 'in_use', 'in_use_function',
+                        'awaits_removal')
 _HOST_DEVICES = (sa.select(*(DEVICE.__table__.c[n]
                              for n in _DEVICE_VIEW_COLUMNS),
                            models.Agent.state.label('agent_state'))

@@ -22,6 +22,7 @@ from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_history
+from cyborg_lite.db import instance_removals
 from cyborg_lite.db import devices
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
@@ -227,8 +228,8 @@ def release(claim_uid, deployable_id=None):
             query = query.where(CLAIM.deployable_id == deployable_id)
         for row in s.scalars(query.with_for_update()).all():
             place = device_history.place_of_region(s, row.deployable_id)
-            attach_handles.free(s, row.attach_handle_id)
-            to_clean.add(cleaning.release(s, row.attach_handle_id))
+            to_clean.add(instance_removals.release_handle(
+                s, row.attach_handle_id))
             hostname = s.scalar(
                 sa.select(models.Device.hostname)
                 .join(models.Deployable,

@@ -240,6 +240,11 @@ class AttachHandle(IdMixin, VersionedMixin, Base):
     # across all of them (portable, unlike partial indexes).
     in_use_function: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(64), unique=True)
+    # Its holder let go and the instance a bind made on its function (a
+    # vGPU in a VF) is still there: kept in use until the host's agent
+    # removed it (db/instance_removals.py). NULL: none awaited.
+    awaits_removal: orm.Mapped[bool | None] = orm.mapped_column(
+        sa.Boolean)
 
 
 class KubernetesClaimDevice(IdMixin, Base):

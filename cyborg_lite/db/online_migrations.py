@@ -19,8 +19,10 @@ What the expand revisions since 2026.1.0 left NULL on old rows:
   NULL means "not accounted to a namespace", which such a job is.
 * services (0017): a new table; an old service's row says release NULL
   until it runs new code (common/version.UNRECORDED_RELEASE).
-* accelerator_requests.bind_waits_for_id (0019): NULL is the truth for
+* accelerator_requests.bind_waits_for_id (0018): NULL is the truth for
   an old row: no bind before it waited for a region.
+* attach_handles.awaits_removal (0019): NULL is the truth for an old
+  row: before it a release freed the handle at once.
 """
 from cyborg_lite.db import programming_jobs
 

@@ -42,6 +42,9 @@ class AttachHandleView:
     held_by: tuple | None = None
     # In use for this Kubernetes ResourceClaim (its uid), not for an ARQ.
     k8s_claim: str | None = None
+    # In use, its holder gone: the instance made on it awaits removal
+    # (db/instance_removals.py).
+    awaits_removal: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,15 +138,17 @@ class HostInventory:
 class Facts(collections.namedtuple('Facts', [
         'status', 'device_health', 'agent_down', 'region_health',
         'device_state', 'handles', 'sibling_states', 'bind_unsupported',
-        'whole_card_conflict'])):
+        'whole_card_conflict', 'makes_instance'])):
     """What ``unavailable_reasons`` decides from, and nothing else:
     the device's status and health, whether its agent is down, and, when
     a region is asked about (None for the device as a whole), its health,
     its ``device_state``, its handles as (in use, held through a sibling,
     held by a Kubernetes claim) flags, the states of the siblings
     behind its functions, whether its driver says it cannot bind it
-    yet (attribute ``bind: unsupported``), and whether it is a whole card
-    one of whose regions is held or a region whose card is held. Plain and hashable: a fleet's regions share a
+    yet (attribute ``bind: unsupported``), whether it is a whole card
+    one of whose regions is held or a region whose card is held, and
+    whether its bind makes the instance (device_records.MAKES_INSTANCE:
+    each handle its own, held alone). Plain and hashable: a fleet's regions share a
     few, and each is decided once (``reasons_of``); ``facts`` makes it
     from views, placement/explain.py from an explain's plain rows."""
     __slots__ = ()
@@ -163,7 +168,7 @@ def facts(device, deployable=None):
     device as a whole."""
     if deployable is None:
         return Facts(device.status, device.health, device.agent_down,
-                     None, None, None, None, None, None)
+                     None, None, None, None, None, None, None)
     return Facts(
         device.status, device.health, device.agent_down, deployable.health,
         deployable.device_state,
@@ -171,7 +176,8 @@ def facts(device, deployable=None):
                h.k8s_claim is not None) for h in deployable.attach_handles),
         tuple(s.device_state for s in device.siblings_sharing(deployable)),
         ('bind', 'unsupported') in deployable.attributes,
-        _whole_card_conflict(device, deployable))
+        _whole_card_conflict(device, deployable),
+        device_records.MAKES_INSTANCE in deployable.attributes)
 
 
 def _is_region(f):
@@ -210,7 +216,11 @@ def advisories(device, deployable=None):
 
 
 def _kubernetes_claimed(f):
-    return any(k8s for _in_use, _held, k8s in f.handles)
+    """A claim holds the region. (A handle of a deployable whose bind
+    makes the instance is one VF among its type's: a claim on it leaves
+    the others free, and Placement reserves the one: placement/tree.py.)"""
+    return not f.makes_instance and any(
+        k8s for _in_use, _held, k8s in f.handles)
 
 
 def _shared_with_unclean(f):
@@ -326,7 +336,8 @@ def _handle_view(handle, blocked, k8s_claims):
                             attach_info=json.loads(handle.attach_info),
                             in_use=bool(handle.in_use),
                             held_by=tuple(holder) if holder else None,
-                            k8s_claim=k8s_claims.get(handle.id))
+                            k8s_claim=k8s_claims.get(handle.id),
+                            awaits_removal=bool(handle.awaits_removal))
 
 
 def _deployable_view(dep, attrs, handles, blocked, k8s_claims):

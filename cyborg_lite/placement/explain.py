@@ -36,6 +36,7 @@ import functools
 import json
 
 from cyborg_lite.common import collector
+from cyborg_lite.common import device_records
 from cyborg_lite.common import shared_functions
 from cyborg_lite.common import states
 from cyborg_lite.inventory import views
@@ -311,7 +312,8 @@ class _Counter:
             row.status, row.device_health, row.agent_state == 'down',
             row.health, row.device_state, flags,
             tuple(r.device_state for r in siblings),
-            ('bind', 'unsupported') in attrs, conflict)
+            ('bind', 'unsupported') in attrs, conflict,
+            device_records.MAKES_INSTANCE in attrs)
         return self._kind_of(offer, facts)
 
     def _kind_of(self, offer, facts):
@@ -336,7 +338,8 @@ class _Counter:
         kind = self._kind_of(offer, views.Facts(
             row.status, row.device_health, row.agent_state == 'down',
             row.health, row.device_state, flags, (),
-            ('bind', 'unsupported') in attrs, False))
+            ('bind', 'unsupported') in attrs, False,
+            device_records.MAKES_INSTANCE in attrs))
         hosts = row.hosts.split(SEPARATOR)
         if len(hosts) != row.regions:
             raise ValueError('%d hostnames read for %d regions: the '

@@ -32,6 +32,7 @@ import re
 import os_resource_classes as orc
 import os_traits
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import resources
 from cyborg_lite.common import shared_functions
 from cyborg_lite.inventory import views as host_inventory
@@ -152,7 +153,24 @@ def _offer_inventories(device, deps):
     memory = max(dep.local_memory_mb for dep in deps)
     if memory > 0:
         inv[LOCAL_MEMORY_RC] = memory
-    return {rc: _inventory(total, hidden) for rc, total in inv.items()}
+    inv = {rc: _inventory(total, hidden) for rc, total in inv.items()}
+    for dep in deps if not hidden else ():
+        taken = _held_outside_placement(dep)
+        if taken:
+            rc = inv[deployable_rc(device, dep)]
+            rc['reserved'] = min(rc['total'], rc['reserved'] + taken)
+    return inv
+
+
+def _held_outside_placement(dep):
+    """Of a deployable whose bind makes the instance (a vGPU type: each
+    handle a VF of its own), the VFs held that no Placement allocation
+    counts: a Kubernetes claim's, and those whose instance awaits removal
+    after its holder left (db/instance_removals.py). 0 for any other."""
+    if device_records.MAKES_INSTANCE not in dep.attributes:
+        return 0
+    return sum(1 for h in dep.attach_handles
+               if h.in_use and (h.k8s_claim is not None or h.awaits_removal))
 
 
 def _unavailable_in_card(device, dep):

@@ -85,7 +85,7 @@ class AgentAPI:
                                    request)
 
     def _instance_call(self, ctxt, hostname, method, request):
-        too_old = exception.InstanceNotMade(
+        too_old = exception.InstancesUnsupported(
             host=hostname, reason='its agent runs a release without RPC '
             '%s (%s): upgrade it to bind %s there' % (
                 INSTANCES_VERSION, method, request.get('deployable_name')))

@@ -35,6 +35,14 @@ def _profile(host):
     return name
 
 
+def _vgpu_profile(host):
+    name = 'dp-%s' % uuid.uuid4().hex[:8]
+    host.call('POST', '/device_profiles', 201, headers=world.OPERATOR,
+              json=[{'name': name, 'groups': [
+                  {'resources:VGPU': '1', 'trait:' + Q35: 'required'}]}])
+    return name
+
+
 def _h200(host):
     """({device name: taints} of the H200's devices, its counters)."""
     devices, counters = {}, {}
@@ -97,12 +105,13 @@ def test_a_guest_and_a_pod_hold_every_mode_of_one_host_at_once(make_host):
     for _ in range(3):              # the guests and the pod run
         host.scan()
         assert host.offers('PGPU') == {HOST.WHOLE + '/pgpu': 'allocated'}
-        # Placement: the pod's claim keeps the type from Nova (the card
-        # makes no other now), and Nova cannot bind a MIG placement.
+        # Placement: the pod's claim keeps its VF from Nova, not the
+        # type's other two (the card makes no other type now), and Nova
+        # cannot bind a MIG placement.
         vgpus = host.offers('VGPU', required=[Q35])
         assert {k: v for k, v in vgpus.items()
                 if k.startswith(HOST.VGPU)} == {
-            HOST.VGPU + '/vgpu_1426': 'reserved'}
+            HOST.VGPU + '/vgpu_1426': 'offered'}
         assert {v for k, v in vgpus.items()
                 if k.startswith(HOST.MIG)} == {'reserved'}
         devices, counters = _h200(host)
@@ -117,6 +126,12 @@ def test_a_guest_and_a_pod_hold_every_mode_of_one_host_at_once(make_host):
             (HOST.WHOLE, HOST.MIG, HOST.VGPU), 'healthy')
     assert {a['state'] for a in map(
         host.arq, (whole['uuid'], vgpu['uuid']))} == {'Bound'}
+    # A second guest gets a third 35C of the card beside the pod's.
+    _second, [third] = host.boot(_vgpu_profile(host))
+    assert third['state'] == 'Bound', third
+    third_vf = world.handle_address(third)
+    assert third_vf not in (nova_vf, pod_vf)
+    assert gpus.vgpu.current[third_vf] == 1426
     for device in gpu_uuids:
         assert [e for e, _s in host.history_since(mark, device)
                 if e.startswith('device.')] == []

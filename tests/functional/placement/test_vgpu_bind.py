@@ -198,27 +198,66 @@ def test_a_vf_the_card_cannot_fill_any_more_fails_the_bind_cleanly(
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='every type wiped (of nothing)')
     assert {vf: t for vf, t in kernel.current.items() if t} == made
-    assert _offers(placement, hostname) == {}     # the card is full
+    # The card is full. (Placement refused to shrink the type under the
+    # allocation Nova had until its delete: the sink's retry writes it.)
+    waiting.read_until(lambda: _offers(placement, hostname),
+                       lambda found: found == {}, timeout=60,
+                       what='nothing offered')
 
 
-def test_the_wipe_waits_for_the_guest_to_let_the_vf_go(
+def test_the_removal_waits_for_the_guest_to_let_the_vf_go(
         cloud, placement, hostname, kernel):
     arq = _bind(cloud, placement, hostname, Q35)
     assert arq['state'] == 'Bound', arq
     vf = _vf(arq['attach_handle_info'])
     kernel.guest_opens(vf)          # QEMU has it
     _delete(cloud, placement, arq)
-    # The clean tries, the kernel says EBUSY: the type waits, still made.
-    waiting.read_until(lambda: _states(cloud, hostname)['vgpu_1426'],
-                       lambda state: state == 'cleaning', timeout=60,
-                       what='the clean trying')
+    # The removal tries, the kernel says EBUSY: the VF waits, still made,
+    # and Placement offers the type's other three only.
+    waiting.read_until(lambda: _offers(placement, hostname),
+                       lambda found: found == {Q35: (3, 0)}, timeout=60,
+                       what='the VF reserved')
     assert kernel.current[vf] == 1426
-    assert Q35 not in _offers(placement, hostname)
+    assert _states(cloud, hostname)['vgpu_1426'] == 'allocated'
     kernel.guest_closes(vf)
+    # The periodic task asks again.
     assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
-                       timeout=60, what='the type wiped')
+                       timeout=60, what='the type idle')
+    waiting.read_until(lambda: _offers(placement, hostname),
+                       lambda found: found == {
+                           t: (m, 0) for t, m in MOST.items()},
+                       timeout=60, what='every type offered again')
+
+
+def test_a_guest_leaving_frees_its_vf_alone_while_another_keeps_its_own(
+        cloud, placement, hostname, kernel):
+    first = _bind(cloud, placement, hostname, Q35)
+    second = _bind(cloud, placement, hostname, Q35)
+    assert (first['state'], second['state']) == ('Bound', 'Bound')
+    kept = _vf(second['attach_handle_info'])
+    assert _offers(placement, hostname) == {Q35: (2, 2)}
+
+    _delete(cloud, placement, first)
+    # Its VF emptied at once; the type never waits for a wipe, so the
+    # second guest's vGPU is untouched and the first VF offered again.
+    assert waiting.until(lambda: kernel.current[
+        _vf(first['attach_handle_info'])] == 0, timeout=60)
+    waiting.read_until(lambda: _offers(placement, hostname),
+                       lambda found: found == {Q35: (3, 1)}, timeout=60,
+                       what='the type offered less the one held')
+    assert kernel.current[kept] == 1426
+    assert _states(cloud, hostname)['vgpu_1426'] == 'allocated'
+    third = _bind(cloud, placement, hostname, Q35)
+    assert third['state'] == 'Bound', third
+
+    for arq in (second, third):
+        _delete(cloud, placement, arq)
+    waiting.read_until(lambda: _states(cloud, hostname),
+                       lambda found: set(found.values()) == {'available'},
+                       timeout=60, what='the type idle')
+    assert set(kernel.current.values()) == {0}
 
 
 def test_an_agent_of_the_previous_release_is_asked_nothing(
@@ -239,8 +278,8 @@ def test_a_vgpu_made_whose_bind_then_failed_is_removed_not_leaked(
         cloud, placement, hostname, kernel, monkeypatch):
     # The agent made the vGPU and its report never reached a conductor
     # (as when it is killed between its write and the database's
-    # commit): the bind fails, and the type's clean removes what the
-    # agent noted it made; nothing is handed out twice meanwhile.
+    # commit): the bind fails, and the VF's instance is removed as the
+    # release of its handle asks; nothing is handed out twice meanwhile.
     from cyborg_lite.agent import manager as agent_manager
     report = agent_manager.AgentManager.report_once
     monkeypatch.setattr(agent_manager.AgentManager, 'report_once',
@@ -248,11 +287,11 @@ def test_a_vgpu_made_whose_bind_then_failed_is_removed_not_leaked(
     arq = _bind(cloud, placement, hostname, Q35)
     assert arq['state'] == 'BindFailed'
     assert 'reached no conductor; given back' in arq['error'], arq
-    made = [vf for vf, t in kernel.current.items() if t]
     monkeypatch.setattr(agent_manager.AgentManager, 'report_once', report)
-    assert len(made) == 1          # made, then ...
+    [vf] = [v for v in kernel.vfs[PF] if 'made vgpu_1426 on %s ' % v
+            in arq['error']]                      # made, then ...
+    assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
     _delete(cloud, placement, arq)
-    assert waiting.until(lambda: kernel.current[made[0]] == 0, timeout=60)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type wiped')
