@@ -94,7 +94,12 @@ def test_prepare_writes_the_type_into_a_free_vf_unprepare_writes_0(
     [second] = [v for v in _made(kernel, 1426) if v not in (theirs, vf)]
     assert _env(host, other)['CYBORG_LITE_PCI_ADDRESS'] == second
 
+    # The first claim's Unprepare empties its VF before it answers; the
+    # type waits for no wipe, the second claim's vGPU is untouched.
     assert host.unprepare(claim) == ''
+    assert _made(kernel, 1426) == sorted([theirs, second])
+    assert host.call('GET', '/deployables/' + dep['uuid'], 200).json()[
+        'device_state'] == 'allocated'
     assert host.unprepare(other) == ''
     claims.wait_available(host, dep)
     assert _made(kernel, 1426) == [theirs]
