@@ -396,10 +396,13 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                                         'NVIDIA GPU %s on this host' % identity)
         theirs = {d.name: d.attributes['gpu_instance_ids'].split(',')
                   for d in mig_deployables(gpu, (), identity)}
+        def made_here(key):
+            return nvidia_mig_made.instance_at(
+                self.mig_made, identity, key, lambda argv: self.run_tool(
+                    self._name, argv, self.timeout), self._tool())
         return nvidia_device_nodes.of_deployable(
-            gpu, identity, deployable_name,
-            self.mig_made.read().get(identity, {}), theirs, self.dev_root,
-            self.proc_root)
+            gpu, identity, deployable_name, made_here, theirs,
+            self.dev_root, self.proc_root)
 
     def _vgpu_type(self, identity, deployable_name, attach_info):
         """The type id a vendor-VFIO vGPU handle's bind writes; its VF
@@ -468,7 +471,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             self.mig_made.forget(identity, key)
             raise
         gi_id = nvidia_mig_made.created_gi(output, profile_id)
-        self.mig_made.note(identity, key, gi_id)
+        self.mig_made.note(identity, key, gi_id,
+                           nvidia_mig_made.created_ci(output, gi_id))
         LOG.info('Made MIG profile %d at %d (GPU instance %d) on GPU %s',
                  profile_id, start, gi_id, identity)
         return dict(attach_info, mig_gpu_instance=str(gi_id))
