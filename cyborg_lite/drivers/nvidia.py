@@ -44,6 +44,7 @@ from cyborg_lite.drivers import nvidia_health
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_made
 from cyborg_lite.drivers import nvidia_modes
+from cyborg_lite.drivers import nvidia_vfio_nodes
 from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
@@ -296,6 +297,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         # edge (a simulated host's kernel in tests).
         self.made_here = nvidia_vgpu_vfio.MadeHere(group.vgpu_state_file)
         self.write_attribute = nvidia_vgpu_vfio.write_attribute
+        self.handed_over = nvidia_vfio_nodes.HandedOver()
         # MIG placements offered to Kubernetes, made at its Prepare.
         self.mig_on_demand = group.mig_on_demand
         self.mig_made = nvidia_mig_made.Made(group.mig_state_file)
@@ -402,7 +404,9 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                     self._name, argv, self.timeout), self._tool())
         return nvidia_device_nodes.of_deployable(
             gpu, identity, deployable_name, made_here, theirs,
-            self.dev_root, self.proc_root)
+            self.dev_root, self.proc_root, lambda: nvidia_vfio_nodes.nodes(
+                self.sysfs_root, self.dev_root,
+                self.handed_over.take(identity, deployable_name)))
 
     def _vgpu_type(self, identity, deployable_name, attach_info):
         """The type id a vendor-VFIO vGPU handle's bind writes; its VF
@@ -507,6 +511,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             self.sysfs_root, identity,
             device_records.pci_address(attach_info), type_id,
             self.made_here, self.write_attribute)
+        self.handed_over.note(identity, deployable_name,
+                              device_records.pci_address(made))
         LOG.info('Made vGPU type %d on VF %s of GPU %s', type_id,
                  device_records.pci_address(made), identity)
         return made
