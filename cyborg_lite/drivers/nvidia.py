@@ -297,7 +297,6 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         # edge (a simulated host's kernel in tests).
         self.made_here = nvidia_vgpu_vfio.MadeHere(group.vgpu_state_file)
         self.write_attribute = nvidia_vgpu_vfio.write_attribute
-        self.handed_over = nvidia_vfio_nodes.HandedOver()
         # MIG placements offered to Kubernetes, made at its Prepare.
         self.mig_on_demand = group.mig_on_demand
         self.mig_made = nvidia_mig_made.Made(group.mig_state_file)
@@ -388,7 +387,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                                 'nvidia driver but nvidia-smi no longer '
                                 'lists it' % record.pci_address)
 
-    def device_nodes(self, identity, deployable_name):
+    def device_nodes(self, identity, deployable_name, attach_info=None):
         # NOTE: a GPU the agent has not scanned yet is looked for once.
         if identity not in self._gpus:
             self._scan(self._tool())
@@ -406,7 +405,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             gpu, identity, deployable_name, made_here, theirs,
             self.dev_root, self.proc_root, lambda: nvidia_vfio_nodes.nodes(
                 self.sysfs_root, self.dev_root,
-                self.handed_over.take(identity, deployable_name)))
+                nvidia_vfio_nodes.vf_of(identity, deployable_name,
+                                        attach_info)))
 
     def _vgpu_type(self, identity, deployable_name, attach_info):
         """The type id a vendor-VFIO vGPU handle's bind writes; its VF
@@ -511,8 +511,6 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             self.sysfs_root, identity,
             device_records.pci_address(attach_info), type_id,
             self.made_here, self.write_attribute)
-        self.handed_over.note(identity, deployable_name,
-                              device_records.pci_address(made))
         LOG.info('Made vGPU type %d on VF %s of GPU %s', type_id,
                  device_records.pci_address(made), identity)
         return made

@@ -130,8 +130,8 @@ def of_deployable(gpu, identity, deployable_name, made_here, someone_made,
     this host made there, ``made_here("<profile id>:<start>")`` -> (GI id,
     CI id) or None; a kind of MIG instance someone made (one Kubernetes
     device holding them all) those of each, ``someone_made`` {deployable
-    name: [GI id]}; a vGPU type those of the VF this Prepare handed over,
-    ``vf_nodes()`` (drivers/nvidia_vfio_nodes.py)."""
+    name: [GI id]}; a vGPU type those of the VF the claim's handle
+    names, ``vf_nodes()`` (drivers/nvidia_vfio_nodes.py)."""
     placement = nvidia_mig_made.placement_of_name(deployable_name)
     if placement is not None:
         made = made_here(nvidia_mig_made.placement_key(*placement))

@@ -25,8 +25,8 @@ error, as in nvidia_device_nodes.py: the container could not start.
 """
 import os
 import re
-import threading
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 
 GROUP_NODES = ('vfio/vfio',)
@@ -91,31 +91,11 @@ def nodes(sysfs_root, dev_root, address):
         if os.path.exists(os.path.join(dev_root, name))]]
 
 
-class HandedOver:
-    """The VF each vGPU Prepare of this thread handed over, by (GPU,
-    deployable): the container devices interface names a GPU and a
-    type, not the VF of the claim's handle, and a card holds several
-    VFs of one type. The kubelet plugin prepares a device in one thread,
-    make_instance then device_nodes (agent/dra/conductor_devices.py),
-    claims in threads of their own: what this thread made is what it
-    asks the nodes of next."""
-
-    def __init__(self):
-        self._local = threading.local()
-
-    def _made(self):
-        if not hasattr(self._local, 'made'):
-            self._local.made = {}
-        return self._local.made
-
-    def note(self, identity, deployable_name, address):
-        self._made()[identity, deployable_name] = address
-
-    def take(self, identity, deployable_name):
-        """The VF noted, once; an error when this thread made none."""
-        address = self._made().pop((identity, deployable_name), None)
-        if address is None:
-            raise _error('no VF of %s of GPU %s was handed over by this '
-                         'Prepare: its VFIO nodes are unknown'
-                         % (deployable_name, identity))
-        return address
+def vf_of(identity, deployable_name, attach_info):
+    """The VF address of a vGPU claim's handle (``attach_info``)."""
+    try:
+        return device_records.pci_address(attach_info or {})
+    except (KeyError, TypeError, ValueError):
+        raise _error('no VF of %s of GPU %s was named by the claim\'s '
+                     'handle (%r): its VFIO nodes are unknown'
+                     % (deployable_name, identity, attach_info))

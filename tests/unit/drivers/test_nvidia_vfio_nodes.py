@@ -4,7 +4,6 @@ simulated H200 host's sysfs and /dev (tests/fixtures/drivers/
 vgpu_vfio_host.py): the VF's IOMMU group and VFIO cdev, and an error for
 anything the host does not have."""
 import os
-import threading
 
 import pytest
 
@@ -36,13 +35,21 @@ def _driver(conf, host):
     return driver
 
 
+def _handle(vf):
+    return dict(domain=vf[:4], bus=vf[5:7], device=vf[8:10],
+                function=vf[11], vgpu_type='1426')
+
+
 def _make(driver, host, index):
     """The Prepare's make_instance on VF ``index``; the VF's address."""
     vf = host.vfs[PF][index]
-    driver.make_instance(PF, TYPE, dict(
-        domain=vf[:4], bus=vf[5:7], device=vf[8:10], function=vf[11],
-        vgpu_type='1426'))
+    driver.make_instance(PF, TYPE, _handle(vf))
     return vf
+
+
+def _nodes(driver, vf):
+    """What the Prepare of the claim whose handle is ``vf`` asks."""
+    return driver.device_nodes(PF, TYPE, _handle(vf))
 
 
 def _expected(host, vf):
@@ -60,10 +67,10 @@ def test_the_group_of_a_vf_is_its_iommu_group_link(host):
     assert nvidia_vfio_nodes.cdev(host.sys, vf) == 'vfio2'
 
 
-def test_each_prepare_gets_the_nodes_of_the_vf_it_made(conf, host):
+def test_each_prepare_gets_the_nodes_of_its_claim_s_vf(conf, host):
     driver = _driver(conf, host)
     first = _make(driver, host, 3)
-    nodes = driver.device_nodes(PF, TYPE)
+    nodes = _nodes(driver, first)
     group = host.iommu_groups[first]
     assert nodes == [
         ('/dev/vfio/devices/vfio3', os.path.join(host.dev, 'vfio', 'devices',
@@ -73,36 +80,19 @@ def test_each_prepare_gets_the_nodes_of_the_vf_it_made(conf, host):
         ('/dev/vfio/vfio', os.path.join(host.dev, 'vfio', 'vfio'))]
     # A second of the same type on the card: its own VF's, not the first's.
     second = _make(driver, host, 5)
-    assert driver.device_nodes(PF, TYPE) == _expected(host, second)
-    # Asked again (no make since): which VF is unknown, never a guess.
+    assert _nodes(driver, second) == _expected(host, second)
+    assert _nodes(driver, first) == nodes
+    # No handle named: which VF is unknown, never a guess.
     with pytest.raises(exception.DriverError, match='no VF of vgpu_1426 '
-                       'of GPU %s was handed over' % PF):
+                       'of GPU %s was named' % PF):
         driver.device_nodes(PF, TYPE)
-
-
-def test_another_thread_s_prepare_is_not_this_one_s(conf, host):
-    driver = _driver(conf, host)
-    _make(driver, host, 1)
-    errors = []
-
-    def other_prepare():
-        try:
-            driver.device_nodes(PF, TYPE)
-        except exception.DriverError as e:
-            errors.append(e)
-    thread = threading.Thread(target=other_prepare)
-    thread.start()
-    thread.join()
-    assert len(errors) == 1
-    assert driver.device_nodes(PF, TYPE) == _expected(host,
-                                                      host.vfs[PF][1])
 
 
 def test_a_host_without_cdevs_gives_the_group_s_two(conf, tmp_path):
     host = _make_host(conf, tmp_path, cdev=False)
     driver = _driver(conf, host)
     vf = _make(driver, host, 0)
-    assert [p for p, _h in driver.device_nodes(PF, TYPE)] == [
+    assert [p for p, _h in _nodes(driver, vf)] == [
         '/dev/vfio/%d' % host.iommu_groups[vf], '/dev/vfio/vfio']
 
 
@@ -112,7 +102,7 @@ def test_a_host_without_the_group_interface_gives_the_cdev_s(conf, host):
     host.remove_node('vfio/%d' % host.iommu_groups[vf])
     driver = _driver(conf, host)
     _make(driver, host, 4)
-    assert [p for p, _h in driver.device_nodes(PF, TYPE)] == [
+    assert [p for p, _h in _nodes(driver, vf)] == [
         '/dev/vfio/devices/vfio4', '/dev/iommu']
 
 
@@ -125,10 +115,10 @@ def test_a_node_the_host_lacks_fails_with_its_path(conf, tmp_path, cdev,
     assert host.iommu_groups[host.vfs[PF][5]] == 46     # PF 40, VF0 41
     host.remove_node(missing)
     driver = _driver(conf, host)
-    _make(driver, host, 6 if cdev else 5)
+    vf = _make(driver, host, 6 if cdev else 5)
     with pytest.raises(exception.DriverError, match=os.path.join(
             host.dev, missing)):
-        driver.device_nodes(PF, TYPE)
+        _nodes(driver, vf)
 
 
 def test_a_vf_without_iommu_group_fails(conf, host):
@@ -138,4 +128,4 @@ def test_a_vf_without_iommu_group_fails(conf, host):
     _make(driver, host, 2)
     with pytest.raises(exception.DriverError, match='PCI %s has no IOMMU '
                        'group' % vf):
-        driver.device_nodes(PF, TYPE)
+        _nodes(driver, vf)
