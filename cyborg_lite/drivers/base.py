@@ -172,10 +172,13 @@ class ContainerDevicesInterface(abc.ABC):
     """What a container needs to use a deployable (Kubernetes claims)."""
 
     @abc.abstractmethod
-    def device_nodes(self, identity: str, deployable_name: str) -> list:
+    def device_nodes(self, identity: str, deployable_name: str,
+                     attach_info: dict | None = None) -> list:
         """[(path in the container, path on the host)] of the character
         devices that give access to one deployable (a DFL port's
-        ``/dev/dfl-port.N``).
+        ``/dev/dfl-port.N``). ``attach_info``: the claim's handle, where
+        the deployable's handles differ (the VF of one vGPU among its
+        type's).
 
         :raises exception.DriverError: the device or deployable is unknown.
         """

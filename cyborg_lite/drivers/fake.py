@@ -478,7 +478,7 @@ class FakeDriver(base.Driver, base.DiscoveryInterface,
         _card, port = dfl.find_port(self.tree.sys, identity, region_name)
         return dfl.read_afu_id(port.port_dir)
 
-    def device_nodes(self, identity, deployable_name):
+    def device_nodes(self, identity, deployable_name, attach_info=None):
         self._ensure_tree()
         return dfl.port_device_nodes(self.tree.sys, self.tree.dev, identity,
                                      deployable_name)

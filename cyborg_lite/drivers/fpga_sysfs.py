@@ -90,7 +90,7 @@ class FpgaSysfsDriver(base.Driver, base.DiscoveryInterface,
         _card, port = dfl.find_port(self.sysfs_root, identity, region_name)
         return dfl.read_afu_id(port.port_dir)
 
-    def device_nodes(self, identity, deployable_name):
+    def device_nodes(self, identity, deployable_name, attach_info=None):
         return dfl.port_device_nodes(self.sysfs_root, self.dev_root,
                                      identity, deployable_name)
 

@@ -44,6 +44,7 @@ from cyborg_lite.drivers import nvidia_health
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_made
 from cyborg_lite.drivers import nvidia_modes
+from cyborg_lite.drivers import nvidia_vfio_nodes
 from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import pci_health
 from cyborg_lite.drivers import safe_xml
@@ -386,7 +387,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                                 'nvidia driver but nvidia-smi no longer '
                                 'lists it' % record.pci_address)
 
-    def device_nodes(self, identity, deployable_name):
+    def device_nodes(self, identity, deployable_name, attach_info=None):
         # NOTE: a GPU the agent has not scanned yet is looked for once.
         if identity not in self._gpus:
             self._scan(self._tool())
@@ -396,10 +397,16 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                                         'NVIDIA GPU %s on this host' % identity)
         theirs = {d.name: d.attributes['gpu_instance_ids'].split(',')
                   for d in mig_deployables(gpu, (), identity)}
+        def made_here(key):
+            return nvidia_mig_made.instance_at(
+                self.mig_made, identity, key, lambda argv: self.run_tool(
+                    self._name, argv, self.timeout), self._tool())
         return nvidia_device_nodes.of_deployable(
-            gpu, identity, deployable_name,
-            self.mig_made.read().get(identity, {}), theirs, self.dev_root,
-            self.proc_root)
+            gpu, identity, deployable_name, made_here, theirs,
+            self.dev_root, self.proc_root, lambda: nvidia_vfio_nodes.nodes(
+                self.sysfs_root, self.dev_root,
+                nvidia_vfio_nodes.vf_of(identity, deployable_name,
+                                        attach_info)))
 
     def _vgpu_type(self, identity, deployable_name, attach_info):
         """The type id a vendor-VFIO vGPU handle's bind writes; its VF
@@ -468,7 +475,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             self.mig_made.forget(identity, key)
             raise
         gi_id = nvidia_mig_made.created_gi(output, profile_id)
-        self.mig_made.note(identity, key, gi_id)
+        self.mig_made.note(identity, key, gi_id,
+                           nvidia_mig_made.created_ci(output, gi_id))
         LOG.info('Made MIG profile %d at %d (GPU instance %d) on GPU %s',
                  profile_id, start, gi_id, identity)
         return dict(attach_info, mig_gpu_instance=str(gi_id))

@@ -123,26 +123,25 @@ def xml_instances(gpu, gi_ids):
 
 
 def of_deployable(gpu, identity, deployable_name, made_here, someone_made,
-                  dev_root, proc_root):
+                  dev_root, proc_root, vf_nodes=None):
     """The nodes of one deployable of the GPU ``gpu`` (its ``<gpu>``
     element): ``pgpu`` the GPU's; a MIG placement made at Prepare
-    (drivers/nvidia_mig_made.py) those of the GPU instance this host
-    made there, ``made_here`` {"<profile id>:<start>": GI id}, and of
-    its compute instance; a kind of MIG instance someone made (one
-    Kubernetes device holding them all) those of each,
-    ``someone_made`` {deployable name: [GI id]}. A vGPU type has none:
-    its VF is handed over by PCI address."""
+    (drivers/nvidia_mig_made.py) those of the GPU and compute instance
+    this host made there, ``made_here("<profile id>:<start>")`` -> (GI id,
+    CI id) or None; a kind of MIG instance someone made (one Kubernetes
+    device holding them all) those of each, ``someone_made`` {deployable
+    name: [GI id]}; a vGPU type those of the VF the claim's handle
+    names, ``vf_nodes()`` (drivers/nvidia_vfio_nodes.py)."""
     placement = nvidia_mig_made.placement_of_name(deployable_name)
     if placement is not None:
-        gi_id = made_here.get(nvidia_mig_made.placement_key(*placement))
-        # ``-cgi ... -C`` makes the GI's default compute instance: CI 0.
-        instances = [(gi_id, 0)] if gi_id is not None else []
+        made = made_here(nvidia_mig_made.placement_key(*placement))
+        instances = [made] if made is not None else []
     elif deployable_name in someone_made:
         instances = xml_instances(gpu, someone_made[deployable_name])
     elif deployable_name == 'pgpu':
         instances = None
-    elif deployable_name.startswith('vgpu_'):
-        return []
+    elif deployable_name.startswith('vgpu_') and vf_nodes is not None:
+        return vf_nodes()
     else:
         raise _error('GPU %s has no deployable %s' % (identity,
                                                       deployable_name))

@@ -20,11 +20,19 @@ the deployable destroys the one this host made there (``destroy``:
 ``-dci`` then ``-dgi`` on its GPU instance id), never another.
 
 ``Made`` keeps what this host made in a JSON file, ``{GPU address:
-{"<profile id>:<start>": GPU instance id or null}}``: the placement is
-noted (null) before ``-cgi`` runs and its id after, so an agent killed in
-between finds, at its next start, the instance at that placement and
-adopts it as its own (``adopt``); a placement noted whose instance is not
-there is forgotten.
+{"<profile id>:<start>": GPU instance id or null, "<profile id>:<start>/ci":
+compute instance id}}``: the placement is noted (null) before ``-cgi``
+runs and its ids after, so an agent killed in between finds, at its next
+start, the instance at that placement and adopts it as its own
+(``adopt``); a placement noted whose instance is not there is forgotten.
+The compute instance's id names its capability node
+(nvidia_device_nodes.py); it is read back from ``-C``'s second line, not
+assumed 0. It has a key of its own, not a value beside the GI id, so that
+the previous release (whose ``read`` takes each value as one int) reads
+the file as it is; its ``adopt`` drops the key as a placement it does not
+know. A placement without it (noted by that release, or adopted after a
+kill) has its compute instance listed by ``nvidia-smi mig -lci`` when a
+container asks for its nodes (``compute_instance``).
 """
 import re
 
@@ -50,6 +58,18 @@ NOT_FOUND_EXIT = 6
 _CREATED_GI_RE = re.compile(
     r'Successfully created GPU instance ID\s+([0-9]+) on GPU\s+[0-9]+ '
     r'using profile .*\(ID\s+([0-9]+)\)')
+# ``-C``'s second line; its "(ID n)" is the compute instance profile's.
+_CREATED_CI_RE = re.compile(
+    r'Successfully created compute instance ID\s+([0-9]+) on GPU\s+[0-9]+'
+    r' GPU instance ID\s+([0-9]+) using profile ')
+# A row of ``nvidia-smi mig -lci``: GPU, GPU instance id, name, compute
+# instance profile id, compute instance id, and (newer drivers)
+# Placement Start:Size.
+_LCI_ROW_RE = re.compile(
+    r'\|\s+[0-9]+\s+([0-9]+)\s+MIG\s+\S+\s+[0-9]+\s+([0-9]+)'
+    r'(?:\s+[0-9]+:[0-9]+)?\s+\|')
+# The key of a placement's compute instance id in its GPU's map.
+CI_SUFFIX = '/ci'
 
 
 def placement_key(profile_id, start):
@@ -128,25 +148,40 @@ class Made:
         self.path = path
         self._file = state_file.StateFile(path)
 
-    def read(self):
-        """{GPU address: {"<profile id>:<start>": GI id or None}}."""
+    def _placements(self):
         return {str(gpu): {str(k): (None if v is None else int(v))
                            for k, v in placements.items()}
                 for gpu, placements in self._file.read().items()}
 
-    def _change(self, gpu, key, gi_id, drop=False):
+    def read(self):
+        """{GPU address: {"<profile id>:<start>": GI id or None}}."""
+        return {gpu: {k: v for k, v in placements.items()
+                      if not k.endswith(CI_SUFFIX)}
+                for gpu, placements in self._placements().items()}
+
+    def compute_instances(self, gpu):
+        """{"<profile id>:<start>": CI id} of the placements of ``gpu``
+        whose compute instance id was noted."""
+        return {k[:-len(CI_SUFFIX)]: v
+                for k, v in self._placements().get(gpu, {}).items()
+                if k.endswith(CI_SUFFIX) and v is not None}
+
+    def _change(self, gpu, key, gi_id, ci_id=None, drop=False):
         def edit(noted):
             placements = noted.setdefault(gpu, {})
+            placements.pop(key + CI_SUFFIX, None)
             if drop:
                 placements.pop(key, None)
             else:
                 placements[key] = gi_id
+                if ci_id is not None:
+                    placements[key + CI_SUFFIX] = ci_id
             if not placements:
                 noted.pop(gpu)
         self._file.change(edit)
 
-    def note(self, gpu, key, gi_id=None):
-        self._change(gpu, key, gi_id)
+    def note(self, gpu, key, gi_id=None, ci_id=None):
+        self._change(gpu, key, gi_id, ci_id)
 
     def forget(self, gpu, key):
         self._change(gpu, key, None, drop=True)
@@ -194,3 +229,74 @@ def created_gi(output, profile_id):
     raise exception.HostDataError(where='nvidia-smi mig -cgi',
                                   reason='no "Successfully created GPU '
                                   'instance" line: %r' % text[:200])
+
+
+def created_ci(output, gi_id):
+    """The compute instance id ``-cgi ... -C`` printed it made in GPU
+    instance ``gi_id`` ("Successfully created compute instance ID  0 on
+    GPU  0 GPU instance ID  2 using profile MIG 3g.20gb (ID  2)", as the
+    MIG user guide's examples show it), or None when it printed none."""
+    text = output.decode('utf-8', 'replace') if isinstance(
+        output, bytes) else output
+    for match in _CREATED_CI_RE.finditer(text):
+        if int(match.group(2)) == gi_id:
+            return int(match.group(1))
+    return None
+
+
+def lci_argv(tool, address, gi_id):
+    return [tool, 'mig', '-lci', '-i', address, '-gi', str(gi_id)]
+
+
+def parse_lci(output, gi_id):
+    """The compute instance ids of GPU instance ``gi_id`` in a ``nvidia-smi
+    mig -lci`` table (rows ``|   0      7       MIG 1g.10gb          0
+    0          0:1     |``: GPU, GPU instance, name, profile id, compute
+    instance id, placement)."""
+    text = output.decode('utf-8', 'replace') if isinstance(
+        output, bytes) else output
+    return sorted(int(m.group(2)) for m in map(_LCI_ROW_RE.fullmatch,
+                                               text.splitlines())
+                  if m is not None and int(m.group(1)) == gi_id)
+
+
+def only_compute_instance(ci_ids, address, gi_id):
+    """The one compute instance of a GPU instance made here whose id was
+    not noted: ``-C`` made one; none or several (someone changed them)
+    leave no node a container could be given."""
+    if len(ci_ids) != 1:
+        raise exception.DriverError(
+            driver='nvidia', reason='MIG GPU instance %d of GPU %s has %s: '
+            'its compute instance is unknown' % (
+                gi_id, address, 'compute instances %s' % ', '.join(
+                    map(str, ci_ids)) if ci_ids else 'no compute instance'))
+    return ci_ids[0]
+
+
+def listed_compute_instances(run, tool, address, gi_id):
+    """The compute instance ids ``nvidia-smi mig -lci -i <GPU> -gi <GI>``
+    lists (``run(argv)`` -> its output); none when it exits with NVML's
+    NOT_FOUND ("No compute instances found: Not Found")."""
+    try:
+        output = run(lci_argv(tool, address, gi_id))
+    except exception.DriverError as e:
+        if ' exited with %d:' % NOT_FOUND_EXIT in e.format_message():
+            return []
+        raise
+    return parse_lci(output, gi_id)
+
+
+def instance_at(made, address, key, run, tool):
+    """(GI id, CI id) of the instance this host made at placement ``key``
+    of GPU ``address``, or None when it made none there: the CI id noted
+    at ``-cgi``, else (noted by the previous release, or adopted) the one
+    compute instance ``-lci`` lists in that GPU instance."""
+    gi_id = made.read().get(address, {}).get(key)
+    if gi_id is None:
+        return None
+    ci_id = made.compute_instances(address).get(key)
+    if ci_id is None:
+        ci_id = only_compute_instance(
+            listed_compute_instances(run, tool, address, gi_id), address,
+            gi_id)
+    return gi_id, ci_id

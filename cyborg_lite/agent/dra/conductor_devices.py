@@ -95,9 +95,7 @@ class ConductorDevices:
         (name, value) pairs naming it to the container. A refusal fails
         the claim: the hold is released, and the clean destroys whatever
         was made."""
-        info = found.get('attach_info') or {}
-        if isinstance(info, str):
-            info = json.loads(info)        # as the database keeps it
+        info = _attach_info(found)
         vgpu = 'vgpu_type' in info
         if 'mig_placement' not in info and not vgpu:
             return []
@@ -144,7 +142,8 @@ class ConductorDevices:
             return []
         try:
             nodes = driver.device_nodes(found['identity'],
-                                        found['region_name'])
+                                        found['region_name'],
+                                        _attach_info(found))
         except exception.DriverError as e:
             raise device_api.DevicePrepareError(str(e))
         return [device_api.DeviceNode(path=path, host_path=host_path
@@ -160,3 +159,11 @@ class ConductorDevices:
         never recorded: its prepare was cut off)."""
         self.conductor.release_k8s_device(context.get_admin_context(),
                                           self.hostname, claim_uid, None)
+
+
+def _attach_info(found):
+    """The claim's handle's attach_info, as a dict."""
+    info = found.get('attach_info') or {}
+    if isinstance(info, str):
+        info = json.loads(info)        # as the database keeps it
+    return info

@@ -1,9 +1,10 @@
 """What a container is given for an NVIDIA GPU, where the services meet:
 a kubelet speaking the real DRA gRPC prepares a claim of a whole GPU
-(tests/fixtures/drivers/gpu_host.py) or of a MIG placement made at
-Prepare (mig_host.py), and the CDI spec written for it names the GPU's
-device nodes on the simulated host, and the capability nodes of the
-instance made; a node the host lacks fails the claim and holds
+(tests/fixtures/drivers/gpu_host.py), of a MIG placement made at
+Prepare (mig_host.py) or of a vGPU made in a VF (vgpu_vfio_host.py), and
+the CDI spec written for it names the GPU's device nodes on the
+simulated host and the capability nodes of the instance made, or the
+VFIO nodes of the VF; a node the host lacks fails the claim and holds
 nothing."""
 import os
 
@@ -12,6 +13,7 @@ import pytest
 from cyborg_lite.agent.dra import cdi
 from tests import waiting
 from tests.fixtures.drivers import mig_host
+from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional.matrix import claims
 
 pytestmark = pytest.mark.xdist_group('matrix')
@@ -19,6 +21,8 @@ pytestmark = pytest.mark.xdist_group('matrix')
 GPU = '0000:3b:00.0'            # minor 0
 OTHER = '0000:af:00.0'          # minor 1
 CONTROL = ['/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools']
+H200 = 'gpu-0000-41-00-0'
+VGPU_TYPES = 2 + len(vgpu_vfio_host.H200X_TYPES)
 
 
 def _device(host, key):
@@ -91,3 +95,33 @@ def test_a_node_the_host_lacks_fails_the_claim_and_holds_nothing(
                  mig.instances(GPU)),
         lambda found: found == ('available', []), 20,
         what='the hold given back, the instance destroyed')
+
+
+def test_a_vgpu_claim_gets_the_vfio_nodes_of_its_vf(make_host):
+    host = make_host(gpus='vgpu', expected=VGPU_TYPES)
+    kernel = host.gpu_host
+    claim = _claim(host, H200 + '-vgpu-1426-0')
+    assert host.prepare(claim) == ''
+    [device] = claims.cdi_devices(host, claim)
+    vf = claims.env(device)['CYBORG_LITE_PCI_ADDRESS']
+    assert kernel.current[vf] == 1426
+    group = kernel.iommu_groups[vf]
+    assert _nodes(host, claim) == [
+        (p, os.path.join(kernel.dev, p[len('/dev/'):])) for p in (
+            '/dev/vfio/devices/' + kernel.cdevs[vf], '/dev/iommu',
+            '/dev/vfio/%d' % group, '/dev/vfio/vfio')]
+    assert host.unprepare(claim) == ''
+
+
+def test_a_vfio_node_the_host_lacks_fails_the_vgpu_claim(make_host):
+    host = make_host(gpus='vgpu', expected=VGPU_TYPES)
+    kernel = host.gpu_host
+    kernel.remove_node('iommu')
+    claim = _claim(host, H200 + '-vgpu-1427-0')
+    error = host.prepare(claim)
+    assert os.path.join(kernel.dev, 'iommu') in error, error
+    assert not os.path.exists(_spec_path(host, claim))
+    # The hold is given back and its clean removes the vGPU made.
+    waiting.read_until(lambda: sorted(set(kernel.current.values())),
+                       lambda found: found == [0], 20,
+                       what='the vGPU removed')
