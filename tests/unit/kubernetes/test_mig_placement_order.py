@@ -12,6 +12,7 @@ from bench import mig_pack
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_made
 from cyborg_lite.inventory import views as host_inventory
+from cyborg_lite.kubernetes import inventory
 from cyborg_lite.kubernetes import mig_counters
 from cyborg_lite.kubernetes import slices as k8s_slices
 from cyborg_lite.kubernetes import view as k8s_view
@@ -112,6 +113,26 @@ def test_an_unchanged_inventory_gives_the_same_slices_and_no_write(sync):
         assert json.dumps(again) == json.dumps(first)
     assert sync.sync(_host(gpus)).writes > 0
     assert sync.sync(_host(gpus, shuffle=random.Random(7))).writes == 0
+
+
+def test_the_order_depends_on_no_order_it_is_given():
+    """A device whose name sorts among a GPU's placements' comes after
+    them all, however the inventory lists them."""
+    gpu = inventory.Device(uuid='g', type='GPU', vendor='v', model='m',
+                           identity='0000:3b:00.0')
+    other = inventory.Device(uuid='o', type='GPU', vendor='v', model='m',
+                             identity='0000:3c:00.0')
+    named = {'a-1': (gpu, inventory.Deployable(
+                 uuid='1', name='1', resource_class='VGPU',
+                 mig_placement=(19, 1, 1))),
+             'a-2': (other, inventory.Deployable(
+                 uuid='2', name='2', resource_class='PGPU')),
+             'a-3': (gpu, inventory.Deployable(
+                 uuid='3', name='3', resource_class='VGPU',
+                 mig_placement=(19, 0, 1)))}
+    for names in (['a-1', 'a-2', 'a-3'], ['a-3', 'a-2', 'a-1']):
+        order = mig_counters.publication_order({n: named[n] for n in names})
+        assert sorted(names, key=order.get) == ['a-1', 'a-3', 'a-2']
 
 
 def test_the_bench_measures_the_order_the_slices_carry():
