@@ -26,9 +26,15 @@ requests in turn:
   ``memory-slice-<i>`` counters of the GPU's counter set (KEP-4815); the
   scheduler's allocator walks the devices in the order they are
   published and takes the first whose device and counters are free, as
-  the structured-parameters allocator does. We publish a GPU's devices
-  GPU by GPU, each profile's starts in the order nvidia_mig.choose_start
-  ranks them on an idle GPU.
+  the structured-parameters allocator does. The order is the one the
+  slices carry (kubernetes/mig_counters.ranked, the one function both
+  use): GPU by GPU (a GPU's placements are kept in one slice; which
+  slice the scheduler walks first is not defined, this takes them in
+  order), each GPU's profiles smallest first, each profile's starts in
+  the order nvidia_mig.choose_start ranks them on an idle GPU.
+- ``dra-by-name``: the same, each profile's starts in the order of
+  their names (lowest first), as the slices carried them before they
+  carried the policy: a baseline.
 
 An independent check replays every grant: a start the GPU's ``-lgipp``
 allows, slices not held by another instance on the same GPU at that
@@ -51,6 +57,7 @@ import sys
 from bench import common
 from bench import mig_optimum
 from cyborg_lite.drivers import nvidia_mig
+from cyborg_lite.kubernetes import mig_counters
 
 FIXTURES = 'tests/fixtures/drivers/nvidia/'
 REQUEST_WEIGHTS = {19: 8, 15: 2, 14: 4, 9: 3, 5: 1, 0: 2}
@@ -125,15 +132,19 @@ def published_devices(gpus):
     """[(GPU index, profile id, start)] in the order of the slices."""
     devices = []
     for index, gpu in enumerate(gpus):
-        for profile in gpu.ordered:
-            idle = gpu.free
-            ranked = sorted(
-                profile.starts, reverse=True,
-                key=lambda s: (nvidia_mig.kept_open(
-                    gpu.ordered, idle - nvidia_mig.slices(s, profile.size)),
-                    s))
-            devices += [(index, profile.id, s) for s in ranked]
+        placements = [(p.id, s, p.size) for p in gpu.ordered
+                      for s in p.starts]
+        devices += [(index, pid, s)
+                    for pid, s, _ in mig_counters.ranked(placements)]
     return devices
+
+
+def devices_by_name(gpus):
+    """[(GPU index, profile id, start)] as the slices ordered them
+    before the policy, by name: GPU by GPU, a profile's lowest start
+    first (which profile comes first matters to no request: each names
+    one)."""
+    return sorted(published_devices(gpus))
 
 
 def dra_choice(gpus, profile_id, devices):
@@ -151,7 +162,8 @@ def dra_choice(gpus, profile_id, devices):
 def run(requests, gpu_specs, scheduler):
     """[(request index, GPU index, start)] of the granted requests."""
     gpus = [Gpu(model, profiles) for model, profiles in gpu_specs]
-    devices = published_devices(gpus)
+    devices = (devices_by_name if scheduler == 'dra-by-name'
+               else published_devices)(gpus)
     holding, granted = [], []
     for number, (arrive, depart, pid) in enumerate(requests):
         while holding and holding[0][0] <= arrive:
@@ -211,20 +223,20 @@ def main(argv=None):
               'mean_gap': args.mean_gap, 'mean_hold': args.mean_hold}
     best = mig_optimum.solve(requests, gpus, args.time_limit)
     result['optimum'] = best
-    for scheduler in ('placement', 'dra'):
+    for scheduler in ('placement', 'dra', 'dra-by-name'):
         granted = run(requests, gpus, scheduler)
         result[scheduler] = {
             'accepted': len(granted),
             'double_allocations': double_allocations(requests, gpus,
                                                      granted),
             'ratio': round(len(granted) / best['bound'], 4)}
-        print('%-9s accepted %4d of %d, %.1f%% of the optimum%s, '
+        print('%-11s accepted %4d of %d, %.1f%% of the optimum%s, '
               '%d double allocations' % (
                   scheduler, len(granted), len(requests),
                   100.0 * len(granted) / best['bound'],
                   '' if best['exact'] else ' bound',
                   result[scheduler]['double_allocations']))
-    print('optimum   %s %d (%s, %.1f s)' % (
+    print('optimum     %s %d (%s, %.1f s)' % (
         'exactly' if best['exact'] else 'at most', best['bound'],
         best['status'], best['seconds']))
     common.emit(result, args.output)

@@ -43,6 +43,10 @@ class Deployable:
     # quantity) totals; else empty.
     gpu_counters: tuple = ()
     gpu_counter_totals: tuple = ()
+    # A MIG placement's (profile id, start, size), what its place among
+    # its GPU's placements in the slices is ranked by (kubernetes/
+    # mig_counters.ranked); else empty.
+    mig_placement: tuple = ()
     # Offered still, each with an informational taint (effect None):
     # ('degraded',) when its health is.
     advisories: tuple = ()

@@ -9,6 +9,17 @@ counter's index is the placement and the kube-scheduler never allocates
 two placements that overlap, nor more multiprocessors or memory than
 the GPU has. Pure: from a deployable's attributes ((key, value) pairs as
 the database keeps them, values as text).
+
+The order a GPU's placement devices are published in is the
+kube-scheduler's placement policy (``ranked``, ``publication_order``):
+its allocator walks the pools, each pool's slices and each slice's
+``spec.devices`` in order and takes the first device whose selectors and
+counters fit (k8s.io/dynamic-resource-allocation structured/internal/
+stable/allocator_stable.go, ``allocator.allocateOne``). Only the order
+within one slice is ours to set: ``GatherPools`` (pools_stable.go) puts
+the pools in a Go map, so their order differs from call to call, and a
+pool's slices come in the order of the list it is given (the informer's,
+not defined).
 """
 from cyborg_lite.kubernetes import names as k8s_names
 
@@ -19,6 +30,7 @@ MEMORY = 'memory'
 _START, _SIZE, _SMS = 'mig_start', 'mig_size', 'multiprocessor_count'
 _GPU_SLICES, _GPU_SMS = 'gpu_memory_slices', 'gpu_multiprocessors'
 _GPU_MEMORY = 'gpu_mig_memory_mb'
+_PROFILE = 'mig_profile_id'
 _NEEDED = (_START, _SIZE, _SMS, _GPU_SLICES, _GPU_SMS, _GPU_MEMORY)
 
 
@@ -79,3 +91,78 @@ def consuming(entry, device, dep):
     return dict(entry, consumesCounters=[{
         'counterSet': set_name(device),
         'counters': {c: {'value': q} for c, q in dep.gpu_counters}}])
+
+
+def placement(attributes):
+    """(profile id, start, size) of a MIG placement, what its place in
+    the slices is ranked by (``ranked``); () for any other deployable."""
+    numbers = _numbers(attributes)
+    try:
+        profile = int(dict(attributes)[_PROFILE])
+    except (KeyError, TypeError, ValueError):
+        return ()
+    if numbers is None:
+        return ()
+    return (profile, numbers[_START], numbers[_SIZE])
+
+
+def _slices(start, size):
+    return frozenset(range(start, start + size))
+
+
+def ranked(placements):
+    """``placements`` ((profile, start, size) of one GPU, profiles given
+    as comparable keys) in the order the slices publish them. Profiles
+    smallest first (by slices, then the most placements, then the key),
+    so a request several profiles satisfy gets the smallest; a profile's
+    placements best fit first, as drivers/nvidia_mig.choose_start ranks
+    the starts on the GPU as offered (free: the slices the placements
+    cover, those of instances someone else made excepted): the placement
+    after which the larger profiles keep the most placements, the
+    largest profile weighing first; among equals the highest start."""
+    starts = {}
+    for profile, start, size in placements:
+        starts.setdefault((profile, size), set()).add(start)
+    free = frozenset().union(*(_slices(s, size)
+                               for (_p, size), ss in starts.items()
+                               for s in ss))
+    largest_first = sorted(starts.items(),
+                           key=lambda i: (-i[0][1], len(i[1]), i[0][0]))
+
+    def kept_open(left):
+        return tuple(sum(1 for s in ss if _slices(s, size) <= left)
+                     for (_p, size), ss in largest_first)
+
+    out = []
+    for (profile, size), ss in sorted(
+            starts.items(), key=lambda i: (i[0][1], -len(i[1]), i[0][0])):
+        best_first = sorted(ss, reverse=True, key=lambda s: (
+            kept_open(free - _slices(s, size)), s))
+        out += [(profile, s, size) for s in best_first]
+    return out
+
+
+def placement_gpus(named):
+    """{device name: its GPU's uuid} of the MIG placements among
+    ``named`` ({device name: (Device, Deployable)})."""
+    return {name: device.uuid for name, (device, dep) in named.items()
+            if dep.mig_placement}
+
+
+def publication_order(named):
+    """{device name: sort key} of ``named`` ({device name: (Device,
+    Deployable)}) for ``spec.devices``: every device by name, but a MIG
+    GPU's placements together, where the first of their names sorts, in
+    ``ranked`` order (its GPU's placements in the inventory are what it
+    is ranked on, so an unchanged inventory keeps its order)."""
+    keys = {name: (name, 0, '') for name in named}
+    gpus = {}
+    for name, gpu in placement_gpus(named).items():
+        gpus.setdefault(gpu, []).append(name)
+    for names in gpus.values():
+        first = min(names)
+        rank = {p: i for i, p in enumerate(ranked(
+            named[n][1].mig_placement for n in names))}
+        for name in names:
+            keys[name] = (first, rank[named[name][1].mig_placement], name)
+    return keys

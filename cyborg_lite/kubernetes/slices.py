@@ -4,8 +4,12 @@ One pool per Node, named after it; one device per deployable, named by a
 stable DNS label (device type, device identity, deployable name), so a
 region keeps its name when it is reprogrammed. Attributes live in the
 driver's domain except the standard ``resource.kubernetes.io`` ones.
-Devices are sorted by name and cut into slices of at most
-``MAX_DEVICES_PER_SLICE``; regions that share one PCI function consume
+Devices are sorted by name, but a MIG GPU's placements, which sit
+together where their first name sorts, in the order of its placement
+policy (kubernetes/mig_counters.publication_order: the kube-scheduler
+takes the first that fits); they are cut into slices of at most
+``MAX_DEVICES_PER_SLICE``, a GPU's placements kept in one slice when
+they fit one (``cut``); regions that share one PCI function consume
 its counter set, published in slices of their own after the devices'
 (kubernetes/counters.py). Every object is checked against the API's
 rules before it leaves (``check_slice``), since the published schemas do
@@ -28,6 +32,7 @@ from cyborg_lite.common import states
 from cyborg_lite.common import topology
 from cyborg_lite.kubernetes import claim_config
 from cyborg_lite.kubernetes import counters as k8s_counters
+from cyborg_lite.kubernetes import mig_counters
 from cyborg_lite.kubernetes import names as k8s_names
 
 LOG = logging.getLogger(__name__)
@@ -235,13 +240,15 @@ def untainted(device):
 
 def build_devices(inventory, driver_name, publish_taints=True,
                   numa_node_list=False, binding_conditions=False):
-    """The ``spec.devices`` entries of a host, sorted by name; with
-    ``publish_taints`` false, as ``untainted`` leaves them; with
-    ``binding_conditions``, the regions that may need programming carry
-    ours."""
+    """The ``spec.devices`` entries of a host in the order they are
+    published (mig_counters.publication_order: by name, a MIG GPU's
+    placements in its policy's order); with ``publish_taints`` false, as
+    ``untainted`` leaves them; with ``binding_conditions``, the regions
+    that may need programming carry ours."""
     pairs = [(d, dep) for d in inventory.devices for dep in d.deployables]
+    names = _unique_names(pairs)
     devices = []
-    for (device, deployable), name in zip(pairs, _unique_names(pairs)):
+    for (device, deployable), name in zip(pairs, names):
         entry = {'name': name,
                  'attributes': _attributes(device, deployable,
                                            inventory.numa_nodes,
@@ -257,11 +264,41 @@ def build_devices(inventory, driver_name, publish_taints=True,
             if entry is None:
                 continue    # no taints in the cluster: not offered at all
         devices.append(entry)
-    names = [d['name'] for d in devices]
     if len(set(names)) != len(names):
         raise InvalidSlice('duplicate device names in pool %s'
                            % inventory.node_name)
-    return sorted(devices, key=lambda d: d['name'])
+    order = mig_counters.publication_order(dict(zip(names, pairs)))
+    return sorted(devices, key=lambda d: order[d['name']])
+
+
+def _runs(devices, together):
+    """``devices`` as runs of neighbours ``together`` gives one key; a
+    device it gives none is a run of its own."""
+    runs = []
+    for entry in devices:
+        key = together.get(entry['name'])
+        if runs and key is not None and runs[-1][0] == key:
+            runs[-1][1].append(entry)
+        else:
+            runs.append((key, [entry]))
+    return [run for _key, run in runs]
+
+
+def cut(devices, together, size):
+    """``devices`` in order, in lists of at most ``size``; a run of
+    neighbours that ``together`` ({device name: key}) gives one key (a
+    MIG GPU's placements) starts a new list rather than straddle two,
+    since the scheduler may walk a pool's slices in any order; only a run
+    longer than ``size`` is split."""
+    chunks = [[]]
+    for run in _runs(devices, together):
+        if len(chunks[-1]) + len(run) > size:
+            chunks.append([])
+        for entry in run:
+            if len(chunks[-1]) == size:
+                chunks.append([])
+            chunks[-1].append(entry)
+    return [chunk for chunk in chunks if chunk]
 
 
 def slice_name(node_name, driver_name, suffix):
@@ -307,8 +344,8 @@ def build_slices(inventory, driver_name, publish_taints=True,
     else:
         devices = k8s_counters.unpartitioned(devices,
                                              devices_by_name(inventory))
-    chunks = [devices[i:i + max_devices]
-              for i in range(0, len(devices), max_devices)]
+    chunks = cut(devices, mig_counters.placement_gpus(
+        devices_by_name(inventory)), max_devices)
     set_chunks = [sets[i:i + k8s_counters.MAX_SETS_PER_SLICE]
                   for i in range(0, len(sets),
                                  k8s_counters.MAX_SETS_PER_SLICE)]

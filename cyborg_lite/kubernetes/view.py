@@ -94,6 +94,7 @@ def _deployable(hostname, device, dep, conf, vgpu=(), unsupported=False):
             dep.attributes, dep.local_memory_mb, k8s_slices.mib_quantity),
         gpu_counter_totals=vgpu_counters.totals(device) if vgpu else
         mig_counters.totals(dep.attributes, k8s_slices.mib_quantity),
+        mig_placement=mig_counters.placement(dep.attributes),
         advisories=(host_inventory.advisories(device, dep)
                     if conf.informational_taints else ()),
         health_signal=_health_signal(device, dep),

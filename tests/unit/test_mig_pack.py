@@ -91,3 +91,14 @@ def test_the_program_agrees_with_the_exhaustive_search():
         assert solved['bound'] == optimum
         below += optimum < len(requests)
     assert below >= 2       # traces where the optimum refuses some
+
+
+def test_the_baseline_takes_a_profiles_lowest_start_first():
+    """``dra-by-name``: the order the slices carried before the policy
+    (by name), the policy's devices all the same."""
+    gpus = [mig_pack.Gpu(*spec) for spec in _a100(2)]
+    devices = mig_pack.devices_by_name(gpus)
+    assert [(g, s) for g, pid, s in devices if pid == 19] == [
+        (0, 0), (0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (0, 6),
+        (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (1, 6)]
+    assert sorted(devices) == sorted(mig_pack.published_devices(gpus))
