@@ -1,4 +1,4 @@
-"""The values of the enumerated columns (db/models.py stores them as
+"""The values of the enumerated columns (db/models/ stores them as
 VARCHAR with a CHECK constraint), apart from the ORM: the API's schemas
 and the bitstream code name them without importing SQLAlchemy. State
 machines' states are common/states.py's."""

@@ -1,7 +1,7 @@
 """The state machines of cyborg_lite, each defined once.
 
 The API, the conductor and the database layer all consult these: the
-CHECK constraints of db/models.py list ``states``, the conditional
+CHECK constraints of db/models/ list ``states``, the conditional
 UPDATEs of db/ take their "from" states from ``sources``, and the API
 refuses a request whose ARQ could not make the move.
 
