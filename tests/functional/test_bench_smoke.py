@@ -242,6 +242,15 @@ def test_sqlite_writers_bench_tiny(tmp_path):
             assert mode[name]['requests'] == 6
 
 
+def test_reaper_gate_bench_tiny(tmp_path):
+    result = _bench(tmp_path, 'reaper_gate', '--arqs', '30', '--looks',
+                    '3')
+
+    assert result['bench'] == 'reaper_gate'
+    assert result['arqs'] == 30
+    assert result['indexed_ms'] > 0 and result['without_index_ms'] > 0
+
+
 def test_list_limit_bench_tiny(tmp_path):
     # The bench itself checks, before timing, that each list's body equals
     # the stdlib read-and-encode of the same rows.

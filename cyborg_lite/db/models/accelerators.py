@@ -212,9 +212,11 @@ class AcceleratorRequest(IdMixin, VersionedMixin, Base):
 
     project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(64),
                                                            index=True)
+    # Indexed: the bind reaper's gate looks for a BindStarted one among
+    # many Bound (db/arq_binds.any_started).
     state: orm.Mapped[str] = orm.mapped_column(enum_type(ARQ_STATES,
                                                          'arq_state'),
-                                               default='Initial')
+                                               default='Initial', index=True)
     device_profile_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey('device_profiles.id', ondelete='RESTRICT'),
         index=True)
