@@ -54,16 +54,18 @@ def _claimed(s, row, new):
                    row.namespace)
 
 
-def _find(s, claim_uid, deployable_id):
+def _find(s, claim_uid, device_name):
     return s.scalars(sa.select(CLAIM).where(
         CLAIM.claim_uid == claim_uid,
-        CLAIM.deployable_id == deployable_id)).first()
+        CLAIM.device_name == device_name)).first()
 
 
 def holds(claim_uid, deployable_id):
     """Whether the claim holds the region now."""
     with session.reader() as s:
-        return _find(s, claim_uid, deployable_id) is not None
+        return s.scalar(sa.select(CLAIM.id).where(
+            CLAIM.claim_uid == claim_uid,
+            CLAIM.deployable_id == deployable_id).limit(1)) is not None
 
 
 def region_holder(s, deployable_id):
@@ -93,10 +95,11 @@ def _makes_instance(rows, deployable_id):
 
 def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
           project_id=None, pods=()):
-    """Hold a handle of the region for the claim, in one transaction; a
-    Claimed. The same claim asking again gets its row back (``new``
-    False); asking for another device of the same deployable (a second
-    vGPU of one type) is refused. ClaimRefused with the reason when the
+    """Hold a handle of the region for the claim's device ``device_name``,
+    in one transaction; a Claimed. The same claim asking again for the
+    device gets its row back (``new`` False); another device of the same
+    deployable (a second vGPU of one type) holds another handle (VF).
+    ClaimRefused with the reason when the
     region is gone, held by another (a vGPU type: when no VF is free),
     being programmed for another (or a sibling behind its PCI function
     is: deployables.sibling_programming), or the availability
@@ -110,13 +113,10 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
                                       reason=reason)
     try:
         with session.writer() as s:
-            found = _find(s, claim_uid, deployable_id)
-            if found is not None and found.device_name != device_name:
-                # NOTE: one row per (claim, deployable): a second vGPU of
-                # one type for one claim would be handed the first's VF.
-                raise refused('the claim holds %s of this deployable '
-                              'already: one device of a vGPU type per '
-                              'card and claim' % found.device_name)
+            found = _find(s, claim_uid, device_name)
+            if found is not None and found.deployable_id != deployable_id:
+                raise refused('the claim holds %s as another deployable'
+                              % device_name)
             if found is not None:
                 return _claimed(s, found, False)
             locked = deployables.lock_for_bind(s, deployable_id)

@@ -167,7 +167,9 @@ class KubernetesClaimDevice(IdMixin, Base):
     is held for ``k8s:<claim_uid>`` as an ARQ holds one for Nova, so one
     region is never given to both (db/k8s_claims.py)."""
     __tablename__ = 'k8s_claim_devices'
-    __table_args__ = (sa.UniqueConstraint('claim_uid', 'deployable_id'),)
+    # A row per device of the claim: two vGPUs of one type are two rows of
+    # one deployable, each its own VF.
+    __table_args__ = (sa.UniqueConstraint('claim_uid', 'device_name'),)
 
     claim_uid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
                                                    index=True)

@@ -136,13 +136,24 @@ def test_a_type_the_card_no_longer_lists_fails_the_claim_holds_nothing(
         'num_accelerators'] == 0
 
 
-def test_one_claim_is_given_one_vgpu_of_a_type(make_host):
-    """Two devices of one type for one claim: the second would be handed
-    the first's VF, so it is refused."""
+def test_two_vgpus_of_a_type_in_one_claim_are_two_vfs(make_host):
+    """Two devices of one type for one claim: each its own VF, named to
+    the container as its own device; asked again, the same two; the
+    Unprepare empties both."""
     host = make_host(gpus='vgpu', expected=EXPECTED)
+    kernel = host.gpu_host
+    dep = _type_deployable(host, 1426)
     claim = _claim(host, SET + '-vgpu-1426-0', SET + '-vgpu-1426-1')
-    error = host.prepare(claim)
-    assert 'one device of a vGPU type per card and claim' in error, error
+    assert host.prepare(claim) == ''
+    made = _made(kernel, 1426)
+    addresses = sorted(claims.env(d)['CYBORG_LITE_PCI_ADDRESS']
+                       for d in claims.cdi_devices(host, claim))
+    assert len(made) == 2 and addresses == made
+    assert host.prepare(claim) == ''
+    assert _made(kernel, 1426) == made
+    assert host.unprepare(claim) == ''
+    assert _made(kernel, 1426) == []
+    claims.wait_available(host, dep)
 
 
 def test_the_slices_narrow_to_the_type_a_prepare_made(make_host):
