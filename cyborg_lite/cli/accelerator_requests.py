@@ -3,6 +3,7 @@ from cliff import lister
 
 from cyborg_lite.cli import base
 from cyborg_lite.cli import client as cl_client
+from cyborg_lite.cli import versioned
 from cyborg_lite.cli import waiting
 from cyborg_lite.common import states
 
@@ -12,8 +13,27 @@ COLUMNS = ('uuid', 'state', 'device_profile_name', 'hostname',
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 
 
+# The API's microversion.BIND_WAITS (a test keeps the two equal): an
+# ARQ shows the region its bind waits for (bind_waits_for).
+BIND_WAITS_API_VERSION = '2.13'
+
+
 def arq_path(uuid):
     return '/accelerator_requests/%s' % uuid
+
+
+def shown(command, uuid):
+    """The ARQ as the API shows it at BIND_WAITS_API_VERSION or later,
+    or, where the API refuses that (406: a stock Cyborg, an older
+    cyborg_lite), at the version given."""
+    client = command.app.client_manager.cyborg_lite
+    try:
+        return versioned.VersionedApi(client, BIND_WAITS_API_VERSION).get(
+            arq_path(uuid))
+    except cl_client.ApiError as exc:
+        if exc.status != 406:
+            raise
+    return command.api.get(arq_path(uuid))
 
 
 class CreateArq(base.ApiMixin, lister.Lister):
@@ -65,7 +85,7 @@ class ShowArq(base.ShowCommand):
         return parser
 
     def fetch(self, parsed_args):
-        return self.api.get(arq_path(parsed_args.arq))
+        return shown(self, parsed_args.arq)
 
 
 class BindArq(ShowArq):

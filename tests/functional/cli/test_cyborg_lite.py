@@ -109,6 +109,7 @@ def test_arq_create_list_show_delete(cli):
         a['uuid'] for a in made)
     shown = cli('arq', 'show', made[0]['uuid'], '-f', 'json').json
     assert shown['device_profile_group_id'] == 0
+    assert shown['bind_waits_for'] is None       # asked at 2.13
 
     assert cli('arq', 'delete', made[0]['uuid'], made[1]['uuid']).rc == 0
     assert cli('arq', 'list', '-f', 'json').json == []

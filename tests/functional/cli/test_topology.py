@@ -4,6 +4,7 @@ against the real API."""
 import sqlalchemy as sa
 
 from cyborg_lite.api import microversion
+from cyborg_lite.cli import accelerator_requests
 from cyborg_lite.cli import versioned
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import session
@@ -15,6 +16,8 @@ PLACE = {'numa_node': 1, 'local_cpulist': '20-39,60-79', 'socket': 1,
 
 def test_the_cli_asks_for_the_apis_topology_version():
     assert versioned.TOPOLOGY_API_VERSION == microversion.TOPOLOGY
+    assert accelerator_requests.BIND_WAITS_API_VERSION == \
+        microversion.BIND_WAITS
 
 
 def test_device_show_and_deployable_list_long(cli):

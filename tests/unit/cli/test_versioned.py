@@ -5,6 +5,7 @@ import types
 
 import pytest
 
+from cyborg_lite.cli import accelerator_requests
 from cyborg_lite.cli import client as cl_client
 from cyborg_lite.cli import deployables
 from cyborg_lite.cli import devices
@@ -128,3 +129,22 @@ def test_device_list_asks_for_reasons_and_falls_back_on_406():
     assert columns[-2:] == ('health', 'unavailable_reasons')
     assert list(rows) == [('d1', None, None, None, None, 'enabled', None,
                            None)]
+
+
+class StockCyborgArq(StockCyborg):
+    def request(self, method, path, **kwargs):
+        super().request(method, path, **kwargs)
+        return Response({'uuid': 'a1', 'state': 'Bound'})
+
+
+def test_arq_show_asks_for_bind_waits_for_and_falls_back_on_406():
+    api = StockCyborgArq([])
+    app = types.SimpleNamespace(
+        client_manager=types.SimpleNamespace(cyborg_lite=api))
+    command = accelerator_requests.ShowArq(app, None)
+    columns, values = command.take_action(argparse.Namespace(arq='a1'))
+    assert api.calls == [
+        ('GET', '/accelerator_requests/a1',
+         accelerator_requests.BIND_WAITS_API_VERSION),
+        ('GET', '/accelerator_requests/a1', '2.3')]
+    assert dict(zip(columns, values)) == {'uuid': 'a1', 'state': 'Bound'}
