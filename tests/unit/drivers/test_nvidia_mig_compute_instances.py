@@ -12,9 +12,9 @@ import subprocess
 import pytest
 
 from cyborg_lite.common import exception
-from cyborg_lite.drivers import nvidia
 from cyborg_lite.drivers import nvidia_mig_made
 from tests.fixtures.drivers import mig_host
+from tests.unit.drivers import test_nvidia_mig_made as mig_made_tests
 
 GPU = '0000:af:00.0'        # minor 1
 KEY = '9:4'
@@ -87,16 +87,12 @@ def test_one_compute_instance_or_a_clear_error():
         nvidia_mig_made.only_compute_instance([0, 1], GPU, 2)
 
 
-@pytest.fixture
-def host(conf, tmp_path):
-    found = mig_host.MigHost(tmp_path / 'gpus')
-    found.configure(conf)
-    return found
+# The simulated A100 host, as the placement tests have it.
+host = mig_made_tests.host
 
 
 def _driver(conf):
-    driver = nvidia.NvidiaDriver(conf)
-    driver.name = 'nvidia'
+    driver = mig_made_tests._driver(conf)
     driver.discover()
     return driver
 
