@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from cyborg_lite.common import device_records
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
+from cyborg_lite.db import deployables
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
 from cyborg_lite.db.sql import conditional
@@ -121,10 +122,16 @@ def removed(handle_id):
     is free, and its deployable available once none of it is in use. The
     hostname to publish; None when another conductor freed it first."""
     with session.writer() as s:
-        if not conditional.run(s, _REMOVED, {'handle_id': handle_id}):
-            return None
         deployable_id = s.scalar(sa.select(HANDLE.deployable_id).where(
             HANDLE.id == handle_id))
+        # NOTE: the region's lock first, as a bind takes it before a
+        # handle: no bind claims another VF of the type between the look
+        # at its handles and the move to available (idle).
+        if deployable_id is None or deployables.lock_for_bind(
+                s, deployable_id) is None:
+            return None
+        if not conditional.run(s, _REMOVED, {'handle_id': handle_id}):
+            return None
         cleaning.idle(s, deployable_id)
         hostname = _hostname(s, handle_id)
         publish_requests.add(s, hostname, 'an instance removed')
