@@ -12,6 +12,7 @@ import urllib.parse
 
 import kubernetes
 
+from tests import json_http
 from tests import servers
 from tests.unit.kubernetes import fake_claims
 
@@ -69,12 +70,7 @@ class Serving:
                     server.watch(self)
                     return
                 code, obj = server.handle(self.command, self.path, body)
-                data = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                json_http.send_json(self, code, obj)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
 
