@@ -30,8 +30,8 @@ from cyborg_lite.common import resources
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
 from cyborg_lite.db import device_history
-from cyborg_lite.db import instance_removals
 from cyborg_lite.db import device_profiles
+from cyborg_lite.db import instance_removals
 from cyborg_lite.db import models
 from cyborg_lite.db.sql import clock
 from cyborg_lite.db.sql import conditional
@@ -380,8 +380,10 @@ def _release_handle(s, arq_uuid, handle_id):
     """The ARQ let go of its handle (its row no longer names it): free it
     and leave its region to be wiped before the next tenant (or the
     instance its bind made to be removed: db/instance_removals.py)."""
-    LOG.debug('ARQ %s lets go of attach handle %s', arq_uuid, handle_id)
-    instance_removals.release_handle(s, handle_id)
+    if not instance_removals.release_handle(s, handle_id,
+                                            holder='ARQ %s' % arq_uuid):
+        LOG.debug('ARQ %s let go of attach handle %s: nothing to wipe',
+                  arq_uuid, handle_id)
 
 
 # The notification of a move to each state (Bound: finish_bind's).

@@ -22,6 +22,7 @@ handle and leaves the whole type to its clean, which begins once nothing
 holds it.
 """
 import collections
+import logging
 
 import sqlalchemy as sa
 
@@ -34,6 +35,7 @@ from cyborg_lite.db import publish_requests
 from cyborg_lite.db.sql import conditional
 from cyborg_lite.db.sql import session
 
+LOG = logging.getLogger(__name__)
 HANDLE = models.AttachHandle
 DEP = models.Deployable
 DEVICE = models.Device
@@ -71,14 +73,16 @@ def _hostname(s, handle_id):
                                   {'handle_id': handle_id}).scalar()
 
 
-def release_handle(s, handle_id):
+def release_handle(s, handle_id, holder='its holder'):
     """The handle's holder let go of it (its row no longer names it); the
     hostname a conductor must then act on (``CleaningFlow.start``: the
     wipe of a region, the removal of an instance), or None."""
     conn = s.connection()
     if not conn.execute(sa.select(_MAKES_INSTANCE),
                         {'handle_id': handle_id}).scalar():
-        attach_handles.free(s, handle_id)
+        if not attach_handles.free(s, handle_id):
+            LOG.warning('Attach handle %s of %s was already free',
+                        handle_id, holder)
         # A tenant had it (or a bind was about to): db/cleaning.py.
         return cleaning.release(s, handle_id)
     if not conditional.run(s, _AWAIT, {'handle_id': handle_id}):

@@ -22,8 +22,8 @@ from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import deployables
 from cyborg_lite.db import device_history
-from cyborg_lite.db import instance_removals
 from cyborg_lite.db import devices
+from cyborg_lite.db import instance_removals
 from cyborg_lite.db import models
 from cyborg_lite.db import publish_requests
 from cyborg_lite.db.sql import session

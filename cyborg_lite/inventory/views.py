@@ -148,9 +148,10 @@ class Facts(collections.namedtuple('Facts', [
     yet (attribute ``bind: unsupported``), whether it is a whole card
     one of whose regions is held or a region whose card is held, and
     whether its bind makes the instance (device_records.MAKES_INSTANCE:
-    each handle its own, held alone). Plain and hashable: a fleet's regions share a
-    few, and each is decided once (``reasons_of``); ``facts`` makes it
-    from views, placement/explain.py from an explain's plain rows."""
+    each handle its own, held alone). Plain and hashable: a fleet's
+    regions share a few, and each is decided once (``reasons_of``);
+    ``facts`` makes it from views, placement/explain.py from an
+    explain's plain rows."""
     __slots__ = ()
 
 
