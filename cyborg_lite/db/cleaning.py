@@ -43,7 +43,6 @@ import logging
 
 import sqlalchemy as sa
 
-from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import states
 from cyborg_lite.common import uuids
@@ -239,11 +238,7 @@ _REGION_OF_HANDLE = sa.select(HANDLE.deployable_id).where(
 # Only a deployable whose bind makes the instance (each VF's removal is
 # its wipe), and none of whose handles is in use.
 _IDLE = _move_statement(
-    ('allocated',), 'available',
-    sa.select(ATTR.id).where(
-        ATTR.deployable_id == DEP.id,
-        ATTR.key == device_records.MAKES_INSTANCE[0],
-        ATTR.value == device_records.MAKES_INSTANCE[1]).exists(),
+    ('allocated',), 'available', deployables.makes_instance(DEP.id),
     ~sa.select(HANDLE.id).where(HANDLE.deployable_id == DEP.id,
                                 HANDLE.in_use.is_(True)).exists())
 

@@ -4,6 +4,7 @@ import collections
 
 import sqlalchemy as sa
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import resources
 from cyborg_lite.common import shared_functions
@@ -118,6 +119,17 @@ _ACTIVE_JOB = (sa.select(_JOB.uuid)
                .limit(1))
 _ACTIVE_JOB_OF_ANOTHER = _ACTIVE_JOB.where(sa.or_(
     _JOB.arq_id.is_(None), _JOB.arq_id != sa.bindparam('arq_id')))
+
+
+def makes_instance(deployable_id):
+    """SQL: the deployable of id ``deployable_id`` (a column or value) is
+    one whose bind makes the instance (device_records.MAKES_INSTANCE: a
+    vGPU type, each handle a VF of its own)."""
+    key, value = device_records.MAKES_INSTANCE
+    attr = models.Attribute
+    return sa.select(attr.id).where(attr.deployable_id == deployable_id,
+                                    attr.key == key,
+                                    attr.value == value).exists()
 
 
 def lock_for_bind(s, deployable_id, device_id=None):

@@ -26,7 +26,6 @@ import logging
 
 import sqlalchemy as sa
 
-from cyborg_lite.common import device_records
 from cyborg_lite.db import attach_handles
 from cyborg_lite.db import cleaning
 from cyborg_lite.db import deployables
@@ -39,14 +38,10 @@ LOG = logging.getLogger(__name__)
 HANDLE = models.AttachHandle
 DEP = models.Deployable
 DEVICE = models.Device
-ATTR = models.Attribute
 
-_MAKES_INSTANCE = (sa.select(ATTR.id)
-                   .join(HANDLE, HANDLE.deployable_id == ATTR.deployable_id)
-                   .where(HANDLE.id == sa.bindparam('handle_id'),
-                          ATTR.key == device_records.MAKES_INSTANCE[0],
-                          ATTR.value == device_records.MAKES_INSTANCE[1])
-                   .exists())
+_MAKES_INSTANCE = sa.select(HANDLE.id).where(
+    HANDLE.id == sa.bindparam('handle_id'),
+    deployables.makes_instance(HANDLE.deployable_id)).exists()
 _AWAIT = conditional.statement(
     HANDLE, HANDLE.id == sa.bindparam('handle_id'),
     {'awaits_removal': True}, HANDLE.in_use.is_(True),
@@ -131,15 +126,15 @@ def removed(handle_id):
         # NOTE: the region's lock first, as a bind takes it before a
         # handle: no bind claims another VF of the type between the look
         # at its handles and the move to available (idle).
-        if deployable_id is None or deployables.lock_for_bind(
-                s, deployable_id) is None:
-            return None
-        if not conditional.run(s, _REMOVED, {'handle_id': handle_id}):
+        locked = deployables.lock_for_bind(s, deployable_id) \
+            if deployable_id is not None else None
+        if locked is None or not conditional.run(
+                s, _REMOVED, {'handle_id': handle_id}):
             return None
         cleaning.idle(s, deployable_id)
-        hostname = _hostname(s, handle_id)
-        publish_requests.add(s, hostname, 'an instance removed')
-        return hostname
+        device, _region = locked
+        publish_requests.add(s, device.hostname, 'an instance removed')
+        return device.hostname
 
 
 def to_type_clean(handle_id):
