@@ -200,8 +200,7 @@ def _instance(device, region, rows, handle_id):
     """What an agent makes for a bind of ``region`` through its handle
     ``handle_id`` (agent RPC make_instance), or None when a bind of it
     makes nothing."""
-    key, value = device_records.MAKES_INSTANCE
-    if rows.attributes.get(region.id, {}).get(key) != value:
+    if not devices.makes_instance(rows, region.id):
         return None
     [info] = [h.attach_info for h in rows.handles[region.id]
               if h.id == handle_id]

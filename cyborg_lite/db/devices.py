@@ -8,6 +8,7 @@ import collections
 
 import sqlalchemy as sa
 
+from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import shared_functions
 from cyborg_lite.db import agents
@@ -448,6 +449,14 @@ _HANDLES_OF = (sa.select(_HANDLE)
                .where(_HANDLE.c.deployable_id.in_(
                    sa.bindparam('ids', expanding=True)))
                .order_by(_HANDLE.c.id))
+
+
+def makes_instance(rows, deployable_id):
+    """Whether the deployable of HostRows ``rows`` is one whose bind makes
+    the instance (device_records.MAKES_INSTANCE: a vGPU type, each handle
+    a VF of its own, held by one claim or ARQ each)."""
+    key, value = device_records.MAKES_INSTANCE
+    return rows.attributes.get(deployable_id, {}).get(key) == value
 
 
 def region_rows(s, device, deployable):

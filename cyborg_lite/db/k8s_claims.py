@@ -15,7 +15,6 @@ import collections
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import uuids
 from cyborg_lite.db import attach_handles
@@ -85,14 +84,6 @@ def region_holder(s, deployable_id):
     return holder_name(claim_uid) if claim_uid else (arq_uuid or 'unknown')
 
 
-def _makes_instance(rows, deployable_id):
-    """A vGPU type (device_records.MAKES_INSTANCE): each of its handles
-    is a VF of its own, held by one claim or ARQ each (the handle's
-    UNIQUE function), so one holder leaves the others free."""
-    key, value = device_records.MAKES_INSTANCE
-    return rows.attributes.get(deployable_id, {}).get(key) == value
-
-
 def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
           project_id=None, pods=()):
     """Hold a handle of the region for the claim's device ``device_name``,
@@ -128,8 +119,10 @@ def claim(deployable_id, claim_uid, namespace, claim_name, device_name,
                 raise refused('region %s is being programmed by job %s'
                               % (region.uuid, job))
             rows = devices.region_rows(s, device, region)
-            holder = None if _makes_instance(rows, deployable_id) else \
-                region_holder(s, deployable_id)
+            # NOTE: a vGPU type's VFs are held one by one (the handle's
+            # UNIQUE function): one holder leaves the others free.
+            holder = None if devices.makes_instance(
+                rows, deployable_id) else region_holder(s, deployable_id)
             if holder is not None:
                 raise refused('region %s is in use by %s'
                               % (region.uuid, holder))
