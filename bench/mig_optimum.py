@@ -12,12 +12,12 @@ Profile})`` as bench/mig_pack.fleet gives them.
 """
 import time
 
-from cyborg_lite.drivers import nvidia_mig
+from cyborg_lite.common import mig_placements
 
 
 def _choices(gpus, pid):
     """[(GPU index, start, slices)] a request for ``pid`` may take."""
-    return [(g, s, nvidia_mig.slices(s, profiles[pid].size))
+    return [(g, s, mig_placements.slices(s, profiles[pid].size))
             for g, (_, profiles) in enumerate(gpus) if pid in profiles
             for s in profiles[pid].starts]
 

@@ -13,8 +13,8 @@ MIG profile (by id; 19 1g, 15 1g.20gb (H100 only), 14 2g, 9 3g, 5 4g,
 0 7g; weights 8:2:4:3:1:2; no ``+me`` profile: a GPU's media engines
 are one, which memory-slice counters alone do not count), arrives after
 an exponential gap and holds its instance for an exponential time; a
-request that nothing can take when it arrives is refused (no queue). Two online schedulers see the
-requests in turn:
+request that nothing can take when it arrives is refused (no queue).
+Two online schedulers see the requests in turn:
 
 - ``placement``: Placement's view. Each GPU offers one inventory per
   profile, the number of instances of it the GPU can still make (what
@@ -56,6 +56,7 @@ import sys
 
 from bench import common
 from bench import mig_optimum
+from cyborg_lite.common import mig_placements
 from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.kubernetes import mig_counters
 
@@ -105,10 +106,10 @@ class Gpu(object):
         self.free = frozenset(range(nvidia_mig.slice_count(self.ordered)))
 
     def take(self, profile, start):
-        self.free -= nvidia_mig.slices(start, profile.size)
+        self.free -= mig_placements.slices(start, profile.size)
 
     def give(self, profile, start):
-        self.free |= nvidia_mig.slices(start, profile.size)
+        self.free |= mig_placements.slices(start, profile.size)
 
     def makeable(self, profile_id):
         """The ``-lgip`` Free count: instances of one profile that could
@@ -154,7 +155,7 @@ def dra_choice(gpus, profile_id, devices):
         if pid != profile_id:
             continue
         gpu = gpus[index]
-        if nvidia_mig.slices(start, gpu.profiles[pid].size) <= gpu.free:
+        if mig_placements.slices(start, gpu.profiles[pid].size) <= gpu.free:
             return index, start
     return None
 
@@ -193,11 +194,11 @@ def double_allocations(requests, gpu_specs, granted):
         if profile is None or start not in profile.starts:
             bad += 1
             continue
-        for s in nvidia_mig.slices(start, profile.size):
+        for s in mig_placements.slices(start, profile.size):
             if held.get((index, s), 0) > arrive:
                 bad += 1
                 break
-        for s in nvidia_mig.slices(start, profile.size):
+        for s in mig_placements.slices(start, profile.size):
             held[(index, s)] = depart
     return bad
 
@@ -236,8 +237,10 @@ def main(argv=None):
                   100.0 * len(granted) / best['bound'],
                   '' if best['exact'] else ' bound',
                   result[scheduler]['double_allocations']))
-    print('optimum     %s %d (%s, %.1f s)' % (
+    print('optimum     %s %d%s (%s, %.1f s)' % (
         'exactly' if best['exact'] else 'at most', best['bound'],
+        '' if best['exact'] or best['found'] is None else
+        ', at least %d (a schedule found)' % best['found'],
         best['status'], best['seconds']))
     common.emit(result, args.output)
     return result

@@ -37,6 +37,7 @@ import threading
 from cyborg_lite.common import device_records
 from cyborg_lite.common import exception
 from cyborg_lite.common import health
+from cyborg_lite.common import mig_placements
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import nvidia_device_nodes
@@ -461,7 +462,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         size = {p.id: p.size for p in nvidia_mig.profiles(
             self._mig_tool(tool, '-lgip', identity),
             self._mig_tool(tool, '-lgipp', identity))}.get(profile_id)
-        if size is None or not nvidia_mig.slices(start, size) <= \
+        if size is None or not mig_placements.slices(start, size) <= \
                 nvidia_mig.free_slices(start + size, instances):
             raise exception.DriverError(
                 driver=self._name, reason='GPU %s cannot make MIG profile %s '

@@ -23,6 +23,7 @@ import collections
 import re
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import mig_placements
 
 Profile = collections.namedtuple(
     'Profile', 'id name size starts memory_gib multiprocessors total')
@@ -121,21 +122,17 @@ def parse_lgi(output):
     return out
 
 
-def slices(start, size):
-    return frozenset(range(start, start + size))
-
-
 def free_slices(count, instances):
     """The memory slices no GPU instance takes."""
     taken = set()
     for instance in instances:
-        taken |= slices(instance.start, instance.size)
+        taken |= mig_placements.slices(instance.start, instance.size)
     return frozenset(range(count)) - taken
 
 
 def valid_starts(profile, free):
     """The starts of ``profile`` whose slices are all free."""
-    return [s for s in profile.starts if slices(s, profile.size) <= free]
+    return mig_placements.fitting(profile.size, profile.starts, free)
 
 
 def makeable(profile, free, made=0):
@@ -145,34 +142,21 @@ def makeable(profile, free, made=0):
     the earliest end does; never more than the profile's total)."""
     count = 0
     for start in profile.starts:
-        taken = slices(start, profile.size)
+        taken = mig_placements.slices(start, profile.size)
         if taken <= free:
             free, count = free - taken, count + 1
     return max(0, min(count, profile.total - made))
 
 
-def kept_open(gpu_profiles, free):
-    """How many placements of each profile stay possible on ``free``,
-    the largest profile first: what a choice should keep highest."""
-    ordered = sorted(gpu_profiles, key=lambda p: (-p.size, len(p.starts)))
-    return tuple(len(valid_starts(p, free)) for p in ordered)
-
-
 def choose_start(profile, free, gpu_profiles):
     """The start to make ``profile`` at on a GPU whose free slices are
-    ``free``, or None if none fits.
-
-    Best fit: the start after which the larger profiles keep the most
-    placements (the largest profile weighs first); among equals the
-    highest start, as small instances packed at the end leave the
-    low-start large placements whole."""
-    best, best_key = None, None
-    for start in valid_starts(profile, free):
-        key = (kept_open(gpu_profiles, free - slices(start, profile.size)),
-               start)
-        if best_key is None or key > best_key:
-            best, best_key = start, key
-    return best
+    ``free`` and whose profiles are ``gpu_profiles``, or None if none
+    fits: common/mig_placements' best fit, the policy the slices publish
+    for the kube-scheduler too."""
+    best = mig_placements.best_first(
+        profile.size, profile.starts, free,
+        [(p.size, p.starts) for p in gpu_profiles])
+    return best[0] if best else None
 
 
 def counter_names(start, size):

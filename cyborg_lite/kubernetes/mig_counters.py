@@ -21,6 +21,7 @@ the pools in a Go map, so their order differs from call to call, and a
 pool's slices come in the order of the list it is given (the informer's,
 not defined).
 """
+from cyborg_lite.common import mig_placements
 from cyborg_lite.kubernetes import names as k8s_names
 
 SLICE = 'memory-slice-%d'
@@ -106,39 +107,26 @@ def placement(attributes):
     return (profile, numbers[_START], numbers[_SIZE])
 
 
-def _slices(start, size):
-    return frozenset(range(start, start + size))
-
-
 def ranked(placements):
     """``placements`` ((profile, start, size) of one GPU, profiles given
     as comparable keys) in the order the slices publish them. Profiles
     smallest first (by slices, then the most placements, then the key),
     so a request several profiles satisfy gets the smallest; a profile's
-    placements best fit first, as drivers/nvidia_mig.choose_start ranks
-    the starts on the GPU as offered (free: the slices the placements
-    cover, those of instances someone else made excepted): the placement
-    after which the larger profiles keep the most placements, the
-    largest profile weighing first; among equals the highest start."""
+    placements best fit first (common/mig_placements, the policy the
+    agent makes Nova's instances by) on the GPU as offered (free: the
+    slices the placements cover, those of instances someone else made
+    excepted)."""
     starts = {}
     for profile, start, size in placements:
         starts.setdefault((profile, size), set()).add(start)
-    free = frozenset().union(*(_slices(s, size)
-                               for (_p, size), ss in starts.items()
-                               for s in ss))
-    largest_first = sorted(starts.items(),
-                           key=lambda i: (-i[0][1], len(i[1]), i[0][0]))
-
-    def kept_open(left):
-        return tuple(sum(1 for s in ss if _slices(s, size) <= left)
-                     for (_p, size), ss in largest_first)
-
+    shapes = [(size, ss) for (_p, size), ss in starts.items()]
+    free = frozenset().union(*(mig_placements.slices(s, size)
+                               for size, ss in shapes for s in ss))
     out = []
     for (profile, size), ss in sorted(
             starts.items(), key=lambda i: (i[0][1], -len(i[1]), i[0][0])):
-        best_first = sorted(ss, reverse=True, key=lambda s: (
-            kept_open(free - _slices(s, size)), s))
-        out += [(profile, s, size) for s in best_first]
+        out += [(profile, s, size) for s in
+                mig_placements.best_first(size, ss, free, shapes)]
     return out
 
 

@@ -4,6 +4,7 @@ instance checked against what a full GPU can still hold."""
 import pytest
 
 from cyborg_lite.common import exception
+from cyborg_lite.common import mig_placements
 from cyborg_lite.drivers import nvidia_mig
 from tests.unit.drivers.conftest import fixture_path
 
@@ -146,7 +147,7 @@ def test_choosing_in_turn_packs_small_instances_at_the_end():
         start = nvidia_mig.choose_start(profile, free, gpu)
         made.append((name, start))
         if start is not None:
-            free -= nvidia_mig.slices(start, profile.size)
+            free -= mig_placements.slices(start, profile.size)
     # The 1g's go to 6 and 5 (4g@0 and 3g@0 stay possible), the 2g to 2
     # (2g@4 is gone; 2 and 0 keep as much, the higher start wins), the
     # third 1g to 4; no 3g fits any more, a 2g still does (at 0).
