@@ -45,18 +45,8 @@ def _vgpu_profile(host):
 
 def _h200(host):
     """({device name: taints} of the H200's devices, its counters)."""
-    devices, counters = {}, {}
-    for obj in list(host.services.apiserver.slices.values()):
-        if obj['spec'].get('nodeName') != host.host:
-            continue
-        for device in obj['spec'].get('devices') or []:
-            if device['name'].startswith(H200 + '-'):
-                devices[device['name']] = device.get('taints', [])
-        for found in obj['spec'].get('sharedCounters') or []:
-            if found['name'] == H200:
-                counters = {k: v['value']
-                            for k, v in found['counters'].items()}
-    return devices, counters
+    devices, counters = host.counter_set(H200)
+    return {n: d.get('taints', []) for n, d in devices.items()}, counters
 
 
 def _env(host, claim):

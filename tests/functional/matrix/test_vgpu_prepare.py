@@ -19,19 +19,13 @@ EXPECTED = 2 + len(vgpu_vfio_host.H200X_TYPES)
 
 def _card(host):
     """({type id: devices} in the host's slices, the card's counters)."""
-    types, counters = {}, {}
-    for obj in list(host.services.apiserver.slices.values()):
-        if obj['spec'].get('nodeName') != host.host:
-            continue
-        for device in obj['spec'].get('devices') or []:
-            if device['name'].startswith(SET + '-vgpu-'):
-                assert not device.get('taints'), device
-                type_id = int(device['name'].split('-')[-2])
-                types[type_id] = types.get(type_id, 0) + 1
-        for found in obj['spec'].get('sharedCounters') or []:
-            if found['name'] == SET:
-                counters = {k: v['value']
-                            for k, v in found['counters'].items()}
+    devices, counters = host.counter_set(SET)
+    types = {}
+    for name, device in devices.items():
+        if name.startswith(SET + '-vgpu-'):
+            assert not device.get('taints'), device
+            type_id = int(name.split('-')[-2])
+            types[type_id] = types.get(type_id, 0) + 1
     return types, counters
 
 

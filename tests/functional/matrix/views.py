@@ -86,6 +86,23 @@ class Views:
                 found[dep['string'] if dep else device['name']] = device
         return found
 
+    def counter_set(self, name):
+        """({device name: device entry} of this host's devices named
+        ``<name>-...``, {counter: value} of its shared counter set
+        ``name``)."""
+        devices, counters = {}, {}
+        for slice_ in list(self.services.apiserver.slices.values()):
+            if slice_['spec'].get('nodeName') != self.host:
+                continue
+            for device in slice_['spec'].get('devices') or []:
+                if device['name'].startswith(name + '-'):
+                    devices[device['name']] = device
+            for found in slice_['spec'].get('sharedCounters') or []:
+                if found['name'] == name:
+                    counters = {k: v['value']
+                                for k, v in found['counters'].items()}
+        return devices, counters
+
     def slices(self, deployables=None):
         """{deployable short name: sorted taints, each its reason (and
         '=nova' for the in-use one)} of this host's ResourceSlices; the
