@@ -40,17 +40,21 @@ def _instants(requests):
 
 
 def solve(requests, gpus, time_limit):
-    """{'bound', 'exact', 'status', 'seconds', 'variables', 'rows'}."""
+    """{'bound', 'exact', 'found', 'schedule', 'relaxation', 'status',
+    'seconds', 'variables', 'rows'}: ``schedule``, the grants [(request
+    index, GPU index, start)] of the best solution found (``found`` of
+    them), or None."""
     import numpy
     from scipy import optimize
     from scipy import sparse
 
     began = time.monotonic()
-    columns, owner = [], []
+    columns, owner, starts = [], [], []
     for r, (_, _, pid) in enumerate(requests):
-        for g, _, taken in _choices(gpus, pid):
+        for g, s, taken in _choices(gpus, pid):
             columns.append((g, taken))
             owner.append(r)
+            starts.append(s)
     rows, cols = [], []
     for c, r in enumerate(owner):           # one choice a request at most
         rows.append(r)
@@ -95,8 +99,13 @@ def solve(requests, gpus, time_limit):
         bound = int(round(-result.fun))
     elif getattr(result, 'mip_dual_bound', None) is not None:
         bound = min(bound, int(-result.mip_dual_bound + 1e-6))
-    found = None if result.x is None else int(round(-result.fun))
+    found = schedule = None
+    if result.x is not None:
+        found = int(round(-result.fun))
+        schedule = sorted((owner[c], columns[c][0], starts[c])
+                          for c, x in enumerate(result.x) if x > 0.5)
     return {'bound': bound, 'exact': exact, 'found': found,
+            'schedule': schedule,
             'relaxation': None if relaxed.status else round(-relaxed.fun, 2),
             'status': result.message,
             'seconds': round(time.monotonic() - began, 1),

@@ -183,6 +183,15 @@ def run(requests, gpu_specs, scheduler):
     return granted
 
 
+def by_profile(requests, granted):
+    """{profile id: grants of it} of ``granted`` [(request index, ...)],
+    every profile asked for counted (0 when none was granted)."""
+    counts = {pid: 0 for _a, _d, pid in requests}
+    for number, *_rest in granted:
+        counts[requests[number][2]] += 1
+    return counts
+
+
 def double_allocations(requests, gpu_specs, granted):
     """Grants at a start -lgipp does not allow, or on slices another
     instance on the same GPU held at that time."""
@@ -223,11 +232,17 @@ def main(argv=None):
               'gpus': args.gpus, 'seed': args.seed,
               'mean_gap': args.mean_gap, 'mean_hold': args.mean_hold}
     best = mig_optimum.solve(requests, gpus, args.time_limit)
+    schedule = best.pop('schedule')
     result['optimum'] = best
+    if schedule is not None:
+        best['by_profile'] = by_profile(requests, schedule)
+        best['double_allocations'] = double_allocations(requests, gpus,
+                                                        schedule)
     for scheduler in ('placement', 'dra', 'dra-by-name'):
         granted = run(requests, gpus, scheduler)
         result[scheduler] = {
             'accepted': len(granted),
+            'by_profile': by_profile(requests, granted),
             'double_allocations': double_allocations(requests, gpus,
                                                      granted),
             'ratio': round(len(granted) / best['bound'], 4)}
@@ -242,6 +257,15 @@ def main(argv=None):
         '' if best['exact'] or best['found'] is None else
         ', at least %d (a schedule found)' % best['found'],
         best['status'], best['seconds']))
+    print('by profile  (id: asked, placement / dra / the solver\'s '
+          'schedule)  %s' % ', '.join(
+              '%d: %d, %d / %d / %s' % (
+                  pid, asked, result['placement']['by_profile'][pid],
+                  result['dra']['by_profile'][pid],
+                  best.get('by_profile', {}).get(pid, '-'))
+              for pid, asked in sorted(by_profile(
+                  requests, [(n, 0, 0) for n in range(len(requests))]
+              ).items())))
     common.emit(result, args.output)
     return result
 

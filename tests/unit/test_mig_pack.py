@@ -89,8 +89,18 @@ def test_the_program_agrees_with_the_exhaustive_search():
         assert solved['exact']
         optimum = mig_optimum.search(requests, gpus)
         assert solved['bound'] == optimum
+        # Its schedule is one: as many grants, none overlapping.
+        assert len(solved['schedule']) == solved['found'] == optimum
+        assert mig_pack.double_allocations(requests, gpus,
+                                           solved['schedule']) == 0
         below += optimum < len(requests)
     assert below >= 2       # traces where the optimum refuses some
+
+
+def test_grants_are_counted_by_profile_every_profile_asked_for_named():
+    requests = [(0, 10, 0), (1, 10, 9), (2, 10, 14), (3, 10, 19)]
+    assert mig_pack.by_profile(requests, [(1, 0, 4), (3, 0, 6)]) == {
+        0: 0, 9: 1, 14: 0, 19: 1}
 
 
 def test_the_baseline_takes_a_profiles_lowest_start_first():
