@@ -28,13 +28,18 @@ Two online schedulers see the requests in turn:
   published and takes the first whose device and counters are free, as
   the structured-parameters allocator does. The order is the one the
   slices carry (kubernetes/mig_counters.ranked, the one function both
-  use): GPU by GPU (a GPU's placements are kept in one slice; which
-  slice the scheduler walks first is not defined, this takes them in
-  order), each GPU's profiles smallest first, each profile's starts in
-  the order nvidia_mig.choose_start ranks them on an idle GPU.
+  use), republished whenever an instance is made or destroyed: GPU by
+  GPU (a GPU's placements are kept in one slice; which slice the
+  scheduler walks first is not defined, this takes them in order), each
+  GPU's profiles smallest first, each profile's starts that fit best fit
+  first on the GPU as it is (common/mig_placements, the agent's policy),
+  so it grants what ``placement`` grants.
+- ``dra-idle-order``: the same, each GPU's placements ranked on the idle
+  GPU and never republished, as the slices carried them before: a
+  baseline.
 - ``dra-by-name``: the same, each profile's starts in the order of
   their names (lowest first), as the slices carried them before they
-  carried the policy: a baseline.
+  carried a policy: a baseline.
 
 An independent check replays every grant: a start the GPU's ``-lgipp``
 allows, slices not held by another instance on the same GPU at that
@@ -50,6 +55,7 @@ bound (an upper bound on the optimum) is printed and the ratios are
 against it, which only understates them.
 """
 import argparse
+import functools
 import heapq
 import random
 import sys
@@ -62,6 +68,7 @@ from cyborg_lite.kubernetes import mig_counters
 
 FIXTURES = 'tests/fixtures/drivers/nvidia/'
 REQUEST_WEIGHTS = {19: 8, 15: 2, 14: 4, 9: 3, 5: 1, 0: 2}
+SCHEDULERS = ('placement', 'dra', 'dra-idle-order', 'dra-by-name')
 
 
 def gpu_profiles(model):
@@ -104,12 +111,19 @@ class Gpu(object):
         self.ordered = sorted(profiles.values(),
                               key=lambda p: (p.size, -len(p.starts)))
         self.free = frozenset(range(nvidia_mig.slice_count(self.ordered)))
+        self.held = frozenset()     # (profile id, start, size)
 
     def take(self, profile, start):
         self.free -= mig_placements.slices(start, profile.size)
+        self.held |= {(profile.id, start, profile.size)}
 
     def give(self, profile, start):
         self.free |= mig_placements.slices(start, profile.size)
+        self.held -= {(profile.id, start, profile.size)}
+
+    def placements(self):
+        """[(profile id, start, size)] of every placement it offers."""
+        return [(p.id, s, p.size) for p in self.ordered for s in p.starts]
 
     def makeable(self, profile_id):
         """The ``-lgip`` Free count: instances of one profile that could
@@ -129,15 +143,21 @@ def placement_choice(gpus, profile_id):
     return None
 
 
-def published_devices(gpus):
-    """[(GPU index, profile id, start)] in the order of the slices."""
+def published_devices(gpus, now=False):
+    """[(GPU index, profile id, start)] in the order of the slices: each
+    GPU's placements ranked on the idle GPU, or ``now`` on the GPU as it
+    is (its held instances taken)."""
     devices = []
     for index, gpu in enumerate(gpus):
-        placements = [(p.id, s, p.size) for p in gpu.ordered
-                      for s in p.starts]
-        devices += [(index, pid, s)
-                    for pid, s, _ in mig_counters.ranked(placements)]
+        ranked = _ranked(tuple(gpu.placements()),
+                         gpu.held if now else frozenset())
+        devices += [(index, pid, s) for pid, s, _ in ranked]
     return devices
+
+
+@functools.lru_cache(maxsize=4096)
+def _ranked(placements, held):
+    return mig_counters.ranked(placements, held)
 
 
 def devices_by_name(gpus):
@@ -173,6 +193,8 @@ def run(requests, gpu_specs, scheduler):
         if scheduler == 'placement':
             choice = placement_choice(gpus, pid)
         else:
+            if scheduler == 'dra':      # republished as instances change
+                devices = published_devices(gpus, now=True)
             choice = dra_choice(gpus, pid, devices)
         if choice is None:
             continue
@@ -238,7 +260,7 @@ def main(argv=None):
         best['by_profile'] = by_profile(requests, schedule)
         best['double_allocations'] = double_allocations(requests, gpus,
                                                         schedule)
-    for scheduler in ('placement', 'dra', 'dra-by-name'):
+    for scheduler in SCHEDULERS:
         granted = run(requests, gpus, scheduler)
         result[scheduler] = {
             'accepted': len(granted),
@@ -246,18 +268,18 @@ def main(argv=None):
             'double_allocations': double_allocations(requests, gpus,
                                                      granted),
             'ratio': round(len(granted) / best['bound'], 4)}
-        print('%-11s accepted %4d of %d, %.1f%% of the optimum%s, '
+        print('%-14s accepted %4d of %d, %.1f%% of the optimum%s, '
               '%d double allocations' % (
                   scheduler, len(granted), len(requests),
                   100.0 * len(granted) / best['bound'],
                   '' if best['exact'] else ' bound',
                   result[scheduler]['double_allocations']))
-    print('optimum     %s %d%s (%s, %.1f s)' % (
+    print('optimum        %s %d%s (%s, %.1f s)' % (
         'exactly' if best['exact'] else 'at most', best['bound'],
         '' if best['exact'] or best['found'] is None else
         ', at least %d (a schedule found)' % best['found'],
         best['status'], best['seconds']))
-    print('by profile  (id: asked, placement / dra / the solver\'s '
+    print('by profile     (id: asked, placement / dra / the solver\'s '
           'schedule)  %s' % ', '.join(
               '%d: %d, %d / %d / %s' % (
                   pid, asked, result['placement']['by_profile'][pid],

@@ -47,6 +47,10 @@ class Deployable:
     # its GPU's placements in the slices is ranked by (kubernetes/
     # mig_counters.ranked); else empty.
     mig_placement: tuple = ()
+    # A MIG placement whose instance is held (for a claim, or made and
+    # awaiting its removal): its slices are taken from those its GPU's
+    # placements are ranked on.
+    mig_held: bool = False
     # Offered still, each with an informational taint (effect None):
     # ('degraded',) when its health is.
     advisories: tuple = ()

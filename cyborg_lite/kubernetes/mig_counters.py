@@ -107,26 +107,32 @@ def placement(attributes):
     return (profile, numbers[_START], numbers[_SIZE])
 
 
-def ranked(placements):
+def ranked(placements, held=()):
     """``placements`` ((profile, start, size) of one GPU, profiles given
     as comparable keys) in the order the slices publish them. Profiles
     smallest first (by slices, then the most placements, then the key),
     so a request several profiles satisfy gets the smallest; a profile's
-    placements best fit first (common/mig_placements, the policy the
-    agent makes Nova's instances by) on the GPU as offered (free: the
-    slices the placements cover, those of instances someone else made
-    excepted)."""
+    placements that fit now best fit first (common/mig_placements, the
+    policy the agent makes Nova's instances by) on the GPU as it is now:
+    the slices the placements cover, less those of the ``held`` ones
+    (placements whose instance a claim holds). Then those that do not
+    fit now, best fit first on the GPU as offered."""
     starts = {}
     for profile, start, size in placements:
         starts.setdefault((profile, size), set()).add(start)
     shapes = [(size, ss) for (_p, size), ss in starts.items()]
-    free = frozenset().union(*(mig_placements.slices(s, size)
-                               for size, ss in shapes for s in ss))
+    offered = frozenset().union(*(mig_placements.slices(s, size)
+                                  for size, ss in shapes for s in ss))
+    free = offered.difference(*(mig_placements.slices(s, size)
+                                for _p, s, size in held))
     out = []
     for (profile, size), ss in sorted(
             starts.items(), key=lambda i: (i[0][1], -len(i[1]), i[0][0])):
-        out += [(profile, s, size) for s in
-                mig_placements.best_first(size, ss, free, shapes)]
+        now = mig_placements.best_first(size, ss, free, shapes)
+        later = [s for s in mig_placements.best_first(size, ss, offered,
+                                                      shapes)
+                 if s not in now]
+        out += [(profile, s, size) for s in now + later]
     return out
 
 
@@ -141,8 +147,10 @@ def publication_order(named):
     """{device name: sort key} of ``named`` ({device name: (Device,
     Deployable)}) for ``spec.devices``: every device by name, but a MIG
     GPU's placements together, where the first of their names sorts, in
-    ``ranked`` order (its GPU's placements in the inventory are what it
-    is ranked on, so an unchanged inventory keeps its order)."""
+    ``ranked`` order on the GPU as it is now (its placements in the
+    inventory, those held for claims taken: an unchanged inventory keeps
+    its order, and a claim's instance made or destroyed moves the order
+    to where the agent's best fit would make the next)."""
     keys = {name: (name, 0, '') for name in named}
     gpus = {}
     for name, gpu in placement_gpus(named).items():
@@ -150,7 +158,9 @@ def publication_order(named):
     for names in gpus.values():
         first = min(names)
         rank = {p: i for i, p in enumerate(ranked(
-            named[n][1].mig_placement for n in names))}
+            [named[n][1].mig_placement for n in names],
+            [named[n][1].mig_placement for n in names
+             if named[n][1].mig_held]))}
         for name in names:
             keys[name] = (first, rank[named[name][1].mig_placement], name)
     return keys

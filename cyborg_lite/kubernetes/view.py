@@ -76,6 +76,7 @@ PREPARE_UNSUPPORTED = 'bind_unsupported'
 
 def _deployable(hostname, device, dep, conf, vgpu=(), unsupported=False):
     reasons = kubernetes_reasons(device, dep)
+    placement = mig_counters.placement(dep.attributes)
     if unsupported and PREPARE_UNSUPPORTED not in reasons:
         reasons += (PREPARE_UNSUPPORTED,)
     return inventory.Deployable(
@@ -94,7 +95,9 @@ def _deployable(hostname, device, dep, conf, vgpu=(), unsupported=False):
             dep.attributes, dep.local_memory_mb, k8s_slices.mib_quantity),
         gpu_counter_totals=vgpu_counters.totals(device) if vgpu else
         mig_counters.totals(dep.attributes, k8s_slices.mib_quantity),
-        mig_placement=mig_counters.placement(dep.attributes),
+        mig_placement=placement,
+        mig_held=bool(placement) and any(h.in_use
+                                         for h in dep.attach_handles),
         advisories=(host_inventory.advisories(device, dep)
                     if conf.informational_taints else ()),
         health_signal=_health_signal(device, dep),

@@ -90,3 +90,34 @@ def test_a_placement_another_instance_took_fails_the_claim_holds_nothing(
     assert not os.path.exists(cdi.spec_path(
         host.conf.kubernetes.cdi_dir, host.conf.kubernetes.driver_name,
         claim['metadata']['uid']))
+
+
+def _one_g_order(host, gpu=GPU):
+    """The starts of ``gpu``'s 1g placements in the order the slices
+    publish them (the kube-scheduler takes the first that fits)."""
+    prefix = 'gpu-%s-mig-1g5gb-19-' % gpu.replace(':', '-').replace('.', '-')
+    return [int(d['name'][len(prefix):])
+            for obj in list(host.services.apiserver.slices.values())
+            if obj['spec'].get('nodeName') == host.host
+            for d in obj['spec'].get('devices') or []
+            if d['name'].startswith(prefix)]
+
+
+def test_a_claims_instance_moves_the_gpus_order_to_the_next_best_fit(
+        make_host):
+    """A claim's 3g at slices 4-7: the GPU's 1g placements are published
+    best fit on what is left (slice 3 first, where the agent would make
+    the next), and back in the idle GPU's order once it is destroyed."""
+    host = make_host(gpus='mig', expected=EXPECTED)
+    assert _one_g_order(host) == [6, 5, 4, 3, 2, 1, 0]
+    dep, name = _device(host, 'mig-3g20gb-9-4')
+    claim = _claim(host, name)
+    assert host.prepare(claim) == ''
+    waiting.read_until(lambda: _one_g_order(host),
+                       lambda order: order == [3, 2, 1, 0, 6, 5, 4], 20,
+                       what='1g placements best fit beside the 3g')
+    assert host.unprepare(claim) == ''
+    claims.wait_available(host, dep)
+    waiting.read_until(lambda: _one_g_order(host),
+                       lambda order: order == [6, 5, 4, 3, 2, 1, 0], 20,
+                       what='the idle order again')

@@ -28,9 +28,10 @@ A100_ORDER = ['mig-1g5gb-19-6', 'mig-1g5gb-19-5', 'mig-1g5gb-19-4',
               'mig-4g20gb-5-0', 'mig-7g40gb-0-0']
 
 
-def _gpu(address, model, instances=(), shuffle=None):
-    """The host view of one MIG GPU whose placements the driver offers;
-    ``shuffle``: a Random the deployables' order is shuffled with."""
+def _gpu(address, model, instances=(), held=(), shuffle=None):
+    """The host view of one MIG GPU whose placements the driver offers,
+    those named in ``held`` held for a claim; ``shuffle``: a Random the
+    deployables' order is shuffled with."""
     records = nvidia_mig_made.placement_deployables(
         address, list(mig_pack.gpu_profiles(model).values()),
         list(instances), set(), [])
@@ -46,7 +47,9 @@ def _gpu(address, model, instances=(), shuffle=None):
                 attributes=inv.stored_attributes(r.attributes),
                 attach_handles=(host_inventory.AttachHandleView(
                     uuid='h-' + r.name, attach_type='PCI',
-                    attach_info=r.attach_handles[0].attach_info),))
+                    attach_info=r.attach_handles[0].attach_info,
+                    in_use=r.name in held,
+                    k8s_claim='uid-1' if r.name in held else None),))
             for r in records))
 
 
@@ -104,6 +107,27 @@ def test_the_policy_ranks_on_the_gpu_as_offered():
         'mig-2g10gb-14-2', 'mig-2g10gb-14-4', 'mig-3g20gb-9-4']
 
 
+def test_a_claims_instance_moves_the_order_to_the_agents_next_choice():
+    """A claim holds the 3g at slices 4-7: a 1g's best fit is now slice
+    3 (where nvidia_mig.choose_start makes one for Nova), so the 1g
+    placements that fit come first, best first, and those under the 3g
+    after them; the 3g's other placement fits and leads its profile."""
+    address, model = ADDRESSES[0], 'a100_40gb'
+    names = _of_gpu(_published(k8s_slices.build_slices(
+        _host([(address, model, (), ('mig-3g20gb-9-4',))]), DRIVER)),
+        address)
+    assert names == [
+        'mig-1g5gb-19-3', 'mig-1g5gb-19-2', 'mig-1g5gb-19-1',
+        'mig-1g5gb-19-0', 'mig-1g5gb-19-6', 'mig-1g5gb-19-5',
+        'mig-1g5gb-19-4', 'mig-2g10gb-14-2', 'mig-2g10gb-14-0',
+        'mig-2g10gb-14-4', 'mig-3g20gb-9-0', 'mig-3g20gb-9-4',
+        'mig-4g20gb-5-0', 'mig-7g40gb-0-0']
+    profiles = list(mig_pack.gpu_profiles(model).values())
+    [one_g] = [p for p in profiles if p.id == 19]
+    assert nvidia_mig.choose_start(one_g, frozenset(range(4)),
+                                   profiles) == 3
+
+
 def test_an_unchanged_inventory_gives_the_same_slices_and_no_write(sync):
     gpus = [(ADDRESSES[0], 'a100_40gb'), (ADDRESSES[1], 'h100_80gb')]
     first = k8s_slices.build_slices(_host(gpus), DRIVER)
@@ -136,17 +160,26 @@ def test_the_order_depends_on_no_order_it_is_given():
 
 
 def test_the_bench_measures_the_order_the_slices_carry():
+    """Idle, and with a claim's 2g at slices 2-3 of the H100 (third
+    GPU) and its 3g at 0-3 of the first A100."""
     fleet = mig_pack.fleet('a100_40gb:2,h100_80gb:2')
-    gpus = [mig_pack.Gpu(model, profiles) for model, profiles in fleet]
-    slices = k8s_slices.build_slices(
-        _host(zip(ADDRESSES, [model for model, _ in fleet])), DRIVER)
+    models = [model for model, _ in fleet]
+    held = {0: (9, 0, 'mig-3g20gb-9-0'), 2: (14, 2, 'mig-2g20gb-14-2')}
     index = {_prefix(a): i for i, a in enumerate(ADDRESSES)}
-    carried = []
-    for name in _published(slices):
-        gpu, placement = name.split('-mig-')
-        carried.append((index[gpu + '-'],) +
-                       nvidia_mig_made.placement_of_name('mig-' + placement))
-    assert carried == mig_pack.published_devices(gpus)
+    for claimed in ({}, held):
+        gpus = [mig_pack.Gpu(model, profiles) for model, profiles in fleet]
+        for i, (pid, start, _name) in claimed.items():
+            gpus[i].take(gpus[i].profiles[pid], start)
+        slices = k8s_slices.build_slices(_host(
+            (a, m, (), [claimed[i][2]] if i in claimed else ())
+            for i, (a, m) in enumerate(zip(ADDRESSES, models))), DRIVER)
+        carried = []
+        for name in _published(slices):
+            gpu, placement = name.split('-mig-')
+            carried.append((index[gpu + '-'],) + nvidia_mig_made.
+                           placement_of_name('mig-' + placement))
+        assert carried == mig_pack.published_devices(gpus, now=True)
+    assert carried != mig_pack.published_devices(gpus)
 
 
 def test_a_gpus_placements_stay_in_one_slice():
