@@ -20,7 +20,9 @@ Two online schedulers see the requests in turn:
   profile, the number of instances of it the GPU can still make (what
   ``-lgip`` shows as Free), written before a bind returns; Placement's
   candidates are the GPUs with one left, Nova takes the first, and the
-  agent makes the instance at nvidia_mig.choose_start (best fit).
+  agent would make the instance at the best fit (common/mig_placements;
+  Nova binds no MIG placement yet: this measures the policy in the view
+  Placement would be given).
 - ``dra``: the Kubernetes scheduler's view. Each GPU publishes one device
   per (profile, placement), consuming that placement's
   ``memory-slice-<i>`` counters of the GPU's counter set (KEP-4815); the
@@ -32,8 +34,8 @@ Two online schedulers see the requests in turn:
   GPU (a GPU's placements are kept in one slice; which slice the
   scheduler walks first is not defined, this takes them in order), each
   GPU's profiles smallest first, each profile's starts that fit best fit
-  first on the GPU as it is (common/mig_placements, the agent's policy),
-  so it grants what ``placement`` grants.
+  first on the GPU as it is (common/mig_placements), so it grants what
+  ``placement`` grants.
 - ``dra-idle-order``: the same, each GPU's placements ranked on the idle
   GPU and never republished, as the slices carried them before: a
   baseline.
@@ -133,13 +135,19 @@ class Gpu(object):
                                                              self.free)
 
 
+def best_start(profile, free, gpu_profiles):
+    """The best fit for ``profile`` on ``free`` (common/mig_placements)."""
+    return mig_placements.best_first(
+        profile.size, profile.starts, free,
+        [(p.size, p.starts) for p in gpu_profiles])[0]
+
+
 def placement_choice(gpus, profile_id):
     """(GPU index, start): the first GPU Placement offers, best-fit."""
     for index, gpu in enumerate(gpus):
         if gpu.makeable(profile_id) >= 1:
             profile = gpu.profiles[profile_id]
-            return index, nvidia_mig.choose_start(profile, gpu.free,
-                                                  gpu.ordered)
+            return index, best_start(profile, gpu.free, gpu.ordered)
     return None
 
 

@@ -1,8 +1,7 @@
-"""Where on a MIG GPU a new instance goes: the one placement policy of
-the agent (drivers/nvidia_mig.choose_start, the start it makes an
-instance at for Nova) and of the kube-scheduler (kubernetes/
-mig_counters.ranked, the order a GPU's placements are published in,
-whose first fitting device the allocator takes). Pure.
+"""Where on a MIG GPU a new instance goes: the placement policy the
+ResourceSlices carry (kubernetes/mig_counters.ranked, the order a GPU's
+placements are published in, whose first fitting device the
+kube-scheduler's allocator takes; bench/mig_pack measures it). Pure.
 
 A GPU has a row of memory slices; a profile's instance takes ``size``
 consecutive slices at one of its allowed ``starts``. A shape is a

@@ -1,5 +1,5 @@
-"""MIG profiles, their placements on a GPU's memory slices, and the
-choice of a placement for a new GPU instance. Pure: text in, values out.
+"""MIG profiles, their placements on a GPU's memory slices, and what a
+GPU can still make. Pure: text in, values out.
 
 A MIG GPU has a row of memory slices (8 on A100 and H100); a GPU
 instance of a profile takes ``size`` consecutive slices starting at one
@@ -146,17 +146,6 @@ def makeable(profile, free, made=0):
         if taken <= free:
             free, count = free - taken, count + 1
     return max(0, min(count, profile.total - made))
-
-
-def choose_start(profile, free, gpu_profiles):
-    """The start to make ``profile`` at on a GPU whose free slices are
-    ``free`` and whose profiles are ``gpu_profiles``, or None if none
-    fits: common/mig_placements' best fit, the policy the slices publish
-    for the kube-scheduler too."""
-    best = mig_placements.best_first(
-        profile.size, profile.starts, free,
-        [(p.size, p.starts) for p in gpu_profiles])
-    return best[0] if best else None
 
 
 def counter_names(start, size):

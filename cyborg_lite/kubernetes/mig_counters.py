@@ -112,8 +112,8 @@ def ranked(placements, held=()):
     as comparable keys) in the order the slices publish them. Profiles
     smallest first (by slices, then the most placements, then the key),
     so a request several profiles satisfy gets the smallest; a profile's
-    placements that fit now best fit first (common/mig_placements, the
-    policy the agent makes Nova's instances by) on the GPU as it is now:
+    placements that fit now best fit first (common/mig_placements) on
+    the GPU as it is now:
     the slices the placements cover, less those of the ``held`` ones
     (placements whose instance a claim holds). Then those that do not
     fit now, best fit first on the GPU as offered."""
@@ -150,7 +150,7 @@ def publication_order(named):
     ``ranked`` order on the GPU as it is now (its placements in the
     inventory, those held for claims taken: an unchanged inventory keeps
     its order, and a claim's instance made or destroyed moves the order
-    to where the agent's best fit would make the next)."""
+    to where the best fit makes the next)."""
     keys = {name: (name, 0, '') for name in named}
     gpus = {}
     for name, gpu in placement_gpus(named).items():

@@ -103,11 +103,12 @@ def test_grants_are_counted_by_profile_every_profile_asked_for_named():
         0: 0, 9: 1, 14: 0, 19: 1}
 
 
-def test_slices_republished_as_instances_change_grant_as_the_agent_does():
+def test_slices_republished_as_instances_change_grant_as_placement_does():
     """``dra``: each GPU's placements ranked on the GPU as it is now
     (kubernetes/mig_counters.ranked with the held instances), so the
-    scheduler's first fit makes the grants Placement's view and the
-    agent's choose_start make; ranked on the idle GPU it does not."""
+    scheduler's first fit makes the grants of Placement's view, whose
+    agent makes each at the best fit; ranked on the idle GPU it does
+    not."""
     args = argparse.Namespace(requests=300, seed=7, mean_gap=1.0,
                               mean_hold=12.0)
     requests = mig_pack.trace(args)

@@ -106,7 +106,7 @@ def _one_g_order(host, gpu=GPU):
 def test_a_claims_instance_moves_the_gpus_order_to_the_next_best_fit(
         make_host):
     """A claim's 3g at slices 4-7: the GPU's 1g placements are published
-    best fit on what is left (slice 3 first, where the agent would make
+    best fit on what is left (slice 3 first, where the best fit makes
     the next), and back in the idle GPU's order once it is destroyed."""
     host = make_host(gpus='mig', expected=EXPECTED)
     assert _one_g_order(host) == [6, 5, 4, 3, 2, 1, 0]

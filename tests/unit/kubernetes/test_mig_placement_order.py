@@ -107,9 +107,9 @@ def test_the_policy_ranks_on_the_gpu_as_offered():
         'mig-2g10gb-14-2', 'mig-2g10gb-14-4', 'mig-3g20gb-9-4']
 
 
-def test_a_claims_instance_moves_the_order_to_the_agents_next_choice():
+def test_a_claims_instance_moves_the_order_to_the_next_best_fit():
     """A claim holds the 3g at slices 4-7: a 1g's best fit is now slice
-    3 (where nvidia_mig.choose_start makes one for Nova), so the 1g
+    3 (where bench/mig_pack's Placement view makes one), so the 1g
     placements that fit come first, best first, and those under the 3g
     after them; the 3g's other placement fits and leads its profile."""
     address, model = ADDRESSES[0], 'a100_40gb'
@@ -124,8 +124,7 @@ def test_a_claims_instance_moves_the_order_to_the_agents_next_choice():
         'mig-4g20gb-5-0', 'mig-7g40gb-0-0']
     profiles = list(mig_pack.gpu_profiles(model).values())
     [one_g] = [p for p in profiles if p.id == 19]
-    assert nvidia_mig.choose_start(one_g, frozenset(range(4)),
-                                   profiles) == 3
+    assert mig_pack.best_start(one_g, frozenset(range(4)), profiles) == 3
 
 
 def test_an_unchanged_inventory_gives_the_same_slices_and_no_write(sync):
@@ -211,12 +210,11 @@ def test_the_cut_splits_only_a_run_longer_than_a_slice():
         ['00', '01', '02', '03'], ['04', '05', '06', '07'], ['08', '09']]
 
 
-def test_the_ranking_is_the_drivers_best_fit_on_an_idle_gpu():
-    """The slices rank a GPU's placements by the policy the agent makes
-    Nova's instances by (common/mig_placements): each profile's first
-    published start is where nvidia_mig.choose_start makes it on an idle
-    GPU, and the next where it would be made if that one were not
-    offered."""
+def test_the_ranking_on_an_idle_gpu_is_the_best_fit_in_turn():
+    """Each profile's first published start is where bench/mig_pack's
+    Placement view makes it on an idle GPU (the best fit of
+    common/mig_placements), and the next where it would be made if that
+    one were not offered."""
     for model in ('a100_40gb', 'h100_80gb'):
         profiles = list(mig_pack.gpu_profiles(model).values())
         idle = frozenset(range(nvidia_mig.slice_count(profiles)))
@@ -228,4 +226,4 @@ def test_the_ranking_is_the_drivers_best_fit_on_an_idle_gpu():
             starts = [s for pid, s, _z in ranked if pid == profile.id]
             for k, start in enumerate(starts):
                 left = profile._replace(starts=starts[k:])
-                assert start == nvidia_mig.choose_start(left, idle, profiles)
+                assert start == mig_pack.best_start(left, idle, profiles)
