@@ -99,18 +99,16 @@ def _trial(root, args):
 
 
 def run(args):
-    trees = {'this': HERE, 'baseline': os.path.abspath(args.baseline)}
-    trials = {name: [] for name in trees}
-    for _ in range(args.trials):
-        for name, root in trees.items():
-            trials[name].append(_trial(root, args))
+    trials = common.alternate_trials(HERE, args.baseline, args.trials,
+                                     lambda root: _trial(root, args))
     medians = common.trial_medians(trials, 'cpu_ms_per_changed_host')
     unchanged = common.trial_medians(trials, 'cpu_ms_per_unchanged_host')
     return {
         'bench': 'change_cost',
         'machine': common.machine(),
         'params': {'hosts': args.hosts, 'rounds': args.rounds,
-                   'trials': args.trials, 'baseline': trees['baseline']},
+                   'trials': args.trials,
+                   'baseline': os.path.abspath(args.baseline)},
         'trials': trials,
         'median_cpu_ms_per_changed_host': medians,
         'baseline_over_this': common.ratio(medians['baseline'],

@@ -21,6 +21,19 @@ PLACEMENT_HEADERS = {'X-Auth-Token': 'admin',
                      'OpenStack-API-Version': 'placement 1.39'}
 
 
+def alternate_trials(here, baseline, count, trial):
+    """{'this': [...], 'baseline': [...]}: ``trial(root)``'s results in
+    this tree (``here``) and in ``baseline``, ``count`` rounds, each
+    running it once in both in turn, so the two sides share whatever
+    else the machine is doing."""
+    trees = {'this': here, 'baseline': os.path.abspath(baseline)}
+    trials = {side: [] for side in trees}
+    for _ in range(count):
+        for side, root in trees.items():
+            trials[side].append(trial(root))
+    return trials
+
+
 def trial_medians(trials, key):
     """{side: the median of ``key`` over its trials} of ``trials``
     ({side: [trial result dict]}), as the A/B benches report them."""

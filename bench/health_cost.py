@@ -121,11 +121,8 @@ def _trial(root, args):
 
 
 def run(args):
-    trees = {'this': HERE, 'baseline': os.path.abspath(args.baseline)}
-    trials = {name: [] for name in trees}
-    for _ in range(args.trials):
-        for name, root in trees.items():
-            trials[name].append(_trial(root, args))
+    trials = common.alternate_trials(HERE, args.baseline, args.trials,
+                                     lambda root: _trial(root, args))
     scan = common.trial_medians(trials, 'cpu_ms_per_scan')
     unchanged = common.trial_medians(trials, 'cpu_ms_per_unchanged_report')
     return {
@@ -133,7 +130,8 @@ def run(args):
         'machine': common.machine(),
         'params': {'cards': args.cards, 'regions': args.regions,
                    'scans': args.scans, 'reports': args.reports,
-                   'trials': args.trials, 'baseline': trees['baseline']},
+                   'trials': args.trials,
+                   'baseline': os.path.abspath(args.baseline)},
         'trials': trials,
         'median_cpu_ms_per_scan': scan,
         'scan_this_over_baseline': common.ratio(scan['this'],

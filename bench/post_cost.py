@@ -101,15 +101,16 @@ def _calls_per_call(func, count):
 
 
 def run(args):
-    trees = {'this': HERE, 'baseline': os.path.abspath(args.baseline)}
     script = os.path.join(HERE, 'bench', 'post_cost.py')
-    trials = {name: [] for name in trees}
-    for _ in range(args.trials):
-        for name, root in trees.items():
-            result = common.run_in_tree(root, script,
-                                        ['--posts', str(args.posts)])
-            common.log('%-40s %s' % (root, result['cpu_ms_per_post']))
-            trials[name].append(result)
+
+    def trial(root):
+        result = common.run_in_tree(root, script,
+                                    ['--posts', str(args.posts)])
+        common.log('%-40s %s' % (root, result['cpu_ms_per_post']))
+        return result
+
+    trials = common.alternate_trials(HERE, args.baseline, args.trials,
+                                     trial)
     keys = sorted(trials['this'][0]['cpu_ms_per_post'])
     medians = {name: {key: statistics.median(
                    t['cpu_ms_per_post'][key] for t in results)
@@ -119,7 +120,7 @@ def run(args):
         'bench': 'post_cost',
         'machine': common.machine(),
         'params': {'posts': args.posts, 'trials': args.trials,
-                   'baseline': trees['baseline']},
+                   'baseline': os.path.abspath(args.baseline)},
         'trials': trials,
         'median_cpu_ms_per_post': medians,
         'baseline_over_this': {key: common.ratio(medians['baseline'][key],
