@@ -57,6 +57,7 @@ bound (an upper bound on the optimum) is printed and the ratios are
 against it, which only understates them.
 """
 import argparse
+import collections
 import functools
 import heapq
 import random
@@ -293,9 +294,8 @@ def main(argv=None):
                   pid, asked, result['placement']['by_profile'][pid],
                   result['dra']['by_profile'][pid],
                   best.get('by_profile', {}).get(pid, '-'))
-              for pid, asked in sorted(by_profile(
-                  requests, [(n, 0, 0) for n in range(len(requests))]
-              ).items())))
+              for pid, asked in sorted(collections.Counter(
+                  pid for _a, _d, pid in requests).items())))
     common.emit(result, args.output)
     return result
 

@@ -113,10 +113,9 @@ def ranked(placements, held=()):
     smallest first (by slices, then the most placements, then the key),
     so a request several profiles satisfy gets the smallest; a profile's
     placements that fit now best fit first (common/mig_placements) on
-    the GPU as it is now:
-    the slices the placements cover, less those of the ``held`` ones
-    (placements whose instance a claim holds). Then those that do not
-    fit now, best fit first on the GPU as offered."""
+    the GPU as it is now: the slices the placements cover, less those of
+    the ``held`` ones (placements whose instance a claim holds). Then
+    those that do not fit now, best fit first on the GPU as offered."""
     starts = {}
     for profile, start, size in placements:
         starts.setdefault((profile, size), set()).add(start)
