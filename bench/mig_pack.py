@@ -20,9 +20,10 @@ Two online schedulers see the requests in turn:
   profile, the number of instances of it the GPU can still make (what
   ``-lgip`` shows as Free), written before a bind returns; Placement's
   candidates are the GPUs with one left, Nova takes the first, and the
-  agent would make the instance at the best fit (common/mig_placements;
-  Nova binds no MIG placement yet: this measures the policy in the view
-  Placement would be given).
+  agent makes the instance at the best fit (common/mig_placements), as
+  a bind of a MIG-backed vGPU type does (drivers/nvidia_mig_vgpu.py;
+  its count is also capped by the free VFs and the type's Max
+  Instances, which this bench leaves out).
 - ``dra``: the Kubernetes scheduler's view. Each GPU publishes one device
   per (profile, placement), consuming that placement's
   ``memory-slice-<i>`` counters of the GPU's counter set (KEP-4815); the

@@ -180,10 +180,12 @@ NVIDIA_OPTS = [
                      'slices allow (one device each, consuming the GPU\'s '
                      'memory-slice-<i> counters; the cluster needs '
                      'DRAPartitionableDevices), the instance made at '
-                     'Prepare and destroyed at release. Off: the MIG '
-                     'instances someone made are offered, as before. '
-                     'Nova cannot bind a placement (Placement does not '
-                     'see where an instance sits).'),
+                     'Prepare and destroyed at release; and, to Nova, a '
+                     'GPU in MIG mode whose SR-IOV VFs make vGPUs (the '
+                     'vendor-specific VFIO framework) as its MIG-backed '
+                     'vGPU types, the instance made at bind where it fits '
+                     'best. Off: the MIG instances someone made are '
+                     'offered, as before.'),
     cfg.StrOpt('mig_state_file',
                default='$state_path/nvidia/mig_made.json',
                help='Where the agent notes the MIG instances its Prepares '
@@ -191,6 +193,12 @@ NVIDIA_OPTS = [
                     'instance id), so that across restarts (kill -9 '
                     'included) it destroys only its own and leaves '
                     'instances someone else made alone.'),
+    cfg.StrOpt('mig_vgpu_state_file',
+               default='$state_path/nvidia/mig_vgpus_made.json',
+               help='Where the agent notes the MIG instances its binds made '
+                    'for MIG-backed vGPUs (the VF, its type, the placement, '
+                    'then the GPU instance id), so that across restarts '
+                    '(kill -9 included) it destroys only its own.'),
 ]
 
 XILINX_OPTS = [

@@ -17,9 +17,11 @@ available_instances,device_api} (as Cyborg's nvidia driver reads them),
 or, on the vendor-specific VFIO framework (kernel >= 6.8, no mdev), the
 types its SR-IOV VFs can make (drivers/nvidia_vgpu_vfio.py).
 
-A GPU is offered one way at a time: as MIG instances when MIG is on, as
-vGPU types when the host driver publishes them, else whole (``pgpu``).
-Offering both would let a scheduler place two workloads on one card.
+A GPU is offered one way at a time: as MIG instances when MIG is on
+(with ``mig_on_demand``, its placements and, when its VFs make vGPUs,
+its MIG-backed vGPU types: drivers/nvidia_mig_vgpu.py), as vGPU types
+when the host driver publishes them, else whole (``pgpu``). Offering
+two ways would let a scheduler place two workloads on one card.
 
 Cleaning between tenants (GPU reset, MIG instances destroyed and made
 again) is in drivers/nvidia_cleaning.py; health signals (temperatures,
@@ -29,6 +31,7 @@ from sysfs. Every nvidia-smi run goes through ``self.run_tool``
 (tools.run_tool), the one injectable edge.
 """
 import collections
+import functools
 import logging
 import os
 import re
@@ -41,9 +44,9 @@ from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia_cleaning
 from cyborg_lite.drivers import nvidia_device_nodes
 from cyborg_lite.drivers import nvidia_health
-from cyborg_lite.drivers import nvidia_mig
 from cyborg_lite.drivers import nvidia_mig_commands
 from cyborg_lite.drivers import nvidia_mig_made
+from cyborg_lite.drivers import nvidia_mig_vgpu
 from cyborg_lite.drivers import nvidia_modes
 from cyborg_lite.drivers import nvidia_vfio_nodes
 from cyborg_lite.drivers import nvidia_vgpu_vfio
@@ -99,17 +102,19 @@ def _mig_key(mig_device, where):
     return int(sms), memory
 
 
-def mig_deployables(gpu, traits, where, skip=()):
+def mig_deployables(gpu, traits, where, skip=(), present=None):
     """One deployable per kind of MIG instance (same SMs and memory);
-    the GPU instance ids ``skip`` (made here at Prepare) left out."""
+    the GPU instance ids ``skip`` (made here) left out, and, with
+    ``present``, those not among its ids (destroyed since the XML was
+    read)."""
     groups = collections.OrderedDict()
     skip = {str(i) for i in skip}
+    present = None if present is None else {str(i) for i in present}
     for mig in gpu.findall('mig_devices/mig_device'):
-        if (_text(mig, 'gpu_instance_id') or '?') in skip:
+        gi_id = _text(mig, 'gpu_instance_id') or '?'
+        if gi_id in skip or (present is not None and gi_id not in present):
             continue
-        key = _mig_key(mig, where)
-        groups.setdefault(key, []).append(
-            _text(mig, 'gpu_instance_id') or '?')
+        groups.setdefault(_mig_key(mig, where), []).append(gi_id)
     return [
         device_records.DeployableRecord(
             name='mig_%dsm_%dmb' % (sms, memory), resource_class='VGPU',
@@ -197,14 +202,22 @@ def _vfio_deployables(sysfs_root, address, info, traits, supported_types,
 
 def _mig(gpu, address, traits, where, mig_tables):
     """A MIG GPU's deployables: the instances someone made and, when
-    ``mig_tables(address)`` gives (profiles, instances, the GI ids made
-    here), every placement it can make (drivers/nvidia_mig_made.py)."""
+    ``mig_tables(address, device id, traits)`` gives (profiles,
+    instances, the GI ids Prepares made here, MIG-backed vGPU types'
+    deployables, the GI ids their vGPUs are on), every placement it can
+    make (drivers/nvidia_mig_made.py) and its MIG-backed vGPU types
+    (drivers/nvidia_mig_vgpu.py)."""
     if mig_tables is None:
         return mig_deployables(gpu, traits, where)
-    profiles, instances, ours = mig_tables(address)
-    return (mig_deployables(gpu, traits, where, skip=ours) +
+    profiles, instances, ours, vgpus, in_guests = mig_tables(
+        address, _board_info(gpu).get('device_id', '0x0000'), traits)
+    # NOTE: the XML was read before the lock: an instance destroyed
+    # since (a release's) is not someone else's to offer.
+    return (mig_deployables(gpu, traits, where, skip=ours | in_guests,
+                            present={i.gi_id for i in instances}) +
             nvidia_mig_made.placement_deployables(address, profiles,
-                                                  instances, ours, traits))
+                                                  instances, ours, traits) +
+            vgpus)
 
 
 def gpu_record(gpu, sysfs_root, places=None, supported_types=None,
@@ -302,6 +315,8 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         # MIG placements offered to Kubernetes, made at its Prepare.
         self.mig_on_demand = group.mig_on_demand
         self.mig_made = nvidia_mig_made.Made(group.mig_state_file)
+        # ... and the MIG instances Nova's binds made for MIG-backed vGPUs.
+        self.mig_vgpus = nvidia_mig_vgpu.Noted(group.mig_vgpu_state_file)
         self.last_seen = nvidia_modes.LastSeen()
         # NOTE: a scan's adoption must not forget a placement noted by a
         # make whose -cgi is still running: one at a time.
@@ -322,24 +337,15 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
     def _scan(self, tool):
         output = self.run_tool(self._name, [tool, '-q', '-x'], self.timeout)
         gpus = {}
-
-        def supported_types(address):
-            return nvidia_vgpu_vfio.parse_supported(self.run_tool(
-                self._name, [tool, 'vgpu', '-s', '-v', '-i', address],
-                self.timeout).decode('utf-8', 'replace'),
-                'nvidia-smi vgpu -s -v -i %s' % address)
-        def mig_tables(address):
-            profiles = nvidia_mig.profiles(self._mig_tool(tool, '-lgip',
-                                                          address),
-                                           self._mig_tool(tool, '-lgipp',
-                                                          address))
-            with self._mig_lock:
-                instances = self._instances(tool, address)
-                return profiles, instances, self.mig_made.adopt(address,
-                                                                instances)
         made_here, mig_noted = self.made_here.read(), self.mig_made.read()
+        for_mig = self.mig_vgpus.read()
         vgpus = nvidia_vgpu_vfio.types_by_pf(self.sysfs_root, made_here)
-        held = nvidia_modes.held_modes(mig_noted, vgpus)
+        # A MIG-backed vGPU is the MIG mode's, not the vGPU mode's.
+        held = nvidia_modes.held_modes(
+            mig_noted, nvidia_vgpu_vfio.types_by_pf(
+                self.sysfs_root, {vf: t for vf, t in made_here.items()
+                                  if vf not in for_mig}),
+            {entry['gpu'] for entry in for_mig.values()})
 
         def settle(address, mode, deployables):
             return self.last_seen.settle(
@@ -347,15 +353,59 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 mig_noted.get(address, {}),
                 {str(t) for t in vgpus.get(address, ())})
         try:
-            records = parse_nvidia_smi(output, self.sysfs_root, gpus,
-                                       supported_types, made_here,
-                                       mig_tables if self.mig_on_demand
-                                       else None, settle)
+            records = parse_nvidia_smi(
+                output, self.sysfs_root, gpus,
+                functools.partial(self._supported_types, tool), made_here,
+                functools.partial(self._mig_tables, tool)
+                if self.mig_on_demand else None, settle)
         except exception.HostDataError as e:
             raise exception.DriverError(driver=self._name,
                                         reason=e.format_message())
         self._gpus = gpus
         return records
+
+    def _vgpu_listing(self, tool, address):
+        """``nvidia-smi vgpu -s -v -i <GPU>``'s text."""
+        return self.run_tool(self._name, [tool, 'vgpu', '-s', '-v', '-i',
+                                          address],
+                             self.timeout).decode('utf-8', 'replace')
+
+    def _supported_types(self, tool, address):
+        return nvidia_vgpu_vfio.parse_supported(
+            self._vgpu_listing(tool, address),
+            'nvidia-smi vgpu -s -v -i %s' % address)
+
+    def _mig_tables(self, tool, address, device_id, traits):
+        """What ``_mig`` offers of a MIG GPU from, read under the MIG lock
+        (a bind's or a Prepare's instance is noted, or not there)."""
+        profiles = self._profiles(tool, address)
+        with self._mig_lock:
+            instances = self._instances(tool, address)
+            nvidia_mig_vgpu.adopt(self.mig_vgpus, address, instances)
+            ours = self.mig_made.adopt(address, instances)
+            vgpus, in_guests = self._mig_vgpus(tool, address, device_id,
+                                               traits, profiles, instances)
+        return profiles, instances, ours, vgpus, in_guests
+
+    def _mig_vgpus(self, tool, address, device_id, traits, profiles,
+                   instances):
+        """A MIG GPU's MIG-backed vGPU types, when its VFs make vGPUs;
+        and the GPU instances a VF's vGPU is on (or a bind made for one),
+        which are no one else's to take."""
+        if not nvidia_vgpu_vfio.is_vfio_pf(self.sysfs_root, address):
+            return [], set()
+        vfs = nvidia_vgpu_vfio.read_vfs(self.sysfs_root, address)
+        in_guests = self.mig_vgpus.instances(address) | {
+            nvidia_mig_vgpu.gpu_instance_of(self.sysfs_root, vf.address)
+            for vf in vfs if vf.current} - {None}
+        listing = self._vgpu_listing(tool, address)
+        return nvidia_mig_vgpu.deployables(
+            nvidia_mig_vgpu.Gpu(tuple(profiles), tuple(instances),
+                                tuple(vfs)),
+            nvidia_vgpu_vfio.parse_supported(
+                listing, 'nvidia-smi vgpu -s -v -i %s' % address),
+            nvidia_mig_vgpu.parse_profiles(listing), device_id, traits,
+            self.made_here.read()), in_guests
 
     def read_health(self, devices, missing):
         signals = {}
@@ -434,6 +484,14 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             with self._mig_lock:
                 return self._make_mig(identity, placement, attach_info)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
+        # NOTE: the type's profile is read now, not kept in the handle:
+        # the VF's function key is the handle without its type only.
+        profile_id = nvidia_mig_vgpu.parse_profiles(self._vgpu_listing(
+            self._tool(), identity)).get(type_id)
+        if profile_id is not None:
+            with self._mig_lock:
+                return self._make_mig_vgpu(identity, attach_info, type_id,
+                                           profile_id)
         made = nvidia_vgpu_vfio.make(
             self.sysfs_root, identity,
             device_records.pci_address(attach_info), type_id,
@@ -448,6 +506,9 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             with self._mig_lock:
                 return self._destroy_mig(identity, placement)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
+        if device_records.pci_address(attach_info) in self.mig_vgpus.read():
+            with self._mig_lock:
+                return self._remove_mig_vgpu(identity, attach_info, type_id)
         removed = nvidia_vgpu_vfio.remove(
             self.sysfs_root, identity,
             device_records.pci_address(attach_info), type_id,
@@ -473,7 +534,11 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
                 LOG.info('Cleaned GPU %s %s', identity, deployable_name)
                 return
             deployable = self._deployable(tool, identity, deployable_name)
-            if 'vgpu_type_id' in deployable.attributes:
+            if 'mig_backed_profile_id' in deployable.attributes:
+                with self._mig_lock:
+                    self._clean_mig_vgpus(tool, identity, int(
+                        deployable.attributes['vgpu_type_id']))
+            elif 'vgpu_type_id' in deployable.attributes:
                 nvidia_vgpu_vfio.remove_made_here(
                     self.sysfs_root, identity,
                     int(deployable.attributes['vgpu_type_id']),

@@ -2,7 +2,8 @@
 
 Each GPU of a host runs one mode at a time: ``whole`` (passthrough, a
 container's whole GPU), ``mig`` (MIG mode: instances made at Prepare,
-nvidia_mig_made.py) or ``vgpu`` (SR-IOV VFs making vGPUs,
+nvidia_mig_made.py, or at a bind for a MIG-backed vGPU on a VF,
+nvidia_mig_vgpu.py) or ``vgpu`` (SR-IOV VFs making time-sliced vGPUs,
 nvidia_vgpu_vfio.py); the three meet on one host. Should a GPU show
 another mode while instances this host made in the old one are not
 cleaned yet (their holders, a claim or a bind, have them; the hardware
@@ -24,12 +25,15 @@ LOG = logging.getLogger(__name__)
 WHOLE, MIG, VGPU = 'whole', 'mig', 'vgpu'
 
 
-def held_modes(mig_noted, vgpu_pfs):
+def held_modes(mig_noted, vgpu_pfs, mig_vgpu_pfs=()):
     """{GPU address: modes of the instances this host made on it and has
     not cleaned}: ``mig_noted``, nvidia_mig_made.Made.read(); ``vgpu_pfs``,
     the PFs of the VFs nvidia_vgpu_vfio.MadeHere notes
-    (nvidia_vgpu_vfio.types_by_pf)."""
+    (nvidia_vgpu_vfio.types_by_pf) but for MIG-backed vGPUs, whose PFs
+    are ``mig_vgpu_pfs`` (nvidia_mig_vgpu.Noted)."""
     modes = {gpu: {MIG} for gpu, noted in mig_noted.items() if noted}
+    for pf in mig_vgpu_pfs:
+        modes.setdefault(pf, set()).add(MIG)
     for pf in vgpu_pfs:
         modes.setdefault(pf, set()).add(VGPU)
     return modes

@@ -147,7 +147,7 @@ def can_still_make(vfs, type_id, most):
     return max(0, min(free, most - made))
 
 
-def _handle(vf, type_id):
+def handle(vf, type_id):
     """A VF as a PCI attach handle of one type: its address, and the type
     a bind writes into it (``vgpu_type``; a handle per type, so that no
     two types are one accelerator to a scheduler, common/
@@ -194,7 +194,7 @@ def deployables(vfs, supported, device_id, traits, made_here=None):
                             gpu_vfs=str(len(vfs)),
                             **({'vgpu_max_instances': str(most)}
                                if most else {})),
-            attach_handles=[_handle(vf, type_id) for vf in
+            attach_handles=[handle(vf, type_id) for vf in
                             sorted(ours + free, key=lambda v: v.address)]))
     return records
 

@@ -98,6 +98,9 @@ class Host(Views, NovaPart, Programs, KubernetesPart, Cards):
         self.conf.set_override('mig_state_file',
                                str(self.tmp_path / 'mig_made.json'),
                                group='nvidia_driver')
+        self.conf.set_override('mig_vgpu_state_file',
+                               str(self.tmp_path / 'mig_vgpus_made.json'),
+                               group='nvidia_driver')
         if self.gpu_host is not None:
             self.gpu_host.configure(self.conf)
 

@@ -7,37 +7,21 @@ wait for Bound; delete the ARQ and the allocation."""
 import uuid
 
 import pytest
-import requests
 
 from cyborg_lite.drivers import nvidia
 from tests import nova
 from tests import waiting
 from tests.fixtures.drivers import vgpu_vfio_host
 from tests.functional.placement import one_host
+from tests.functional.placement import vgpu_nova
 
 PF = vgpu_vfio_host.PFS[0]
 ADMIN = one_host.ADMIN
-HEADERS = dict(one_host.MEMBER, **one_host.ACCEL)
+HEADERS = vgpu_nova.HEADERS
 MOST = {'CUSTOM_NVIDIA_2335_%s' % t[1].split()[1].replace('-', '_'): t[2]
         for t in vgpu_vfio_host.H200X_TYPES}
 Q35 = 'CUSTOM_NVIDIA_2335_H200X_35C'
 Q141 = 'CUSTOM_NVIDIA_2335_H200X_141C'
-# Nova's libvirt driver plugging a Cyborg PCI ARQ into the guest
-# (LibvirtDriver._guest_add_accel_pci_devices), the ARQ as our API gives
-# it; the <hostdev> it writes.
-NOVA_HOSTDEV = """
-import json, sys
-from nova.virt.libvirt import driver as libvirt_driver
-arqs = json.load(sys.stdin)
-class Guest:
-    devices = []
-    def add_device(self, dev):
-        self.devices.append(dev.to_xml())
-guest = Guest()
-libvirt_driver.LibvirtDriver._guest_add_accel_pci_devices(
-    object.__new__(libvirt_driver.LibvirtDriver), guest, arqs)
-print(json.dumps(guest.devices))
-"""
 
 
 @pytest.fixture
@@ -72,62 +56,15 @@ def cloud(sqlite_db, conf, placement, hostname, kernel):
 
 
 def _offers(placement, hostname):
-    """{type trait: (VGPU capacity left, used)} of the host's providers
-    that offer any (total less reserved)."""
-    get = one_host.placement_get
-    roots = get(placement, '/resource_providers', name=hostname)[
-        'resource_providers']
-    found = {}
-    for rp in get(placement, '/resource_providers', in_tree=roots[0][
-            'uuid'])['resource_providers'] if roots else ():
-        path = '/resource_providers/%s' % rp['uuid']
-        vgpu = get(placement, path + '/inventories')['inventories'].get(
-            'VGPU')
-        if not vgpu or vgpu['total'] == vgpu['reserved']:
-            continue
-        used = get(placement, path + '/usages')['usages'].get('VGPU', 0)
-        [trait] = [t for t in get(placement, path + '/traits')['traits']
-                   if t.startswith('CUSTOM_NVIDIA_2335_')]
-        found[trait] = (vgpu['total'] - vgpu['reserved'] - used, used)
-    return found
-
-
-def _allocate(placement, hostname, trait):
-    """The scheduler: a candidate of the type on the host, allocated to
-    a new instance; (instance, provider)."""
-    [root] = one_host.placement_get(placement, '/resource_providers',
-                                    name=hostname)['resource_providers']
-    candidates = one_host.placement_get(
-        placement, '/allocation_candidates', resources='VGPU:1',
-        required=trait, in_tree=root['uuid'])['allocation_requests']
-    assert candidates, 'no candidate of %s' % trait
-    [rp] = candidates[0]['allocations']
-    instance = str(uuid.uuid4())
-    resp = requests.put(
-        '%s/allocations/%s' % (placement.endpoint, instance),
-        headers=one_host.PLACEMENT, timeout=30, json={
-            'allocations': candidates[0]['allocations'],
-            'project_id': 'tenant-1', 'user_id': 'alice',
-            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
-    assert resp.status_code == 204, resp.text
-    return instance, rp
+    return vgpu_nova.offers(placement, hostname, 'CUSTOM_NVIDIA_2335_')
 
 
 def _bind(app, placement, hostname, trait):
     """Nova's boot of one instance with a vGPU of ``trait``'s type: the
     ARQ as the API shows it once resolved."""
-    instance, rp = _allocate(placement, hostname, trait)
+    instance, rp = vgpu_nova.allocate(placement, hostname, trait)
     return one_host.bind_as_nova(app, HEADERS, trait.lower(), hostname, rp,
                                  instance)
-
-
-def _delete(app, placement, arq):
-    """Nova's delete: the instance's ARQs, then its allocation."""
-    app.delete('/v2/accelerator_requests?instance=%s'
-               % arq['instance_uuid'], headers=HEADERS, status=204)
-    requests.delete('%s/allocations/%s' % (placement.endpoint,
-                                           arq['instance_uuid']),
-                    headers=one_host.PLACEMENT, timeout=30)
 
 
 def _states(app, hostname):
@@ -139,16 +76,12 @@ def _states(app, hostname):
             if d['name'].startswith(hostname + '_')}
 
 
-def _vf(info):
-    return '%(domain)s:%(bus)s:%(device)s.%(function)s' % info
-
-
 def test_a_bind_writes_the_type_into_a_vf_and_its_delete_writes_0(
         cloud, placement, hostname, kernel):
     arq = _bind(cloud, placement, hostname, Q35)
     assert arq['state'] == 'Bound', arq
     assert arq['attach_handle_type'] == 'PCI'
-    vf = _vf(arq['attach_handle_info'])
+    vf = vgpu_nova.vf_of(arq['attach_handle_info'])
     assert vf in kernel.vfs[PF]
     assert kernel.current[vf] == 1426
     assert kernel.read(kernel.vf_file(
@@ -156,7 +89,7 @@ def test_a_bind_writes_the_type_into_a_vf_and_its_delete_writes_0(
     # Read once Bound, no waiting: the card makes only 35C now, one less.
     assert _offers(placement, hostname) == {Q35: (3, 1)}
 
-    _delete(cloud, placement, arq)
+    vgpu_nova.delete(cloud, placement, arq)
     assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
@@ -172,9 +105,9 @@ def test_nova_plugs_the_vf_our_bound_arq_names(cloud, placement, hostname,
     nova.python()       # before the bind: skipped without Nova's venv
     arq = _bind(cloud, placement, hostname, Q35)
     assert arq['state'] == 'Bound', arq
-    vf = _vf(arq['attach_handle_info'])
+    vf = vgpu_nova.vf_of(arq['attach_handle_info'])
     # Nova's own code hands the VF, whose type the bind wrote, over.
-    [hostdev] = nova.run(NOVA_HOSTDEV, [arq])
+    [hostdev] = nova.run(vgpu_nova.NOVA_HOSTDEV, [arq])
     assert '<address domain="0x0000" bus="0x41" slot="0x%s" ' \
         'function="0x%s"/>' % (vf[8:10], vf[11]) in hostdev
     assert kernel.current[vf] == 1426
@@ -193,7 +126,7 @@ def test_a_vf_the_card_cannot_fill_any_more_fails_the_bind_cleanly(
     assert made == {kernel.vfs[PF][9]: 1428}     # theirs, left alone
     # Nova gives up on the host (its ARQs and allocation deleted).
     # Nothing held: the type's clean finds nothing of ours to remove.
-    _delete(cloud, placement, arq)
+    vgpu_nova.delete(cloud, placement, arq)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='every type wiped (of nothing)')
@@ -209,9 +142,9 @@ def test_the_removal_waits_for_the_guest_to_let_the_vf_go(
         cloud, placement, hostname, kernel):
     arq = _bind(cloud, placement, hostname, Q35)
     assert arq['state'] == 'Bound', arq
-    vf = _vf(arq['attach_handle_info'])
+    vf = vgpu_nova.vf_of(arq['attach_handle_info'])
     kernel.guest_opens(vf)          # QEMU has it
-    _delete(cloud, placement, arq)
+    vgpu_nova.delete(cloud, placement, arq)
     # The removal tries, the kernel says EBUSY: the VF waits, still made,
     # and Placement offers the type's other three only.
     waiting.read_until(lambda: _offers(placement, hostname),
@@ -236,14 +169,14 @@ def test_a_guest_leaving_frees_its_vf_alone_while_another_keeps_its_own(
     first = _bind(cloud, placement, hostname, Q35)
     second = _bind(cloud, placement, hostname, Q35)
     assert (first['state'], second['state']) == ('Bound', 'Bound')
-    kept = _vf(second['attach_handle_info'])
+    kept = vgpu_nova.vf_of(second['attach_handle_info'])
     assert _offers(placement, hostname) == {Q35: (2, 2)}
 
-    _delete(cloud, placement, first)
+    vgpu_nova.delete(cloud, placement, first)
     # Its VF emptied at once; the type never waits for a wipe, so the
     # second guest's vGPU is untouched and the first VF offered again.
     assert waiting.until(lambda: kernel.current[
-        _vf(first['attach_handle_info'])] == 0, timeout=60)
+        vgpu_nova.vf_of(first['attach_handle_info'])] == 0, timeout=60)
     waiting.read_until(lambda: _offers(placement, hostname),
                        lambda found: found == {Q35: (3, 1)}, timeout=60,
                        what='the type offered less the one held')
@@ -253,7 +186,7 @@ def test_a_guest_leaving_frees_its_vf_alone_while_another_keeps_its_own(
     assert third['state'] == 'Bound', third
 
     for arq in (second, third):
-        _delete(cloud, placement, arq)
+        vgpu_nova.delete(cloud, placement, arq)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type idle')
@@ -267,7 +200,7 @@ def test_an_agent_of_the_previous_release_is_asked_nothing(
     assert arq['state'] == 'BindFailed'
     assert 'its agent runs a release without RPC 1.4' in arq['error']
     assert set(kernel.current.values()) == {0}
-    _delete(cloud, placement, arq)
+    vgpu_nova.delete(cloud, placement, arq)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type given back')
@@ -291,7 +224,7 @@ def test_a_vgpu_made_whose_bind_then_failed_is_removed_not_leaked(
     [vf] = [v for v in kernel.vfs[PF] if 'made vgpu_1426 on %s ' % v
             in arq['error']]                      # made, then ...
     assert waiting.until(lambda: kernel.current[vf] == 0, timeout=60)
-    _delete(cloud, placement, arq)
+    vgpu_nova.delete(cloud, placement, arq)
     waiting.read_until(lambda: _states(cloud, hostname),
                        lambda found: set(found.values()) == {'available'},
                        timeout=60, what='the type wiped')

@@ -9,6 +9,7 @@ from cyborg_lite.common import exception
 from cyborg_lite.drivers import base
 from cyborg_lite.drivers import nvidia
 from cyborg_lite.drivers import nvidia_cleaning
+from cyborg_lite.drivers import safe_xml
 from cyborg_lite.drivers import sysfs
 from tests.unit.drivers.conftest import fixture_path
 
@@ -80,6 +81,21 @@ def test_mig_instances_are_grouped_children(conf, tool):
     assert (big.resource_class, big.num_accelerators, big.local_memory_mb,
             big.attributes['gpu_instance_ids']) == ('VGPU', 2, 40192, '1,2')
     assert migs['mig_14sm_9728mb'].num_accelerators == 1
+
+
+def test_an_instance_gone_since_the_xml_was_read_is_not_offered():
+    # The scan reads -q -x before its lock; -lgi under it lists what is
+    # there now: an instance destroyed in between (a release's) is no
+    # one's to offer.
+    root = safe_xml.parse(open(fixture_path('nvidia', 'two_gpus_mig.xml'),
+                               'rb').read(), 'xml')
+    gpu = root.find('gpu')
+    found = nvidia.mig_deployables(gpu, (), 'xml', present={2, 9})
+    assert [(d.name, d.attributes['gpu_instance_ids']) for d in found] == \
+        [('mig_42sm_40192mb', '2'), ('mig_14sm_9728mb', '9')]
+    assert nvidia.mig_deployables(gpu, (), 'xml', skip={9},
+                                  present={1, 9}) == [
+        d for d in nvidia.mig_deployables(gpu, (), 'xml', skip={2, 9})]
 
 
 def test_records_survive_the_rpc_round_trip(conf, tool):
