@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 
-from cyborg_lite.drivers import nvidia
 from tests import nova
 from tests import waiting
 from tests.fixtures.drivers import mig_vgpu_host
@@ -40,18 +39,8 @@ def kernel(tmp_path):
 
 @pytest.fixture
 def cloud(sqlite_db, conf, placement, hostname, kernel):
-    one_host.configure(conf, placement)
-    kernel.configure(conf)
-    driver = nvidia.NvidiaDriver(conf)
-    driver.name = 'nvidia'
-    driver.write_attribute = kernel.write
-    with one_host.serving(conf, hostname, driver, 'cond-mig-vgpu') as app:
-        for trait in (G1, G3, G7):
-            app.post_json('/v2/device_profiles', [{
-                'name': trait.lower(), 'groups': [{
-                    'resources:VGPU': '1',
-                    'trait:%s' % trait: 'required'}]}],
-                headers=dict(ADMIN, **one_host.ACCEL), status=201)
+    with vgpu_nova.serving(conf, placement, hostname, kernel, (G1, G3, G7),
+                           'cond-mig-vgpu') as app:
         waiting.read_until(lambda: _offers(placement, hostname),
                            lambda found: found == _idle(), timeout=60,
                            what='every MIG-backed type offered')

@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 
-from cyborg_lite.drivers import nvidia
 from tests import nova
 from tests import waiting
 from tests.fixtures.drivers import vgpu_vfio_host
@@ -36,18 +35,8 @@ def kernel(tmp_path):
 
 @pytest.fixture
 def cloud(sqlite_db, conf, placement, hostname, kernel):
-    one_host.configure(conf, placement)
-    kernel.configure(conf)
-    driver = nvidia.NvidiaDriver(conf)
-    driver.name = 'nvidia'
-    driver.write_attribute = kernel.write
-    with one_host.serving(conf, hostname, driver, 'cond-vgpu') as app:
-        for trait in (Q35, Q141):
-            app.post_json('/v2/device_profiles', [{
-                'name': trait.lower(), 'groups': [{
-                    'resources:VGPU': '1',
-                    'trait:%s' % trait: 'required'}]}],
-                headers=dict(ADMIN, **one_host.ACCEL), status=201)
+    with vgpu_nova.serving(conf, placement, hostname, kernel, (Q35, Q141),
+                           'cond-vgpu') as app:
         waiting.read_until(lambda: _offers(placement, hostname),
                            lambda found: found == {
                                t: (m, 0) for t, m in MOST.items()},

@@ -2,10 +2,12 @@
 scheduler's view of a host's vGPU types in the real Placement, its
 allocation, its delete, and its libvirt driver plugging the VF a bound
 ARQ names."""
+import contextlib
 import uuid
 
 import requests
 
+from cyborg_lite.drivers import nvidia
 from tests.functional.placement import one_host
 
 # A member of the project, as Nova's calls carry it.
@@ -26,6 +28,27 @@ libvirt_driver.LibvirtDriver._guest_add_accel_pci_devices(
     object.__new__(libvirt_driver.LibvirtDriver), guest, arqs)
 print(json.dumps(guest.devices))
 """
+
+
+@contextlib.contextmanager
+def serving(conf, placement, hostname, kernel, traits, conductor_host):
+    """The API's webtest app while a conductor and ``hostname``'s agent
+    with the nvidia driver on the simulated ``kernel`` run, with a device
+    profile of one VGPU of each of ``traits`` (named as the trait, in
+    lower case)."""
+    one_host.configure(conf, placement)
+    kernel.configure(conf)
+    driver = nvidia.NvidiaDriver(conf)
+    driver.name = 'nvidia'
+    driver.write_attribute = kernel.write
+    with one_host.serving(conf, hostname, driver, conductor_host) as app:
+        for trait in traits:
+            app.post_json('/v2/device_profiles', [{
+                'name': trait.lower(), 'groups': [{
+                    'resources:VGPU': '1',
+                    'trait:%s' % trait: 'required'}]}],
+                headers=dict(one_host.ADMIN, **one_host.ACCEL), status=201)
+        yield app
 
 
 def offers(placement, hostname, prefix):
