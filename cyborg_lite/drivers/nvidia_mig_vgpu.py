@@ -38,7 +38,6 @@ instance is destroyed. The VF's type is in nvidia_vgpu_vfio.MadeHere as
 any vGPU this host made.
 """
 import dataclasses
-import logging
 import re
 
 from cyborg_lite.common import device_records
@@ -50,7 +49,6 @@ from cyborg_lite.drivers import nvidia_vgpu_vfio
 from cyborg_lite.drivers import state_file
 from cyborg_lite.drivers import sysfs
 
-LOG = logging.getLogger(__name__)
 
 _TYPE_ID_RE = re.compile(r'\s*vGPU Type ID\s*:\s*0x([0-9a-fA-F]{1,8})\s*')
 _PROFILE_RE = re.compile(r'\s*GPU Instance Profile ID\s*:\s*(.*?)\s*')
