@@ -484,10 +484,7 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
             with self._mig_lock:
                 return self._make_mig(identity, placement, attach_info)
         type_id = self._vgpu_type(identity, deployable_name, attach_info)
-        # NOTE: the type's profile is read now, not kept in the handle:
-        # the VF's function key is the handle without its type only.
-        profile_id = nvidia_mig_vgpu.parse_profiles(self._vgpu_listing(
-            self._tool(), identity)).get(type_id)
+        profile_id = self._mig_backed_profile(identity, type_id)
         if profile_id is not None:
             with self._mig_lock:
                 return self._make_mig_vgpu(identity, attach_info, type_id,
@@ -499,6 +496,18 @@ class NvidiaDriver(base.Driver, base.DiscoveryInterface,
         LOG.info('Made vGPU type %d on VF %s of GPU %s', type_id,
                  device_records.pci_address(made), identity)
         return made
+
+    def _mig_backed_profile(self, identity, type_id):
+        """The GPU instance profile of a MIG-backed type, read now, not
+        kept in the handle (the VF's function key is the handle less its
+        type only); None for a time-sliced type, and on a GPU its last
+        scan found out of MIG mode (no ``nvidia-smi`` run then)."""
+        gpu = self._gpus.get(identity)
+        if gpu is not None and (_text(gpu, 'mig_mode/current_mig') or
+                                '').lower() != 'enabled':
+            return None
+        return nvidia_mig_vgpu.parse_profiles(self._vgpu_listing(
+            self._tool(), identity)).get(type_id)
 
     def remove_instance(self, identity, deployable_name, attach_info):
         placement = nvidia_mig_made.parse_placement(attach_info)

@@ -153,10 +153,6 @@ class Noted:
     def forget(self, vf):
         self._file.change(lambda noted: noted.pop(vf, None))
 
-    def gpus(self):
-        """The PFs with an instance noted."""
-        return {entry['gpu'] for entry in self.read().values()}
-
     def instances(self, gpu):
         """The GI ids noted on ``gpu``."""
         return {e['gi'] for e in self.read().values()

@@ -125,4 +125,3 @@ def test_a_note_before_its_instance_takes_the_one_found_there(tmp_path):
         'vf-d': {'gpu': '0000:62:00.0', 'type': 1101, 'placement': '19:6',
                  'gi': None}}
     assert noted.instances(GPU) == {3}
-    assert noted.gpus() == {GPU, '0000:62:00.0'}

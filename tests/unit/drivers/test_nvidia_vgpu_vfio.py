@@ -162,6 +162,17 @@ def test_a_type_is_made_on_the_vf_a_handle_names(driver, kernel):
     assert (other.num_accelerators, other.attach_handles) == (0, [])
 
 
+def test_a_time_sliced_bind_runs_no_nvidia_smi_on_a_gpu_out_of_mig_mode(
+        driver, kernel):
+    driver.discover()
+    ran, run = [], driver.run_tool
+    driver.run_tool = lambda *a: ran.append(a[1]) or run(*a)
+    driver.make_instance(PF, 'vgpu_1426', _handle(kernel, 3, 1426))
+    # The last scan found the GPU out of MIG mode: no type of it is
+    # MIG-backed, nothing asked of nvidia-smi on the bind's path.
+    assert ran == []
+
+
 def test_made_again_for_its_holder_the_same_vf_nothing_written(
         driver, kernel):
     """A Prepare the kubelet asks again makes nothing twice; a VF of
