@@ -70,8 +70,7 @@ class MigCommands:
                                                       start))
         self.mig_made.note(identity, key)
         try:
-            output = self.run_tool(self._name, nvidia_mig_made.create_argv(
-                tool, identity, profile_id, start), self.timeout)
+            output = self._create(tool, identity, profile_id, start)
         except exception.DriverError:
             self.mig_made.forget(identity, key)
             raise
@@ -103,11 +102,11 @@ class MigCommands:
         return False
 
     def _create(self, tool, address, profile_id, start):
-        """``-cgi <profile id>:<start> -C``; the GPU instance id and its
-        output."""
-        output = self.run_tool(self._name, nvidia_mig_made.create_argv(
+        """``-cgi <profile id>:<start> -C``'s output. A caller forgets its
+        note when this raises (the tool made nothing), not when the output
+        does not parse (then it made one: the next scan adopts it)."""
+        return self.run_tool(self._name, nvidia_mig_made.create_argv(
             tool, address, profile_id, start), self.timeout)
-        return nvidia_mig_made.created_gi(output, profile_id), output
 
     def _make_mig_vgpu(self, identity, attach_info, type_id, profile_id):
         """A MIG-backed vGPU of ``type_id`` on the handle's VF: the GPU
@@ -150,22 +149,20 @@ class MigCommands:
                      instances):
         """Make the GPU instance of a VF's MIG-backed vGPU: noted before
         and after ``-cgi``; its id."""
-        [now] = [v for v in nvidia_vgpu_vfio.read_vfs(self.sysfs_root,
-                                                      identity)
-                 if v.address == vf] or [None]
-        if now is None or now.current:
-            raise nvidia_mig_vgpu.Refused(address=vf, reason=(
-                'not a VF of GPU %s' % identity) if now is None else
-                'it holds vGPU type %d already' % now.current)
+        now = nvidia_vgpu_vfio.read_vf(self.sysfs_root, identity, vf)
+        if now.current:
+            raise nvidia_mig_vgpu.Refused(address=vf, reason='it holds vGPU '
+                                          'type %d already' % now.current)
         profile, start = nvidia_mig_vgpu.choose_start(
             self._profiles(tool, identity), instances, profile_id)
         key = nvidia_mig_made.placement_key(profile.id, start)
         self.mig_vgpus.note(vf, identity, type_id, key)
         try:
-            gi_id, _output = self._create(tool, identity, profile.id, start)
+            output = self._create(tool, identity, profile.id, start)
         except exception.DriverError:
             self.mig_vgpus.forget(vf)
             raise
+        gi_id = nvidia_mig_made.created_gi(output, profile.id)
         self.mig_vgpus.note(vf, identity, type_id, key, gi_id)
         return gi_id
 

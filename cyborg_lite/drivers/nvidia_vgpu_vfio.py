@@ -252,7 +252,9 @@ def _current_file(sysfs_root, address):
                         'current_vgpu_type')
 
 
-def _read_vf(sysfs_root, pf, address):
+def read_vf(sysfs_root, pf, address):
+    """VF ``address`` of GPU ``pf`` as it is now; VgpuRefused when it is
+    not one of its VFs."""
     for vf in read_vfs(sysfs_root, pf):
         if vf.address == address:
             return vf
@@ -270,7 +272,7 @@ def _written(sysfs_root, pf, address, text, write):
                           'current_vgpu_type refused: %s (%s)' % (
                               text.strip(), errno.errorcode.get(
                                   e.errno, e.errno), e.strerror))
-    return _read_vf(sysfs_root, pf, address)
+    return read_vf(sysfs_root, pf, address)
 
 
 def make(sysfs_root, pf, address, type_id, made_here,
@@ -283,7 +285,7 @@ def make(sysfs_root, pf, address, type_id, made_here,
     (ENOSPC, EBUSY, ...), and the VF is read back after the write. It is
     noted in ``made_here`` before the write and left out again when no
     vGPU was made. VgpuRefused names why when none was."""
-    vf = _read_vf(sysfs_root, pf, address)
+    vf = read_vf(sysfs_root, pf, address)
     if vf.current == type_id and made_here.read().get(address) == type_id:
         # Made here already for the handle's holder: a Prepare the kubelet
         # asks again (the handle is only free again after its clean).
@@ -318,7 +320,7 @@ def remove(sysfs_root, pf, address, type_id, made_here,
     (removed already). One someone else made, or of another type, is left
     alone (VgpuRefused), and so is one a guest still has open (EBUSY:
     nothing changed, a later try removes it)."""
-    vf = _read_vf(sysfs_root, pf, address)
+    vf = read_vf(sysfs_root, pf, address)
     if not vf.current:
         made_here.forget(address)
         return False

@@ -5,6 +5,7 @@ in MIG mode, and the note of what binds made across a kill -9."""
 import pytest
 
 from cyborg_lite.common import device_records
+from cyborg_lite.common import exception
 from cyborg_lite.drivers import nvidia
 from cyborg_lite.drivers import nvidia_mig_made
 from cyborg_lite.drivers import nvidia_mig_vgpu
@@ -121,3 +122,28 @@ def test_a_held_mig_backed_vgpu_keeps_the_gpu_in_mig_mode(driver, host):
     # vGPU's type, as its last scan found it.
     host.mig.set_mig_mode(False)
     assert list(_deployables(driver)) == ['vgpu_1105']
+
+
+def test_an_instance_made_whose_output_did_not_parse_stays_ours(
+        conf, driver, host):
+    # -cgi made the instance but printed what the driver cannot read:
+    # the bind fails, and the note (placement, no id) is kept, so the
+    # next scan adopts the instance and the type's clean destroys it.
+    run = driver.run_tool
+
+    def garbled(name, argv, timeout):
+        output = run(name, argv, timeout)
+        return b'garbled\n' if '-cgi' in argv else output
+    driver.run_tool = garbled
+    with pytest.raises(exception.DriverError,
+                       match='Successfully created GPU instance'):
+        driver.make_instance(PF, 'vgpu_1105', _vf_info(host, 1))
+    driver.run_tool = run
+    noted = nvidia_mig_vgpu.Noted(conf.nvidia_driver.mig_vgpu_state_file)
+    assert noted.read() == {host.vfs[1]: {
+        'gpu': PF, 'type': 1105, 'placement': '9:4', 'gi': None}}
+    [(gi, _p, _s)] = host.instances()
+    assert _deployables(driver)['vgpu_1105'].num_accelerators == 1
+    assert noted.read()[host.vfs[1]]['gi'] == gi
+    driver.clean(PF, 'vgpu_1105')
+    assert host.instances() == [] and noted.read() == {}
